@@ -1,0 +1,65 @@
+"""Redis connection helpers shared by the index and the recrawl store.
+
+One place decides how a URL becomes a client (plain, TLS, unix socket, cluster) and how a URL
+is shown in messages, so a password can never leak through one backend's log line.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
+
+if TYPE_CHECKING:
+    import redis
+    import redis.asyncio
+
+#: URL schemes served by Redis; ``+cluster`` selects the cluster client.
+REDIS_SCHEMES = ("redis", "rediss", "unix", "redis+cluster", "rediss+cluster")
+
+
+def mask_url(url: str) -> str:
+    """Return ``url`` with any password replaced by ``***`` (user names stay visible)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unparseable url>"
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    netloc = f"{user}:***@{host}"
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def is_cluster_url(url: str) -> bool:
+    """Tell whether ``url`` asks for a Redis Cluster client."""
+    return urlsplit(url).scheme.endswith("+cluster")
+
+
+def _plain_url(url: str) -> str:
+    """Strip the ``+cluster`` marker so redis-py's own URL parser accepts the URL."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.removesuffix("+cluster")
+    return urlunsplit((scheme, parts.netloc, parts.path, parts.query, parts.fragment))
+
+
+def sync_client(url: str, **options: Any) -> redis.Redis | redis.RedisCluster:
+    """Build a blocking client for ``url`` (cluster when the scheme ends in ``+cluster``)."""
+    import redis as redis_sync
+
+    if is_cluster_url(url):
+        return redis_sync.RedisCluster.from_url(_plain_url(url), **options)
+    return redis_sync.Redis.from_url(url, **options)
+
+
+def async_client(
+    url: str, **options: Any
+) -> redis.asyncio.Redis | redis.asyncio.RedisCluster:
+    """Build an asyncio client; call it inside the running loop that will use it."""
+    import redis.asyncio as redis_async
+
+    if is_cluster_url(url):
+        return redis_async.RedisCluster.from_url(_plain_url(url), **options)
+    return redis_async.Redis.from_url(url, **options)

@@ -1,0 +1,23 @@
+"""The package's exception tree: callers catch one base type at each boundary."""
+
+from __future__ import annotations
+
+
+class SimhashError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class ConfigurationError(SimhashError, ValueError):
+    """A setting or option has a value that cannot work (the message says which and why)."""
+
+
+class IndexBackendError(SimhashError):
+    """The index storage failed (unreachable Redis, locked SQLite file, timeout, ...).
+
+    Backend exceptions are wrapped in this type at the index boundary so that Scrapy glue
+    can count and survive them without knowing which backend is in use.
+    """
+
+
+class IndexMismatchError(ConfigurationError):
+    """An existing index was built with another fingerprint scheme, width or band layout."""

@@ -1,0 +1,77 @@
+"""Shared fixtures: real Redis servers started on free loopback ports.
+
+``REDIS_URL`` may point at an existing server instead; a missing ``redis-server`` is a test
+failure with a message saying what to install, never a silent skip.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from tests.redis_servers import RedisServer, start_cluster
+
+
+def _flush(url: str) -> None:
+    client = redis.Redis.from_url(url)
+    try:
+        client.flushdb()
+    finally:
+        client.close()
+
+
+@pytest.fixture(scope="session")
+def redis_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """URL of a real Redis server for the whole session (``REDIS_URL`` or one we start)."""
+    external = os.environ.get("REDIS_URL")
+    if external:
+        yield external
+        return
+    try:
+        server = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server_url: str) -> str:
+    """URL of an empty Redis database for one test."""
+    _flush(redis_server_url)
+    return redis_server_url
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    """A Redis server private to one test, which the test may stop and start again."""
+    try:
+        server = RedisServer(tmp_path / "own-redis").start()
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[RedisServer]]:
+    """A real 3-master Redis Cluster on loopback for the whole session."""
+    try:
+        servers = start_cluster(tmp_path_factory.mktemp("redis-cluster"))
+    except (RuntimeError, OSError) as exc:
+        pytest.fail(f"could not start a Redis Cluster: {exc}")
+    yield servers
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def redis_cluster_url(redis_cluster_servers: list[RedisServer]) -> str:
+    """``redis+cluster://`` URL of the session cluster, emptied for one test."""
+    for server in redis_cluster_servers:
+        _flush(server.url)
+    return f"redis+cluster://127.0.0.1:{redis_cluster_servers[0].port}/0"

@@ -1,0 +1,120 @@
+"""Real ``redis-server`` processes for the tests: single servers and a 3-master cluster.
+
+Tests talk to real servers, never to a fake: every server here is a child process on a free
+loopback port with its own temporary directory, stopped when the fixture ends.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REDIS_SERVER = shutil.which("redis-server")
+REDIS_CLI = shutil.which("redis-cli")
+
+
+def free_port() -> int:
+    """Return a loopback TCP port that is free right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_for_port(port: int, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.02)
+    raise RuntimeError(f"redis-server on port {port} did not start within {timeout}s")
+
+
+@dataclass
+class RedisServer:
+    """One ``redis-server`` child process that can be stopped and started again on its port."""
+
+    workdir: Path
+    port: int = field(default_factory=free_port)
+    cluster: bool = False
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        """Return the ``redis://`` URL of this server."""
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> RedisServer:
+        """Start the server and wait until it accepts connections."""
+        if REDIS_SERVER is None:
+            raise RuntimeError(
+                "redis-server is not on PATH: install it (Debian: apt-get install redis-server) "
+                "or point REDIS_URL at a running server"
+            )
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        args = [
+            REDIS_SERVER,
+            "--port", str(self.port),
+            "--bind", "127.0.0.1",
+            "--save", "",
+            "--appendonly", "no",
+            "--dir", str(self.workdir),
+            "--logfile", str(self.workdir / "redis.log"),
+        ]
+        if self.cluster:
+            args += [
+                "--cluster-enabled", "yes",
+                "--cluster-config-file", str(self.workdir / "nodes.conf"),
+                "--cluster-node-timeout", "2000",
+            ]
+        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            _wait_for_port(self.port)
+        except RuntimeError:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Stop the server (as an outage would: connections drop at once)."""
+        if self.process is not None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+            self.process = None
+
+
+def start_cluster(workdir: Path, masters: int = 3) -> list[RedisServer]:
+    """Start ``masters`` cluster-enabled servers and join them into one cluster."""
+    if REDIS_CLI is None:
+        raise RuntimeError("redis-cli is not on PATH; it is needed to create a Redis Cluster")
+    servers = [
+        RedisServer(workdir / f"node{i}", cluster=True).start() for i in range(masters)
+    ]
+    addresses = [f"127.0.0.1:{server.port}" for server in servers]
+    subprocess.run(
+        [REDIS_CLI, "--cluster", "create", *addresses, "--cluster-replicas", "0", "--cluster-yes"],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        info = subprocess.run(
+            [REDIS_CLI, "-p", str(servers[0].port), "cluster", "info"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout
+        if "cluster_state:ok" in info:
+            return servers
+        time.sleep(0.1)
+    raise RuntimeError("the Redis Cluster did not reach cluster_state:ok within 30s")
