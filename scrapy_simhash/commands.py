@@ -1,0 +1,162 @@
+"""``scrapy simhash``: inspect the near-duplicate index of a project from the command line.
+
+It reads the project's settings (``settings.py``, ``-s``) and opens the same index a crawl of
+that project uses, through the blocking index facade, so what it prints is what the crawl sees.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from scrapy_simhash import _scrapy_config as config
+from scrapy_simhash._redis import mask_url
+from scrapy_simhash._settings import get_bool
+from scrapy_simhash.exceptions import SimhashError
+
+if TYPE_CHECKING:
+    from scrapy.settings import Settings
+
+ACTIONS = ("stats", "lookup", "similar")
+
+
+class SimhashCommand(ScrapyCommand):
+    """Show index statistics, a URL's stored fingerprint, or the near-duplicates of a page."""
+
+    requires_project = False
+    requires_crawler_process = False
+    default_settings: ClassVar[dict[str, Any]] = {"LOG_LEVEL": "WARNING"}
+
+    def syntax(self) -> str:
+        return "stats | lookup URL | similar URL|FILE [options]"
+
+    def short_desc(self) -> str:
+        return "Inspect the SimHash near-duplicate index (stats, lookup, similar)"
+
+    def long_desc(self) -> str:
+        return (
+            "stats: number of fingerprints in the index. "
+            "lookup URL: the fingerprint stored for URL. "
+            "similar URL|FILE: stored pages within SIMHASH_MAX_DISTANCE bits of a stored URL "
+            "or of a local HTML file. The index and namespace are those a crawl of this "
+            "project uses (SIMHASH_INDEX_URL, SIMHASH_NAMESPACE or the spider name)."
+        )
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument(
+            "--spider", metavar="NAME", help="namespace of this spider (default: the only spider)"
+        )
+        parser.add_argument(
+            "--items", action="store_true", help="use the item pipeline's index, not the pages'"
+        )
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if not args or args[0] not in ACTIONS:
+            raise UsageError(f"first argument must be one of {', '.join(ACTIONS)}")
+        action, rest = args[0], args[1:]
+        if (action == "stats") != (not rest) or len(rest) > 1:
+            raise UsageError("stats takes no argument; lookup and similar take exactly one")
+        if self.settings is None:  # set by scrapy.cmdline before run()
+            raise UsageError("settings are not loaded")
+        try:
+            self.exitcode = _run(action, rest[0] if rest else "", self.settings, opts)
+        except SimhashError as exc:
+            print(f"scrapy simhash: error: {exc}")
+            self.exitcode = 2
+
+
+def _spider_names(settings: Settings) -> list[str]:
+    try:
+        from scrapy.spiderloader import get_spider_loader
+
+        return sorted(get_spider_loader(settings).list())
+    except Exception:  # noqa: BLE001 (spider modules that fail to import: no default)
+        return []
+
+
+def _namespace(settings: Settings, opts: argparse.Namespace) -> str:
+    spider = opts.spider
+    if spider is None and not settings.get("SIMHASH_NAMESPACE"):
+        names = _spider_names(settings)
+        if len(names) > 1:
+            raise UsageError(
+                f"this project has several spiders ({', '.join(names)}): pass --spider NAME "
+                "or -s SIMHASH_NAMESPACE=..."
+            )
+        spider = names[0] if names else None
+    ns = config.namespace(settings, spider)
+    return f"{ns}:items" if opts.items else ns
+
+
+def _run(action: str, target: str, settings: Settings, opts: argparse.Namespace) -> int:
+    from scrapy_simhash.fingerprint import (
+        FingerprintConfig,
+        Fingerprinter,
+        from_hex,
+        to_hex,
+    )
+    from scrapy_simhash.index import index_options_from_settings, open_index
+
+    fingerprinter = Fingerprinter(FingerprintConfig.from_settings(settings))
+    url = config.index_url(settings)
+    options = index_options_from_settings(settings)
+    options.update(bits=fingerprinter.bits, scheme=fingerprinter.scheme)
+    options["namespace"] = _namespace(settings, opts)
+    options.pop("url", None)
+    bits = fingerprinter.bits
+    with open_index(url, **options) as index:
+        print(f"index: {mask_url(url)}  namespace: {options['namespace']}")
+        if action == "stats":
+            print(f"fingerprints: {len(index)}")
+            for name, value in sorted(index.stats().items()):
+                print(f"{name}: {value}")
+            return 0
+        key = _key(target, settings)
+        if action == "lookup":
+            fp = index.get(key)
+            if fp is None:
+                print(f"{key}: not in the index")
+                return 1
+            print(f"{key}: {to_hex(fp, bits)}")
+            return 0
+        # similar
+        if os.path.isfile(target):
+            page = fingerprinter.fingerprint_page(Path(target).read_bytes())
+            if page.fingerprint is None:
+                print(f"{target}: no fingerprint ({page.reason})")
+                return 1
+            fp, own = page.fingerprint, None
+        elif _looks_like_hex(target):
+            fp, own = from_hex(target), None
+        else:
+            stored = index.get(key)
+            if stored is None:
+                print(f"{key}: not in the index (pass a local HTML file to fingerprint it)")
+                return 1
+            fp, own = stored, key
+        print(f"fingerprint: {to_hex(fp, bits)}")
+        matches = [m for m in index.query(fp) if m.key != own]
+        for match in matches:
+            print(f"{match.distance:>3}  {to_hex(match.fingerprint, bits)}  {match.key}")
+        if not matches:
+            print("no near-duplicates")
+        return 0
+
+
+def _key(target: str, settings: Settings) -> str:
+    if get_bool(settings, "SIMHASH_CANONICALIZE_KEYS", False) and "://" in target:
+        from w3lib.url import canonicalize_url
+
+        return canonicalize_url(target)
+    return target
+
+
+def _looks_like_hex(text: str) -> bool:
+    body = text.lower().removeprefix("0x")
+    return 8 <= len(body) <= 32 and all(c in "0123456789abcdef" for c in body)
