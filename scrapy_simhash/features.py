@@ -1,0 +1,312 @@
+"""Turn main text into weighted features for SimHash.
+
+A fingerprint can only be as good as its features. Two copies of one article should yield
+nearly the same weighted bag of words even when a timestamp, a counter or the surrounding
+site differs, so text is normalised (NFKC folds full and half width, case folding),
+numbers, punctuation and function words are dropped, and Chinese is segmented into words
+(single characters would make every Chinese page look alike; character n-grams move a
+fingerprint far on a one-character typo). Latin-script runs are split on word
+boundaries, which is much faster than sending them through a Chinese segmenter.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import statistics
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable
+from functools import cache, lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Protocol
+
+from scrapy_simhash.exceptions import ConfigurationError
+
+logger = logging.getLogger(__name__)
+
+TOKENIZERS = ("jieba", "rjieba")
+WEIGHTINGS = ("tf", "tfidf")
+
+# CJK unified ideographs (basic, extension A, compatibility, extensions B-F). Kana and
+# Hangul are left to the word pattern: they are written with spaces (Korean) or mixed with
+# ideographs that the segmenter still sees (Japanese).
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef"
+_CJK_SPLIT = re.compile(f"([{_CJK}]+)")
+_CJK_CHAR = re.compile(f"[{_CJK}]")
+_WORD = re.compile(r"[^\W_]+")
+_SPACE = re.compile(r"\s+")
+
+# Part-of-speech factors of the improved-SimHash weighting: content words (nouns, names,
+# verbs) carry a page's identity; particles and pronouns carry little.
+_POS_FACTORS = {"n": 1.0, "v": 0.8, "a": 0.6, "d": 0.4, "eng": 1.0}
+_POS_DEFAULT = 0.5
+
+# One CJK ideograph carries about as much as three Latin letters (an English word plus its
+# space is ~6 characters, a Chinese word ~2 ideographs), so thresholds on text length are
+# stated in Latin-equivalent characters.
+CJK_CHAR_WEIGHT = 3
+
+
+class Tokenizer(Protocol):
+    """A Chinese word segmenter."""
+
+    name: str
+
+    def cut(self, text: str) -> list[str]:
+        """Split ``text`` into words; whitespace comes back as separate tokens."""
+
+    def tag(self, text: str) -> list[tuple[str, str]]:
+        """Split ``text`` into (word, part-of-speech flag) pairs."""
+
+
+class _Jieba:
+    name = "jieba"
+
+    def __init__(self, hmm: bool) -> None:
+        import jieba
+
+        jieba.setLogLevel(logging.WARNING)
+        jieba.initialize()
+        self._jieba = jieba
+        self._hmm = hmm
+
+    def cut(self, text: str) -> list[str]:
+        words: list[str] = self._jieba.lcut(text, HMM=self._hmm)
+        return words
+
+    def tag(self, text: str) -> list[tuple[str, str]]:
+        import jieba.posseg
+
+        return [(pair.word, pair.flag) for pair in jieba.posseg.lcut(text, HMM=self._hmm)]
+
+
+class _RJieba:
+    name = "rjieba"
+
+    def __init__(self, hmm: bool) -> None:
+        try:
+            import rjieba
+        except ImportError:
+            raise ConfigurationError(
+                "SIMHASH_TOKENIZER=rjieba needs the rjieba package: "
+                "pip install 'scrapy-simhash[fast]' (or set SIMHASH_TOKENIZER=jieba)"
+            ) from None
+        self._rjieba = rjieba
+        self._hmm = hmm
+
+    def cut(self, text: str) -> list[str]:
+        words: list[str] = self._rjieba.cut(text, hmm=self._hmm)
+        return words
+
+    def tag(self, text: str) -> list[tuple[str, str]]:
+        pairs: list[tuple[str, str]] = self._rjieba.tag(text, hmm=self._hmm)
+        return pairs
+
+
+@cache
+def get_tokenizer(name: str, hmm: bool = False) -> Tokenizer:
+    """Load a segmenter once per process (jieba's dictionary takes about a second)."""
+    if name == "jieba":
+        return _Jieba(hmm)
+    if name == "rjieba":
+        return _RJieba(hmm)
+    raise ConfigurationError(f"SIMHASH_TOKENIZER must be one of {', '.join(TOKENIZERS)}")
+
+
+def normalize(text: str) -> str:
+    """Fold width and compatibility forms (NFKC) and case so copies compare equal."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def effective_length(text: str) -> int:
+    """Length of ``text`` in Latin-equivalent characters, whitespace runs counted once.
+
+    Chinese packs about three Latin letters into each ideograph, so one threshold works
+    for both scripts.
+    """
+    compact = _SPACE.sub(" ", text).strip()
+    return len(compact) + (CJK_CHAR_WEIGHT - 1) * len(_CJK_CHAR.findall(compact))
+
+
+def read_stopwords(lines: Iterable[str]) -> set[str]:
+    """Parse a stop-word list: one word per line, ``#`` comments, normalised like text."""
+    words = set()
+    for line in lines:
+        word = line.split("#", 1)[0].strip()
+        if word:
+            words.add(normalize(word))
+    return words
+
+
+@lru_cache(maxsize=1)
+def builtin_stopwords() -> frozenset[str]:
+    """The shipped Chinese and English lists."""
+    words: set[str] = set()
+    data = resources.files("scrapy_simhash") / "data"
+    for name in ("stopwords-en.txt", "stopwords-zh.txt"):
+        words |= read_stopwords(data.joinpath(name).read_text(encoding="utf-8").splitlines())
+    return frozenset(words)
+
+
+def load_stopwords(*, builtin: bool = True, path: str | None = None) -> frozenset[str]:
+    """The stop-word set in effect: the shipped lists (unless disabled) plus a user file."""
+    words = set(builtin_stopwords()) if builtin else set()
+    if path:
+        try:
+            text = Path(path).read_text(encoding="utf-8-sig")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigurationError(
+                f"SIMHASH_STOPWORDS_FILE {path!r} cannot be read as UTF-8 text: {exc}"
+            ) from None
+        words |= read_stopwords(text.splitlines())
+    return frozenset(words)
+
+
+@lru_cache(maxsize=1)
+def idf_table() -> tuple[dict[str, float], float]:
+    """jieba's IDF table and its median, the weight of words it lacks.
+
+    The table was computed on a large Chinese corpus; a word missing from it (a rare
+    name, any non-Chinese word) gets the median, as jieba's own keyword extractor does:
+    an unknown word is neither boilerplate nor a keyword on evidence we do not have.
+    """
+    import jieba
+
+    path = Path(jieba.__file__).parent / "analyse" / "idf.txt"
+    table: dict[str, float] = {}
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            word, _, value = line.rstrip("\n").rpartition(" ")
+            if word:
+                table[word] = float(value)
+    median = statistics.median(table.values()) if table else 1.0
+    return table, median
+
+
+class FeatureExtractor:
+    """Weighted features of a text, under one fixed set of options."""
+
+    def __init__(
+        self,
+        *,
+        tokenizer: str = "jieba",
+        hmm: bool = False,
+        weighting: str = "tfidf",
+        title_weight: float = 2.0,
+        shingle_size: int = 1,
+        stopwords: frozenset[str] = frozenset(),
+        keep_numbers: bool = False,
+        length_factor: bool = False,
+        pos_factor: bool = False,
+    ) -> None:
+        if weighting not in WEIGHTINGS:
+            raise ConfigurationError(f"SIMHASH_WEIGHTING must be one of {', '.join(WEIGHTINGS)}")
+        if shingle_size < 1:
+            raise ConfigurationError("SIMHASH_SHINGLE_SIZE must be >= 1")
+        self._tokenizer_name = tokenizer
+        self._hmm = hmm
+        self.weighting = weighting
+        self.title_weight = title_weight
+        self.shingle_size = shingle_size
+        self.stopwords = stopwords
+        self.keep_numbers = keep_numbers
+        self.length_factor = length_factor
+        self.pos_factor = pos_factor
+        if tokenizer not in TOKENIZERS:
+            raise ConfigurationError(f"SIMHASH_TOKENIZER must be one of {', '.join(TOKENIZERS)}")
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        return get_tokenizer(self._tokenizer_name, self._hmm)
+
+    def tokens(self, text: str) -> list[tuple[str, float]]:
+        """Kept tokens in text order, each with its per-occurrence factor (POS, length).
+
+        CJK runs are collected and segmented in one call (one call per run costs more
+        than the segmentation of a typical page), then put back in place.
+        """
+        parts = _CJK_SPLIT.split(normalize(text))
+        # parts alternates: non-CJK, CJK run, non-CJK, CJK run, ..., non-CJK
+        runs = parts[1::2]
+        segmented = self._segment(runs) if runs else []
+        out: list[tuple[str, float]] = []
+        for index, part in enumerate(parts):
+            if index % 2:
+                for word, factor in segmented[index // 2]:
+                    if word not in self.stopwords:
+                        out.append((word, factor * self._length(word, cjk=True)))
+            else:
+                for word in _WORD.findall(part):
+                    if word in self.stopwords or (word.isdecimal() and not self.keep_numbers):
+                        continue
+                    out.append((word, self._length(word, cjk=False)))
+        return out
+
+    def _segment(self, runs: list[str]) -> list[list[tuple[str, float]]]:
+        joined = "\n".join(runs)
+        pairs: Iterable[tuple[str, float]]
+        if self.pos_factor:
+            pairs = (
+                (word, _POS_FACTORS.get(flag, _POS_FACTORS.get(flag[:1], _POS_DEFAULT)))
+                for word, flag in self.tokenizer.tag(joined)
+            )
+        else:
+            pairs = ((word, 1.0) for word in self.tokenizer.cut(joined))
+        result: list[list[tuple[str, float]]] = [[]]
+        for word, factor in pairs:
+            if word == "\n":
+                result.append([])
+            elif not word.isspace():
+                result[-1].append((word, factor))
+        return result
+
+    def _length(self, word: str, *, cjk: bool) -> float:
+        """Longer words are more specific (improved-SimHash word-length factor)."""
+        if not self.length_factor:
+            return 1.0
+        units = len(word) if cjk else math.ceil(len(word) / 3)
+        return min(units, 4) / 2
+
+    def features(self, text: str, title: str = "") -> dict[str, float]:
+        """Feature -> weight for a page's main text and title (title words boosted)."""
+        weights: dict[str, float] = {}
+        self._accumulate(weights, self.tokens(text), 1.0)
+        if title and self.title_weight > 0:
+            self._accumulate(weights, self.tokens(title), self.title_weight)
+        return weights
+
+    def _accumulate(
+        self, weights: dict[str, float], tokens: list[tuple[str, float]], boost: float
+    ) -> None:
+        size = self.shingle_size
+        if size == 1:
+            counts: Counter[str] = Counter()
+            factors: dict[str, float] = {}
+            for word, factor in tokens:
+                counts[word] += 1
+                factors[word] = factor
+            items = [(word, count * factors[word]) for word, count in counts.items()]
+        else:
+            items = []
+            for start in range(max(len(tokens) - size + 1, 0)):
+                window = tokens[start : start + size]
+                items.append((" ".join(w for w, _ in window), sum(f for _, f in window) / size))
+        if self.weighting == "tfidf":
+            table, median = idf_table()
+            if size == 1:
+                items = [(word, value * table.get(word, median)) for word, value in items]
+            else:
+                items = [
+                    (shingle, value * _mean_idf(shingle, table, median))
+                    for shingle, value in items
+                ]
+        for feature, value in items:
+            weights[feature] = weights.get(feature, 0.0) + boost * value
+
+
+def _mean_idf(shingle: str, table: dict[str, float], median: float) -> float:
+    words = shingle.split(" ")
+    return sum(table.get(word, median) for word in words) / len(words)

@@ -1,0 +1,260 @@
+"""64- or 128-bit SimHash fingerprints of a page's main text (Charikar; Manku et al. 2007).
+
+Each feature is hashed with xxh3 under a fixed seed (stable across processes and machines,
+unlike ``hash()``), and the fingerprint's bit i is set when the features whose hash has
+bit i set outweigh those that have it clear. Weights are rounded to fixed point before
+the vectorised sum, so the result is exact and does not depend on feature order.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import xxhash
+
+from scrapy_simhash._settings import get_bool, get_choice, get_float, get_int, get_str
+from scrapy_simhash.exceptions import ConfigurationError
+from scrapy_simhash.features import (
+    TOKENIZERS,
+    WEIGHTINGS,
+    FeatureExtractor,
+    effective_length,
+    load_stopwords,
+)
+
+logger = logging.getLogger(__name__)
+
+# Bump when the feature pipeline or the hashing changes, so indexes refuse old fingerprints.
+FORMAT_VERSION = 1
+# Weights are multiplied by this and rounded: sums of integers below 2**53 are exact in
+# float64 whatever the order.
+_FIXED_POINT = 1024.0
+_WIDTHS = (64, 128)
+_HEX = re.compile("[0-9a-f]{1,32}")
+
+
+@dataclass(frozen=True)
+class FingerprintConfig:
+    """Every option that shapes features and fingerprints (``SIMHASH_*`` settings)."""
+
+    bits: int = 64
+    tokenizer: str = "jieba"
+    jieba_hmm: bool = False
+    weighting: str = "tfidf"
+    title_weight: float = 2.0
+    shingle_size: int = 1
+    builtin_stopwords: bool = True
+    stopwords_file: str | None = None
+    keep_numbers: bool = False
+    length_factor: bool = False
+    pos_factor: bool = False
+    seed: int = 0
+    min_text_chars: int = 200
+    max_body_bytes: int = 5_000_000
+
+    def __post_init__(self) -> None:
+        if self.bits not in _WIDTHS:
+            raise ConfigurationError(f"SIMHASH_BITS must be 64 or 128, got {self.bits}")
+        if self.tokenizer not in TOKENIZERS:
+            raise ConfigurationError(
+                f"SIMHASH_TOKENIZER must be one of {', '.join(TOKENIZERS)}, got {self.tokenizer!r}"
+            )
+        if self.weighting not in WEIGHTINGS:
+            raise ConfigurationError(
+                f"SIMHASH_WEIGHTING must be one of {', '.join(WEIGHTINGS)}, "
+                f"got {self.weighting!r}"
+            )
+        if self.title_weight < 0:
+            raise ConfigurationError("SIMHASH_TITLE_WEIGHT must be >= 0 (0 ignores the title)")
+        if self.shingle_size < 1:
+            raise ConfigurationError("SIMHASH_SHINGLE_SIZE must be >= 1 (1 = single words)")
+        if not 0 <= self.seed < 2**64:
+            raise ConfigurationError("SIMHASH_SEED must be between 0 and 2**64-1")
+        if self.min_text_chars < 0 or self.max_body_bytes < 0:
+            raise ConfigurationError(
+                "SIMHASH_MIN_TEXT_CHARS and SIMHASH_MAX_BODY_BYTES must be >= 0"
+            )
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> FingerprintConfig:
+        """Read the ``SIMHASH_*`` fingerprint settings (Scrapy settings or a plain dict)."""
+        d = cls()
+        return cls(
+            bits=get_int(settings, "SIMHASH_BITS", d.bits),
+            tokenizer=get_choice(settings, "SIMHASH_TOKENIZER", d.tokenizer, TOKENIZERS),
+            jieba_hmm=get_bool(settings, "SIMHASH_JIEBA_HMM", d.jieba_hmm),
+            weighting=get_choice(settings, "SIMHASH_WEIGHTING", d.weighting, WEIGHTINGS),
+            title_weight=get_float(settings, "SIMHASH_TITLE_WEIGHT", d.title_weight),
+            shingle_size=get_int(settings, "SIMHASH_SHINGLE_SIZE", d.shingle_size),
+            builtin_stopwords=get_bool(settings, "SIMHASH_STOPWORDS", d.builtin_stopwords),
+            stopwords_file=get_str(settings, "SIMHASH_STOPWORDS_FILE", d.stopwords_file),
+            keep_numbers=get_bool(settings, "SIMHASH_KEEP_NUMBERS", d.keep_numbers),
+            length_factor=get_bool(settings, "SIMHASH_LENGTH_FACTOR", d.length_factor),
+            pos_factor=get_bool(settings, "SIMHASH_POS_FACTOR", d.pos_factor),
+            seed=get_int(settings, "SIMHASH_SEED", d.seed),
+            min_text_chars=get_int(settings, "SIMHASH_MIN_TEXT_CHARS", d.min_text_chars),
+            max_body_bytes=get_int(settings, "SIMHASH_MAX_BODY_BYTES", d.max_body_bytes),
+        )
+
+    @cached_property
+    def stopwords(self) -> frozenset[str]:
+        """The stop words in effect (shipped lists and/or the user's file)."""
+        return load_stopwords(builtin=self.builtin_stopwords, path=self.stopwords_file)
+
+    @cached_property
+    def scheme(self) -> str:
+        """Short identifier of everything that changes fingerprints, e.g. ``sh1-64-9f0c2a1b``.
+
+        The stop words enter by content, not by file name. The length and body-size limits
+        are left out: they decide whether a page gets a fingerprint, not which one.
+        """
+        options = asdict(self)
+        for name in ("stopwords_file", "builtin_stopwords", "min_text_chars", "max_body_bytes"):
+            del options[name]
+        options["stopwords"] = xxhash.xxh3_64_hexdigest(
+            "\n".join(sorted(self.stopwords)).encode()
+        )
+        digest = xxhash.xxh3_64_hexdigest(json.dumps(options, sort_keys=True).encode())
+        return f"sh{FORMAT_VERSION}-{self.bits}-{digest[:8]}"
+
+
+@dataclass(frozen=True)
+class PageFingerprint:
+    """The fingerprint of one page, or why it has none."""
+
+    fingerprint: int | None
+    title: str
+    chars: int
+    encoding: str
+    reason: str | None = None
+    notes: tuple[str, ...] = field(default=())
+
+
+class Fingerprinter:
+    """Computes fingerprints under one configuration; create once, reuse for every page."""
+
+    def __init__(self, config: FingerprintConfig | None = None) -> None:
+        self.config = config or FingerprintConfig()
+        c = self.config
+        self._extractor = FeatureExtractor(
+            tokenizer=c.tokenizer,
+            hmm=c.jieba_hmm,
+            weighting=c.weighting,
+            title_weight=c.title_weight,
+            shingle_size=c.shingle_size,
+            stopwords=c.stopwords,
+            keep_numbers=c.keep_numbers,
+            length_factor=c.length_factor,
+            pos_factor=c.pos_factor,
+        )
+        self._digest = xxhash.xxh3_64_digest if c.bits == 64 else xxhash.xxh3_128_digest
+
+    @property
+    def bits(self) -> int:
+        return self.config.bits
+
+    @property
+    def scheme(self) -> str:
+        return self.config.scheme
+
+    def features(self, text: str, title: str = "") -> dict[str, float]:
+        """Weighted features of a text (main text plus boosted title words)."""
+        return self._extractor.features(text, title)
+
+    def fingerprint_features(self, features: Mapping[str, float]) -> int | None:
+        """SimHash of weighted features; None when there are none (never all zeros)."""
+        if not features:
+            return None
+        seed = self.config.seed
+        digest = self._digest
+        raw = b"".join([digest(name.encode("utf-8"), seed) for name in features])
+        matrix = np.unpackbits(
+            np.frombuffer(raw, dtype=np.uint8).reshape(len(features), self.bits // 8), axis=1
+        )
+        weights = np.fromiter(features.values(), dtype=np.float64, count=len(features))
+        weights = np.rint(weights * _FIXED_POINT)
+        total = float(weights.sum())
+        if total <= 0:
+            return None
+        # Bit j of the packed matrix is the hash's bit j counted from the most significant
+        # end, so packing the majority vote back gives the fingerprint in the same order.
+        votes = weights @ matrix.astype(np.float64)
+        return int.from_bytes(np.packbits(2 * votes > total).tobytes(), "big")
+
+    def too_short(self, text: str) -> str | None:
+        """Why ``text`` is too little to fingerprint, or None when it is enough."""
+        if not text.strip():
+            return "no main text"
+        length = effective_length(text)
+        if length < self.config.min_text_chars:
+            return (
+                f"too little text ({length} chars, CJK counted x3; "
+                f"SIMHASH_MIN_TEXT_CHARS={self.config.min_text_chars})"
+            )
+        return None
+
+    def fingerprint_text(self, text: str, title: str = "") -> int | None:
+        """Fingerprint of main text, or None when there is too little of it."""
+        return self.fingerprint_document(text, title).fingerprint
+
+    def fingerprint_document(
+        self,
+        text: str,
+        title: str = "",
+        *,
+        encoding: str = "",
+        notes: tuple[str, ...] = (),
+    ) -> PageFingerprint:
+        """Fingerprint already-extracted main text, with the reason when there is none."""
+        reason = self.too_short(text)
+        fingerprint = None
+        if reason is None:
+            fingerprint = self.fingerprint_features(self.features(text, title))
+            if fingerprint is None:
+                reason = "no features left after dropping stop words and numbers"
+        return PageFingerprint(fingerprint, title, len(text), encoding, reason, notes)
+
+    def fingerprint_page(
+        self, body: bytes | str, *, content_type: str | None = None
+    ) -> PageFingerprint:
+        """Extract a page's main text (HTML bytes or text) and fingerprint it."""
+        from scrapy_simhash.extract import extract_main_text
+
+        main = extract_main_text(
+            body, content_type=content_type, max_bytes=self.config.max_body_bytes or None
+        )
+        return self.fingerprint_document(
+            main.text, main.title, encoding=main.encoding, notes=tuple(main.notes)
+        )
+
+
+def hamming(a: int, b: int) -> int:
+    """Number of differing bits."""
+    return (a ^ b).bit_count()
+
+
+def similarity(a: int, b: int, bits: int = 64) -> float:
+    """Share of equal bits, 0..1 (1.0 = identical fingerprints)."""
+    return 1.0 - hamming(a, b) / bits
+
+
+def to_hex(fingerprint: int, bits: int = 64) -> str:
+    """Fixed-width lowercase hex (16 digits for 64 bits, 32 for 128)."""
+    if not 0 <= fingerprint < 1 << bits:
+        raise ValueError(f"fingerprint does not fit in {bits} bits: {fingerprint}")
+    return format(fingerprint, f"0{bits // 4}x")
+
+
+def from_hex(text: str) -> int:
+    """Parse a fingerprint written by :func:`to_hex` (an ``0x`` prefix is accepted)."""
+    cleaned = text.strip().lower().removeprefix("0x")
+    if not _HEX.fullmatch(cleaned):
+        raise ValueError(f"not a 64- or 128-bit hex fingerprint: {text!r}")
+    return int(cleaned, 16)
