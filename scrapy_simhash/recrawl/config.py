@@ -1,0 +1,122 @@
+"""Recrawl settings, read once into a frozen object.
+
+Every number that shapes a schedule lives here with its unit in the name, so a spider's
+``settings.py``, the command line's ``-s`` options and the simulator agree on one meaning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from scrapy_simhash._settings import get_bool, get_choice, get_float, get_int
+from scrapy_simhash.exceptions import ConfigurationError
+
+DAY = 86400.0
+
+#: ``auto`` picks ``budget`` when a budget is set and ``target`` otherwise.
+POLICIES = ("auto", "budget", "target", "nutch", "fixed")
+
+
+@dataclass(frozen=True)
+class RecrawlConfig:
+    """How change is detected and how the next visit of a page is chosen."""
+
+    enabled: bool = True
+    policy: str = "auto"
+    #: Successive fingerprints further apart than this many bits count as a change.
+    change_distance: int = 3
+    #: Freshness the ``target`` policy aims at (fraction of time a copy is up to date).
+    target_freshness: float = 0.8
+    #: Fetches per day for the whole namespace under the ``budget`` policy (0 = no budget).
+    budget_per_day: float = 0.0
+    min_interval_secs: float = 3600.0
+    max_interval_secs: float = 30 * DAY
+    #: First interval of a new page and the interval of the ``fixed`` policy.
+    default_interval_secs: float = DAY
+    #: Change rate a page is assumed to have before it has any history.
+    prior_rate_per_day: float = 1.0
+    #: How many pseudo-changes the prior is worth; higher = slower to trust a page's history.
+    prior_weight: float = 1.0
+    #: Observations kept per page (the estimate follows the recent behaviour of the page).
+    history_size: int = 32
+    #: How long a claimed URL stays out of the queue before it is handed out again.
+    lease_secs: float = 600.0
+    #: How often the budget policy re-solves its Lagrange multiplier over all pages.
+    rebalance_secs: float = 300.0
+
+    def __post_init__(self) -> None:
+        if self.policy not in POLICIES:
+            raise ConfigurationError(
+                f"SIMHASH_RECRAWL_POLICY must be one of {', '.join(POLICIES)}; got {self.policy!r}"
+            )
+        if not 0.0 < self.target_freshness < 1.0:
+            raise ConfigurationError(
+                "SIMHASH_RECRAWL_TARGET_FRESHNESS must be strictly between 0 and 1, "
+                f"got {self.target_freshness}"
+            )
+        if not 0.0 < self.min_interval_secs <= self.max_interval_secs:
+            raise ConfigurationError(
+                "SIMHASH_RECRAWL_MIN_INTERVAL_SECS must be > 0 and <= "
+                f"SIMHASH_RECRAWL_MAX_INTERVAL_SECS, got {self.min_interval_secs} and "
+                f"{self.max_interval_secs}"
+            )
+        if self.policy == "budget" and self.budget_per_day <= 0:
+            raise ConfigurationError(
+                "SIMHASH_RECRAWL_POLICY=budget needs SIMHASH_RECRAWL_BUDGET_PER_DAY > 0"
+            )
+        for name, value in (
+            ("CHANGE_DISTANCE", self.change_distance),
+            ("BUDGET_PER_DAY", self.budget_per_day),
+            ("HISTORY_SIZE", self.history_size - 1),
+        ):
+            if value < 0:
+                raise ConfigurationError(f"SIMHASH_RECRAWL_{name} is out of range: {value}")
+        for name, value in (
+            ("DEFAULT_INTERVAL_SECS", self.default_interval_secs),
+            ("PRIOR_RATE_PER_DAY", self.prior_rate_per_day),
+            ("PRIOR_WEIGHT", self.prior_weight),
+            ("LEASE_SECS", self.lease_secs),
+        ):
+            if value <= 0:
+                raise ConfigurationError(f"SIMHASH_RECRAWL_{name} must be > 0, got {value}")
+
+    @property
+    def effective_policy(self) -> str:
+        """Return the policy actually applied (``auto`` resolved)."""
+        if self.policy == "auto":
+            return "budget" if self.budget_per_day > 0 else "target"
+        return self.policy
+
+    @property
+    def prior_rate(self) -> float:
+        """Return the prior change rate in changes per second."""
+        return self.prior_rate_per_day / DAY
+
+    def clamp(self, interval_secs: float) -> float:
+        """Keep an interval within the configured bounds."""
+        return min(self.max_interval_secs, max(self.min_interval_secs, interval_secs))
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> RecrawlConfig:
+        """Read ``SIMHASH_RECRAWL_*`` settings from Scrapy settings or a ``-s`` dict."""
+        d = cls()
+        p = "SIMHASH_RECRAWL_"
+        return cls(
+            enabled=get_bool(settings, p + "ENABLED", d.enabled),
+            policy=get_choice(settings, p + "POLICY", d.policy, POLICIES),
+            change_distance=get_int(settings, p + "CHANGE_DISTANCE", d.change_distance, minimum=0),
+            target_freshness=get_float(settings, p + "TARGET_FRESHNESS", d.target_freshness),
+            budget_per_day=get_float(settings, p + "BUDGET_PER_DAY", d.budget_per_day, minimum=0),
+            min_interval_secs=get_float(settings, p + "MIN_INTERVAL_SECS", d.min_interval_secs),
+            max_interval_secs=get_float(settings, p + "MAX_INTERVAL_SECS", d.max_interval_secs),
+            default_interval_secs=get_float(
+                settings, p + "DEFAULT_INTERVAL_SECS", d.default_interval_secs
+            ),
+            prior_rate_per_day=get_float(settings, p + "PRIOR_RATE_PER_DAY", d.prior_rate_per_day),
+            prior_weight=get_float(settings, p + "PRIOR_WEIGHT", d.prior_weight),
+            history_size=get_int(settings, p + "HISTORY_SIZE", d.history_size, minimum=1),
+            lease_secs=get_float(settings, p + "LEASE_SECS", d.lease_secs),
+            rebalance_secs=get_float(settings, p + "REBALANCE_SECS", d.rebalance_secs, minimum=0),
+        )

@@ -1,0 +1,429 @@
+"""The recrawl store: per-URL change history, next visit times and a due queue.
+
+``open_recrawl_store`` / ``open_async_recrawl_store`` choose a backend from the same URL as
+the near-duplicate index (so one SQLite file or one Redis holds both), wrap storage errors
+in :class:`IndexBackendError` with the password masked, and apply the scheduling rules of
+:func:`scrapy_simhash.recrawl.state.advance` atomically per URL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit
+
+from scrapy_simhash._redis import REDIS_SCHEMES, mask_url
+from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
+from scrapy_simhash.recrawl.backend import AsyncBackend, Backend, histogram_rates
+from scrapy_simhash.recrawl.config import DAY, RecrawlConfig
+from scrapy_simhash.recrawl.policy import solve_multiplier
+from scrapy_simhash.recrawl.state import Fetch, PageState, Visit, advance
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Clock = Callable[[], float]
+SyncFactory = Callable[[str | None, str], Backend]
+AsyncFactory = Callable[[str | None, str], AsyncBackend]
+
+_SYNC_FACTORIES: dict[str, SyncFactory] = {}
+_ASYNC_FACTORIES: dict[str, AsyncFactory] = {}
+
+
+@dataclass(frozen=True)
+class DueUrl:
+    """A URL handed out for fetching, with the validators for a conditional request."""
+
+    url: str
+    due: float
+    etag: str | None
+    last_modified: str | None
+    visits: int
+
+
+def register_backend(
+    scheme: str, factory: SyncFactory, async_factory: AsyncFactory | None = None
+) -> None:
+    """Register backend factories ``(url, namespace) -> backend`` for a URL scheme.
+
+    Without an async factory the blocking backend runs in a worker thread.
+    """
+    _SYNC_FACTORIES[scheme] = factory
+    if async_factory is not None:
+        _ASYNC_FACTORIES[scheme] = async_factory
+
+
+def _scheme(url: str | None) -> str:
+    if url is None:
+        return "sqlite"
+    scheme = urlsplit(url).scheme
+    if scheme not in _SYNC_FACTORIES:
+        known = ", ".join(sorted(_SYNC_FACTORIES))
+        raise ConfigurationError(
+            f"unsupported recrawl store URL {mask_url(url)!r}: use one of the schemes {known}"
+        )
+    return scheme
+
+
+def _wrap(url: str | None, exc: BaseException) -> IndexBackendError:
+    where = mask_url(url) if url else "the embedded SQLite store"
+    # The message of a backend error may repeat the URL, password included.
+    detail = str(exc)
+    if url:
+        detail = detail.replace(url, mask_url(url))
+    return IndexBackendError(f"recrawl store {where} failed: {type(exc).__name__}: {detail}")
+
+
+def _page_due(pairs: Iterable[tuple[PageState, float]]) -> list[DueUrl]:
+    return [
+        DueUrl(s.url, due, s.etag, s.last_modified, s.visits) for s, due in pairs
+    ]
+
+
+class _Scheduler:
+    """Rules shared by the sync and async stores: time, leases and the budget multiplier."""
+
+    def __init__(self, url: str | None, namespace: str, config: RecrawlConfig, clock: Clock):
+        self.url = url
+        self.namespace = namespace
+        self.config = config
+        self.clock = clock
+        self._multiplier: float | None = None
+        self._solved_at = float("-inf")
+
+    def needs_multiplier(self, now: float) -> bool:
+        return (
+            self.config.effective_policy == "budget"
+            and now - self._solved_at >= self.config.rebalance_secs
+        )
+
+    def solve(self, histogram: dict[int, int], now: float) -> None:
+        """Re-solve the budget's Lagrange multiplier over the current rate histogram."""
+        budget = self.config.budget_per_day / DAY
+        self._multiplier = solve_multiplier(histogram_rates(histogram), budget)
+        self._solved_at = now
+        logger.debug(
+            "recrawl budget %.1f/day over %d pages: multiplier %.3g",
+            self.config.budget_per_day,
+            sum(histogram.values()),
+            self._multiplier,
+        )
+
+    def step(
+        self, url: str, fetch: Fetch, now: float
+    ) -> tuple[Callable[[PageState | None], PageState], list[Visit]]:
+        visits: list[Visit] = []
+
+        def apply(old: PageState | None) -> PageState:
+            # May run more than once (optimistic retries): keep only the last outcome.
+            new, visit = advance(old, url, fetch, now, self.config, self._multiplier)
+            visits[:] = [visit]
+            return new
+
+        return apply, visits
+
+    def seeds(self, urls: Iterable[str], due: float | None) -> list[PageState]:
+        when = self.clock() if due is None else due
+        return [PageState(url=u, next_due=when) for u in urls]
+
+
+class RecrawlStore:
+    """Blocking recrawl store (command line, simulator, scripts)."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        url: str | None,
+        namespace: str,
+        config: RecrawlConfig,
+        clock: Clock = time.time,
+    ) -> None:
+        self._backend = backend
+        self._rules = _Scheduler(url, namespace, config, clock)
+
+    @property
+    def config(self) -> RecrawlConfig:
+        return self._rules.config
+
+    def _call(self, func: Callable[..., T], *args: Any) -> T:
+        try:
+            return func(*args)
+        except self._backend.errors as exc:
+            raise _wrap(self._rules.url, exc) from exc
+
+    def observe(
+        self,
+        url: str,
+        fingerprint: int | None,
+        *,
+        status: int = 200,
+        etag: str | None = None,
+        last_modified: str | None = None,
+    ) -> Visit:
+        """Record a fetch of ``url``; return whether it changed and when to come back."""
+        now = self._rules.clock()
+        if self._rules.needs_multiplier(now):
+            self._rules.solve(self._call(self._backend.rate_histogram), now)
+        step, visits = self._rules.step(url, Fetch(fingerprint, status, etag, last_modified), now)
+        self._call(self._backend.update, url, step)
+        return visits[-1]
+
+    def add(self, urls: Iterable[str], *, due: float | None = None) -> int:
+        """Queue URLs never seen before (due now unless ``due`` says otherwise)."""
+        return self._call(self._backend.add, self._rules.seeds(urls, due))
+
+    def claim_due(self, limit: int, *, lease_secs: float | None = None) -> list[DueUrl]:
+        """Lease up to ``limit`` due URLs; unfinished ones are handed out again on expiry."""
+        now = self._rules.clock()
+        lease = self.config.lease_secs if lease_secs is None else lease_secs
+        return _page_due(self._call(self._backend.claim, now, limit, now + lease))
+
+    def due(self, *, within: float = 0.0, limit: int = 1000) -> list[DueUrl]:
+        """List URLs due within ``within`` seconds, earliest first, without leasing them."""
+        return _page_due(self._call(self._backend.due, self._rules.clock() + within, limit))
+
+    def get(self, url: str) -> PageState | None:
+        """Return everything known about ``url``."""
+        return self._call(self._backend.get, url)
+
+    def remove(self, url: str) -> bool:
+        """Forget ``url``."""
+        return self._call(self._backend.remove, url)
+
+    def count(self) -> int:
+        """Return how many URLs the namespace holds."""
+        return self._call(self._backend.count)
+
+    __len__ = count
+
+    def clear(self) -> None:
+        """Forget every URL of the namespace."""
+        self._call(self._backend.clear)
+
+    def close(self) -> None:
+        """Release the storage."""
+        self._call(self._backend.close)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class AsyncRecrawlStore:
+    """The same store for asyncio code (the Scrapy middleware and spider mixin)."""
+
+    def __init__(
+        self,
+        backend: AsyncBackend,
+        *,
+        url: str | None,
+        namespace: str,
+        config: RecrawlConfig,
+        clock: Clock = time.time,
+    ) -> None:
+        self._backend = backend
+        self._rules = _Scheduler(url, namespace, config, clock)
+
+    @property
+    def config(self) -> RecrawlConfig:
+        return self._rules.config
+
+    async def _call(self, func: Callable[..., Awaitable[T]], *args: Any) -> T:
+        try:
+            return await func(*args)
+        except self._backend.errors as exc:
+            raise _wrap(self._rules.url, exc) from exc
+
+    async def observe(
+        self,
+        url: str,
+        fingerprint: int | None,
+        *,
+        status: int = 200,
+        etag: str | None = None,
+        last_modified: str | None = None,
+    ) -> Visit:
+        """Record a fetch of ``url``; return whether it changed and when to come back."""
+        now = self._rules.clock()
+        if self._rules.needs_multiplier(now):
+            self._rules.solve(await self._call(self._backend.rate_histogram), now)
+        step, visits = self._rules.step(url, Fetch(fingerprint, status, etag, last_modified), now)
+        await self._call(self._backend.update, url, step)
+        return visits[-1]
+
+    async def add(self, urls: Iterable[str], *, due: float | None = None) -> int:
+        """Queue URLs never seen before (due now unless ``due`` says otherwise)."""
+        return await self._call(self._backend.add, self._rules.seeds(urls, due))
+
+    async def claim_due(self, limit: int, *, lease_secs: float | None = None) -> list[DueUrl]:
+        """Lease up to ``limit`` due URLs; unfinished ones are handed out again on expiry."""
+        now = self._rules.clock()
+        lease = self.config.lease_secs if lease_secs is None else lease_secs
+        return _page_due(await self._call(self._backend.claim, now, limit, now + lease))
+
+    async def due(self, *, within: float = 0.0, limit: int = 1000) -> list[DueUrl]:
+        """List URLs due within ``within`` seconds, earliest first, without leasing them."""
+        until = self._rules.clock() + within
+        return _page_due(await self._call(self._backend.due, until, limit))
+
+    async def get(self, url: str) -> PageState | None:
+        """Return everything known about ``url``."""
+        return await self._call(self._backend.get, url)
+
+    async def remove(self, url: str) -> bool:
+        """Forget ``url``."""
+        return await self._call(self._backend.remove, url)
+
+    async def count(self) -> int:
+        """Return how many URLs the namespace holds."""
+        return await self._call(self._backend.count)
+
+    async def clear(self) -> None:
+        """Forget every URL of the namespace."""
+        await self._call(self._backend.clear)
+
+    async def close(self) -> None:
+        """Release the storage."""
+        await self._call(self._backend.close)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+
+class ThreadedBackend:
+    """Run a blocking backend in one worker thread so the event loop never waits on disk."""
+
+    def __init__(self, backend: Backend) -> None:
+        self._backend = backend
+        self.errors = backend.errors
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="simhash-recrawl")
+
+    async def _run(self, func: Callable[..., T], *args: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, func, *args)
+
+    async def update(self, url: str, step: Callable[[PageState | None], PageState]) -> PageState:
+        return await self._run(self._backend.update, url, step)
+
+    async def get(self, url: str) -> PageState | None:
+        return await self._run(self._backend.get, url)
+
+    async def add(self, states: list[PageState]) -> int:
+        return await self._run(self._backend.add, states)
+
+    async def claim(
+        self, now: float, limit: int, lease_until: float
+    ) -> list[tuple[PageState, float]]:
+        return await self._run(self._backend.claim, now, limit, lease_until)
+
+    async def due(self, until: float, limit: int) -> list[tuple[PageState, float]]:
+        return await self._run(self._backend.due, until, limit)
+
+    async def remove(self, url: str) -> bool:
+        return await self._run(self._backend.remove, url)
+
+    async def count(self) -> int:
+        return await self._run(self._backend.count)
+
+    async def clear(self) -> None:
+        await self._run(self._backend.clear)
+
+    async def rate_histogram(self) -> dict[int, int]:
+        return await self._run(self._backend.rate_histogram)
+
+    async def close(self) -> None:
+        try:
+            await self._run(self._backend.close)
+        finally:
+            self._executor.shutdown(wait=False)
+
+
+def _open_backend(url: str | None, namespace: str) -> Backend:
+    scheme = _scheme(url)
+    try:
+        return _SYNC_FACTORIES[scheme](url, namespace)
+    except (ConfigurationError, IndexBackendError):
+        raise
+    except Exception as exc:
+        raise _wrap(url, exc) from exc
+
+
+def open_recrawl_store(
+    url: str | None = None,
+    *,
+    namespace: str = "default",
+    config: RecrawlConfig | None = None,
+    clock: Clock = time.time,
+) -> RecrawlStore:
+    """Open the blocking store at ``url`` (None: embedded SQLite, as the index)."""
+    backend = _open_backend(url, namespace)
+    return RecrawlStore(
+        backend, url=url, namespace=namespace, config=config or RecrawlConfig(), clock=clock
+    )
+
+
+def open_async_recrawl_store(
+    url: str | None = None,
+    *,
+    namespace: str = "default",
+    config: RecrawlConfig | None = None,
+    clock: Clock = time.time,
+) -> AsyncRecrawlStore:
+    """Open the asyncio store at ``url``; Redis clients bind to the loop on first use."""
+    scheme = _scheme(url)
+    factory = _ASYNC_FACTORIES.get(scheme)
+    backend: AsyncBackend
+    if factory is None:
+        backend = ThreadedBackend(_open_backend(url, namespace))
+    else:
+        try:
+            backend = factory(url, namespace)
+        except Exception as exc:
+            raise _wrap(url, exc) from exc
+    return AsyncRecrawlStore(
+        backend, url=url, namespace=namespace, config=config or RecrawlConfig(), clock=clock
+    )
+
+
+def _memory(url: str | None, namespace: str) -> Backend:
+    from scrapy_simhash.recrawl.memory import MemoryBackend
+
+    return MemoryBackend()
+
+
+def _sqlite(url: str | None, namespace: str) -> Backend:
+    from scrapy_simhash.recrawl.sqlite import SqliteBackend, path_from_url
+
+    return SqliteBackend(path_from_url(url), namespace)
+
+
+def _redis(url: str | None, namespace: str) -> Backend:
+    from scrapy_simhash.recrawl.redisstore import RedisBackend
+
+    return RedisBackend(str(url), namespace)
+
+
+def _async_redis(url: str | None, namespace: str) -> AsyncBackend:
+    from scrapy_simhash.recrawl.redisstore import AsyncRedisBackend
+
+    return AsyncRedisBackend(str(url), namespace)
+
+
+register_backend("memory", _memory)
+register_backend("sqlite", _sqlite)
+for _scheme_name in REDIS_SCHEMES:
+    register_backend(_scheme_name, _redis, _async_redis)
