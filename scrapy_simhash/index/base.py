@@ -1,0 +1,306 @@
+"""Types and rules shared by every index backend.
+
+Each backend stores the same thing (key -> fingerprint, plus one band record per table) and
+answers the same atomic question; what is shared here is the contract, the configuration
+record written at creation and the mismatch check made when an index is reopened.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from scrapy_simhash.exceptions import ConfigurationError, IndexMismatchError
+from scrapy_simhash.index.layout import SUPPORTED_BITS, BandLayout, check_distance, choose_layout
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+#: Bumped when the stored representation changes incompatibly.
+FORMAT_VERSION = 1
+
+
+class Match(NamedTuple):
+    """A stored fingerprint within the index's distance of a probe."""
+
+    key: str
+    fingerprint: int
+    distance: int
+
+
+class Observation(NamedTuple):
+    """Result of :meth:`NearDuplicateIndex.observe`.
+
+    ``match`` is the closest fingerprint within k under another key (then nothing was
+    stored); otherwise ``stored`` is true and ``previous`` is the fingerprint this key had.
+    """
+
+    match: Match | None
+    previous: int | None
+    stored: bool
+
+
+@dataclass(frozen=True)
+class IndexStats:
+    """Bucket occupancy: the figure that decides whether the layout still fits the corpus."""
+
+    backend: str
+    entries: int
+    tables: int
+    layout: str
+    buckets: int
+    largest_bucket: int
+    mean_bucket: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class IndexConfig:
+    """Everything an index needs besides its storage location."""
+
+    bits: int = 64
+    max_distance: int = 3
+    scheme: str = ""
+    namespace: str = "default"
+    tables: int | None = None
+    expected_size: int | None = None
+    ttl_secs: float | None = None
+    reset: bool = False
+    clock: Callable[[], float] = field(default=time.time, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.bits not in SUPPORTED_BITS:
+            raise ConfigurationError(f"bits must be one of {SUPPORTED_BITS}, got {self.bits}")
+        check_distance(self.bits, self.max_distance)
+        if not self.namespace or "{" in self.namespace or "}" in self.namespace:
+            raise ConfigurationError(
+                f"namespace must be a non-empty string without braces, got {self.namespace!r}"
+            )
+        if self.ttl_secs is not None and self.ttl_secs <= 0:
+            raise ConfigurationError(f"ttl_secs must be positive or None, got {self.ttl_secs}")
+
+    def expired(self, seen: int, now: float) -> bool:
+        """Whether an entry last seen at ``seen`` (whole seconds) has aged out at ``now``."""
+        return self.ttl_secs is not None and now - seen > self.ttl_secs
+
+    def new_layout(self) -> BandLayout:
+        """Layout for a fresh index built with this configuration."""
+        return choose_layout(
+            self.bits, self.max_distance, expected_size=self.expected_size, tables=self.tables
+        )
+
+    def record(self, layout: BandLayout, **extra: Any) -> str:
+        """The JSON record stored with a new index."""
+        data = {
+            "format": FORMAT_VERSION,
+            "bits": self.bits,
+            "scheme": self.scheme,
+            "layout": layout.name,
+            **extra,
+        }
+        return json.dumps(data, sort_keys=True)
+
+    def adopt(self, stored: str, where: str) -> tuple[BandLayout, dict[str, Any]]:
+        """Check a stored record against this configuration and return the stored layout.
+
+        An index keeps the layout it was created with: reopening it with another
+        ``expected_size`` is fine, but another width, fingerprint scheme or an explicit
+        other table count would silently lose matches, so those raise.
+        """
+        try:
+            data = json.loads(stored)
+            layout = BandLayout.parse(int(data["bits"]), str(data["layout"]))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise IndexMismatchError(
+                f"{where} holds an index record this version cannot read ({exc}); "
+                "use another namespace or clear it"
+            ) from None
+        fix = (
+            "use another namespace (SIMHASH_NAMESPACE) or rebuild it from scratch with "
+            "open_index(..., reset=True) (SIMHASH_INDEX_RESET=true)"
+        )
+        if data.get("format") != FORMAT_VERSION:
+            raise IndexMismatchError(
+                f"{where} was written in index format {data.get('format')}, this version "
+                f"uses {FORMAT_VERSION}; {fix}"
+            )
+        differences = []
+        if layout.bits != self.bits:
+            differences.append(f"bits {layout.bits} (now {self.bits})")
+        if data.get("scheme", "") != self.scheme:
+            differences.append(f"fingerprint scheme {data.get('scheme')!r} (now {self.scheme!r})")
+        if self.tables is not None and layout.tables != self.tables:
+            differences.append(f"{layout.tables} tables (now {self.tables})")
+        if layout.max_distance < self.max_distance:
+            differences.append(
+                f"layout {layout.name} finding distances <= {layout.max_distance} "
+                f"(now max_distance={self.max_distance})"
+            )
+        if differences:
+            raise IndexMismatchError(
+                f"{where} was created with {', '.join(differences)}; {fix}"
+            )
+        return layout, data
+
+
+def check_fingerprint(fingerprint: int, bits: int) -> int:
+    """Reject values that are not ``bits``-bit unsigned integers (e.g. a 128-bit fingerprint
+    sent to a 64-bit index), which would otherwise be silently truncated."""
+    if isinstance(fingerprint, bool) or not isinstance(fingerprint, int):
+        raise ConfigurationError(
+            f"a fingerprint must be an int, got {type(fingerprint).__name__}"
+        )
+    if not 0 <= fingerprint < 1 << bits:
+        raise ConfigurationError(
+            f"fingerprint {fingerprint:#x} does not fit in {bits} bits: open the index with "
+            "the same bits as the fingerprinter (SIMHASH_BITS)"
+        )
+    return fingerprint
+
+
+def check_key(key: str) -> str:
+    if not isinstance(key, str) or not key:
+        raise ConfigurationError(f"an index key must be a non-empty str, got {key!r}")
+    return key
+
+
+def closest(matches: Iterable[Match]) -> Match | None:
+    """The closest match, ties broken by key so every backend answers the same."""
+    return min(matches, key=lambda match: (match.distance, match.key), default=None)
+
+
+def ordered(matches: Iterable[Match]) -> list[Match]:
+    return sorted(matches, key=lambda match: (match.distance, match.key))
+
+
+def bucket_stats(
+    backend: str, entries: int, layout: BandLayout, sizes: Iterable[int]
+) -> IndexStats:
+    counts = list(sizes)
+    return IndexStats(
+        backend=backend,
+        entries=entries,
+        tables=layout.tables,
+        layout=layout.name,
+        buckets=len(counts),
+        largest_bucket=max(counts, default=0),
+        mean_bucket=sum(counts) / len(counts) if counts else 0.0,
+    )
+
+
+class NearDuplicateIndex(ABC):
+    """Blocking interface (CLI, scripts, the SQLite and memory backends)."""
+
+    config: IndexConfig
+    layout: BandLayout
+    url: str
+
+    def check_and_add(self, key: str, fingerprint: int) -> Match | None:
+        """Return the closest near-duplicate under another key, or store ``fingerprint``."""
+        return self.observe(key, fingerprint).match
+
+    @abstractmethod
+    def observe(self, key: str, fingerprint: int) -> Observation:
+        """Atomically find the closest match under another key, else store/replace ``key``."""
+
+    @abstractmethod
+    def query(self, fingerprint: int) -> list[Match]:
+        """Every live stored fingerprint within k, closest first (ties by key)."""
+
+    @abstractmethod
+    def get(self, key: str) -> int | None:
+        """The live fingerprint stored under ``key``."""
+
+    @abstractmethod
+    def remove(self, key: str) -> bool:
+        """Forget ``key``; tell whether it was stored."""
+
+    @abstractmethod
+    def clear(self) -> None:
+        """Forget every entry of this namespace (the configuration record is rewritten)."""
+
+    @abstractmethod
+    def count(self) -> int:
+        """Stored entries, including expired ones not yet purged."""
+
+    @abstractmethod
+    def purge_expired(self) -> int:
+        """Delete entries not seen for ``ttl_secs``; return how many were deleted."""
+
+    @abstractmethod
+    def stats(self) -> IndexStats:
+        """Entries and bucket occupancy (scans the buckets: not for every page)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release connections; the object must not be used afterwards."""
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class AsyncNearDuplicateIndex(ABC):
+    """The same contract as coroutines, for use inside Scrapy's asyncio loop."""
+
+    config: IndexConfig
+    layout: BandLayout
+    url: str
+
+    async def check_and_add(self, key: str, fingerprint: int) -> Match | None:
+        return (await self.observe(key, fingerprint)).match
+
+    @abstractmethod
+    async def observe(self, key: str, fingerprint: int) -> Observation: ...
+
+    @abstractmethod
+    async def query(self, fingerprint: int) -> list[Match]: ...
+
+    @abstractmethod
+    async def get(self, key: str) -> int | None: ...
+
+    @abstractmethod
+    async def remove(self, key: str) -> bool: ...
+
+    @abstractmethod
+    async def clear(self) -> None: ...
+
+    @abstractmethod
+    async def count(self) -> int: ...
+
+    @abstractmethod
+    async def purge_expired(self) -> int: ...
+
+    @abstractmethod
+    async def stats(self) -> IndexStats: ...
+
+    @abstractmethod
+    async def close(self) -> None: ...
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()

@@ -1,0 +1,130 @@
+"""``memory://``: a real in-process index (tests, one-off scripts, single-process crawls).
+
+Nothing survives the process; a lock makes observe() atomic across threads.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from scrapy_simhash.index.base import (
+    IndexConfig,
+    IndexStats,
+    Match,
+    NearDuplicateIndex,
+    Observation,
+    bucket_stats,
+    check_fingerprint,
+    check_key,
+    closest,
+    ordered,
+)
+
+
+class MemoryIndex(NearDuplicateIndex):
+    """Dicts of band key -> {key: fingerprint}, one per table."""
+
+    def __init__(self, url: str, config: IndexConfig) -> None:
+        self.url = url
+        self.config = config
+        self.layout = config.new_layout()
+        self._lock = threading.Lock()
+        self._entries: dict[str, tuple[int, int]] = {}
+        self._tables: list[dict[int, dict[str, int]]] = [{} for _ in self.layout.masks]
+
+    def _candidates(self, fingerprint: int, exclude: str | None, now: float) -> list[Match]:
+        limit = self.config.max_distance
+        found: dict[str, Match] = {}
+        expired: list[str] = []
+        for table, mask in zip(self._tables, self.layout.masks, strict=True):
+            bucket = table.get(fingerprint & mask)
+            if not bucket:
+                continue
+            for key, other in bucket.items():
+                if key == exclude or key in found:
+                    continue
+                distance = (fingerprint ^ other).bit_count()
+                if distance <= limit:
+                    if self.config.expired(self._entries[key][1], now):
+                        expired.append(key)
+                    else:
+                        found[key] = Match(key, other, distance)
+        for key in expired:
+            self._unlink(key)
+        return list(found.values())
+
+    def _unlink(self, key: str) -> int | None:
+        entry = self._entries.pop(key, None)
+        if entry is None:
+            return None
+        fingerprint = entry[0]
+        for table, band in zip(self._tables, self.layout.keys(fingerprint), strict=True):
+            bucket = table[band]
+            del bucket[key]
+            if not bucket:
+                del table[band]
+        return fingerprint
+
+    def observe(self, key: str, fingerprint: int) -> Observation:
+        check_key(key)
+        check_fingerprint(fingerprint, self.config.bits)
+        now = self.config.clock()
+        with self._lock:
+            match = closest(self._candidates(fingerprint, key, now))
+            if match is not None:
+                return Observation(match, None, False)
+            old = self._entries.get(key)
+            previous = None
+            if old is not None:
+                if not self.config.expired(old[1], now):
+                    previous = old[0]
+                if old[0] != fingerprint:
+                    self._unlink(key)
+            if key not in self._entries:
+                for table, band in zip(self._tables, self.layout.keys(fingerprint), strict=True):
+                    table.setdefault(band, {})[key] = fingerprint
+            self._entries[key] = (fingerprint, int(now))
+            return Observation(None, previous, True)
+
+    def query(self, fingerprint: int) -> list[Match]:
+        check_fingerprint(fingerprint, self.config.bits)
+        now = self.config.clock()
+        with self._lock:
+            return ordered(self._candidates(fingerprint, None, now))
+
+    def get(self, key: str) -> int | None:
+        now = self.config.clock()
+        with self._lock:
+            entry = self._entries.get(key)
+        if entry is None or self.config.expired(entry[1], now):
+            return None
+        return entry[0]
+
+    def remove(self, key: str) -> bool:
+        with self._lock:
+            return self._unlink(key) is not None
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            for table in self._tables:
+                table.clear()
+
+    def count(self) -> int:
+        return len(self._entries)
+
+    def purge_expired(self) -> int:
+        now = self.config.clock()
+        with self._lock:
+            stale = [k for k, (_, seen) in self._entries.items() if self.config.expired(seen, now)]
+            for key in stale:
+                self._unlink(key)
+        return len(stale)
+
+    def stats(self) -> IndexStats:
+        with self._lock:
+            sizes = [len(bucket) for table in self._tables for bucket in table.values()]
+            return bucket_stats("memory", len(self._entries), self.layout, sizes)
+
+    def close(self) -> None:
+        """Nothing to release; the data goes with the object."""

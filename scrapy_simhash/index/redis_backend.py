@@ -1,0 +1,426 @@
+"""``redis://``, ``rediss://``, ``unix://``, ``redis+cluster://``: an index shared by crawlers.
+
+Every observe() is ONE ``EVALSHA`` of ``resources/simhash_index.lua``: the script finds the
+closest live neighbour and stores the page in the same atomic step, so any number of
+crawler processes can share the index without ever both keeping two near-duplicates.
+redis-py's script objects reload the script on ``NOSCRIPT`` (after a server restart).
+
+Compactness: band buckets are plain strings of packed (fingerprint, 64-bit key id) records
+checked by the script itself; key id -> (fingerprint, last seen, key text) lives in hashes
+split into buckets small enough for Redis' listpack encoding.
+
+Cluster: all keys of a namespace share the hash tag ``{namespace}``, so a namespace lives
+on one slot (one master). Spread load by using several namespaces (e.g. one per site).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterable
+from importlib import resources
+from typing import Any
+
+import xxhash
+
+from scrapy_simhash._redis import async_client, mask_url, sync_client
+from scrapy_simhash.exceptions import IndexBackendError
+from scrapy_simhash.index.base import (
+    AsyncNearDuplicateIndex,
+    IndexConfig,
+    IndexStats,
+    Match,
+    NearDuplicateIndex,
+    Observation,
+    bucket_stats,
+    check_fingerprint,
+    check_key,
+    closest,
+    ordered,
+)
+from scrapy_simhash.index.layout import BandLayout
+
+logger = logging.getLogger(__name__)
+
+SCRIPT = resources.files("scrapy_simhash.resources").joinpath("simhash_index.lua").read_text()
+
+#: Entries per key-id hash bucket aimed at; well under hash-max-listpack-entries (128).
+ENTRIES_PER_BUCKET = 64
+#: Entry bucket bits when no expected size is given: fits 1M pages in listpacks.
+DEFAULT_ENTRY_BITS = 14
+_SCAN_BATCH = 1000
+
+
+def entry_bits(expected_size: int | None) -> int:
+    """Key-id bucket bits for a corpus of ``expected_size`` pages (fixed at creation)."""
+    if not expected_size:
+        return DEFAULT_ENTRY_BITS
+    return max(0, min(16, math.ceil(math.log2(max(1, expected_size / ENTRIES_PER_BUCKET)))))
+
+
+def key_id(key: str) -> bytes:
+    """64-bit id of a key (collision odds ~ N^2 / 2^65: 3e-8 at a million pages)."""
+    return xxhash.xxh3_64_digest(key.encode("utf-8", "surrogatepass"))
+
+
+def client_options(options: dict[str, Any]) -> dict[str, Any]:
+    """redis-py keyword arguments: a bounded retry so an outage surfaces in seconds."""
+    from redis.backoff import ExponentialBackoff
+    from redis.retry import Retry
+
+    opts = dict(options)
+    retries = int(opts.pop("retries", 3))
+    opts.setdefault("socket_timeout", 5.0)
+    opts.setdefault("socket_connect_timeout", 5.0)
+    opts.setdefault("retry", Retry(ExponentialBackoff(cap=0.5, base=0.05), retries))
+    opts["decode_responses"] = False
+    return opts
+
+
+def _glob_escape(data: bytes) -> bytes:
+    out = bytearray()
+    for byte in data:
+        if byte in b"*?[]\\":
+            out += b"\\"
+        out.append(byte)
+    return bytes(out)
+
+
+class _Codec:
+    """Key names, script arguments and reply decoding shared by the sync and async clients."""
+
+    def __init__(self, url: str, config: IndexConfig) -> None:
+        self.url = url
+        self.config = config
+        self.width = config.bits // 8
+        self.prefix = f"simhash:{{{config.namespace}}}:".encode()
+        self.meta = self.prefix + b"m"
+        self.layout = config.new_layout()
+        self.ebits = entry_bits(config.expected_size)
+        self.masks = b""
+
+    def record(self) -> str:
+        return self.config.record(self.layout, entry_bits=self.ebits)
+
+    def adopt(self, stored: bytes | None) -> None:
+        if stored is None:
+            raise IndexBackendError(
+                f"Redis index {mask_url(self.url)}: the configuration record of namespace "
+                f"{self.config.namespace!r} vanished while opening; retry"
+            )
+        where = f"namespace {self.config.namespace!r} on {mask_url(self.url)}"
+        layout, data = self.config.adopt(stored.decode(), where)
+        self.set_layout(layout, int(data.get("entry_bits", DEFAULT_ENTRY_BITS)))
+
+    def set_layout(self, layout: BandLayout, ebits: int) -> None:
+        self.layout = layout
+        self.ebits = ebits
+        self.masks = b"".join(mask.to_bytes(self.width, "big") for mask in layout.masks)
+
+    def pattern(self, kind: bytes) -> bytes:
+        return _glob_escape(self.prefix) + kind + b"*"
+
+    def entry_key(self, ident: bytes) -> bytes:
+        if self.ebits == 0:
+            return self.prefix + b"e0"
+        return self.prefix + b"e%d" % (int.from_bytes(ident[:4], "big") >> (32 - self.ebits))
+
+    def args(self, mode: str, fingerprint: int = 0, key: str = "") -> list[Any]:
+        now = self.config.clock()
+        ttl = self.config.ttl_secs or 0
+        return [
+            mode,
+            self.prefix,
+            self.masks,
+            self.ebits,
+            self.config.max_distance,
+            repr(float(now)),
+            repr(float(ttl)),
+            fingerprint.to_bytes(self.width, "big"),
+            key_id(key) if key else b"",
+            key.encode("utf-8", "surrogatepass"),
+        ]
+
+    @staticmethod
+    def matches(flat: list[Any]) -> Iterable[Match]:
+        for i in range(0, len(flat), 4):
+            yield Match(
+                flat[i].decode("utf-8", "surrogatepass"),
+                int.from_bytes(flat[i + 1], "big"),
+                int(flat[i + 2]),
+            )
+
+    def observation(self, reply: list[Any]) -> Observation:
+        if int(reply[0]) == 1:
+            return Observation(closest(self.matches(reply[1:])), None, False)
+        previous = reply[1] if len(reply) > 1 else None
+        return Observation(None, int.from_bytes(previous, "big") if previous else None, True)
+
+    def entry(self, value: bytes | None) -> int | None:
+        if value is None:
+            return None
+        seen = int.from_bytes(value[self.width : self.width + 4], "big")
+        if self.config.expired(seen, self.config.clock()):
+            return None
+        return int.from_bytes(value[: self.width], "big")
+
+    def expired_ids(self, mapping: dict[bytes, bytes]) -> list[bytes]:
+        now = self.config.clock()
+        return [
+            ident
+            for ident, value in mapping.items()
+            if self.config.expired(int.from_bytes(value[self.width : self.width + 4], "big"), now)
+        ]
+
+    def error(self, action: str, exc: BaseException) -> IndexBackendError:
+        detail = str(exc)
+        password = _password(self.url)
+        if password:
+            detail = detail.replace(password, "***")
+        masked = mask_url(self.url)
+        logger.error("Redis index %s: %s failed: %s", masked, action, detail)
+        return IndexBackendError(
+            f"Redis index {masked}: {action} failed: {detail} (is the server up and the URL "
+            "right? the next call reconnects)"
+        )
+
+    def stats(self, entries: int, lengths: Iterable[int]) -> IndexStats:
+        record = self.width + 8
+        return bucket_stats("redis", entries, self.layout, (n // record for n in lengths))
+
+
+def _password(url: str) -> str | None:
+    from urllib.parse import urlsplit
+
+    try:
+        return urlsplit(url).password
+    except ValueError:
+        return None
+
+
+def _redis_errors() -> tuple[type[BaseException], ...]:
+    from redis.exceptions import RedisClusterException, RedisError
+
+    return (RedisError, RedisClusterException, OSError)
+
+
+class RedisIndex(NearDuplicateIndex):
+    """Blocking client (CLI, scripts, benchmarks)."""
+
+    def __init__(self, url: str, config: IndexConfig, **options: Any) -> None:
+        self.url = url
+        self.config = config
+        self._codec = _Codec(url, config)
+        self._errors = _redis_errors()
+        try:
+            client: Any = sync_client(url, **client_options(options))
+            self._client = client
+            self._script = self._client.register_script(SCRIPT)
+            if config.reset:
+                self._delete(b"")
+            self._client.hsetnx(self._codec.meta, "config", self._codec.record())
+            self._codec.adopt(self._client.hget(self._codec.meta, "config"))
+        except self._errors as exc:
+            raise self._codec.error("open", exc) from exc
+        self.layout = self._codec.layout
+
+    def _run(self, action: str, *args: Any) -> Any:
+        try:
+            return self._script(keys=[self._codec.meta], args=self._codec.args(action, *args))
+        except self._errors as exc:
+            raise self._codec.error(action, exc) from exc
+
+    def observe(self, key: str, fingerprint: int) -> Observation:
+        check_key(key)
+        check_fingerprint(fingerprint, self.config.bits)
+        return self._codec.observation(self._run("observe", fingerprint, key))
+
+    def query(self, fingerprint: int) -> list[Match]:
+        check_fingerprint(fingerprint, self.config.bits)
+        return ordered(self._codec.matches(self._run("query", fingerprint)))
+
+    def get(self, key: str) -> int | None:
+        ident = key_id(key)
+        try:
+            value = self._client.hget(self._codec.entry_key(ident), ident)
+        except self._errors as exc:
+            raise self._codec.error("get", exc) from exc
+        return self._codec.entry(value)
+
+    def remove(self, key: str) -> bool:
+        return bool(self._run("remove", 0, key))
+
+    def _keys(self, kind: bytes) -> Iterable[bytes]:
+        return self._client.scan_iter(match=self._codec.pattern(kind), count=_SCAN_BATCH)  # type: ignore[no-any-return]
+
+    def _delete(self, kind: bytes) -> None:
+        batch: list[bytes] = []
+        for name in self._keys(kind):
+            if name != self._codec.meta or not kind:
+                batch.append(name)
+            if len(batch) >= _SCAN_BATCH:
+                self._client.delete(*batch)
+                batch.clear()
+        if batch:
+            self._client.delete(*batch)
+
+    def clear(self) -> None:
+        try:
+            self._delete(b"e")
+            self._delete(b"b")
+            self._client.hset(self._codec.meta, "n", 0)
+        except self._errors as exc:
+            raise self._codec.error("clear", exc) from exc
+
+    def count(self) -> int:
+        try:
+            return int(self._client.hget(self._codec.meta, "n") or 0)
+        except self._errors as exc:
+            raise self._codec.error("count", exc) from exc
+
+    def purge_expired(self) -> int:
+        if self.config.ttl_secs is None:
+            return 0
+        removed = 0
+        try:
+            for name in list(self._keys(b"e")):
+                for ident in self._codec.expired_ids(self._client.hgetall(name)):
+                    removed += int(
+                        self._script(
+                            keys=[self._codec.meta],
+                            args=[*self._codec.args("expire")[:8], ident, b""],
+                        )
+                    )
+        except self._errors as exc:
+            raise self._codec.error("purge", exc) from exc
+        return removed
+
+    def stats(self) -> IndexStats:
+        try:
+            names = list(self._keys(b"b"))
+            lengths: list[int] = []
+            for start in range(0, len(names), _SCAN_BATCH):
+                pipe = self._client.pipeline(transaction=False)
+                for name in names[start : start + _SCAN_BATCH]:
+                    pipe.strlen(name)
+                lengths.extend(pipe.execute())
+        except self._errors as exc:
+            raise self._codec.error("stats", exc) from exc
+        return self._codec.stats(self.count(), lengths)
+
+    def close(self) -> None:
+        try:
+            self._client.close()
+        except self._errors as exc:
+            logger.warning("closing the Redis index %s failed: %s", mask_url(self.url), exc)
+
+
+class AsyncRedisIndex(AsyncNearDuplicateIndex):
+    """redis.asyncio client; build it inside the running loop with :meth:`create`."""
+
+    def __init__(self, url: str, config: IndexConfig, **options: Any) -> None:
+        self.url = url
+        self.config = config
+        self._codec = _Codec(url, config)
+        self._errors = _redis_errors()
+        client: Any = async_client(url, **client_options(options))
+        self._client = client
+        self._script = self._client.register_script(SCRIPT)
+        self.layout = self._codec.layout
+
+    @classmethod
+    async def create(cls, url: str, config: IndexConfig, **options: Any) -> AsyncRedisIndex:
+        index = cls(url, config, **options)
+        codec = index._codec
+        try:
+            if config.reset:
+                await index._delete(b"")
+            await index._client.hsetnx(codec.meta, "config", codec.record())
+            codec.adopt(await index._client.hget(codec.meta, "config"))
+        except index._errors as exc:
+            await index.close()
+            raise codec.error("open", exc) from exc
+        except BaseException:
+            await index.close()
+            raise
+        index.layout = codec.layout
+        return index
+
+    async def _run(self, action: str, *args: Any) -> Any:
+        try:
+            return await self._script(keys=[self._codec.meta], args=self._codec.args(action, *args))
+        except self._errors as exc:
+            raise self._codec.error(action, exc) from exc
+
+    async def observe(self, key: str, fingerprint: int) -> Observation:
+        check_key(key)
+        check_fingerprint(fingerprint, self.config.bits)
+        return self._codec.observation(await self._run("observe", fingerprint, key))
+
+    async def query(self, fingerprint: int) -> list[Match]:
+        check_fingerprint(fingerprint, self.config.bits)
+        return ordered(self._codec.matches(await self._run("query", fingerprint)))
+
+    async def get(self, key: str) -> int | None:
+        ident = key_id(key)
+        try:
+            value = await self._client.hget(self._codec.entry_key(ident), ident)
+        except self._errors as exc:
+            raise self._codec.error("get", exc) from exc
+        return self._codec.entry(value)
+
+    async def remove(self, key: str) -> bool:
+        return bool(await self._run("remove", 0, key))
+
+    async def _names(self, kind: bytes) -> list[bytes]:
+        return [
+            name
+            async for name in self._client.scan_iter(
+                match=self._codec.pattern(kind), count=_SCAN_BATCH
+            )
+        ]
+
+    async def _delete(self, kind: bytes) -> None:
+        names = await self._names(kind)
+        for start in range(0, len(names), _SCAN_BATCH):
+            await self._client.delete(*names[start : start + _SCAN_BATCH])
+
+    async def clear(self) -> None:
+        try:
+            await self._delete(b"e")
+            await self._delete(b"b")
+            await self._client.hset(self._codec.meta, "n", 0)
+        except self._errors as exc:
+            raise self._codec.error("clear", exc) from exc
+
+    async def count(self) -> int:
+        try:
+            return int(await self._client.hget(self._codec.meta, "n") or 0)
+        except self._errors as exc:
+            raise self._codec.error("count", exc) from exc
+
+    async def purge_expired(self) -> int:
+        if self.config.ttl_secs is None:
+            return 0
+        removed = 0
+        try:
+            for name in await self._names(b"e"):
+                for ident in self._codec.expired_ids(await self._client.hgetall(name)):
+                    args = [*self._codec.args("expire")[:8], ident, b""]
+                    removed += int(await self._script(keys=[self._codec.meta], args=args))
+        except self._errors as exc:
+            raise self._codec.error("purge", exc) from exc
+        return removed
+
+    async def stats(self) -> IndexStats:
+        try:
+            lengths = [int(await self._client.strlen(name)) for name in await self._names(b"b")]
+        except self._errors as exc:
+            raise self._codec.error("stats", exc) from exc
+        return self._codec.stats(await self.count(), lengths)
+
+    async def close(self) -> None:
+        try:
+            await self._client.aclose()
+        except self._errors as exc:
+            logger.warning("closing the Redis index %s failed: %s", mask_url(self.url), exc)

@@ -1,0 +1,307 @@
+"""``sqlite:///path``: the embedded default, a file shared by processes on one machine.
+
+WAL mode lets readers run beside the single writer, the busy timeout makes concurrent
+writers queue instead of failing, and every observe() runs in a ``BEGIN IMMEDIATE``
+transaction, so two crawler processes can never both keep two near-duplicates. The
+recrawl store may keep its own tables in the same file.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
+from scrapy_simhash.index.base import (
+    IndexConfig,
+    IndexStats,
+    Match,
+    NearDuplicateIndex,
+    Observation,
+    bucket_stats,
+    check_fingerprint,
+    check_key,
+    closest,
+    ordered,
+)
+from scrapy_simhash.index.layout import BandLayout
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_URL = "sqlite:///.scrapy/simhash/index.sqlite3"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS simhash_namespaces (
+    id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, config TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS simhash_entries (
+    ns INTEGER NOT NULL, key TEXT NOT NULL, fp BLOB NOT NULL, seen INTEGER NOT NULL,
+    PRIMARY KEY (ns, key)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS simhash_bands (
+    ns INTEGER NOT NULL, tbl INTEGER NOT NULL, band INTEGER NOT NULL, key TEXT NOT NULL,
+    PRIMARY KEY (ns, tbl, band, key)) WITHOUT ROWID;
+"""
+
+_MASK64 = (1 << 64) - 1
+
+
+def sqlite_path(url: str) -> str:
+    """Map ``sqlite:///relative`` / ``sqlite:////absolute`` (SQLAlchemy style) to a path."""
+    parts = urlsplit(url)
+    if parts.netloc:
+        raise ConfigurationError(
+            f"an SQLite index URL has no host: use sqlite:///relative/path or "
+            f"sqlite:////absolute/path, got {url!r}"
+        )
+    path = parts.path.removeprefix("/")
+    if not path:
+        raise ConfigurationError(f"the SQLite index URL {url!r} names no file")
+    return path
+
+
+def _band_int(value: int) -> int:
+    """Fold a masked fingerprint into a signed 64-bit SQLite integer.
+
+    Folding 128-bit keys may merge buckets; that only adds candidates, which are verified.
+    """
+    while value > _MASK64:
+        value = (value >> 64) ^ (value & _MASK64)
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+class SqliteIndex(NearDuplicateIndex):
+    def __init__(
+        self, url: str, config: IndexConfig, *, timeout: float = 30.0, synchronous: str = "NORMAL"
+    ) -> None:
+        self.url = url
+        self.config = config
+        self._bytes = config.bits // 8
+        path = sqlite_path(url)
+        if path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        try:
+            self._db = sqlite3.connect(
+                path, timeout=timeout, isolation_level=None, check_same_thread=False
+            )
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+            self._db.execute(f"PRAGMA synchronous={synchronous}")
+            with self._write():
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        self._db.execute(statement)
+                self._ns, self.layout = self._open_namespace()
+        except sqlite3.Error as exc:
+            raise self._error("open", exc) from exc
+
+    def _error(self, action: str, exc: BaseException) -> IndexBackendError:
+        logger.error("SQLite index %s failed on %s: %s", action, self.url, exc)
+        return IndexBackendError(
+            f"SQLite index {self.url}: {action} failed: {exc} (check that the file is "
+            "writable and not on a network file system)"
+        )
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _open_namespace(self) -> tuple[int, BandLayout]:
+        config = self.config
+        row = self._db.execute(
+            "SELECT id, config FROM simhash_namespaces WHERE name = ?", (config.namespace,)
+        ).fetchone()
+        if row is not None and config.reset:
+            self._delete_namespace(row[0])
+            self._db.execute("DELETE FROM simhash_namespaces WHERE id = ?", (row[0],))
+            row = None
+        if row is None:
+            layout = config.new_layout()
+            cursor = self._db.execute(
+                "INSERT INTO simhash_namespaces (name, config) VALUES (?, ?)",
+                (config.namespace, config.record(layout)),
+            )
+            return int(cursor.lastrowid or 0), layout
+        where = f"namespace {config.namespace!r} of {self.url}"
+        layout, _ = config.adopt(row[1], where)
+        return int(row[0]), layout
+
+    def _delete_namespace(self, ns: int) -> None:
+        self._db.execute("DELETE FROM simhash_entries WHERE ns = ?", (ns,))
+        self._db.execute("DELETE FROM simhash_bands WHERE ns = ?", (ns,))
+
+    def _candidates(self, fingerprint: int, exclude: str | None, now: float) -> list[Match]:
+        """Live matches within k (except ``exclude``); an observe also drops expired ones."""
+        limit = self.config.max_distance
+        found: dict[str, Match] = {}
+        expired: set[str] = set()
+        for table, band in enumerate(self.layout.keys(fingerprint)):
+            rows = self._db.execute(
+                "SELECT e.key, e.fp, e.seen FROM simhash_bands b JOIN simhash_entries e "
+                "ON e.ns = b.ns AND e.key = b.key WHERE b.ns = ? AND b.tbl = ? AND b.band = ?",
+                (self._ns, table, _band_int(band)),
+            )
+            for key, blob, seen in rows:
+                if key == exclude or key in found:
+                    continue
+                other = int.from_bytes(blob, "big")
+                distance = (fingerprint ^ other).bit_count()
+                if distance > limit:
+                    continue
+                if self.config.expired(seen, now):
+                    expired.add(key)
+                else:
+                    found[key] = Match(key, other, distance)
+        if expired and exclude is not None:
+            for key in expired:
+                self._unlink(key)
+        return list(found.values())
+
+    def _unlink(self, key: str) -> int | None:
+        row = self._db.execute(
+            "SELECT fp FROM simhash_entries WHERE ns = ? AND key = ?", (self._ns, key)
+        ).fetchone()
+        if row is None:
+            return None
+        fingerprint = int.from_bytes(row[0], "big")
+        self._db.executemany(
+            "DELETE FROM simhash_bands WHERE ns = ? AND tbl = ? AND band = ? AND key = ?",
+            [
+                (self._ns, table, _band_int(band), key)
+                for table, band in enumerate(self.layout.keys(fingerprint))
+            ],
+        )
+        self._db.execute("DELETE FROM simhash_entries WHERE ns = ? AND key = ?", (self._ns, key))
+        return fingerprint
+
+    def observe(self, key: str, fingerprint: int) -> Observation:
+        check_key(key)
+        check_fingerprint(fingerprint, self.config.bits)
+        now = self.config.clock()
+        try:
+            with self._write() as db:
+                match = closest(self._candidates(fingerprint, key, now))
+                if match is not None:
+                    return Observation(match, None, False)
+                row = db.execute(
+                    "SELECT fp, seen FROM simhash_entries WHERE ns = ? AND key = ?",
+                    (self._ns, key),
+                ).fetchone()
+                previous = None
+                same = False
+                if row is not None:
+                    old = int.from_bytes(row[0], "big")
+                    if not self.config.expired(row[1], now):
+                        previous = old
+                    same = old == fingerprint
+                    if not same:
+                        self._unlink(key)
+                db.execute(
+                    "INSERT OR REPLACE INTO simhash_entries (ns, key, fp, seen) VALUES (?,?,?,?)",
+                    (self._ns, key, fingerprint.to_bytes(self._bytes, "big"), int(now)),
+                )
+                if not same:
+                    db.executemany(
+                        "INSERT INTO simhash_bands (ns, tbl, band, key) VALUES (?, ?, ?, ?)",
+                        [
+                            (self._ns, table, _band_int(band), key)
+                            for table, band in enumerate(self.layout.keys(fingerprint))
+                        ],
+                    )
+                return Observation(None, previous, True)
+        except sqlite3.Error as exc:
+            raise self._error("observe", exc) from exc
+
+    def query(self, fingerprint: int) -> list[Match]:
+        check_fingerprint(fingerprint, self.config.bits)
+        try:
+            with self._lock:
+                return ordered(self._candidates(fingerprint, None, self.config.clock()))
+        except sqlite3.Error as exc:
+            raise self._error("query", exc) from exc
+
+    def get(self, key: str) -> int | None:
+        try:
+            with self._lock:
+                row = self._db.execute(
+                    "SELECT fp, seen FROM simhash_entries WHERE ns = ? AND key = ?",
+                    (self._ns, key),
+                ).fetchone()
+        except sqlite3.Error as exc:
+            raise self._error("get", exc) from exc
+        if row is None or self.config.expired(row[1], self.config.clock()):
+            return None
+        return int.from_bytes(row[0], "big")
+
+    def remove(self, key: str) -> bool:
+        try:
+            with self._write():
+                return self._unlink(key) is not None
+        except sqlite3.Error as exc:
+            raise self._error("remove", exc) from exc
+
+    def clear(self) -> None:
+        try:
+            with self._write():
+                self._delete_namespace(self._ns)
+        except sqlite3.Error as exc:
+            raise self._error("clear", exc) from exc
+
+    def count(self) -> int:
+        try:
+            with self._lock:
+                row = self._db.execute(
+                    "SELECT COUNT(*) FROM simhash_entries WHERE ns = ?", (self._ns,)
+                ).fetchone()
+        except sqlite3.Error as exc:
+            raise self._error("count", exc) from exc
+        return int(row[0])
+
+    def purge_expired(self) -> int:
+        ttl = self.config.ttl_secs
+        if ttl is None:
+            return 0
+        cutoff = self.config.clock() - ttl
+        try:
+            with self._write() as db:
+                keys = [
+                    key
+                    for (key,) in db.execute(
+                        "SELECT key FROM simhash_entries WHERE ns = ? AND seen < ?",
+                        (self._ns, cutoff),
+                    ).fetchall()
+                ]
+                for key in keys:
+                    self._unlink(key)
+        except sqlite3.Error as exc:
+            raise self._error("purge", exc) from exc
+        return len(keys)
+
+    def stats(self) -> IndexStats:
+        try:
+            with self._lock:
+                sizes = [
+                    int(size)
+                    for (size,) in self._db.execute(
+                        "SELECT COUNT(*) FROM simhash_bands WHERE ns = ? GROUP BY tbl, band",
+                        (self._ns,),
+                    )
+                ]
+        except sqlite3.Error as exc:
+            raise self._error("stats", exc) from exc
+        return bucket_stats("sqlite", self.count(), self.layout, sizes)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
