@@ -271,10 +271,14 @@ class FeatureExtractor:
         return min(units, 4) / 2
 
     def features(self, text: str, title: str = "") -> dict[str, float]:
-        """Feature -> weight for a page's main text and title (title words boosted)."""
+        """Feature -> weight for a page's main text and title (title words boosted).
+
+        A title alone gives no features: a page whose body has nothing left (a login wall
+        under a real title) must not be fingerprinted as if it were the article.
+        """
         weights: dict[str, float] = {}
         self._accumulate(weights, self.tokens(text), 1.0)
-        if title and self.title_weight > 0:
+        if weights and title and self.title_weight > 0:
             self._accumulate(weights, self.tokens(title), self.title_weight)
         return weights
 

@@ -1,0 +1,153 @@
+"""Features: normalisation, segmentation, stop words, numbers, weights, shingles."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from scrapy_simhash.exceptions import ConfigurationError
+from scrapy_simhash.features import (
+    CJK_CHAR_WEIGHT,
+    FeatureExtractor,
+    builtin_stopwords,
+    effective_length,
+    get_tokenizer,
+    idf_table,
+    load_stopwords,
+    normalize,
+)
+
+STOP = builtin_stopwords()
+ZH = "我们在北京天安门广场看升旗仪式，游客们非常激动。"
+
+
+def words(extractor: FeatureExtractor, text: str) -> list[str]:
+    return [word for word, _ in extractor.tokens(text)]
+
+
+def test_normalize_folds_width_and_case() -> None:
+    assert normalize("ＡＢＣ１２３，Straße") == "abc123,strasse"
+
+
+def test_effective_length_counts_cjk_heavier_and_collapses_space() -> None:
+    assert effective_length("ab   cd\n\n") == len("ab cd")
+    assert effective_length("北京abc") == 2 * CJK_CHAR_WEIGHT + 3
+
+
+@pytest.mark.parametrize("tokenizer", ["jieba", "rjieba"])
+def test_chinese_is_segmented_into_words_without_stop_words(tokenizer: str) -> None:
+    extractor = FeatureExtractor(tokenizer=tokenizer, stopwords=STOP)
+    tokens = words(extractor, ZH)
+    assert "升旗仪式" in tokens or "升旗" in tokens
+    assert "北京天安门广场" in tokens or "天安门" in tokens
+    assert "我们" not in tokens
+    assert "在" not in tokens
+    assert "，" not in tokens
+    assert "," not in tokens
+
+
+def test_mixed_text_keeps_order_across_scripts() -> None:
+    extractor = FeatureExtractor(stopwords=STOP)
+    tokens = words(extractor, "Python编程语言 is great，数据分析 rocks")
+    assert tokens == ["python", "编程语言", "great", "数据分析", "rocks"]
+
+
+def test_numbers_and_punctuation_are_dropped_unless_kept() -> None:
+    text = "Updated 2024-05-01 12:30, 1,234 views. Version v2 released"
+    default = words(FeatureExtractor(stopwords=STOP), text)
+    assert default == ["updated", "views", "version", "v2", "released"]
+    kept = words(FeatureExtractor(stopwords=STOP, keep_numbers=True), text)
+    assert "2024" in kept
+    assert "1" in kept
+
+
+def test_full_width_digits_are_numbers_too() -> None:
+    assert words(FeatureExtractor(stopwords=STOP), "２０２４年 sales") == ["年", "sales"]
+
+
+def test_builtin_stop_words_cover_both_languages() -> None:
+    assert {"the", "and", "的", "了", "我们"} <= STOP
+    assert len([w for w in STOP if w.isascii()]) > 100
+    assert len([w for w in STOP if not w.isascii()]) > 150
+
+
+def test_user_stop_word_file_extends_or_replaces(tmp_path: Path) -> None:
+    path = tmp_path / "stop.txt"
+    path.write_text("# site boilerplate\nＳｕｂｓｃｒｉｂｅ\n升旗  # event\n", encoding="utf-8")
+    extended = load_stopwords(path=str(path))
+    assert {"subscribe", "升旗", "the"} <= extended
+    only = load_stopwords(builtin=False, path=str(path))
+    assert only == {"subscribe", "升旗"}
+
+
+def test_unreadable_stop_word_file_is_a_configuration_error() -> None:
+    with pytest.raises(ConfigurationError, match="SIMHASH_STOPWORDS_FILE"):
+        load_stopwords(path="/nonexistent/stop.txt")
+
+
+def test_missing_rjieba_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "rjieba", None)
+    get_tokenizer.cache_clear()
+    try:
+        with pytest.raises(ConfigurationError, match=r"scrapy-simhash\[fast\]"):
+            get_tokenizer("rjieba")
+    finally:
+        get_tokenizer.cache_clear()
+
+
+def test_unknown_options_are_rejected() -> None:
+    with pytest.raises(ConfigurationError, match="SIMHASH_TOKENIZER"):
+        FeatureExtractor(tokenizer="nltk")
+    with pytest.raises(ConfigurationError, match="SIMHASH_WEIGHTING"):
+        FeatureExtractor(weighting="bm25")
+    with pytest.raises(ConfigurationError, match="SIMHASH_SHINGLE_SIZE"):
+        FeatureExtractor(shingle_size=0)
+
+
+def test_term_frequency_counts_occurrences() -> None:
+    extractor = FeatureExtractor(weighting="tf", stopwords=STOP, title_weight=0)
+    assert extractor.features("apple banana apple apple") == {"apple": 3.0, "banana": 1.0}
+
+
+def test_tfidf_weighs_rare_words_over_common_ones_and_unknown_at_median() -> None:
+    table, median = idf_table()
+    extractor = FeatureExtractor(weighting="tfidf", stopwords=frozenset())
+    weights = extractor.features("发展 量子 zzqxunknownword")
+    assert weights["量子"] > weights["发展"]
+    assert weights["发展"] == pytest.approx(table["发展"])
+    assert weights["zzqxunknownword"] == pytest.approx(median)
+    assert min(table.values()) < median < max(table.values())
+
+
+def test_title_words_are_boosted_by_title_weight() -> None:
+    plain = FeatureExtractor(weighting="tf", title_weight=0).features("apple pie", "apple")
+    boosted = FeatureExtractor(weighting="tf", title_weight=2.5).features("apple pie", "apple")
+    assert plain == {"apple": 1.0, "pie": 1.0}
+    assert boosted == {"apple": 3.5, "pie": 1.0}
+
+
+def test_shingles_join_consecutive_words() -> None:
+    extractor = FeatureExtractor(weighting="tf", shingle_size=2, stopwords=STOP)
+    assert extractor.features("red apple, green apple. red apple!") == {
+        "red apple": 2.0,
+        "apple green": 1.0,
+        "green apple": 1.0,
+        "apple red": 1.0,
+    }
+    assert extractor.features("lonely") == {}
+
+
+def test_length_factor_favours_longer_words() -> None:
+    extractor = FeatureExtractor(weighting="tf", length_factor=True, stopwords=STOP)
+    weights = extractor.features("北京天安门广场 看 international ox")
+    assert weights["北京天安门广场"] > weights["看"]
+    assert weights["international"] > weights["ox"]
+
+
+@pytest.mark.parametrize("tokenizer", ["jieba", "rjieba"])
+def test_pos_factor_favours_nouns_over_adverbs_and_particles(tokenizer: str) -> None:
+    extractor = FeatureExtractor(tokenizer=tokenizer, weighting="tf", pos_factor=True)
+    weights = extractor.features("政府认真地处理教育问题")
+    assert weights["政府"] > weights["认真"] > weights["地"]

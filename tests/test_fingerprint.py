@@ -1,0 +1,330 @@
+"""SimHash fingerprints: exactness, stability, widths, thresholds, schemes."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import xxhash
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scrapy_simhash.exceptions import ConfigurationError
+from scrapy_simhash.fingerprint import (
+    FingerprintConfig,
+    Fingerprinter,
+    from_hex,
+    hamming,
+    similarity,
+    to_hex,
+)
+
+FP64 = st.integers(min_value=0, max_value=2**64 - 1)
+FEATURES = st.dictionaries(
+    st.text(min_size=1, max_size=12),
+    st.floats(min_value=0.01, max_value=1000, allow_nan=False),
+    min_size=1,
+    max_size=40,
+)
+VOCABULARY = [f"word{n}" for n in range(3000)]
+
+
+def article(seed: int, words: int = 400) -> str:
+    rng = random.Random(seed)
+    return " ".join(rng.choice(VOCABULARY) for _ in range(words))
+
+
+def edit(text: str, share: float, seed: int) -> str:
+    """Replace ``share`` of the words with words from outside the vocabulary."""
+    rng = random.Random(seed)
+    words = text.split()
+    for index in rng.sample(range(len(words)), int(len(words) * share)):
+        words[index] = f"edit{rng.randrange(10**6)}"
+    return " ".join(words)
+
+
+@pytest.fixture(scope="module")
+def fingerprinter() -> Fingerprinter:
+    return Fingerprinter()
+
+
+@given(FP64, FP64, FP64)
+@settings(max_examples=200)
+def test_hamming_is_a_metric(a: int, b: int, c: int) -> None:
+    assert hamming(a, a) == 0
+    assert hamming(a, b) == hamming(b, a)
+    assert (hamming(a, b) == 0) == (a == b)
+    assert hamming(a, c) <= hamming(a, b) + hamming(b, c)
+    assert 0.0 <= similarity(a, b) <= 1.0
+    assert similarity(a, b) == 1 - hamming(a, b) / 64
+
+
+@given(st.integers(min_value=0, max_value=2**128 - 1))
+@settings(max_examples=100)
+def test_hex_round_trips_at_fixed_width(value: int) -> None:
+    text = to_hex(value, 128)
+    assert len(text) == 32
+    assert text == text.lower()
+    assert from_hex(text) == value
+    if value < 2**64:
+        assert len(to_hex(value)) == 16
+        assert from_hex(to_hex(value)) == value
+
+
+@pytest.mark.parametrize("bad", ["", "xyz", "-1", "1_0", "0" * 33, " "])
+def test_from_hex_rejects_garbage(bad: str) -> None:
+    with pytest.raises(ValueError, match="fingerprint"):
+        from_hex(bad)
+
+
+def test_to_hex_rejects_values_wider_than_bits() -> None:
+    with pytest.raises(ValueError, match="64 bits"):
+        to_hex(2**64, 64)
+
+
+def reference_simhash(features: dict[str, float], bits: int, seed: int = 0) -> int:
+    """The textbook per-bit loop the vectorised code must agree with."""
+    digest = xxhash.xxh3_64_intdigest if bits == 64 else xxhash.xxh3_128_intdigest
+    totals = [0] * bits
+    for name, weight in features.items():
+        value = digest(name.encode(), seed)
+        quantised = round(weight * 1024)
+        for bit in range(bits):
+            totals[bit] += quantised if value >> bit & 1 else -quantised
+    return sum(1 << bit for bit in range(bits) if totals[bit] > 0)
+
+
+@given(FEATURES, st.sampled_from([64, 128]))
+@settings(max_examples=60, deadline=None)
+def test_vectorised_simhash_matches_the_per_bit_definition(
+    features: dict[str, float], bits: int
+) -> None:
+    fingerprinter = Fingerprinter(FingerprintConfig(bits=bits))
+    assert fingerprinter.fingerprint_features(features) == reference_simhash(features, bits)
+
+
+@given(FEATURES, st.randoms(use_true_random=False))
+@settings(max_examples=60, deadline=None)
+def test_fingerprint_does_not_depend_on_feature_order(
+    features: dict[str, float], rng: random.Random
+) -> None:
+    items = list(features.items())
+    rng.shuffle(items)
+    fingerprinter = Fingerprinter()
+    assert fingerprinter.fingerprint_features(dict(items)) == fingerprinter.fingerprint_features(
+        features
+    )
+
+
+def test_no_features_means_no_fingerprint(fingerprinter: Fingerprinter) -> None:
+    assert fingerprinter.fingerprint_features({}) is None
+    assert fingerprinter.fingerprint_features({"a": 0.0}) is None
+
+
+def test_seed_changes_fingerprints() -> None:
+    features = {"alpha": 1.0, "beta": 2.0, "gamma": 3.0}
+    a = Fingerprinter(FingerprintConfig(seed=0)).fingerprint_features(features)
+    b = Fingerprinter(FingerprintConfig(seed=7)).fingerprint_features(features)
+    assert a != b
+
+
+def test_widths(fingerprinter: Fingerprinter) -> None:
+    wide = Fingerprinter(FingerprintConfig(bits=128))
+    narrow_fps = [fingerprinter.fingerprint_text(article(n)) for n in range(8)]
+    wide_fps = [wide.fingerprint_text(article(n)) for n in range(8)]
+    assert all(fp is not None and 0 <= fp < 2**64 for fp in narrow_fps)
+    assert all(fp is not None and fp < 2**128 for fp in wide_fps)
+    assert any(fp is not None and fp >= 2**64 for fp in wide_fps)
+    assert wide.bits == 128
+    assert fingerprinter.bits == 64
+
+
+def test_small_edits_stay_close_and_other_texts_are_far(fingerprinter: Fingerprinter) -> None:
+    base = article(1)
+    fp = fingerprinter.fingerprint_text(base)
+    assert fp is not None
+    near = [fingerprinter.fingerprint_text(edit(base, 0.01, s)) for s in range(5)]
+    far = [fingerprinter.fingerprint_text(article(100 + s)) for s in range(5)]
+    assert max(hamming(fp, other) for other in near if other is not None) <= 3
+    assert min(hamming(fp, other) for other in far if other is not None) > 10
+
+
+def test_timestamps_and_counters_do_not_move_fingerprints(
+    fingerprinter: Fingerprinter,
+) -> None:
+    base = article(2)
+    one = fingerprinter.fingerprint_text(f"Updated 2024-05-01 12:30. {base} 1,234 views")
+    two = fingerprinter.fingerprint_text(f"Updated 2025-11-30 08:05. {base} 98,001 views")
+    assert one is not None
+    assert one == two
+
+
+def test_title_takes_part(fingerprinter: Fingerprinter) -> None:
+    text = article(3, words=120)
+    assert fingerprinter.fingerprint_text(text, "alpha beta gamma") != (
+        fingerprinter.fingerprint_text(text, "delta epsilon")
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "   \n\t", "Sign in to continue", "登录后查看全文", "word " * 30],
+)
+def test_too_little_text_has_no_fingerprint_and_a_reason(
+    fingerprinter: Fingerprinter, text: str
+) -> None:
+    page = fingerprinter.fingerprint_document(text, "A title")
+    assert page.fingerprint is None
+    assert page.reason
+    assert fingerprinter.fingerprint_text(text) is None
+
+
+def test_cjk_text_counts_each_ideograph_as_several_characters(
+    fingerprinter: Fingerprinter,
+) -> None:
+    chinese = "北京市政府今天发布了新的城市交通规划方案，计划在未来五年内新建地铁线路和公交专用道。"
+    latin = "x" * len(chinese)
+    assert len(chinese) < fingerprinter.config.min_text_chars
+    assert fingerprinter.fingerprint_text(chinese * 2) is not None
+    assert fingerprinter.fingerprint_text(" ".join([latin] * 2)) is None
+
+
+def test_stop_words_only_has_a_reason(fingerprinter: Fingerprinter) -> None:
+    page = fingerprinter.fingerprint_document("the and of to in 2024 " * 60, "A real title")
+    assert page.fingerprint is None
+    assert page.reason is not None
+    assert "stop words" in page.reason
+
+
+def test_fingerprints_are_stable_across_processes(fingerprinter: Fingerprinter) -> None:
+    texts = [article(4), "北京市政府今天发布了新的城市交通规划方案，计划新建地铁线路。" * 5]
+    code = (
+        "import json, sys\n"
+        "from scrapy_simhash.fingerprint import Fingerprinter, FingerprintConfig, to_hex\n"
+        "texts = json.load(sys.stdin)\n"
+        "for bits in (64, 128):\n"
+        "    f = Fingerprinter(FingerprintConfig(bits=bits))\n"
+        "    print(json.dumps([to_hex(f.fingerprint_text(t, 'title'), bits) for t in texts]))\n"
+    )
+    env = dict(os.environ, PYTHONHASHSEED="12345")
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        input=json.dumps(texts),
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        timeout=120,
+    )
+    wide = Fingerprinter(FingerprintConfig(bits=128))
+    expected = [
+        [to_hex(fingerprinter.fingerprint_text(t, "title"), 64) for t in texts],  # type: ignore[arg-type]
+        [to_hex(wide.fingerprint_text(t, "title"), 128) for t in texts],  # type: ignore[arg-type]
+    ]
+    assert [json.loads(line) for line in result.stdout.splitlines()] == expected
+    assert result.stderr == ""  # jieba's start-up chatter is silenced
+
+
+SCHEME_CHANGES = {
+    "bits": 128,
+    "tokenizer": "rjieba",
+    "jieba_hmm": True,
+    "weighting": "tf",
+    "title_weight": 1.5,
+    "shingle_size": 2,
+    "builtin_stopwords": False,
+    "keep_numbers": True,
+    "length_factor": True,
+    "pos_factor": True,
+    "seed": 1,
+}
+
+
+@pytest.mark.parametrize(("name", "value"), sorted(SCHEME_CHANGES.items()))
+def test_scheme_changes_with_every_fingerprint_option(name: str, value: object) -> None:
+    default = FingerprintConfig()
+    assert dataclasses.replace(default, **{name: value}).scheme != default.scheme  # type: ignore[arg-type]
+
+
+def test_scheme_covers_every_option_but_the_limits() -> None:
+    options = {f.name for f in dataclasses.fields(FingerprintConfig)}
+    limits = {"min_text_chars", "max_body_bytes", "stopwords_file"}
+    assert set(SCHEME_CHANGES) == options - limits
+
+
+def test_scheme_follows_stop_word_content_not_file_name(tmp_path: Path) -> None:
+    one, two = tmp_path / "one.txt", tmp_path / "two.txt"
+    one.write_text("subscribe\n", encoding="utf-8")
+    two.write_text("subscribe\n", encoding="utf-8")
+    same = FingerprintConfig(stopwords_file=str(one)).scheme
+    assert FingerprintConfig(stopwords_file=str(two)).scheme == same
+    assert same != FingerprintConfig().scheme
+    two.write_text("newsletter\n", encoding="utf-8")
+    assert FingerprintConfig(stopwords_file=str(two)).scheme != same
+
+
+def test_scheme_ignores_limits_and_is_short() -> None:
+    default = FingerprintConfig()
+    changed = FingerprintConfig(min_text_chars=10, max_body_bytes=1000)
+    assert changed.scheme == default.scheme
+    assert default.scheme.startswith("sh1-64-")
+    assert len(default.scheme) <= 20
+
+
+def test_from_settings_reads_command_line_strings() -> None:
+    config = FingerprintConfig.from_settings(
+        {
+            "SIMHASH_BITS": "128",
+            "SIMHASH_TOKENIZER": "RJIEBA",
+            "SIMHASH_WEIGHTING": "tf",
+            "SIMHASH_TITLE_WEIGHT": "0",
+            "SIMHASH_SHINGLE_SIZE": "2",
+            "SIMHASH_KEEP_NUMBERS": "true",
+            "SIMHASH_SEED": "42",
+            "SIMHASH_MIN_TEXT_CHARS": "50",
+            "SIMHASH_MAX_BODY_BYTES": "0",
+            "OTHER": "ignored",
+        }
+    )
+    assert config == FingerprintConfig(
+        bits=128,
+        tokenizer="rjieba",
+        weighting="tf",
+        title_weight=0.0,
+        shingle_size=2,
+        keep_numbers=True,
+        seed=42,
+        min_text_chars=50,
+        max_body_bytes=0,
+    )
+    assert FingerprintConfig.from_settings({}) == FingerprintConfig()
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("SIMHASH_BITS", "32"),
+        ("SIMHASH_BITS", "many"),
+        ("SIMHASH_TOKENIZER", "nltk"),
+        ("SIMHASH_WEIGHTING", "bm25"),
+        ("SIMHASH_TITLE_WEIGHT", "-1"),
+        ("SIMHASH_SHINGLE_SIZE", "0"),
+        ("SIMHASH_SEED", "-3"),
+        ("SIMHASH_MIN_TEXT_CHARS", "-1"),
+        ("SIMHASH_STOPWORDS", "maybe"),
+    ],
+)
+def test_bad_settings_name_the_setting(name: str, value: str) -> None:
+    with pytest.raises(ConfigurationError, match=name):
+        FingerprintConfig.from_settings({name: value})
+
+
+def test_missing_stop_word_file_fails_when_the_fingerprinter_is_built() -> None:
+    with pytest.raises(ConfigurationError, match="SIMHASH_STOPWORDS_FILE"):
+        Fingerprinter(FingerprintConfig(stopwords_file="/nonexistent/stop.txt"))
