@@ -1,0 +1,149 @@
+"""Inputs of the fingerprint, compare and dedup commands: files, directories, stdin.
+
+Every command reads pages the same way and fingerprints them exactly as a crawl would
+(same settings, same extraction, same body-size limit), so a fingerprint printed here
+can be looked up in a crawl's index.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import sys
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter, PageFingerprint, to_hex
+
+STDIN = "-"
+_SUFFIXES = (".html", ".htm", ".txt")
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+@dataclass(frozen=True)
+class Document:
+    """One input: its fingerprint and main text, or why it could not be read."""
+
+    path: str
+    page: PageFingerprint | None = None
+    text: str = ""
+    error: str | None = None
+
+    def as_json(self, bits: int) -> dict[str, Any]:
+        """The JSON Lines object of the fingerprint command."""
+        out: dict[str, Any] = {"path": self.path, "fingerprint": None}
+        if self.page is None:
+            out["error"] = self.error
+            return out
+        page = self.page
+        if page.fingerprint is not None:
+            out["fingerprint"] = to_hex(page.fingerprint, bits)
+        out["title"] = page.title
+        out["chars"] = page.chars
+        if page.reason:
+            out["reason"] = page.reason
+        if page.notes:
+            out["notes"] = list(page.notes)
+        return out
+
+
+def wanted(name: str) -> bool:
+    """Files a directory walk picks up: .html, .htm, .txt, each optionally gzipped."""
+    return name.lower().removesuffix(".gz").endswith(_SUFFIXES)
+
+
+def is_text(name: str) -> bool:
+    """``.txt`` files hold main text already: no HTML extraction."""
+    return name.lower().removesuffix(".gz").endswith(".txt")
+
+
+def expand(paths: Sequence[str]) -> Iterator[str]:
+    """Input paths in order; a directory becomes its wanted files, recursively, sorted.
+
+    Paths that do not exist are passed on so that reading them reports the error.
+    """
+    for path in paths:
+        root = Path(path)
+        if path != STDIN and root.is_dir():
+            found = (p for p in root.rglob("*") if p.is_file() and wanted(p.name))
+            yield from (str(p) for p in sorted(found))
+        else:
+            yield path
+
+
+def read_body(path: str, limit: int) -> bytes:
+    """The bytes of a file or of stdin, gunzipped when gzip-compressed.
+
+    At most ``limit + 1`` bytes are kept (0 = no limit): one more than extraction will
+    look at, so it can still say the page was truncated without reading a huge file.
+    """
+    size = limit + 1 if limit else -1
+    if path == STDIN:
+        handle: Any = io.BytesIO(sys.stdin.buffer.read())
+    else:
+        handle = open(path, "rb")  # noqa: SIM115 - closed below
+    try:
+        if handle.read(2) == _GZIP_MAGIC:
+            handle.seek(0)
+            with gzip.GzipFile(fileobj=handle) as unzipped:
+                return bytes(unzipped.read(size))
+        handle.seek(0)
+        return bytes(handle.read(size))
+    finally:
+        handle.close()
+
+
+def load(fingerprinter: Fingerprinter, path: str, *, text: bool = False) -> Document:
+    """Read and fingerprint one input; read errors become a Document with ``error``."""
+    config = fingerprinter.config
+    try:
+        body = read_body(path, config.max_body_bytes)
+    except (OSError, EOFError, zlib.error) as exc:
+        return Document(path, error=_describe(exc))
+    if text or (path != STDIN and is_text(path)):
+        return _load_text(fingerprinter, path, body)
+    from scrapy_simhash.extract import extract_main_text
+
+    main = extract_main_text(body, max_bytes=config.max_body_bytes or None)
+    page = fingerprinter.fingerprint_document(
+        main.text, main.title, encoding=main.encoding, notes=tuple(main.notes)
+    )
+    return Document(path, page, main.text)
+
+
+def _load_text(fingerprinter: Fingerprinter, path: str, body: bytes) -> Document:
+    from scrapy_simhash.decode import decode_html, is_binary
+
+    limit = fingerprinter.config.max_body_bytes
+    if is_binary(body):
+        page = PageFingerprint(None, "", 0, "", "binary body, not text")
+        return Document(path, page)
+    notes: tuple[str, ...] = ()
+    if limit and len(body) > limit:
+        body = body[:limit]
+        notes = (f"truncated to {limit} bytes",)
+    decoded = decode_html(body, "text/plain")
+    page = fingerprinter.fingerprint_document(decoded.text, encoding=decoded.encoding, notes=notes)
+    return Document(path, page, decoded.text)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def fingerprinter_from_settings(settings: dict[str, Any]) -> Fingerprinter:
+    """A Fingerprinter configured like a crawl with the same ``-s`` settings."""
+    return Fingerprinter(FingerprintConfig.from_settings(settings))
+
+
+def add_text_option(parser: Any) -> None:
+    parser.add_argument(
+        "--text",
+        action="store_true",
+        help="treat every input as plain main text (default: only .txt files; others are HTML)",
+    )
