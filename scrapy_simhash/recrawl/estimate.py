@@ -15,7 +15,7 @@ Observation = tuple[float, bool]
 
 _LOG_LO = math.log(1e-15)  # changes per second: once in ~30 million years
 _LOG_HI = math.log(1e3)  # a thousand changes per second
-_ITERATIONS = 64
+_TOLERANCE = 1e-7  # on log(rate): far below the noise of any estimate
 
 
 def naive_rate(n: int, changes: int, interval: float) -> float:
@@ -89,7 +89,7 @@ def irregular_rate(
         return math.exp(hi)
     if score(lo) <= 0:
         return math.exp(lo)
-    for _ in range(_ITERATIONS):
+    while hi - lo > _TOLERANCE:
         mid = 0.5 * (lo + hi)
         if score(mid) > 0:
             lo = mid
