@@ -23,6 +23,7 @@ individual characters in Python.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Iterable
@@ -55,7 +56,6 @@ class MainText:
 _JUNK_TAGS = (
     "script",
     "style",
-    "noscript",
     "template",
     "svg",
     "math",
@@ -71,14 +71,12 @@ _JUNK_TAGS = (
     "option",
     "textarea",
     "input",
-    "nav",
-    "aside",
-    "footer",
-    "header",
-    "dialog",
-    "menu",
     "head",
 )
+# Elements that templates use for boilerplate; dropped during the walk unless they hold a
+# large share of the page (some sites wrap everything in <header>; Discourse forums serve
+# their posts inside <noscript>).
+_BOILERPLATE_TAGS = frozenset(["nav", "aside", "footer", "header", "dialog", "menu", "noscript"])
 _HIDDEN_ROLES = frozenset(
     {
         "navigation",
@@ -146,14 +144,34 @@ _NEGATIVE = re.compile(
     r"crumbs?|follow|author|jump|more|btn|button|icons?"
     r")(?=$|[\s_-])"
 )
-# Words that mark content; an element carrying one is only dropped for a negative word
-# when it is small (an "article-share" bar), never when it holds most of the page.
-_CONTENT = re.compile(r"article|body|content|entry|main|post|story|text|column|wrap|container")
-# Class/id words that make a container more likely to be the main content.
+# Words that mark content containers.
 _POSITIVE = re.compile(
     r"article|body|content|entry|main|post|story|text|blog|detail|news|endtext|hentry|"
-    r"page|read|prose|markdown|rich"
+    r"page|read|prose|markdown|rich|column|wrap|container"
 )
+
+
+@functools.lru_cache(maxsize=8192)
+def _class_role(names: str) -> int:
+    """-1 for boilerplate class/id names, +1 for content names, 0 for neither.
+
+    Judged per class token: "article-share" and "sidebar-content" are boilerplate (a
+    negative word anywhere in the token), "article-body" is content. An element is
+    boilerplate only when no token is purely content-like, so "entry-content has-sidebar"
+    and "article-body pagination-first" stay content. Class strings repeat across pages
+    and elements, hence the cache.
+    """
+    negative = positive = False
+    for token in names.split():
+        if _NEGATIVE.search(token):
+            negative = True
+        elif _POSITIVE.search(token):
+            positive = True
+    if positive:
+        return 1
+    return -1 if negative else 0
+
+
 _TAG_BONUS = {
     "article": 10.0,
     "main": 5.0,
@@ -180,8 +198,11 @@ _TAG_BONUS = {
 # A block of fewer UTF-8 bytes than this is not a paragraph (about 25 Latin letters or
 # 9 CJK characters: byte length is a cheap proxy for information content across scripts).
 _MIN_PARAGRAPH_BYTES = 25
-# A small content-named element whose text is under this share of the page is droppable.
-_SMALL_SHARE = 0.25
+# Boilerplate-looking elements are dropped only when they hold less than this share of the
+# page's text: a "sidebar" holding most of the page is a mislabelled wrapper, and a
+# "comments" list holding most of a forum page is its content (and then so are the
+# "comment" items inside it).
+_LARGE_SHARE = 0.4
 # Blocks inside the main container that are mostly link text are link lists.
 _MAX_LINK_DENSITY = 0.5
 _TITLE_SEPARATORS = re.compile(r"\s+[-|–—»·:]\s+|\s*[|｜_]\s*|\s+-{2,}\s+")
@@ -197,11 +218,12 @@ _PARSER = etree.HTMLParser(
 class _Frame:
     """Measurements of one open element during the walk."""
 
-    __slots__ = ("block", "chars", "el", "link", "own", "score")
+    __slots__ = ("block", "chars", "el", "guarded", "link", "own", "score")
 
-    def __init__(self, el: etree._Element, block: bool) -> None:
+    def __init__(self, el: etree._Element, block: bool, guarded: bool) -> None:
         self.el = el
         self.block = block
+        self.guarded = guarded
         self.chars = 0
         self.link = 0
         self.own: list[str] = []
@@ -250,17 +272,21 @@ class _Walk:
             self._body_chars = len(_text_content(self.body))
         return self._body_chars
 
-    def is_boilerplate(self, el: etree._Element, tag: str) -> bool:
-        if _is_hidden(el):
-            return True
-        names = _class_id(el)
-        if not names or not _NEGATIVE.search(names) or el.get("itemprop") == "articleBody":
+    def is_boilerplate(self, el: etree._Element, tag: str, guarded: bool) -> bool | None:
+        """True to drop ``el``; None when it looks like boilerplate but is kept for its size
+        (its descendants are then not judged by class names); False otherwise."""
+        if tag in _BOILERPLATE_TAGS or _is_hidden(el):
+            return self._small(el) or None
+        if guarded or el.get("itemprop") == "articleBody":
             return False
-        if tag in ("article", "main", "body") or _CONTENT.search(names):
-            # Content-named wrappers carry words like "has-sidebar"; drop only small ones.
-            size = len(_text_content(el))
-            return size < self.body_chars() * _SMALL_SHARE
-        return True
+        names = _class_id(el)
+        if not names or _class_role(names) >= 0:
+            return False
+        return self._small(el) or None
+
+    def _small(self, el: etree._Element) -> bool:
+        """Whether ``el`` holds a small enough share of the page's text to be dropped."""
+        return len(_text_content(el)) < self.body_chars() * _LARGE_SHARE
 
     def run(self) -> None:
         stack: list[_Frame] = []
@@ -272,11 +298,13 @@ class _Walk:
                 if not isinstance(tag, str):
                     walker.skip_subtree()
                     continue
-                if stack and self.is_boilerplate(el, tag):
+                guarded = bool(stack) and stack[-1].guarded
+                verdict = self.is_boilerplate(el, tag, guarded) if stack else False
+                if verdict:
                     self.dropped.append(el)
                     walker.skip_subtree()
                     continue
-                frame = _Frame(el, tag not in _INLINE_TAGS)
+                frame = _Frame(el, tag not in _INLINE_TAGS, guarded or verdict is None)
                 stack.append(frame)
                 text = el.text
                 if text:
@@ -332,10 +360,7 @@ def _weight(el: etree._Element) -> float:
     weight = _TAG_BONUS.get(str(el.tag), 0.0)
     names = _class_id(el)
     if names:
-        if _POSITIVE.search(names):
-            weight += 25
-        if _NEGATIVE.search(names):
-            weight -= 25
+        weight += 25 * _class_role(names)
     if el.get("itemprop") == "articleBody" or el.get("role") == "main":
         weight += 25
     return weight
