@@ -16,6 +16,7 @@ from scrapy.exceptions import UsageError
 
 from scrapy_simhash import _scrapy_config as config
 from scrapy_simhash._redis import mask_url
+from scrapy_simhash._scrapy_glue import index_kwargs
 from scrapy_simhash._settings import get_bool
 from scrapy_simhash.exceptions import SimhashError
 
@@ -101,20 +102,19 @@ def _run(action: str, target: str, settings: Settings, opts: argparse.Namespace)
         from_hex,
         to_hex,
     )
-    from scrapy_simhash.index import index_options_from_settings, open_index
+    from scrapy_simhash.index import open_index
 
     fingerprinter = Fingerprinter(FingerprintConfig.from_settings(settings))
     url = config.index_url(settings)
-    options = index_options_from_settings(settings)
-    options.update(bits=fingerprinter.bits, scheme=fingerprinter.scheme)
-    options["namespace"] = _namespace(settings, opts)
-    options.pop("url", None)
     bits = fingerprinter.bits
+    options = index_kwargs(
+        settings, namespace=_namespace(settings, opts), bits=bits, scheme=fingerprinter.scheme
+    )
     with open_index(url, **options) as index:
         print(f"index: {mask_url(url)}  namespace: {options['namespace']}")
         if action == "stats":
             print(f"fingerprints: {len(index)}")
-            for name, value in sorted(index.stats().items()):
+            for name, value in sorted(index.stats().as_dict().items()):
                 print(f"{name}: {value}")
             return 0
         key = _key(target, settings)

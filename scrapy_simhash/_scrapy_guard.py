@@ -1,0 +1,181 @@
+"""Keep a crawl running while its index (or recrawl store) is away.
+
+A Redis restart must not stop a crawl, wrongly drop pages, stall every request on a connect
+timeout, or write ten thousand identical tracebacks. ``Guarded`` wraps one backend object:
+every call has a timeout; after a failure the backend is closed and left alone for
+``retry_after`` seconds (calls fail fast meanwhile), then reopened on the next call; errors are
+logged once with a traceback and then as one summary line per ``log_interval``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+import traceback
+from collections.abc import Awaitable, Callable
+from typing import Any, Generic, TypeVar
+from urllib.parse import urlsplit
+
+from scrapy_simhash._redis import mask_url
+from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError, SimhashError
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class BackendUnavailable(SimhashError):
+    """The backend failed or is in its retry pause; the caller applies its error policy."""
+
+
+def _backend_errors() -> tuple[type[BaseException], ...]:
+    errors: list[type[BaseException]] = [IndexBackendError, OSError, asyncio.TimeoutError]
+    try:
+        import redis.exceptions
+
+        errors.append(redis.exceptions.RedisError)
+    except ImportError:  # pragma: no cover - redis is a dependency
+        pass
+    try:
+        import sqlite3
+
+        errors.append(sqlite3.Error)
+    except ImportError:  # pragma: no cover
+        pass
+    return tuple(errors)
+
+
+BACKEND_ERRORS = _backend_errors()
+
+
+def scrub(text: str, url: str) -> str:
+    """Remove the password of ``url`` from ``text`` (exception messages can quote URLs)."""
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        password = None
+    if password:
+        text = text.replace(password, "***")
+    return text.replace(url, mask_url(url))
+
+
+class Guarded(Generic[T]):
+    """A lazily opened backend with timeouts, a retry pause and throttled error logs."""
+
+    def __init__(
+        self,
+        what: str,
+        url: str,
+        opener: Callable[[], Awaitable[T]],
+        *,
+        timeout: float,
+        retry_after: float,
+        log_interval: float,
+        on_error: Callable[[], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.what = what
+        self.url = url
+        self._opener = opener
+        self._timeout = timeout
+        self._retry_after = retry_after
+        self._log_interval = log_interval
+        self._on_error = on_error
+        self._clock = clock
+        self._backend: T | None = None
+        self._lock = asyncio.Lock()
+        self._paused_until = 0.0
+        self._errors = 0  # errors since the last success
+        self._unlogged = 0  # errors not yet reported in a log line
+        self._last_log = float("-inf")
+        self.closed = False
+
+    async def call(self, operation: Callable[[T], Awaitable[R]]) -> R:
+        """Run ``operation(backend)``; raise ``BackendUnavailable`` instead of backend errors.
+
+        ``ConfigurationError`` (a mismatched index, say) is not an outage and propagates.
+        """
+        if self.closed:
+            raise BackendUnavailable(f"{self.what} is closed")
+        try:
+            backend = await self._get()
+            result = await asyncio.wait_for(operation(backend), self._timeout)
+        except BackendUnavailable:
+            self._failed(None)
+            raise
+        except ConfigurationError:
+            raise
+        except BACKEND_ERRORS as exc:
+            self._failed(exc)
+            await self._discard()
+            raise BackendUnavailable(scrub(str(exc) or type(exc).__name__, self.url)) from None
+        self._recovered()
+        return result
+
+    async def _get(self) -> T:
+        if self._backend is not None:
+            return self._backend
+        if self._clock() < self._paused_until:
+            raise BackendUnavailable(f"{self.what} at {mask_url(self.url)} is unavailable")
+        async with self._lock:
+            if self._backend is None:
+                self._backend = await asyncio.wait_for(self._opener(), self._timeout)
+            return self._backend
+
+    async def _discard(self) -> None:
+        backend, self._backend = self._backend, None
+        self._paused_until = self._clock() + self._retry_after
+        if backend is not None:
+            await _close_quietly(backend, self._timeout)
+
+    def _failed(self, exc: BaseException | None) -> None:
+        if self._on_error is not None:
+            self._on_error()
+        self._errors += 1
+        self._unlogged += 1
+        now = self._clock()
+        if exc is not None and self._errors == 1:
+            detail = scrub("".join(traceback.format_exception(exc)), self.url)
+            logger.error(
+                "%s at %s failed (SIMHASH_ON_INDEX_ERROR decides what happens to pages; "
+                "retrying every %.1fs):\n%s",
+                self.what, mask_url(self.url), self._retry_after, detail.rstrip(),
+            )
+            self._unlogged = 0
+            self._last_log = now
+        elif now - self._last_log >= self._log_interval:
+            logger.error(
+                "%s at %s still failing: %d errors in the last %.0fs (last: %s)",
+                self.what, mask_url(self.url), self._unlogged, now - self._last_log,
+                scrub(str(exc), self.url) if exc is not None else "retry pause",
+            )
+            self._unlogged = 0
+            self._last_log = now
+
+    def _recovered(self) -> None:
+        if self._errors:
+            logger.warning(
+                "%s at %s is reachable again after %d errors",
+                self.what, mask_url(self.url), self._errors,
+            )
+            self._errors = 0
+            self._unlogged = 0
+
+    async def aclose(self) -> None:
+        """Close the backend; later calls fail fast."""
+        self.closed = True
+        backend, self._backend = self._backend, None
+        if backend is not None:
+            await _close_quietly(backend, self._timeout)
+
+
+async def _close_quietly(backend: Any, timeout: float) -> None:
+    try:
+        result = backend.close()
+        if inspect.isawaitable(result):
+            await asyncio.wait_for(result, timeout)
+    except Exception as exc:  # noqa: BLE001 - closing a broken connection may fail any way
+        logger.debug("ignored error while closing %r: %s", type(backend).__name__, exc)

@@ -1,0 +1,93 @@
+"""Fingerprint pages off the reactor thread.
+
+Segmenting a large page with jieba takes tens of milliseconds of pure-Python CPU; done in the
+reactor thread it stalls every download in flight. A process pool puts that work on another
+core (threads would not: the tokenizers hold the GIL). Each worker builds its Fingerprinter
+once, in the initializer. Small pages are cheaper to fingerprint inline than to ship to a
+worker, so pages under ``inline_max_bytes`` never leave the reactor thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter, PageFingerprint
+
+logger = logging.getLogger(__name__)
+
+_worker_fingerprinter: Fingerprinter | None = None
+
+
+def _init_worker(config: FingerprintConfig) -> None:
+    global _worker_fingerprinter
+    from scrapy_simhash.fingerprint import Fingerprinter
+
+    _worker_fingerprinter = Fingerprinter(config)
+    # Load the tokenizer's dictionary now rather than inside the first page's time budget.
+    _worker_fingerprinter.fingerprint_text("warm up the tokenizer 预热分词词典")
+
+
+def _fingerprint_in_worker(body: bytes, content_type: str | None) -> PageFingerprint:
+    if _worker_fingerprinter is None:  # pragma: no cover - the initializer always runs first
+        raise RuntimeError("worker not initialised")
+    return _worker_fingerprinter.fingerprint_page(body, content_type=content_type)
+
+
+def _noop() -> None:
+    return None
+
+
+class FingerprintRunner:
+    """Fingerprint page bodies inline or in a worker pool, whichever keeps the reactor free."""
+
+    def __init__(
+        self, config: FingerprintConfig, *, workers: int, inline_max_bytes: int
+    ) -> None:
+        from scrapy_simhash.fingerprint import Fingerprinter
+
+        self.fingerprinter = Fingerprinter(config)
+        self.workers = workers
+        self.inline_max_bytes = inline_max_bytes
+        self._pool: ProcessPoolExecutor | None = None
+        if workers > 0:
+            # "spawn" rather than fork: forking a process that runs a reactor, Redis
+            # connections and threads is how deadlocks are made.
+            self._pool = ProcessPoolExecutor(
+                max_workers=workers,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_init_worker,
+                initargs=(config,),
+            )
+
+    def start(self) -> None:
+        """Start the workers now so their start-up overlaps the first downloads."""
+        if self._pool is not None:
+            for _ in range(self.workers):
+                self._pool.submit(_noop)
+
+    async def fingerprint(self, body: bytes, content_type: str | None) -> PageFingerprint:
+        if self._pool is None or len(body) < self.inline_max_bytes:
+            return self.fingerprinter.fingerprint_page(body, content_type=content_type)
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(
+                self._pool, _fingerprint_in_worker, body, content_type
+            )
+        except BrokenProcessPool:
+            logger.warning(
+                "the SimHash worker pool died (killed or out of memory?); "
+                "fingerprinting inline from now on"
+            )
+            self.close()
+            return self.fingerprinter.fingerprint_page(body, content_type=content_type)
+
+    def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)

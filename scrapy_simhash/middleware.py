@@ -1,0 +1,321 @@
+"""Downloader middleware: drop near-duplicate pages before the spider parses them.
+
+Placement: ``process_response`` runs from high priority numbers to low, so at 540 it sees the
+response after redirects (600), decompression (590), meta refresh (580) and retries (550) —
+the body a spider would parse, once per final page.
+
+Each considered response is fingerprinted (main text, SimHash) and handed to the index in one
+atomic ``observe``: a page within ``SIMHASH_MAX_DISTANCE`` bits of a page kept under another
+key is a near-duplicate; the same key seen again is a change observation for recrawl
+scheduling, never a duplicate of itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals as scrapy_signals
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.http import TextResponse
+
+from scrapy_simhash import _scrapy_config as config
+from scrapy_simhash import signals
+from scrapy_simhash._redis import mask_url
+from scrapy_simhash._scrapy_config import MiddlewareConfig
+from scrapy_simhash._scrapy_glue import (
+    guarded_index,
+    index_kwargs,
+    resolve,
+    send_signal,
+    validate_index,
+)
+from scrapy_simhash._scrapy_guard import BackendUnavailable, Guarded
+from scrapy_simhash._scrapy_workers import FingerprintRunner
+from scrapy_simhash._settings import get_bool
+from scrapy_simhash.exceptions import IndexBackendError
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+
+    from scrapy_simhash.fingerprint import PageFingerprint
+
+logger = logging.getLogger(__name__)
+
+#: Priority in DOWNLOADER_MIDDLEWARES used by the add-on (see the module docstring).
+PRIORITY = 540
+
+
+class SimhashDownloaderMiddleware:
+    """Fingerprint responses, drop near-duplicates, report changes to recrawl scheduling."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        settings = crawler.settings
+        if not get_bool(settings, "SIMHASH_ENABLED", True):
+            raise NotConfigured("SIMHASH_ENABLED is False: near-duplicate detection is off")
+        from scrapy_simhash.fingerprint import FingerprintConfig, hamming, to_hex
+
+        self._hamming = hamming
+        self._to_hex = to_hex
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.config = MiddlewareConfig.from_settings(settings)
+        self.runner = FingerprintRunner(
+            FingerprintConfig.from_settings(settings),
+            workers=self.config.workers,
+            inline_max_bytes=self.config.inline_max_bytes,
+        )
+        fingerprinter = self.runner.fingerprinter
+        self.bits = fingerprinter.bits
+        self.namespace = config.namespace(settings, getattr(crawler.spidercls, "name", None))
+        self.index_url = config.index_url(settings)
+        kwargs = index_kwargs(
+            settings, namespace=self.namespace, bits=self.bits, scheme=fingerprinter.scheme
+        )
+        validate_index(self.index_url, kwargs)
+        self.index = guarded_index(
+            self.index_url,
+            kwargs,
+            timeout=self.config.index_timeout,
+            retry_after=self.config.retry_after,
+            log_interval=self.config.error_log_interval,
+            on_error=lambda: self._inc("index_error"),
+        )
+        self.recrawl: Guarded[Any] | None = None
+        if self.config.recrawl_enabled:
+            self.recrawl = self._open_recrawl(settings)
+        crawler.signals.connect(self._spider_opened, signal=scrapy_signals.spider_opened)
+        crawler.signals.connect(self._spider_closed, signal=scrapy_signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> SimhashDownloaderMiddleware:
+        return cls(crawler)
+
+    def _open_recrawl(self, settings: Any) -> Guarded[Any]:
+        from scrapy_simhash.recrawl import RecrawlConfig, open_async_recrawl_store
+
+        recrawl_config = RecrawlConfig.from_settings(settings)
+
+        async def opener() -> Any:
+            return await resolve(
+                open_async_recrawl_store(
+                    self.index_url, namespace=self.namespace, config=recrawl_config
+                )
+            )
+
+        return Guarded(
+            "recrawl store",
+            self.index_url,
+            opener,
+            timeout=self.config.index_timeout,
+            retry_after=self.config.retry_after,
+            log_interval=self.config.error_log_interval,
+            on_error=lambda: self._inc("recrawl_error"),
+        )
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def _spider_opened(self, spider: Any = None) -> None:
+        self.runner.start()
+        logger.info(
+            "SimHash near-duplicate detection on: index %s, namespace %r, %d-bit, "
+            "%s duplicates, %d fingerprint worker(s)",
+            mask_url(self.index_url), self.namespace, self.bits,
+            "dropping" if self.config.drop_duplicates else "marking",
+            self.config.workers,
+        )
+
+    async def _spider_closed(self, spider: Any = None, reason: str = "") -> None:
+        self.runner.close()
+        await self.index.aclose()
+        if self.recrawl is not None:
+            await self.recrawl.aclose()
+        get = self.stats.get_value
+        logger.info(
+            "SimHash: %d pages checked, %d unique, %d near-duplicates (%d dropped), "
+            "%d changed, %d unchanged, %d without text, %d index errors",
+            *(get(f"simhash/{n}", 0) for n in (
+                "pages", "unique", "duplicate", "dropped", "changed", "unchanged",
+                "no_text", "index_error",
+            )),
+        )
+
+    # -- per response ------------------------------------------------------------------------
+
+    def _inc(self, name: str, count: int = 1) -> None:
+        self.stats.inc_value(f"simhash/{name}", count)
+
+    def _skip_reason(self, request: Request, response: Response) -> str | None:
+        if request.meta.get("dont_simhash"):
+            return "meta"
+        if not 200 <= response.status < 300:
+            return "status"
+        content_type = response.headers.get(b"Content-Type")
+        if content_type is None:
+            # No header: trust Scrapy's sniffing of the body.
+            return None if isinstance(response, TextResponse) else "content_type"
+        text = content_type.decode("latin-1")
+        if not config.content_type_matches(text, self.config.content_types):
+            return "content_type"
+        return None
+
+    def _key(self, request: Request, response: Response) -> str:
+        key = request.meta.get("simhash_key")
+        if key:
+            return str(key)
+        if self.config.canonicalize_keys:
+            from w3lib.url import canonicalize_url
+
+            return canonicalize_url(response.url)
+        return response.url
+
+    async def process_response(
+        self, request: Request, response: Response, spider: Any = None
+    ) -> Response:
+        cached = "cached" in response.flags
+        if response.status == 304 and not cached and self.recrawl is not None:
+            if not request.meta.get("dont_simhash"):
+                await self._observe_recrawl(self._key(request, response), None, response)
+            return response
+        skip = self._skip_reason(request, response)
+        if skip is not None:
+            self._inc(f"skipped/{skip}")
+            return response
+        started = time.perf_counter()
+        try:
+            return await self._handle(request, response, cached)
+        finally:
+            self._inc("time_us", int((time.perf_counter() - started) * 1_000_000))
+
+    async def _handle(self, request: Request, response: Response, cached: bool) -> Response:
+        self._inc("pages")
+        if cached:
+            self._inc("cached")
+        key = self._key(request, response)
+        info: dict[str, Any] = {
+            "key": key,
+            "fingerprint": None,
+            "duplicate_of": None,
+            "distance": None,
+            "changed": None,
+            "change_distance": None,
+            "reason": None,
+        }
+        request.meta["simhash"] = info  # becomes response.meta once Scrapy binds them
+        page = await self._fingerprint(response, info)
+        fp = page.fingerprint if page is not None else None
+        if fp is None:
+            if page is not None:
+                self._inc("no_text")
+                notes = "; ".join(page.notes)
+                info["reason"] = f"{page.reason or 'no text'}" + (f" ({notes})" if notes else "")
+            if self.recrawl is not None and not cached:
+                await self._observe_recrawl(key, None, response)
+            await send_signal(self.crawler, signals.page_observed, request=request, response=response, info=info)
+            return response
+        info["fingerprint"] = self._to_hex(fp, self.bits)
+
+        try:
+            observation = await self.index.call(lambda index: index.observe(key, fp))
+        except BackendUnavailable as exc:
+            return self._index_failed(request, response, info, str(exc))
+
+        if observation.match is not None:
+            return await self._duplicate(request, response, info, observation.match, fp)
+        self._inc("unique")
+        if observation.previous is not None:
+            info["change_distance"] = self._hamming(observation.previous, fp)
+            info["changed"] = info["change_distance"] > 0
+        if self.recrawl is not None and not cached:
+            visit = await self._observe_recrawl(key, fp, response)
+            if visit is not None:
+                info["changed"] = visit.changed
+                if visit.distance is not None:
+                    info["change_distance"] = visit.distance
+        if info["changed"] is not None:
+            self._inc("changed" if info["changed"] else "unchanged")
+        await send_signal(self.crawler, signals.page_observed, request=request, response=response, info=info)
+        if info["changed"] is False and self.config.skip_unchanged:
+            self._inc("skipped_unchanged")
+            raise IgnoreRequest(f"unchanged since the last visit: {key}")
+        return response
+
+    async def _fingerprint(self, response: Response, info: dict[str, Any]) -> PageFingerprint | None:
+        content_type = response.headers.get(b"Content-Type")
+        try:
+            return await self.runner.fingerprint(
+                response.body, content_type.decode("latin-1") if content_type else None
+            )
+        except Exception as exc:
+            self._inc("error")
+            info["reason"] = f"fingerprint failed: {type(exc).__name__}"
+            logger.warning(
+                "SimHash could not fingerprint %s; passing it: %r", response.url, exc,
+                exc_info=True,
+            )
+            return None
+
+    async def _duplicate(
+        self,
+        request: Request,
+        response: Response,
+        info: dict[str, Any],
+        match: Any,
+        fp: int,
+    ) -> Response:
+        self._inc("duplicate")
+        info["duplicate_of"] = match.key
+        info["distance"] = match.distance
+        await send_signal(self.crawler, signals.near_duplicate, request=request, response=response, info=info)
+        await send_signal(self.crawler, signals.page_observed, request=request, response=response, info=info)
+        if "cached" not in response.flags:
+            await self._observe_recrawl(info["key"], fp, response)
+        if not self.config.drop_duplicates:
+            logger.debug(
+                "Near-duplicate %s of %s (distance %d), kept (mark-only mode)",
+                response.url, match.key, match.distance,
+            )
+            return response
+        self._inc("dropped")
+        logger.debug(
+            "Dropped near-duplicate %s of %s (distance %d)",
+            response.url, match.key, match.distance,
+        )
+        raise IgnoreRequest(f"near-duplicate of {match.key} (distance {match.distance})")
+
+    def _index_failed(
+        self, request: Request, response: Response, info: dict[str, Any], error: str
+    ) -> Response:
+        info["reason"] = f"index unavailable: {error}"
+        policy = self.config.on_index_error
+        if policy == "drop":
+            self._inc("dropped")
+            raise IgnoreRequest(f"SimHash index unavailable ({error}); SIMHASH_ON_INDEX_ERROR=drop")
+        if policy == "raise":
+            raise IndexBackendError(
+                f"SimHash index unavailable while checking {response.url}: {error} "
+                "(set SIMHASH_ON_INDEX_ERROR=pass to let pages through)"
+            )
+        return response
+
+    async def _observe_recrawl(self, key: str, fp: int | None, response: Response) -> Any:
+        if self.recrawl is None:
+            return None
+        headers = response.headers
+        etag = headers.get(b"ETag")
+        modified = headers.get(b"Last-Modified")
+        try:
+            return await self.recrawl.call(
+                lambda store: store.observe(
+                    key,
+                    fp,
+                    status=response.status,
+                    etag=etag.decode("latin-1") if etag else None,
+                    last_modified=modified.decode("latin-1") if modified else None,
+                )
+            )
+        except BackendUnavailable:
+            return None
