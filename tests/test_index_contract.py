@@ -1,0 +1,259 @@
+"""One contract, every backend: memory, SQLite, Redis and Redis Cluster, sync and async."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scrapy_simhash.exceptions import ConfigurationError, IndexMismatchError
+from scrapy_simhash.index import Match, Observation, open_index
+from tests.index_helpers import Clock, at_distance, flip, opener
+
+BACKENDS = ["memory", "sqlite", "redis", "cluster"]
+PERSISTENT = ["sqlite", "redis", "cluster"]
+
+
+def _url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if backend == "memory":
+        return "memory://"
+    if backend == "sqlite":
+        return f"sqlite:///{tmp_path}/index.sqlite3"
+    if backend == "redis":
+        return str(request.getfixturevalue("redis_url"))
+    return str(request.getfixturevalue("redis_cluster_url"))
+
+
+@pytest.fixture(params=[(b, m) for b in BACKENDS for m in ("sync", "async")], ids=lambda p: "-".join(p))
+def make(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[..., Any]]:
+    backend, mode = request.param
+    url = _url(backend, request, tmp_path)
+    open_ = opener(url, mode == "async")
+    opened: list[Any] = []
+
+    def make_index(**kwargs: Any) -> Any:
+        index = open_(**kwargs)
+        opened.append(index)
+        return index
+
+    make_index.backend = backend  # type: ignore[attr-defined]
+    yield make_index
+    for index in opened:
+        index.close()
+
+
+@pytest.fixture
+def persistent(make: Callable[..., Any]) -> Callable[..., Any]:
+    if make.backend not in PERSISTENT:  # type: ignore[attr-defined]
+        pytest.fail("fixture misuse")  # never reached: tests below filter on the backend
+    return make
+
+
+def test_first_page_is_stored_and_a_near_duplicate_is_reported(make: Callable[..., Any]) -> None:
+    index = make()
+    fp = 0x0123_4567_89AB_CDEF
+    assert index.observe("https://a.example/1", fp) == Observation(None, None, True)
+    observed = index.observe("https://b.example/1", flip(fp, 0, 17, 63))
+    assert observed == Observation(Match("https://a.example/1", fp, 3), None, False)
+    # Nothing was stored for the duplicate.
+    assert index.get("https://b.example/1") is None
+    assert len(index) == 1
+    assert index.check_and_add("https://c.example/1", flip(fp, 1, 2, 3, 4)) is None
+    assert index.check_and_add("https://d.example/1", fp) == Match("https://a.example/1", fp, 0)
+    assert len(index) == 2
+
+
+def test_readding_a_key_replaces_its_fingerprint(make: Callable[..., Any]) -> None:
+    index = make()
+    old = 0xFFFF_0000_FFFF_0000
+    new = 0x0F0F_0F0F_0F0F_0F0F
+    assert index.observe("k", old).stored
+    # The same key never matches itself, however close the new fingerprint is.
+    assert index.observe("k", flip(old, 5)) == Observation(None, old, True)
+    assert index.observe("k", new) == Observation(None, flip(old, 5), True)
+    assert index.get("k") == new
+    assert len(index) == 1
+    # The old band entries are gone: the old fingerprint no longer finds anything.
+    assert index.query(old) == []
+    assert index.query(flip(new, 9)) == [Match("k", new, 1)]
+    assert index.observe("k", new) == Observation(None, new, True)
+    assert len(index) == 1
+
+
+def test_observe_picks_the_closest_match_and_breaks_ties_by_key(make: Callable[..., Any]) -> None:
+    index = make()
+    probe = 0xDEAD_BEEF_0BAD_F00D
+    # Stored pages are pairwise further than k apart, each within k of the probe.
+    stored = {
+        "b": flip(probe, 0, 1, 2),
+        "a": flip(probe, 20, 21, 22),
+        "z": flip(probe, 50, 51),
+        "y": flip(probe, 40, 41),
+    }
+    for key, fp in stored.items():
+        assert index.observe(key, fp).stored, key
+    assert index.query(probe) == [
+        Match("y", stored["y"], 2),
+        Match("z", stored["z"], 2),
+        Match("a", stored["a"], 3),
+        Match("b", stored["b"], 3),
+    ]
+    assert index.observe("new", probe).match == Match("y", stored["y"], 2)
+    index.remove("y")
+    assert index.observe("new", probe).match == Match("z", stored["z"], 2)
+    assert index.query(flip(probe, 0, 1, 2, 3, 4, 5, 6)) == []
+
+
+def test_get_remove_clear_and_count(make: Callable[..., Any]) -> None:
+    index = make()
+    rng = random.Random(7)
+    fps = {f"https://site.example/{i}": rng.getrandbits(64) for i in range(30)}
+    for key, fp in fps.items():
+        index.observe(key, fp)
+    assert len(index) == index.count() == 30
+    assert index.get("https://site.example/3") == fps["https://site.example/3"]
+    assert index.get("missing") is None
+    assert index.remove("https://site.example/3") is True
+    assert index.remove("https://site.example/3") is False
+    assert index.query(fps["https://site.example/3"]) == []
+    assert len(index) == 29
+    index.clear()
+    assert len(index) == 0
+    assert all(index.query(fp) == [] for fp in fps.values())
+    # Usable after clear.
+    assert index.observe("again", 42).stored
+    assert len(index) == 1
+
+
+def test_unicode_keys_round_trip(make: Callable[..., Any]) -> None:
+    index = make()
+    key = "https://例子.测试/新闻?id=1&q=ü"
+    index.observe(key, 99)
+    assert index.observe("other", 99).match == Match(key, 99, 0)
+
+
+def test_stats_describe_the_buckets(make: Callable[..., Any]) -> None:
+    index = make()
+    empty = index.stats()
+    assert (empty.entries, empty.buckets, empty.largest_bucket) == (0, 0, 0)
+    index.observe("a", 0)
+    index.observe("b", (1 << 64) - 1)
+    # "c" shares its three high 16-bit bands with "a" and its low band with "b".
+    index.observe("c", 0xFFFF)
+    stats = index.stats()
+    assert stats.entries == 3
+    assert stats.tables == 4
+    assert stats.layout == "4x1"
+    assert stats.buckets == 8
+    assert stats.largest_bucket == 2
+    assert stats.mean_bucket == pytest.approx(12 / 8)
+
+
+def test_entries_age_out_after_ttl(make: Callable[..., Any]) -> None:
+    clock = Clock()
+    index = make(ttl_secs=100, clock=clock)
+    index.observe("old", 1000)
+    clock.now += 50
+    assert index.observe("dup", 1001).match == Match("old", 1000, 1)
+    index.observe("fresh", 1 << 40)
+    clock.now += 51  # "old" was last seen 101 s ago; "fresh" 51 s ago
+    assert index.get("old") is None
+    assert index.query(1000) == []
+    assert index.get("fresh") == 1 << 40
+    assert index.observe("dup", 1001) == Observation(None, None, True)
+    assert index.observe("fresh", 1 << 40) == Observation(None, 1 << 40, True)  # seen again
+    clock.now += 60
+    index.observe("fresh", 1 << 40)
+    clock.now += 50  # "dup" was stored 110 s ago, "fresh" seen 50 s ago
+    assert index.get("fresh") == 1 << 40
+    assert index.get("dup") is None
+    assert len(index) == 2  # expired entries count until purged
+    assert index.purge_expired() == 1  # "dup"; "old" was dropped when "dup" met it
+    assert len(index) == 1
+    assert index.purge_expired() == 0
+
+
+def test_re_observing_an_expired_key_reports_no_previous(make: Callable[..., Any]) -> None:
+    clock = Clock()
+    index = make(ttl_secs=10, clock=clock)
+    index.observe("k", 5)
+    clock.now += 11
+    assert index.observe("k", 5) == Observation(None, None, True)
+    assert index.get("k") == 5
+    assert len(index) == 1
+
+
+def test_wide_fingerprints_and_other_distances(make: Callable[..., Any]) -> None:
+    index = make(bits=128, max_distance=6, namespace="wide")
+    rng = random.Random(3)
+    base = rng.getrandbits(128)
+    index.observe("base", base)
+    near = at_distance(rng, base, 6, bits=128)
+    far = at_distance(rng, base, 7, bits=128)
+    assert index.observe("near", near).match == Match("base", base, 6)
+    assert index.observe("far", far).stored
+    assert index.layout.tables == 7
+    with pytest.raises(ConfigurationError, match="does not fit in 128 bits"):
+        index.observe("x", 1 << 128)
+
+
+def test_namespaces_are_separate(make: Callable[..., Any]) -> None:
+    one = make(namespace="site-one")
+    two = make(namespace="site-two")
+    one.observe("a", 123)
+    assert two.observe("b", 123).stored
+    assert one.query(123) == [Match("a", 123, 0)]
+    assert two.query(123) == [Match("b", 123, 0)]
+    two.clear()
+    assert one.get("a") == 123
+
+
+def test_bad_fingerprints_and_keys_are_rejected(make: Callable[..., Any]) -> None:
+    index = make()
+    with pytest.raises(ConfigurationError, match="64 bits"):
+        index.observe("k", 1 << 64)
+    with pytest.raises(ConfigurationError, match="64 bits"):
+        index.observe("k", -1)
+    with pytest.raises(ConfigurationError, match="int"):
+        index.observe("k", "0xff")
+    with pytest.raises(ConfigurationError, match="key"):
+        index.observe("", 1)
+    assert len(index) == 0
+
+
+def test_reopening_with_another_configuration_raises(make: Callable[..., Any]) -> None:
+    if make.backend not in PERSISTENT:  # type: ignore[attr-defined]
+        index = make(scheme="s1")
+        assert make(scheme="s2").observe("a", 1).stored  # memory:// never persists
+        return
+    index = make(scheme="s1")
+    index.observe("a", 77)
+    with pytest.raises(IndexMismatchError, match=r"scheme 's1' \(now 's2'\).*SIMHASH_NAMESPACE"):
+        make(scheme="s2")
+    with pytest.raises(IndexMismatchError, match="bits 64"):
+        make(scheme="s1", bits=128)
+    with pytest.raises(IndexMismatchError, match="4 tables"):
+        make(scheme="s1", tables=10)
+    with pytest.raises(IndexMismatchError, match="distances <= 3"):
+        make(scheme="s1", max_distance=4)
+    # A different size hint keeps the stored layout; a smaller k is served by it too.
+    again = make(scheme="s1", expected_size=10_000_000, max_distance=2)
+    assert again.layout.name == "4x1"
+    assert again.get("a") == 77
+    assert again.query(flip(77, 1, 2, 3)) == []  # k = 2 for this handle
+    # reset=True rebuilds the namespace with the new configuration.
+    fresh = make(scheme="s2", tables=10, reset=True)
+    assert fresh.layout.name == "5x2"
+    assert len(fresh) == 0
+    assert fresh.observe("b", 77).stored
+
+
+def test_unknown_url_scheme_lists_the_known_ones() -> None:
+    with pytest.raises(ConfigurationError, match=r"memory://.*redis\+cluster://.*sqlite://"):
+        open_index("mongodb://user:secret@host/db")
+    with pytest.raises(ConfigurationError) as info:
+        open_index("mongodb://user:secret@host/db")
+    assert "secret" not in str(info.value)
