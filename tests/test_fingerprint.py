@@ -328,3 +328,51 @@ def test_bad_settings_name_the_setting(name: str, value: str) -> None:
 def test_missing_stop_word_file_fails_when_the_fingerprinter_is_built() -> None:
     with pytest.raises(ConfigurationError, match="SIMHASH_STOPWORDS_FILE"):
         Fingerprinter(FingerprintConfig(stopwords_file="/nonexistent/stop.txt"))
+
+
+def _html(title: str, text: str, charset: str = "utf-8") -> bytes:
+    paragraphs = "".join(f"<p>{line}</p>" for line in text.split(". "))
+    return (
+        f"<html><head><meta charset='{charset}'><title>{title}</title></head>"
+        f"<body><nav>Home | News</nav><article>{paragraphs}</article></body></html>"
+    ).encode(charset)
+
+
+def test_fingerprint_page_extracts_then_fingerprints(fingerprinter: Fingerprinter) -> None:
+    from scrapy_simhash.extract import extract_main_text
+
+    body = _html("Report", article(5, words=150).replace("word1 ", "word1. "))
+    page = fingerprinter.fingerprint_page(body, content_type="text/html; charset=utf-8")
+    main = extract_main_text(body, content_type="text/html; charset=utf-8")
+    assert page.fingerprint == fingerprinter.fingerprint_text(main.text, main.title)
+    assert page.fingerprint is not None
+    assert page.title == main.title
+    assert page.chars == len(main.text)
+    assert page.encoding
+    assert page.reason is None
+
+
+def test_same_chinese_page_in_gbk_and_utf8_has_one_fingerprint(
+    fingerprinter: Fingerprinter,
+) -> None:
+    text = (
+        "北京市政府今天发布了新的城市交通规划方案. 计划在未来五年内新建地铁线路和公交专用道. " * 4
+    )
+    utf8 = fingerprinter.fingerprint_page(_html("交通规划", text))
+    gbk = fingerprinter.fingerprint_page(_html("交通规划", text, "gbk"))
+    assert utf8.fingerprint is not None
+    assert utf8.fingerprint == gbk.fingerprint
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"",
+        b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8,
+        b"<html><body><p>Sign in</p></body></html>",
+    ],
+)
+def test_pages_without_enough_text_have_a_reason(fingerprinter: Fingerprinter, body: bytes) -> None:
+    page = fingerprinter.fingerprint_page(body)
+    assert page.fingerprint is None
+    assert page.reason
