@@ -13,7 +13,9 @@ Paths (``<file>`` is a file in tests/site):
 - ``/huge.html``: about 2 MB of generated paragraphs.
 
 Extra pages can be added at run time with ``SiteServer.pages[path] = (content_type, body)``
-(the throughput benchmark serves real pages this way).
+(the throughput benchmark serves real pages this way), and ``SiteServer.hooks[path]`` runs a
+function before that path is answered (a test stops Redis exactly when a given page is
+fetched, so a crawl meets an outage at a known point without sleeping).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import gzip
 import hashlib
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -59,6 +61,7 @@ class SiteServer:
         self.version = 1
         self.pages: dict[str, tuple[str, bytes]] = {}
         self.hits: Counter[str] = Counter()
+        self.hooks: dict[str, Callable[[], object]] = {}
         self._huge: bytes | None = None
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -86,6 +89,7 @@ class SiteServer:
             self.version = 1
             self.pages.clear()
             self.hits.clear()
+            self.hooks.clear()
 
     def huge(self) -> bytes:
         with self._lock:
@@ -131,6 +135,9 @@ class SiteServer:
                 path = urlsplit(self.path).path
                 with site._lock:
                     site.hits[path] += 1
+                    hook = site.hooks.pop(path, None)
+                if hook is not None:
+                    hook()
                 status, headers, body = site.resolve(path)
                 etag = headers.get("ETag")
                 if etag is not None and self.headers.get("If-None-Match") == etag:

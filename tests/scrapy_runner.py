@@ -12,7 +12,10 @@ SPEC is a JSON file: ``{"spider": "pages" | "redis", "settings": {...}, "request
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +32,9 @@ def _item(response: Any, with_text: bool) -> dict[str, Any]:
     }
     if with_text:
         item["title"] = response.css("h1::text, h2::text").get(default="")
-        item["body"] = "\n".join(response.css("p::text").getall())
+        # The article's own paragraphs, whichever template the page uses.
+        paragraphs = response.css("article p:not(.byline)::text, #content p::text").getall()
+        item["body"] = "\n".join(paragraphs)
     return item
 
 
@@ -70,6 +75,68 @@ def _redis_spider(spec: dict[str, Any]) -> type[scrapy.Spider]:
             yield _item(response, bool(spec.get("item_text")))
 
     return SharedSpider
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class CrawlResult:
+    """What a finished child crawl reports."""
+
+    items: list[dict[str, Any]]
+    stats: dict[str, Any]
+    errors: list[str]
+    log: str
+
+    def urls(self) -> set[str]:
+        return {item["url"] for item in self.items}
+
+    def simhash_stats(self) -> dict[str, Any]:
+        return {k: v for k, v in self.stats.items() if k.startswith("simhash/")}
+
+
+def start_crawl(
+    workdir: Path, spec: dict[str, Any], *, name: str = "crawl"
+) -> tuple[subprocess.Popen[bytes], Path, Path]:
+    """Start a crawl in a child process (cwd ``workdir``, so ``.scrapy/`` lands there)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    log = workdir / f"{name}.log"
+    out = workdir / f"{name}.json"
+    spec = {**spec, "settings": {**spec.get("settings", {}), "LOG_FILE": str(log)}}
+    spec_path = workdir / f"{name}-spec.json"
+    spec_path.write_text(json.dumps(spec))
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.scrapy_runner", str(spec_path), str(out)],
+        cwd=workdir,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    return proc, out, log
+
+
+def finish_crawl(
+    proc: subprocess.Popen[bytes], out: Path, log: Path, timeout: float = 60
+) -> CrawlResult:
+    """Wait for a child crawl and read its report (fails with its stderr if it crashed)."""
+    try:
+        _, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
+    if proc.returncode != 0 or not out.exists():
+        raise RuntimeError(f"crawl process failed ({proc.returncode}):\n{stderr.decode()[-4000:]}")
+    data = json.loads(out.read_text())
+    text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+    return CrawlResult(data["items"], data["stats"], data["errors"], text)
+
+
+def run_crawl(workdir: Path, spec: dict[str, Any], *, name: str = "crawl") -> CrawlResult:
+    """Run one crawl in a child process and return its report."""
+    return finish_crawl(*start_crawl(workdir, spec, name=name))
 
 
 def main(spec_path: str, out_path: str) -> int:

@@ -1,0 +1,239 @@
+"""Real crawls of the local test site with the embedded SQLite index.
+
+Each crawl runs in a child process (tests/scrapy_runner.py) with the asyncio reactor; the
+assertions read its items, stats and log.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.http_site import SiteServer, http_site, http_site_server  # noqa: F401 (fixtures)
+from tests.scrapy_runner import REPO, CrawlResult, run_crawl
+
+pytestmark = pytest.mark.crawl
+
+ADDON = {"ADDONS": {"scrapy_simhash.Addon": 0}}
+# One request at a time, in the listed order, fingerprinted inline: deterministic "first kept".
+ORDERED = {"CONCURRENT_REQUESTS": 1, "SIMHASH_WORKERS": 0, "SIMHASH_TOKENIZER": "rjieba"}
+
+CLUSTERS = [
+    ("harbour.html", "harbour-copy.html"),  # same article, different byline
+    ("orchard.html", "orchard-print.html"),  # same article, another template
+    ("school.html", "school-gbk.html"),  # same Chinese article, UTF-8 and GBK
+]
+SINGLES = ["telescope.html", "library.html", "switch.html"]
+
+
+def spec(site: SiteServer, pages: list[str], **settings: Any) -> dict[str, Any]:
+    return {
+        "requests": [{"url": site.url(p)} for p in pages],
+        "settings": {**ORDERED, **settings},
+    }
+
+
+def no_errors(result: CrawlResult) -> None:
+    assert result.errors == []
+    assert "Traceback" not in result.log, result.log[-3000:]
+    assert result.stats.get("finish_reason") == "finished"
+
+
+def test_addon_drops_near_duplicates_and_remembers_them(
+    http_site: SiteServer, tmp_path: Path
+) -> None:
+    pages = [p for pair in CLUSTERS for p in pair] + SINGLES
+    settings = {**ADDON, "SIMHASH_TOKENIZER": "jieba"}  # the default tokenizer, once
+    result = run_crawl(tmp_path, spec(http_site, pages, **settings))
+    no_errors(result)
+    kept = {http_site.url(p) for p in [a for a, _ in CLUSTERS] + SINGLES}
+    assert result.urls() == kept
+    stats = result.simhash_stats()
+    assert stats["simhash/pages"] == len(pages)
+    assert stats["simhash/unique"] == len(kept)
+    assert stats["simhash/duplicate"] == stats["simhash/dropped"] == len(CLUSTERS)
+    assert stats["simhash/time_us"] > 0
+    for item in result.items:
+        info = item["simhash"]
+        assert info["key"] == item["url"]
+        assert len(info["fingerprint"]) == 16
+        assert info["duplicate_of"] is None
+    for first, second in CLUSTERS:
+        assert f"Dropped near-duplicate {http_site.url(second)} of {http_site.url(first)}" in (
+            result.log
+        )
+    assert "SimHash: 9 pages checked, 6 unique, 3 near-duplicates (3 dropped)" in result.log
+    assert (tmp_path / ".scrapy" / "simhash" / "index.sqlite3").is_file()
+
+    # A second crawl in the same project: the index persisted, so the copy is still a
+    # duplicate, while the kept page is a re-visit of its own URL (unchanged), not a duplicate.
+    again = run_crawl(
+        tmp_path, spec(http_site, ["harbour-copy.html", "harbour.html"], **settings), name="again"
+    )
+    no_errors(again)
+    assert again.urls() == {http_site.url("harbour.html")}
+    (item,) = again.items
+    assert item["simhash"]["changed"] is False
+    assert item["simhash"]["change_distance"] == 0
+    assert again.stats["simhash/unchanged"] == 1
+
+    # The 'scrapy simhash' command inspects the same index.
+    def command(*args: str) -> str:
+        proc = subprocess.run(
+            [sys.executable, "-m", "scrapy", "simhash", *args, "--spider", "pages",
+             "-s", "SIMHASH_TOKENIZER=jieba"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+        )
+        assert proc.returncode in (0, 1), proc.stderr
+        return proc.stdout
+
+    assert "fingerprints: 6" in command("stats")
+    fingerprint = item["simhash"]["fingerprint"]
+    assert f"{http_site.url('harbour.html')}: {fingerprint}" in command(
+        "lookup", http_site.url("harbour.html")
+    )
+    similar = command("similar", str(REPO / "tests" / "site" / "harbour-copy.html"))
+    assert f"  0  {fingerprint}  {http_site.url('harbour.html')}" in similar
+    assert "not in the index" in command("lookup", http_site.url("nothing-here.html"))
+
+
+def test_hand_wired_mark_only_mode_and_request_meta(
+    http_site: SiteServer, tmp_path: Path
+) -> None:
+    requests = [
+        {"url": http_site.url("harbour.html")},
+        {"url": http_site.url("harbour-copy.html")},
+        {"url": http_site.url("orchard.html")},
+        {"url": http_site.url("orchard-print.html"), "meta": {"dont_simhash": True}},
+        {"url": http_site.url("v/a/library.html"), "meta": {"simhash_key": "library"}},
+        {"url": http_site.url("v/b/library.html"), "meta": {"simhash_key": "library"}},
+    ]
+    settings = {
+        **ORDERED,
+        "DOWNLOADER_MIDDLEWARES": {"scrapy_simhash.SimhashDownloaderMiddleware": 540},
+        "SIMHASH_DROP_DUPLICATES": False,
+        "SIMHASH_INDEX_URL": f"sqlite:///{tmp_path / 'hand.sqlite3'}",
+    }
+    result = run_crawl(tmp_path, {"requests": requests, "settings": settings})
+    no_errors(result)
+    assert len(result.items) == len(requests)  # mark-only: everything reaches the spider
+    by_url = {item["url"]: item["simhash"] for item in result.items}
+    copy = by_url[http_site.url("harbour-copy.html")]
+    assert copy["duplicate_of"] == http_site.url("harbour.html")
+    assert copy["distance"] == 0
+    assert by_url[http_site.url("orchard-print.html")] is None  # opted out
+    # Same simhash_key under two URLs: a re-visit of one page, not a duplicate.
+    second = by_url[http_site.url("v/b/library.html")]
+    assert second["key"] == "library"
+    assert second["duplicate_of"] is None
+    assert second["changed"] is False
+    stats = result.simhash_stats()
+    assert stats["simhash/duplicate"] == 1
+    assert "simhash/dropped" not in stats
+    assert stats["simhash/skipped/meta"] == 1
+    assert "(mark-only mode)" in result.log
+    assert (tmp_path / "hand.sqlite3").is_file()
+    assert not (tmp_path / ".scrapy").exists()
+
+
+def test_item_pipeline_drops_near_duplicate_items(http_site: SiteServer, tmp_path: Path) -> None:
+    pages = ["harbour.html", "harbour-copy.html", "orchard.html", "orchard-print.html",
+             "telescope.html"]
+    settings = {
+        "ITEM_PIPELINES": {"scrapy_simhash.SimhashPipeline": 800},
+        "SIMHASH_ITEM_FIELDS": "body",
+        "SIMHASH_ITEM_TITLE_FIELD": "title",
+        "SIMHASH_ITEM_FINGERPRINT_FIELD": "fingerprint",
+    }
+    result = run_crawl(tmp_path, {**spec(http_site, pages, **settings), "item_text": True})
+    no_errors(result)
+    assert result.urls() == {http_site.url(p) for p in ["harbour.html", "orchard.html",
+                                                        "telescope.html"]}
+    assert all(len(item["fingerprint"]) == 16 for item in result.items)
+    stats = result.simhash_stats()
+    assert stats["simhash/items_seen"] == 5
+    assert stats["simhash/items_dropped"] == 2
+    assert "simhash/pages" not in stats  # the middleware was not installed
+    assert f"near-duplicate of item {http_site.url('harbour.html')}" in result.log
+
+
+def test_disabled_and_unconfigured_components_say_why(
+    http_site: SiteServer, tmp_path: Path
+) -> None:
+    settings = {
+        **ADDON,
+        "SIMHASH_ENABLED": False,
+        "DOWNLOADER_MIDDLEWARES": {"scrapy_simhash.SimhashDownloaderMiddleware": 540},
+    }
+    result = run_crawl(tmp_path, spec(http_site, ["harbour.html", "harbour-copy.html"],
+                                      **settings))
+    no_errors(result)
+    assert len(result.items) == 2
+    assert result.simhash_stats() == {}
+    assert "SIMHASH_ENABLED is False: near-duplicate detection is off" in result.log
+
+    unconfigured = {"ITEM_PIPELINES": {"scrapy_simhash.SimhashPipeline": 800}}
+    result = run_crawl(tmp_path, spec(http_site, ["harbour.html"], **unconfigured), name="p")
+    no_errors(result)
+    assert "SIMHASH_ITEM_FIELDS is empty" in result.log
+
+
+def test_awkward_pages_never_break_the_crawl(http_site: SiteServer, tmp_path: Path) -> None:
+    pages = [
+        "telescope.html",
+        "broken.html",  # the telescope article in broken markup with stray bytes
+        "empty.html",
+        "short.html",
+        "fake-html.bin",  # binary body served as text/html
+        "image.png",
+        "huge.html",
+        "gzip/library.html",
+        "redirect/orchard.html",
+        "missing.html",
+    ]
+    settings = {
+        **ADDON,
+        # Pages over 1 KB go to one worker process; the huge page is cut at 100 KB.
+        "SIMHASH_WORKERS": 1,
+        "SIMHASH_INLINE_MAX_BYTES": 1024,
+        "SIMHASH_MAX_BODY_BYTES": 100_000,
+    }
+    result = run_crawl(tmp_path, spec(http_site, pages, **settings))
+    no_errors(result)
+    by_url = {item["url"]: item["simhash"] for item in result.items}
+    assert http_site.url("broken.html") not in by_url  # still recognised as the telescope page
+    assert by_url[http_site.url("image.png")] is None  # not a text content type
+    for name, note in [("empty.html", "empty body"), ("fake-html.bin", "binary body"),
+                       ("short.html", "too little text")]:
+        info = by_url[http_site.url(name)]
+        assert info["fingerprint"] is None
+        assert note in info["reason"]
+    assert by_url[http_site.url("huge.html")]["fingerprint"] is not None
+    assert by_url[http_site.url("gzip/library.html")]["fingerprint"] is not None
+    # The key of a redirected page is where it landed.
+    assert by_url[http_site.url("orchard.html")]["key"] == http_site.url("orchard.html")
+    stats = result.simhash_stats()
+    assert stats["simhash/no_text"] == 3
+    assert stats["simhash/skipped/content_type"] == 1
+    assert stats["simhash/skipped/status"] == 1
+    assert stats["simhash/duplicate"] == 1
+    assert "simhash/error" not in stats
+    assert "1 fingerprint worker(s)" in result.log
+
+
+def test_mismatched_index_configuration_stops_the_crawl_at_start(
+    http_site: SiteServer, tmp_path: Path
+) -> None:
+    first = run_crawl(tmp_path, spec(http_site, ["harbour.html"], **ADDON))
+    no_errors(first)
+    second = run_crawl(
+        tmp_path, spec(http_site, ["orchard.html"], **ADDON, SIMHASH_BITS=128), name="second"
+    )
+    assert len(second.errors) == 1
+    assert second.errors[0].startswith("IndexMismatchError")
+    assert second.items == []
+    assert http_site.hits["/orchard.html"] == 0
