@@ -54,31 +54,40 @@ def interval_for_freshness(rate: float, target: float) -> float:
     return 0.5 * (lo + hi) / rate
 
 
-def _marginal(x: float) -> float:
-    """Return ``λ ∂F/∂f`` as a function of ``x = λ/f``: ``1 - (1 + x) e^{-x}``, rising 0 → 1."""
-    return -math.expm1(-x) - x * math.exp(-x)
+def _inverse_marginal(z: float) -> float:
+    """Return ``x > 0`` with ``(1 + x) e^{-x} = z`` for ``0 < z < 1`` (safeguarded Newton).
 
-
-def _inverse_marginal(y: float) -> float:
-    """Return ``x`` with ``_marginal(x) = y`` for ``0 < y < 1`` (safeguarded Newton)."""
+    ``1 - (1 + x) e^{-x}`` is ``λ ∂F/∂f`` as a function of ``x = λ/f``; solving on
+    ``ln(1 + x) - x = ln z`` keeps full precision near the cut-off, where ``z`` is tiny.
+    """
+    target = math.log(z)
     lo, hi = 0.0, 1.0
-    while _marginal(hi) < y:
+    while math.log1p(hi) - hi > target:
         hi *= 2.0
-    x = min(math.sqrt(2.0 * y), hi)  # g(x) ≈ x²/2 near 0
+    x = min(math.sqrt(2.0 * (1.0 - z)) if z > 0.5 else -target, hi)
     for _ in range(_ITERATIONS):
-        g = _marginal(x) - y
-        if abs(g) <= 1e-14:
-            break
-        if g > 0:
-            hi = x
-        else:
+        residual = math.log1p(x) - x - target
+        if abs(residual) <= 1e-15 * max(1.0, -target):
+            return x
+        if residual > 0:
             lo = x
-        slope = x * math.exp(-x)
-        step = x - g / slope if slope > 0 else -1.0
+        else:
+            hi = x
+        slope = -x / (1.0 + x)
+        step = x - residual / slope if slope < 0 else -1.0
         x = step if lo < step < hi else 0.5 * (lo + hi)
-        if hi - lo < 1e-15 * max(1.0, hi):
+        if hi - lo <= 1e-15 * hi:
             break
     return x
+
+
+def _frequency(rate: float, log_multiplier: float) -> float:
+    if rate <= 0:
+        return 0.0
+    log_y = log_multiplier + math.log(rate)
+    if log_y >= 0.0:
+        return 0.0
+    return rate / _inverse_marginal(-math.expm1(log_y))
 
 
 def budget_frequency(rate: float, multiplier: float) -> float:
@@ -87,14 +96,9 @@ def budget_frequency(rate: float, multiplier: float) -> float:
     Solves ``∂F/∂f = μ``; zero when ``μλ >= 1``: such a page changes too fast for the
     budget to keep it fresh, and its fetches buy more freshness elsewhere.
     """
-    if rate <= 0:
-        return 0.0
-    y = multiplier * rate
-    if y >= 1.0:
-        return 0.0
-    if y <= 0.0:
-        return math.inf
-    return rate / _inverse_marginal(y)
+    if multiplier <= 0:
+        return math.inf if rate > 0 else 0.0
+    return _frequency(rate, math.log(multiplier))
 
 
 def solve_multiplier(rates: Iterable[tuple[float, float]], budget: float) -> float:
@@ -108,10 +112,9 @@ def solve_multiplier(rates: Iterable[tuple[float, float]], budget: float) -> flo
         return math.inf
 
     def total(log_mu: float) -> float:
-        mu = math.exp(log_mu)
-        return sum(count * budget_frequency(rate, mu) for rate, count in pairs)
+        return sum(count * _frequency(rate, log_mu) for rate, count in pairs)
 
-    hi = math.log(1.0 / min(rate for rate, _ in pairs))  # every frequency is 0 here
+    hi = -math.log(min(rate for rate, _ in pairs))  # every frequency is 0 here
     lo = hi - 1.0
     while total(lo) < budget:
         lo -= 2.0 * (hi - lo)
