@@ -203,6 +203,8 @@ _MIN_PARAGRAPH_BYTES = 25
 # "comments" list holding most of a forum page is its content (and then so are the
 # "comment" items inside it).
 _LARGE_SHARE = 0.4
+# A parent whose paragraph mass is at most this multiple of its child's is a mere wrapper.
+_WRAPPER_MASS = 1.05
 # Blocks inside the main container that are mostly link text are link lists.
 _MAX_LINK_DENSITY = 0.5
 _TITLE_SEPARATORS = re.compile(r"\s+[-|–—»·:]\s+|\s*[|｜_]\s*|\s+-{2,}\s+")
@@ -218,7 +220,7 @@ _PARSER = etree.HTMLParser(
 class _Frame:
     """Measurements of one open element during the walk."""
 
-    __slots__ = ("block", "chars", "el", "guarded", "link", "own", "score")
+    __slots__ = ("block", "chars", "el", "guarded", "link", "mass", "own", "score")
 
     def __init__(self, el: etree._Element, block: bool, guarded: bool) -> None:
         self.el = el
@@ -228,13 +230,15 @@ class _Frame:
         self.link = 0
         self.own: list[str] = []
         self.score = 0.0
+        self.mass = 0.0
 
 
 @dataclass
 class _Stats:
-    chars: int
-    link: int
-    score: float
+    chars: int  # text characters in the subtree
+    link: int  # of which inside links
+    score: float  # paragraph credit from children (full) and grandchildren (half)
+    mass: float  # paragraph scores of the whole subtree
 
 
 def _class_id(el: etree._Element) -> str:
@@ -313,15 +317,16 @@ class _Walk:
             # "end": a dropped or skipped element has no frame; its tail still counts.
             if stack and stack[-1].el is el:
                 frame = stack.pop()
-                stats[el] = _Stats(frame.chars, frame.link, frame.score)
+                if stack and frame.block:
+                    self._score_paragraph(frame, stack)
+                stats[el] = _Stats(frame.chars, frame.link, frame.score, frame.mass)
                 if frame.score:
                     self.candidates.append(el)
                 if stack:
                     parent = stack[-1]
                     parent.chars += frame.chars
                     parent.link += frame.chars if tag == "a" else frame.link
-                    if frame.block:
-                        self._score_paragraph(frame, stack)
+                    parent.mass += frame.mass
             tail = el.tail
             if tail and stack:
                 self._add_text(stack, tail)
@@ -347,6 +352,7 @@ class _Walk:
         if size < _MIN_PARAGRAPH_BYTES:
             return
         score = 1.0 + text.count(",") + text.count("，") + text.count("。") + min(size / 100, 3)
+        frame.mass += score
         stack[-1].score += score
         if len(stack) > 1:
             stack[-2].score += score / 2
@@ -377,11 +383,13 @@ def _choose(walk: _Walk) -> list[etree._Element]:
         return [walk.body]
     scored = [(_final_score(el, walk.stats[el]), el) for el in walk.candidates]
     best_score, best = max(scored, key=lambda item: item[0])
+    best = _widen(best, walk)
     parent = best.getparent()
     if parent is None or best is walk.body:
         return [best]
     threshold = max(10.0, best_score * 0.2)
-    best_class = best.get("class")
+    best_stats = walk.stats[best]
+    best_key = (best.tag, best.get("class"))
     chosen: list[etree._Element] = []
     for sibling in parent:
         if sibling is best:
@@ -390,11 +398,31 @@ def _choose(walk: _Walk) -> list[etree._Element]:
         stats = walk.stats.get(sibling)
         if stats is None or not stats.chars:
             continue
-        bonus = best_score * 0.2 if best_class and sibling.get("class") == best_class else 0.0
+        # Repeated units (posts of a thread, sections of one article) share tag and class.
+        alike = (sibling.tag, sibling.get("class")) == best_key and (
+            stats.mass >= best_stats.mass * 0.2
+        )
         prose = sibling.tag == "p" and stats.link < stats.chars * 0.25 and stats.chars > 80
-        if prose or _final_score(sibling, stats) + bonus >= threshold:
+        if alike or prose or _final_score(sibling, stats) >= threshold:
             chosen.append(sibling)
     return chosen
+
+
+def _widen(best: etree._Element, walk: _Walk) -> etree._Element:
+    """Climb through wrappers that add no prose of their own.
+
+    On a forum thread the best element is one post's body inside its list item; the list
+    item is the unit whose siblings (the other posts) continue the content.
+    """
+    stats = walk.stats
+    while best is not walk.body:
+        parent = best.getparent()
+        if parent is None or parent is walk.body or parent not in stats:
+            break
+        if stats[parent].mass > stats[best].mass * _WRAPPER_MASS:
+            break
+        best = parent
+    return best
 
 
 def _lines(containers: Iterable[etree._Element], stats: dict[etree._Element, _Stats]) -> str:
@@ -404,7 +432,7 @@ def _lines(containers: Iterable[etree._Element], stats: dict[etree._Element, _St
 
     def flush() -> None:
         if current:
-            line = " ".join(" ".join(current).split())
+            line = " ".join("".join(current).split())
             if line:
                 lines.append(line)
             current.clear()

@@ -1,0 +1,306 @@
+"""Main-text extraction on small hand-written pages in realistic site templates."""
+
+from __future__ import annotations
+
+import difflib
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scrapy_simhash.extract import MainText, extract_main_text
+
+EN_ARTICLE = [
+    "The city council voted on Tuesday to expand the bicycle lane network by forty miles, "
+    "a plan that supporters say will reduce traffic and critics call too expensive.",
+    "Council member Rivera, who sponsored the measure, said the lanes would connect the "
+    "northern suburbs with the downtown business district for the first time.",
+    "Construction is expected to begin next spring and to last about three years, with the "
+    "first segments opening along the river by the end of the summer.",
+    "Local shop owners were divided: some expect more customers on bikes, while others fear "
+    "losing the parking spaces in front of their stores.",
+]
+EN_OTHER = [
+    "A rare comet will be visible to the naked eye this weekend, astronomers said, passing "
+    "closer to the Earth than at any time in the last six thousand years.",
+    "The best time to look is shortly before dawn, low on the eastern horizon, far away "
+    "from city lights; binoculars will show its long, faint tail.",
+    "Observatories across the region will open their doors to the public on Saturday night, "
+    "weather permitting, and volunteers will explain what visitors are seeing.",
+]
+ZH_ARTICLE = [
+    "商务部日前出台《互联网加流通行动计划》，这是今年政府工作报告提出互联网加以后，"
+    "首个落实出台的专项行动计划。",
+    "该计划剑指电子商务领域，并提出具体发展指标：力争在一到两年内实现五大发展目标，"
+    "其中包括电子商务交易额和网上零售额的大幅增长。",
+    "商务部新闻发言人表示，该行动计划就是要想方设法解决电商最后一公里和最后一百米的"
+    "两个瓶颈问题，积极发展中小城市和农村电商。",
+]
+ZH_OTHER = [
+    "气象台今天发布暴雨蓝色预警，预计未来二十四小时内本市大部分地区将出现大到暴雨，"
+    "局部地区伴有雷电和短时大风。",
+    "有关部门提醒市民减少不必要的外出，驾车出行注意避开积水路段，"
+    "低洼地区的居民要做好防范准备。",
+]
+
+
+def template_portal(title: str, paragraphs: list[str], *, comments: bool = True) -> str:
+    """An old-style portal: div soup, link lists, sidebar, comments, cookie banner."""
+    body = "".join(f"<p>{p}</p>" for p in paragraphs)
+    comment_html = (
+        '<div id="comments" class="comment-list"><h3>12 comments</h3>'
+        '<div class="comment"><p>I ride to work every day and this is wonderful news for '
+        "all of us who do, thank you council!</p></div>"
+        '<div class="comment"><p>Another waste of taxpayer money, who asked for this, the '
+        "roads are full of potholes already.</p></div></div>"
+        if comments
+        else ""
+    )
+    return f"""<!DOCTYPE html><html><head><meta charset="utf-8">
+<title>{title} - The Daily Portal</title></head><body>
+<div id="top-bar"><a href="/">Home</a> | <a href="/news">News</a> | <a href="/sport">Sport</a>
+| <a href="/weather">Weather</a> | <a href="/login">Log in</a></div>
+<div class="cookie-banner">We use cookies to improve your experience on our site. By continuing
+to browse you agree to our use of cookies and to our privacy policy.</div>
+<table width="100%"><tr><td class="left-menu"><ul><li><a href="/a">Politics</a></li>
+<li><a href="/b">Business</a></li><li><a href="/c">Technology</a></li></ul></td>
+<td><div class="main-column"><h1>{title}</h1><div class="byline">By Staff Reporter, 3 May</div>
+<div class="story-text">{body}</div>
+<div class="share-tools">Share this story: <a href="#">Facebook</a> <a href="#">Twitter</a>
+</div>{comment_html}</div></td>
+<td class="sidebar"><h3>Most read</h3><p>Our newsletter brings you the best of the Daily
+Portal every morning, with analysis and opinion from our award-winning writers.</p>
+<ul><li><a href="/1">Stocks tumble as investors fear slowdown</a></li>
+<li><a href="/2">Five recipes for a quick summer dinner</a></li></ul></td></tr></table>
+<div id="footer">Copyright 2024 The Daily Portal. All rights reserved. Contact us at
+desk@portal.example for corrections and complaints about our reporting.</div>
+</body></html>"""
+
+
+def template_modern(title: str, paragraphs: list[str]) -> str:
+    """A modern template: semantic HTML5, hidden menus, related articles, a newsletter box."""
+    body = "".join(f"<p>{p}</p>" for p in paragraphs)
+    return f"""<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
+<meta property="og:title" content="{title}"><title>{title} | Modern Times</title></head>
+<body><header class="site-header"><a href="/">Modern Times</a><nav><a href="/x">World</a>
+<a href="/y">Culture</a></nav></header>
+<div class="mobile-menu" aria-hidden="true"><a href="/x">World</a> Subscribe today and save
+half on your first year of unlimited digital access to Modern Times journalism.</div>
+<main><article><h1>{title}</h1><div class="article-body" itemprop="articleBody">{body}
+<div style="display: none">Advertisement: buy the new phone today with a special discount
+for every reader of this newspaper, offer valid while stocks last.</div></div>
+<section class="related-articles"><h2>Related</h2><ul><li><a href="/r1">Why cities are
+rethinking cars</a></li><li><a href="/r2">The history of the bicycle in ten objects</a></li>
+</ul></section></article></main>
+<aside><div class="newsletter">Sign up for our newsletter to receive the most important news
+of the day in your inbox every evening, free of charge and without advertising.</div></aside>
+<footer><p>© Modern Times Media Group. Terms of service. Privacy. Imprint.</p></footer>
+</body></html>"""
+
+
+def extract(html: str | bytes, **kwargs: object) -> MainText:
+    return extract_main_text(html, **kwargs)  # type: ignore[arg-type]
+
+
+def ratio(a: str, b: str) -> float:
+    return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
+
+
+@pytest.mark.parametrize(
+    ("title", "article"),
+    [("Council expands bike lanes", EN_ARTICLE), ("商务部出台互联网加行动计划", ZH_ARTICLE)],
+)
+def test_same_article_in_two_templates_gives_the_same_text(
+    title: str, article: list[str]
+) -> None:
+    portal = extract(template_portal(title, article))
+    modern = extract(template_modern(title, article))
+    assert portal.text == "\n".join(article)
+    assert modern.text == "\n".join(article)
+    assert portal.title == modern.title == title
+
+
+@pytest.mark.parametrize(
+    ("first", "second"), [(EN_ARTICLE, EN_OTHER), (ZH_ARTICLE, ZH_OTHER)], ids=["en", "zh"]
+)
+@pytest.mark.parametrize("template", [template_portal, template_modern])
+def test_template_text_is_not_shared_between_articles(
+    first: list[str], second: list[str], template: object
+) -> None:
+    one = extract(template("One", first)).text  # type: ignore[operator]
+    two = extract(template("Two", second)).text  # type: ignore[operator]
+    assert set(one.splitlines()).isdisjoint(two.splitlines())
+    assert ratio(one, two) < 0.3
+
+
+def test_boilerplate_is_dropped() -> None:
+    text = extract(template_portal("Title", EN_ARTICLE)).text
+    for boilerplate in ("cookies", "Share this", "comments", "newsletter", "Copyright", "Home"):
+        assert boilerplate not in text
+    modern = extract(template_modern("Title", EN_ARTICLE)).text
+    for boilerplate in ("Subscribe", "Advertisement", "Related", "Sign up", "Terms"):
+        assert boilerplate not in modern
+
+
+def test_hidden_elements_are_dropped() -> None:
+    html = (
+        "<html><body><article><p>" + EN_ARTICLE[0] + "</p>"
+        '<p hidden>Hidden by attribute, a paragraph that no visitor can ever see here.</p>'
+        '<p style="visibility:hidden">Invisible by style, a paragraph that nobody sees.</p>'
+        '<p aria-hidden="true">Hidden from assistive technology and from our extractor.</p>'
+        "<p>" + EN_ARTICLE[1] + "</p></article></body></html>"
+    )
+    assert extract(html).text == "\n".join(EN_ARTICLE[:2])
+
+
+def test_inline_markup_and_tails_are_kept_in_one_line() -> None:
+    html = (
+        "<html><body><article><p>Budget <b>talks</b> resumed on <a href='/m'>Monday</a>, "
+        "officials said<span hidden>HIDDEN</span>, after a <em>long</em> pause of several "
+        "weeks in which no progress had been made at all.</p></article></body></html>"
+    )
+    assert extract(html).text == (
+        "Budget talks resumed on Monday, officials said, after a long pause of several "
+        "weeks in which no progress had been made at all."
+    )
+
+
+def test_nested_boilerplate_inside_the_article_is_dropped() -> None:
+    inner = (
+        '<div class="post-content">'
+        + "".join(f"<p>{p}</p>" for p in EN_ARTICLE[:2])
+        + '<div class="inline-related"><ul><li><a href="/1">Read also: another story about '
+        'lanes</a></li></ul></div><div class="social-share"><span>Share on Facebook and '
+        "Twitter with your friends and family today</span></div>"
+        + "".join(f"<p>{p}</p>" for p in EN_ARTICLE[2:])
+        + "</div>"
+    )
+    assert extract(f"<html><body>{inner}</body></html>").text == "\n".join(EN_ARTICLE)
+
+
+def test_forum_thread_made_of_comments_keeps_the_posts() -> None:
+    posts = "".join(
+        f'<li class="comment"><div class="comment-body"><p>{p}</p></div></li>'
+        for p in EN_ARTICLE
+    )
+    html = (
+        '<html><body><div class="nav"><a href="/">Forum</a></div>'
+        f'<ol class="comments">{posts}</ol></body></html>'
+    )
+    assert extract(html).text == "\n".join(EN_ARTICLE)
+
+
+def test_wrapper_named_like_boilerplate_is_kept_when_it_holds_the_page() -> None:
+    body = "".join(f"<p>{p}</p>" for p in EN_ARTICLE)
+    html = (
+        '<html><body><div class="m-advertisement-off-canvas--pusher"><div class="story">'
+        f"{body}</div></div><div class='footer'>Small print about the company.</div>"
+        "</body></html>"
+    )
+    assert extract(html).text == "\n".join(EN_ARTICLE)
+
+
+def test_chinese_page_with_br_separated_text_in_gbk_without_declaration() -> None:
+    html = (
+        "<html><head><title>商务部出台行动计划_网易新闻</title></head><body>"
+        '<div class="nav"><a href="/">首页</a> <a href="/n">新闻</a></div>'
+        '<div id="endText">' + "<br><br>".join(ZH_ARTICLE) + "</div>"
+        '<div class="footer">网易公司版权所有</div></body></html>'
+    )
+    main = extract(html.encode("gbk"))
+    assert main.encoding == "gb18030"
+    assert main.text == "\n".join(ZH_ARTICLE)
+    assert main.title == "商务部出台行动计划"
+
+
+def test_wrongly_declared_charset_still_gives_readable_text() -> None:
+    html = template_portal("商务部出台互联网加行动计划", ZH_ARTICLE).replace(
+        'charset="utf-8"', 'charset="gb2312"'
+    )
+    main = extract(html.encode("utf-8"))
+    assert main.text == "\n".join(ZH_ARTICLE)
+    assert any("decoded as utf-8" in note for note in main.notes)
+
+
+def test_title_suffix_and_h1() -> None:
+    html = "<html><head><title>Budget deal reached | Example News</title></head><body></body>"
+    assert extract(html).title == "Budget deal reached"
+    html = "<title>Home</title><h1>Budget deal reached</h1><p>x</p>"
+    assert extract(html).title == "Home"
+    html = "<title>Example News - Budget deal reached</title><h1>Budget deal reached</h1>"
+    assert extract(html).title == "Budget deal reached"
+
+
+def test_plain_text_and_fragments() -> None:
+    assert extract("just some words").text == "just some words"
+    assert extract(b"<p>one</p><p>two</p>").text == "one\ntwo"
+
+
+@pytest.mark.parametrize(
+    ("body", "note"),
+    [
+        (b"", "empty body"),
+        (b"   \n\t ", "no HTML content"),
+        (b"\x89PNG\r\n\x1a\n" + b"\x00" * 100, "binary body"),
+        (b"<html><body><nav><a href='/'>Home</a></nav></body></html>", "no main text found"),
+    ],
+)
+def test_inputs_without_text_are_explained(body: bytes, note: str) -> None:
+    main = extract(body)
+    assert main.text == ""
+    assert note in main.notes
+
+
+def test_invalid_bytes_and_broken_html() -> None:
+    body = (
+        "<html><body><div><p>".encode()
+        + ("café crème brûlée à la carte, " * 20).encode()
+        + b"\xff\xfe broken <b>markup <i>never closed<p>more"
+    )
+    main = extract(body)
+    assert "café crème" in main.text
+    assert main.notes == ("2 undecodable bytes replaced",)
+    assert "never closed" in main.text
+
+
+def test_huge_page_is_truncated_with_a_note() -> None:
+    paragraph = "<div class='row'><p>" + EN_ARTICLE[0] + "</p></div>\n"
+    body = ("<html><body>" + paragraph * (20_000_000 // len(paragraph))).encode()
+    assert len(body) >= 19_000_000
+    started = time.perf_counter()
+    main = extract(body, max_bytes=1_000_000)
+    elapsed = time.perf_counter() - started
+    assert "truncated to 1000000 bytes" in main.notes
+    assert EN_ARTICLE[0] in main.text
+    assert elapsed < 5
+
+
+def test_deeply_nested_markup_does_not_fail() -> None:
+    html = "<div>" * 5000 + "<p>" + EN_ARTICLE[0] + "</p>" + "</div>" * 5000
+    main = extract(html)
+    assert isinstance(main.text, str)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.binary(max_size=3000))
+def test_arbitrary_bytes_never_raise(body: bytes) -> None:
+    main = extract_main_text(body)
+    assert isinstance(main.text, str)
+    assert isinstance(main.title, str)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            ["<div>", "</div>", "<p>", "</p>", "<a href=x>", "</a>", "<nav>", "<article>",
+             "<script>", "</script>", "<br>", "<!--", "-->", "<span hidden>", "</span>",
+             "text ", "更多文字，", "&amp;", "<table><tr><td>", "<title>", "</title>"]
+        ),
+        max_size=60,
+    )
+)
+def test_arbitrary_markup_never_raises(parts: list[str]) -> None:
+    main = extract_main_text("".join(parts))
+    assert "<" not in main.text or "&lt;" not in main.text
