@@ -12,36 +12,57 @@ from hypothesis import strategies as st
 from scrapy_simhash.extract import MainText, extract_main_text
 
 EN_ARTICLE = [
-    "The city council voted on Tuesday to expand the bicycle lane network by forty miles, "
-    "a plan that supporters say will reduce traffic and critics call too expensive.",
-    "Council member Rivera, who sponsored the measure, said the lanes would connect the "
-    "northern suburbs with the downtown business district for the first time.",
-    "Construction is expected to begin next spring and to last about three years, with the "
-    "first segments opening along the river by the end of the summer.",
-    "Local shop owners were divided: some expect more customers on bikes, while others fear "
-    "losing the parking spaces in front of their stores.",
+    (
+        "The city council voted on Tuesday to expand the bicycle lane network by forty miles, "
+        "a plan that supporters say will reduce traffic and critics call too expensive."
+    ),
+    (
+        "Council member Rivera, who sponsored the measure, said the lanes would connect the "
+        "northern suburbs with the downtown business district for the first time."
+    ),
+    (
+        "Construction is expected to begin next spring and to last about three years, with the "
+        "first segments opening along the river by the end of the summer."
+    ),
+    (
+        "Local shop owners were divided: some expect more customers on bikes, while others fear "
+        "losing the parking spaces in front of their stores."
+    ),
 ]
 EN_OTHER = [
-    "A rare comet will be visible to the naked eye this weekend, astronomers said, passing "
-    "closer to the Earth than at any time in the last six thousand years.",
-    "The best time to look is shortly before dawn, low on the eastern horizon, far away "
-    "from city lights; binoculars will show its long, faint tail.",
-    "Observatories across the region will open their doors to the public on Saturday night, "
-    "weather permitting, and volunteers will explain what visitors are seeing.",
+    (
+        "A rare comet will be visible to the naked eye this weekend, astronomers said, passing "
+        "closer to the Earth than at any time in the last six thousand years."
+    ),
+    (
+        "The best time to look is shortly before dawn, low on the eastern horizon, far away "
+        "from city lights; binoculars will show its long, faint tail."
+    ),
+    (
+        "Observatories across the region will open their doors to the public on Saturday night, "
+        "weather permitting, and volunteers will explain what visitors are seeing."
+    ),
 ]
 ZH_ARTICLE = [
-    "商务部日前出台《互联网加流通行动计划》，这是今年政府工作报告提出互联网加以后，"
-    "首个落实出台的专项行动计划。",
-    "该计划剑指电子商务领域，并提出具体发展指标：力争在一到两年内实现五大发展目标，"
-    "其中包括电子商务交易额和网上零售额的大幅增长。",
-    "商务部新闻发言人表示，该行动计划就是要想方设法解决电商最后一公里和最后一百米的"
-    "两个瓶颈问题，积极发展中小城市和农村电商。",
+    (
+        "商务部日前出台《互联网加流通行动计划》，这是今年政府工作报告提出互联网加以后，"
+        "首个落实出台的专项行动计划。"
+    ),
+    (
+        "该计划剑指电子商务领域，并提出具体发展指标：力争在一到两年内实现五大发展目标，"
+        "其中包括电子商务交易额和网上零售额的大幅增长。"
+    ),
+    (
+        "商务部新闻发言人表示，该行动计划就是要想方设法解决电商最后一公里和最后一百米的"
+        "两个瓶颈问题，积极发展中小城市和农村电商。"
+    ),
 ]
 ZH_OTHER = [
-    "气象台今天发布暴雨蓝色预警，预计未来二十四小时内本市大部分地区将出现大到暴雨，"
-    "局部地区伴有雷电和短时大风。",
-    "有关部门提醒市民减少不必要的外出，驾车出行注意避开积水路段，"
-    "低洼地区的居民要做好防范准备。",
+    (
+        "气象台今天发布暴雨蓝色预警，预计未来二十四小时内本市大部分地区将出现大到暴雨，"
+        "局部地区伴有雷电和短时大风。"
+    ),
+    ("有关部门提醒市民减少不必要的外出，驾车出行注意避开积水路段，低洼地区的居民要做好防范准备。"),
 ]
 
 
@@ -111,9 +132,7 @@ def ratio(a: str, b: str) -> float:
     ("title", "article"),
     [("Council expands bike lanes", EN_ARTICLE), ("商务部出台互联网加行动计划", ZH_ARTICLE)],
 )
-def test_same_article_in_two_templates_gives_the_same_text(
-    title: str, article: list[str]
-) -> None:
+def test_same_article_in_two_templates_gives_the_same_text(title: str, article: list[str]) -> None:
     portal = extract(template_portal(title, article))
     modern = extract(template_modern(title, article))
     assert portal.text == "\n".join(article)
@@ -146,7 +165,7 @@ def test_boilerplate_is_dropped() -> None:
 def test_hidden_elements_are_dropped() -> None:
     html = (
         "<html><body><article><p>" + EN_ARTICLE[0] + "</p>"
-        '<p hidden>Hidden by attribute, a paragraph that no visitor can ever see here.</p>'
+        "<p hidden>Hidden by attribute, a paragraph that no visitor can ever see here.</p>"
         '<p style="visibility:hidden">Invisible by style, a paragraph that nobody sees.</p>'
         '<p aria-hidden="true">Hidden from assistive technology and from our extractor.</p>'
         "<p>" + EN_ARTICLE[1] + "</p></article></body></html>"
@@ -181,8 +200,7 @@ def test_nested_boilerplate_inside_the_article_is_dropped() -> None:
 
 def test_forum_thread_made_of_comments_keeps_the_posts() -> None:
     posts = "".join(
-        f'<li class="comment"><div class="comment-body"><p>{p}</p></div></li>'
-        for p in EN_ARTICLE
+        f'<li class="comment"><div class="comment-body"><p>{p}</p></div></li>' for p in EN_ARTICLE
     )
     html = (
         '<html><body><div class="nav"><a href="/">Forum</a></div>'
@@ -254,7 +272,7 @@ def test_inputs_without_text_are_explained(body: bytes, note: str) -> None:
 
 def test_invalid_bytes_and_broken_html() -> None:
     body = (
-        "<html><body><div><p>".encode()
+        b"<html><body><div><p>"
         + ("café crème brûlée à la carte, " * 20).encode()
         + b"\xff\xfe broken <b>markup <i>never closed<p>more"
     )
@@ -294,9 +312,29 @@ def test_arbitrary_bytes_never_raise(body: bytes) -> None:
 @given(
     st.lists(
         st.sampled_from(
-            ["<div>", "</div>", "<p>", "</p>", "<a href=x>", "</a>", "<nav>", "<article>",
-             "<script>", "</script>", "<br>", "<!--", "-->", "<span hidden>", "</span>",
-             "text ", "更多文字，", "&amp;", "<table><tr><td>", "<title>", "</title>"]
+            [
+                "<div>",
+                "</div>",
+                "<p>",
+                "</p>",
+                "<a href=x>",
+                "</a>",
+                "<nav>",
+                "<article>",
+                "<script>",
+                "</script>",
+                "<br>",
+                "<!--",
+                "-->",
+                "<span hidden>",
+                "</span>",
+                "text ",
+                "更多文字，",
+                "&amp;",
+                "<table><tr><td>",
+                "<title>",
+                "</title>",
+            ]
         ),
         max_size=60,
     )
