@@ -39,8 +39,13 @@ def _memory(url: str, config: IndexConfig, **options: Any) -> NearDuplicateIndex
 
 
 def _sqlite(url: str, config: IndexConfig, **options: Any) -> NearDuplicateIndex:
-    from scrapy_simhash.index.sqlite import SqliteIndex
+    from scrapy_simhash.index.sqlite import OPTIONS, SqliteIndex
 
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise ConfigurationError(
+            f"sqlite:// does not take option(s) {unknown}; it takes {', '.join(OPTIONS)}"
+        )
     return SqliteIndex(url, config, **options)
 
 

@@ -47,6 +47,8 @@ CREATE TABLE IF NOT EXISTS simhash_bands (
 """
 
 _MASK64 = (1 << 64) - 1
+#: Backend options (SIMHASH_INDEX_OPTIONS) this backend accepts.
+OPTIONS = ("timeout", "synchronous")
 
 
 def sqlite_path(url: str) -> str:

@@ -1,0 +1,153 @@
+"""Redis specifics: one round trip per page, script reload, outages, secrets, settings."""
+
+from __future__ import annotations
+
+import logging
+import random
+from pathlib import Path
+
+import pytest
+import redis
+
+from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
+from scrapy_simhash.index import Match, Observation, index_options_from_settings, open_index
+from tests.index_helpers import BlockingAsync, at_distance
+from tests.redis_servers import RedisServer
+
+pytestmark = pytest.mark.redis
+
+
+def _commandstats(url: str) -> dict[str, int]:
+    client = redis.Redis.from_url(url)
+    try:
+        stats = client.info("commandstats")
+    finally:
+        client.close()
+    return {name.removeprefix("cmdstat_"): int(value["calls"]) for name, value in stats.items()}
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_each_page_costs_one_script_call(redis_url: str, asynchronous: bool) -> None:
+    index = BlockingAsync(redis_url, {}) if asynchronous else open_index(redis_url)
+    try:
+        index.observe("warm-up", 1)  # loads the script (NOSCRIPT, SCRIPT LOAD) once
+        admin = redis.Redis.from_url(redis_url)
+        admin.config_resetstat()
+        admin.close()
+        rng = random.Random(1)
+        base = rng.getrandbits(64)
+        for i in range(40):
+            index.observe(f"https://x.example/{i}", at_distance(rng, base, i % 6))
+        stats = _commandstats(redis_url)
+        assert stats.pop("evalsha") == 40
+        # Everything else was run by the script inside Redis, or is this test's own admin
+        # connection; no EVAL, SCRIPT LOAD or plain reads/writes came from the index.
+        inside_script = {"get", "set", "append", "del", "hget", "hset", "hdel", "hincrby"}
+        admin = {"config|resetstat", "info", "hello", "client|setinfo"}
+        assert set(stats) <= inside_script | admin
+    finally:
+        index.close()
+
+
+def test_script_is_reloaded_after_a_flush(redis_url: str) -> None:
+    with open_index(redis_url) as index:
+        index.observe("a", 10)
+        admin = redis.Redis.from_url(redis_url)
+        admin.script_flush()
+        admin.close()
+        assert index.observe("b", 11).match == Match("a", 10, 1)
+
+
+def _protect(server: RedisServer, password: str) -> None:
+    admin = redis.Redis(port=server.port)
+    admin.config_set("requirepass", password)
+    admin.close()
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_outage_raises_a_masked_error_and_recovers(
+    own_redis: RedisServer, asynchronous: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    password = "hunter2-secret"
+    _protect(own_redis, password)
+    url = f"redis://:{password}@127.0.0.1:{own_redis.port}/0"
+    options = {"retries": 1, "socket_connect_timeout": 0.5, "socket_timeout": 2}
+    index = BlockingAsync(url, options) if asynchronous else open_index(url, **options)
+    try:
+        assert index.observe("a", 1000).stored
+        own_redis.stop()
+        with caplog.at_level(logging.ERROR), pytest.raises(IndexBackendError) as info:
+            index.observe("b", 1001)
+        message = str(info.value)
+        assert password not in message
+        assert f":***@127.0.0.1:{own_redis.port}" in message
+        assert "observe failed" in message
+        assert password not in caplog.text
+        assert "observe failed" in caplog.text
+        # The server comes back empty (no persistence): the next call reconnects, reloads
+        # the script and works on a consistent (empty) index.
+        own_redis.start()
+        _protect(own_redis, password)
+        assert index.observe("b", 1001) == Observation(None, None, True)
+        assert index.observe("c", 1000).match == Match("b", 1001, 1)
+        assert len(index) == 1
+    finally:
+        index.close()
+
+
+def test_unreachable_server_at_open_is_a_backend_error(own_redis: RedisServer) -> None:
+    own_redis.stop()
+    url = f"redis://user:pa55word@127.0.0.1:{own_redis.port}/0"
+    with pytest.raises(IndexBackendError, match=r"user:\*\*\*@") as info:
+        open_index(url, retries=0, socket_connect_timeout=0.5)
+    assert "pa55word" not in str(info.value)
+
+
+def test_settings_become_open_index_arguments(tmp_path: Path) -> None:
+    assert index_options_from_settings({}) == {
+        "url": None,
+        "max_distance": 3,
+        "namespace": "default",
+        "tables": None,
+        "expected_size": None,
+        "ttl_secs": None,
+        "reset": False,
+        "options": {},
+    }
+    options = index_options_from_settings(
+        {
+            "SIMHASH_INDEX_URL": f"sqlite:///{tmp_path}/settings.sqlite3",
+            "SIMHASH_MAX_DISTANCE": "5",
+            "SIMHASH_NAMESPACE": "news",
+            "SIMHASH_INDEX_TABLES": "21",
+            "SIMHASH_INDEX_EXPECTED_PAGES": "1000000",
+            "SIMHASH_INDEX_TTL_SECS": "86400",
+            "SIMHASH_INDEX_RESET": "true",
+            "SIMHASH_INDEX_OPTIONS": '{"timeout": 2}',
+        }
+    )
+    assert options["tables"] == 21
+    assert options["options"] == {"timeout": 2}
+    with open_index(**options) as index:
+        assert index.layout.name == "7x2"
+        assert index.config.ttl_secs == 86400
+        assert index.config.namespace == "news"
+    with pytest.raises(ConfigurationError, match="SIMHASH_MAX_DISTANCE"):
+        index_options_from_settings({"SIMHASH_MAX_DISTANCE": "many"})
+    with pytest.raises(ConfigurationError, match=r"memory:// takes no options.*retries"):
+        open_index("memory://", options={"retries": 2})
+    with pytest.raises(ConfigurationError, match="sqlite:// does not take option"):
+        open_index(f"sqlite:///{tmp_path}/x.sqlite3", options={"retries": 2})
+
+
+def test_cluster_namespace_lives_on_one_slot(redis_cluster_url: str) -> None:
+    with open_index(redis_cluster_url, namespace="shop") as index:
+        for i in range(20):
+            index.observe(f"https://shop.example/{i}", random.Random(i).getrandbits(64))
+        client = redis.RedisCluster.from_url(redis_cluster_url.replace("+cluster", ""))
+        try:
+            names = list(client.scan_iter(match="simhash:{shop}:*"))
+            assert len(names) > 20
+            assert {client.keyslot(name) for name in names} == {client.keyslot("{shop}")}
+        finally:
+            client.close()
