@@ -9,12 +9,17 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.http_site import SiteServer, http_site, http_site_server  # noqa: F401 (fixtures)
 from tests.scrapy_runner import REPO, CrawlResult, run_crawl
+
+if TYPE_CHECKING:
+    from tests.http_site import SiteServer
+
+# The local site's fixtures (http_site, http_site_server).
+pytest_plugins = ["tests.http_site"]
 
 pytestmark = pytest.mark.crawl
 
