@@ -73,7 +73,6 @@ class MiddlewareConfig:
     retry_after: float
     error_log_interval: float
     canonicalize_keys: bool
-    recrawl_enabled: bool
     skip_unchanged: bool
 
     @classmethod
@@ -93,7 +92,6 @@ class MiddlewareConfig:
                 settings, "SIMHASH_ERROR_LOG_INTERVAL", 60.0, minimum=0.0
             ),
             canonicalize_keys=get_bool(settings, "SIMHASH_CANONICALIZE_KEYS", False),
-            recrawl_enabled=get_bool(settings, "SIMHASH_RECRAWL_ENABLED", False),
             skip_unchanged=get_bool(settings, "SIMHASH_SKIP_UNCHANGED", False),
         )
 

@@ -84,9 +84,7 @@ class SimhashDownloaderMiddleware:
             log_interval=self.config.error_log_interval,
             on_error=lambda: self._inc("index_error"),
         )
-        self.recrawl: Guarded[Any] | None = None
-        if self.config.recrawl_enabled:
-            self.recrawl = self._open_recrawl(settings)
+        self.recrawl = self._open_recrawl(settings)
         crawler.signals.connect(self._spider_opened, signal=scrapy_signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=scrapy_signals.spider_closed)
 
@@ -94,10 +92,13 @@ class SimhashDownloaderMiddleware:
     def from_crawler(cls, crawler: Crawler) -> SimhashDownloaderMiddleware:
         return cls(crawler)
 
-    def _open_recrawl(self, settings: Any) -> Guarded[Any]:
+    def _open_recrawl(self, settings: Any) -> Guarded[Any] | None:
+        """The recrawl store (same storage as the index), unless SIMHASH_RECRAWL_ENABLED is off."""
         from scrapy_simhash.recrawl import RecrawlConfig, open_async_recrawl_store
 
         recrawl_config = RecrawlConfig.from_settings(settings)
+        if not recrawl_config.enabled:
+            return None
 
         async def opener() -> Any:
             return await resolve(
