@@ -171,7 +171,10 @@ if mode == 'observe' then
   if not same then
     local record = fp .. me
     for t = 1, T do
-      redis.call('APPEND', band_key(t, words), record)
+      -- GET + SET rather than APPEND: APPEND over-allocates (up to 2x) for future growth,
+      -- which would double the memory of small buckets.
+      local bk = band_key(t, words)
+      redis.call('SET', bk, (redis.call('GET', bk) or '') .. record)
     end
   end
   return { 0, previous }
