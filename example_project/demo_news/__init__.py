@@ -1,0 +1,3 @@
+"""Scrapy project crawling the bundled demo news site with scrapy-simhash enabled."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""Spiders of the demo project."""
+
+from __future__ import annotations
