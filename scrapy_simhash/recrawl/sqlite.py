@@ -15,13 +15,11 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from scrapy_simhash.index.sqlite import DEFAULT_URL, sqlite_path
 from scrapy_simhash.recrawl.backend import Step, rate_bucket
 from scrapy_simhash.recrawl.state import PageState
 
 logger = logging.getLogger(__name__)
-
-#: Where ``open_recrawl_store(None)`` keeps its file: Scrapy's project data dir.
-DEFAULT_PATH = os.path.join(".scrapy", "simhash", "index.sqlite3")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS simhash_recrawl (
@@ -37,12 +35,8 @@ CREATE INDEX IF NOT EXISTS simhash_recrawl_due ON simhash_recrawl (namespace, du
 
 
 def path_from_url(url: str | None) -> str:
-    """Return the file path of ``sqlite:///relative`` / ``sqlite:////absolute`` (or default)."""
-    if url is None:
-        return DEFAULT_PATH
-    path = url.removeprefix("sqlite://")
-    path = path.removeprefix("/")
-    return path or DEFAULT_PATH
+    """Return the file of ``url``, parsed as the index does (None: the index's default file)."""
+    return sqlite_path(url or DEFAULT_URL)
 
 
 class SqliteBackend:
