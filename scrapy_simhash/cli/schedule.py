@@ -1,0 +1,91 @@
+"""``scrapy-simhash schedule URL``: one page's change history, rate estimate and next visit."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any
+
+from scrapy_simhash.cli import settings_from_args
+from scrapy_simhash.recrawl.cli_support import add_store_options, duration, open_store, when
+from scrapy_simhash.recrawl.config import DAY
+from scrapy_simhash.recrawl.estimate import irregular_rate
+from scrapy_simhash.recrawl.policy import freshness
+from scrapy_simhash.recrawl.state import PageState
+
+
+def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    parser = subparsers.add_parser(
+        "schedule",
+        parents=[common],
+        help="one page's change history, estimated change rate and next visit",
+        description=(
+            "Show what the recrawl store knows about URL (the key the crawl used, by "
+            "default the canonical URL): visits, detected changes, the estimated change "
+            "rate, the interval chosen by the policy and when the page is next due."
+        ),
+    )
+    parser.add_argument("url", metavar="URL")
+    add_store_options(parser)
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    with open_store(args, settings_from_args(args)) as store:
+        state = store.get(args.url)
+        policy = store.config.effective_policy
+    if state is None:
+        print(f"{args.url}: not in the recrawl store (never fetched or another namespace)")
+        return 1
+    report = describe(state, policy)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(render(report))
+    return 0
+
+
+def describe(state: PageState, policy: str) -> dict[str, Any]:
+    """Everything worth showing about one page, as a JSON-ready dict."""
+    raw_rate = irregular_rate(state.history)
+    return {
+        "url": state.url,
+        "visits": state.visits,
+        "changes": state.changes,
+        "first_fetch": state.first_fetch,
+        "last_fetch": state.last_fetch,
+        "last_status": state.status,
+        "fingerprint": None if state.fingerprint is None else format(state.fingerprint, "x"),
+        "etag": state.etag,
+        "last_modified": state.last_modified,
+        "policy": policy,
+        "rate_per_day": state.rate * DAY,
+        "mle_rate_per_day_without_prior": raw_rate * DAY,
+        "interval_secs": state.interval_secs,
+        "expected_freshness": freshness(state.rate, state.interval_secs),
+        "next_due": state.next_due,
+        "due_in_secs": state.next_due - time.time(),
+        "history": [{"after_secs": t, "changed": c} for t, c in state.history],
+    }
+
+
+def render(report: dict[str, Any]) -> str:
+    """Format :func:`describe` for a terminal."""
+    changed = "".join("X" if h["changed"] else "." for h in report["history"])
+    lines = [
+        report["url"],
+        (f"  visits {report['visits']}, changes {report['changes']} "
+        f"(first {when(report['first_fetch'])}, last {when(report['last_fetch'])}, "
+        f"status {report['last_status']})"),
+        f"  recent comparisons (oldest first, X = changed): {changed or '-'}",
+        (f"  change rate {report['rate_per_day']:.3g}/day with prior, "
+        f"{report['mle_rate_per_day_without_prior']:.3g}/day from history alone"),
+        (f"  policy {report['policy']}: every {duration(report['interval_secs'])}, "
+        f"expected freshness {report['expected_freshness']:.2f}"),
+        f"  next visit {when(report['next_due'])} (in {duration(report['due_in_secs'])})",
+        (f"  validators: ETag {report['etag'] or '-'}, Last-Modified "
+        f"{report['last_modified'] or '-'}"),
+    ]
+    return "\n".join(lines)
