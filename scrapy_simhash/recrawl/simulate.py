@@ -323,3 +323,19 @@ def simulation_config() -> RecrawlConfig:
         max_interval_secs=365 * DAY,
         rebalance_secs=DAY / 4,
     )
+
+
+def format_results(results: Sequence[Result]) -> str:
+    """Render results as an aligned table, freshness also as a ratio to the last row's."""
+    reference = results[-1].freshness or 1.0
+    header = (
+        f"{'policy':<22} {'fetch/page/day':>14} {'freshness':>9} {'ratio':>6} "
+        f"{'age (h)':>8} {'wasted':>7} {'missed':>7}"
+    )
+    rows = [
+        f"{r.policy:<22} {r.fetches_per_page_per_day:>14.3f} {r.freshness:>9.4f} "
+        f"{r.freshness / reference:>6.3f} {r.mean_age_hours:>8.2f} "
+        f"{r.wasted_fraction:>7.1%} {r.missed_fraction:>7.1%}"
+        for r in results
+    ]
+    return "\n".join([header, "-" * len(header), *rows])
