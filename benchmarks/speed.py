@@ -28,10 +28,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._pages import load_pages  # noqa: E402
-from scrapy_simhash.cli import parse_setting  # noqa: E402
-from scrapy_simhash.extract import extract_main_text  # noqa: E402
-from scrapy_simhash.fingerprint import Fingerprinter, FingerprintConfig, hamming  # noqa: E402
+from benchmarks._pages import load_pages
+from scrapy_simhash.cli import parse_setting
+from scrapy_simhash.extract import extract_main_text
+from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter, hamming
 
 
 def sample(count: int) -> list[tuple[str, bytes]]:
