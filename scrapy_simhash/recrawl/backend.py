@@ -53,7 +53,7 @@ class Backend(Protocol):
         """Insert states whose URL is not stored yet; return how many were new."""
 
     def claim(self, now: float, limit: int, lease_until: float) -> list[tuple[PageState, float]]:
-        """Lease up to ``limit`` URLs due at ``now``, earliest first, until ``lease_until``."""
+        """Lease up to ``limit`` URLs due by ``now``, earliest first, until ``lease_until``."""
 
     def due(self, until: float, limit: int) -> list[tuple[PageState, float]]:
         """Return up to ``limit`` URLs due by ``until`` with their queue time, no lease."""

@@ -130,6 +130,11 @@ class _Scheduler:
 
         return apply, visits
 
+    def lease(self, lease_secs: float | None) -> tuple[float, float]:
+        """Return now and the end of a lease starting now."""
+        now = self.clock()
+        return now, now + (self.config.lease_secs if lease_secs is None else lease_secs)
+
     def seeds(self, urls: Iterable[str], due: float | None) -> list[PageState]:
         when = self.clock() if due is None else due
         return [PageState(url=u, next_due=when) for u in urls]
@@ -181,11 +186,16 @@ class RecrawlStore:
         """Queue URLs never seen before (due now unless ``due`` says otherwise)."""
         return self._call(self._backend.add, self._rules.seeds(urls, due))
 
-    def claim_due(self, limit: int, *, lease_secs: float | None = None) -> list[DueUrl]:
-        """Lease up to ``limit`` due URLs; unfinished ones are handed out again on expiry."""
-        now = self._rules.clock()
-        lease = self.config.lease_secs if lease_secs is None else lease_secs
-        return _page_due(self._call(self._backend.claim, now, limit, now + lease))
+    def claim_due(
+        self, limit: int, *, lease_secs: float | None = None, within: float = 0.0
+    ) -> list[DueUrl]:
+        """Lease up to ``limit`` URLs due now (or within ``within`` seconds), earliest first.
+
+        A leased URL is handed out again when the lease expires unless ``observe`` has
+        recorded its fetch first.
+        """
+        now, lease_until = self._rules.lease(lease_secs)
+        return _page_due(self._call(self._backend.claim, now + within, limit, lease_until))
 
     def due(self, *, within: float = 0.0, limit: int = 1000) -> list[DueUrl]:
         """List URLs due within ``within`` seconds, earliest first, without leasing them."""
@@ -266,11 +276,14 @@ class AsyncRecrawlStore:
         """Queue URLs never seen before (due now unless ``due`` says otherwise)."""
         return await self._call(self._backend.add, self._rules.seeds(urls, due))
 
-    async def claim_due(self, limit: int, *, lease_secs: float | None = None) -> list[DueUrl]:
-        """Lease up to ``limit`` due URLs; unfinished ones are handed out again on expiry."""
-        now = self._rules.clock()
-        lease = self.config.lease_secs if lease_secs is None else lease_secs
-        return _page_due(await self._call(self._backend.claim, now, limit, now + lease))
+    async def claim_due(
+        self, limit: int, *, lease_secs: float | None = None, within: float = 0.0
+    ) -> list[DueUrl]:
+        """Lease up to ``limit`` URLs due now (or within ``within`` seconds), earliest first."""
+        now, lease_until = self._rules.lease(lease_secs)
+        return _page_due(
+            await self._call(self._backend.claim, now + within, limit, lease_until)
+        )
 
     async def due(self, *, within: float = 0.0, limit: int = 1000) -> list[DueUrl]:
         """List URLs due within ``within`` seconds, earliest first, without leasing them."""
