@@ -155,7 +155,8 @@ class DemoSite:
         if path == LETTER_PATH:
             return self._letter()
         if path == ABOUT_PATH:
-            return t.site_page(title=self.about.title, body=t.article_body(self.about))
+            partner = f'<p>Partners: <a href="/partner/">{t.PARTNER_NAME}</a></p>'
+            return t.site_page(title=self.about.title, body=t.article_body(self.about, extra=partner))
         if path == "/partner/":
             return t.partner_home([s for s in self.articles if s.syndicated])
         if path.startswith("/partner/story/"):

@@ -1,0 +1,176 @@
+"""The example project: the demo site itself, and ``example_project/demo.py`` run for real.
+
+The crawl tests run the README's main command as a user would (a subprocess, two rounds,
+a real Scrapy crawl of the locally served site) and check its decisions against the site's
+ground truth, computed here from the site module, not copied from the demo's own summary.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "example_project"
+sys.path.insert(0, str(EXAMPLE))
+
+from demo_site.server import (
+    ABOUT_PATH,
+    LETTER_PATH,
+    LIVE_PATH,
+    DemoServer,
+    DemoSite,
+)
+
+SITE = DemoSite()
+
+
+def _all_paths(site: DemoSite) -> list[str]:
+    paths = [*site.listing_paths(), LIVE_PATH, LETTER_PATH, ABOUT_PATH]
+    for original, copies in site.clusters().items():
+        paths += [original, *copies.values()]
+    return paths
+
+
+# -- the site, without a crawl -----------------------------------------------------------------
+
+
+def test_server_serves_every_page_and_404s_the_rest() -> None:
+    with DemoServer() as server:
+        for path in ("/", "/news/coral-spawning.html;jsessionid=AB12", "/tag/气候/"):
+            url = server.url.rstrip("/") + quote(path, safe="/;=?&")
+            with urllib.request.urlopen(url, timeout=5) as response:
+                assert response.status == 200
+                assert b"<h1>" in response.read()
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            urllib.request.urlopen(server.url + "news/no-such-story.html", timeout=5)
+        assert missing.value.code == 404
+
+
+def test_every_linked_page_exists_and_copies_are_only_linked_from_their_original() -> None:
+    """Breadth-first crawls meet each original before its copies: the demo relies on it."""
+    from lxml import html
+
+    copies = {path: original for original, c in SITE.clusters().items() for path in c.values()}
+    for path in _all_paths(SITE):
+        page = SITE.render(path)
+        assert page.status == 200, path
+        for href in html.fromstring(page.body).xpath("//a/@href"):
+            if href.startswith("/") and not href.startswith("/search"):
+                assert SITE.render(href).status == 200, f"{path} links to missing {href}"
+            if href in copies and not path.startswith(("/print/", "/amp/", "/partner/")):
+                assert path == copies[href] or path.startswith(copies[href]), (path, href)
+
+
+def test_chinese_print_view_is_gb18030_declared_only_in_meta() -> None:
+    page = SITE.render("/print/news/gaokao-reform.html")
+    assert page.content_type == "text/html"
+    assert b"charset=gb18030" in page.body
+    assert "走班制".encode("gb18030") in page.body
+
+
+def test_listings_show_distinct_sets_of_stories() -> None:
+    sets = [tuple(s.slug for s in stories) for stories in SITE.tags().values()]
+    sets += [tuple(s.slug for s in stories) for stories in SITE.sections().values() if stories]
+    assert len(sets) == len(set(sets))
+
+
+def _without_session_ids(body: bytes) -> bytes:
+    return re.sub(rb"(jsessionid=|sid=)[0-9A-Fa-f]+", rb"\1...", body)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(min_value=2, max_value=40))
+def test_only_the_live_blog_and_the_letter_change_between_rounds(later: int) -> None:
+    """Apart from session ids in links, which a new visit gets anyway."""
+    before, after = DemoSite(round=1), DemoSite(round=later)
+    for path in _all_paths(before):
+        if path in (LIVE_PATH, LETTER_PATH):
+            continue
+        same_path = _without_session_ids(path.encode()).decode()
+        expected = _without_session_ids(before.render(path).body)
+        assert _without_session_ids(after.render(same_path).body) == expected, path
+    assert before.render(ABOUT_PATH).body == after.render(ABOUT_PATH).body
+    assert before.render(LETTER_PATH).body != after.render(LETTER_PATH).body
+    live_before = before.render(LIVE_PATH).body.count(b'class="entry"')
+    live_after = after.render(LIVE_PATH).body.count(b'class="entry"')
+    assert live_after > live_before > 0
+
+
+# -- the demo, crawling for real ---------------------------------------------------------------
+
+
+def run_demo(tmp_path: Path, *args: str) -> tuple[dict[str, Any], str]:
+    out = tmp_path / "demo.json"
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLE / "demo.py"), "--json", str(out), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return json.loads(out.read_text("utf-8")), result.stdout
+
+
+def assert_demo_decisions(data: dict[str, Any], stdout: str) -> None:
+    rounds = data["rounds"]
+    assert [r["round"] for r in rounds] == [1, 2]
+    for report in rounds:
+        site = DemoSite(round=report["round"])
+        pages = {p["path"]: p for p in report["pages"]}
+        kept = {path for path, p in pages.items() if p["duplicate_of"] is None}
+        for original, copies in site.clusters().items():
+            assert original in kept, f"round {report['round']}: {original} was not kept"
+            for kind, path in copies.items():
+                assert pages[path]["duplicate_of"] == original, (kind, path, pages.get(path))
+            # exactly one page per story survives
+            assert kept & {original, *copies.values()} == {original}
+        for path in [*site.listing_paths(), LIVE_PATH, LETTER_PATH, ABOUT_PATH]:
+            assert path in kept, f"round {report['round']}: {path} should be kept"
+        copies_total = sum(len(c) for c in site.clusters().values())
+        assert len(report["pages"]) - len(kept) == copies_total  # nothing else dropped
+        assert report["items"] == len(site.articles) + 2  # + the live blog and the letter
+    second = {p["path"]: p for p in rounds[1]["pages"]}
+    assert second[LIVE_PATH]["changed"] is True
+    assert second[LIVE_PATH]["change_distance"] > 3
+    assert second[LETTER_PATH]["changed"] is False
+    assert second[ABOUT_PATH]["changed"] is False
+    total = sum(len(c) for c in SITE.clusters().values())
+    assert stdout.count(f"Ground truth: {total} of {total} copies dropped") == 2
+    assert "0 distinct pages dropped by mistake" in stdout
+    assert f"{LIVE_PATH} ({second[LIVE_PATH]['change_distance']} bits)" in stdout
+
+
+@pytest.mark.crawl
+def test_demo_on_the_embedded_index(tmp_path: Path) -> None:
+    """The README's main command, as is: embedded SQLite index in example_project/.scrapy/."""
+    data, stdout = run_demo(tmp_path)
+    assert data["index"].startswith("sqlite:///")
+    assert (EXAMPLE / ".scrapy").is_dir()
+    assert_demo_decisions(data, stdout)
+
+
+@pytest.mark.crawl
+@pytest.mark.redis
+def test_demo_on_redis(tmp_path: Path, redis_url: str) -> None:
+    data, stdout = run_demo(tmp_path, "--index-url", redis_url)
+    assert data["index"] == redis_url
+    assert_demo_decisions(data, stdout)
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    try:
+        assert client.dbsize() > 0  # the index and the recrawl history live in Redis
+    finally:
+        client.close()
