@@ -77,14 +77,23 @@ def _serialise(root: etree._Element) -> str:
 
 
 def _container(root: etree._Element) -> etree._Element | None:
-    """The element with most direct paragraph children (at least three)."""
+    """The element with most direct paragraph children (at least three), provided those
+    paragraphs hold most of the page's paragraph text (else the page's content is
+    elsewhere and replacing the container would leave it in place)."""
     counts: dict[etree._Element, int] = defaultdict(int)
+    sizes: dict[etree._Element, int] = defaultdict(int)
+    total = 0
     for el in root.iter("p"):
         parent = el.getparent()
-        if parent is not None and len(_text(el)) > 20:
+        size = len(_text(el))
+        total += size
+        if parent is not None and size > 20:
             counts[parent] += 1
+            sizes[parent] += size
     best = max(counts.items(), key=lambda item: item[1], default=None)
-    return best[0] if best is not None and best[1] >= 3 else None
+    if best is None or best[1] < 3 or sizes[best[0]] < total * 0.6:
+        return None
+    return best[0]
 
 
 def _text(el: etree._Element) -> str:
@@ -135,7 +144,10 @@ def syndicate(paragraphs: list[str], title: str, template_html: str, site: str) 
             el.remove(child)
         el.text = f"{title} | {site}" if el.tag == "title" else title
     for meta in root.iter("meta"):
-        if (meta.get("property") or "").lower() == "og:title":
+        if (meta.get("property") or meta.get("name") or "").lower() in (
+            "og:title",
+            "twitter:title",
+        ):
             meta.set("content", title)
     return _serialise(root)
 

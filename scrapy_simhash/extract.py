@@ -131,41 +131,49 @@ _INLINE_TAGS = frozenset(
         "wbr",
     ]
 )
-# Boilerplate class/id words; matched as whole words of "class id" (split at - _ space),
+# Boilerplate class/id words, matched as words of a class token (split at - and _),
 # several also as prefixes of run-together names ("commentlist", "relatedPosts").
-_NEGATIVE = re.compile(
-    r"(?:^|[\s_-])(?:"
+_NEGATIVE_WORDS = (
+    r"(?:^|[_-])(?:"
     r"(?:comment|disqus|related|recommend|share|sharing|social|sidebar|cookie|consent|"
     r"breadcrumb|newsletter|subscri|advert|sponsor|pagination|outbrain|taboola|popup|"
-    r"footer|masthead|toolbar|widget)\w*"
-    r"|nav|navbar|menu|header|foot|side|aside|gdpr|cmp|banner|ads?|promo|signup|login|"
-    r"modal|overlay|pager|paging|tags?|tagcloud|copyright|skip|print|byline|meta|hot|"
+    r"footer|masthead|toolbar)\w*"
+    r"|nav|navbar|navigation|menu|header|foot|side|aside|gdpr|cmp|banner|ads?|promo|signup|login|"
+    r"modal|overlay|pager|paging|tags?|tagcloud|copyright|print|byline|meta|hot|"
     r"rank|ranking|search|reply|replies|respond|rss|community|extra|shoutbox|bottom|"
     r"crumbs?|follow|author|jump|more|btn|button|icons?"
-    r")(?=$|[\s_-])"
+    r")(?=$|[_-])"
 )
 # Words that mark content containers.
-_POSITIVE = re.compile(
+_POSITIVE_WORDS = (
     r"article|body|content|entry|main|post|story|text|blog|detail|news|endtext|hentry|"
     r"page|read|prose|markdown|rich|column|wrap|container"
 )
+_ROLE_WORD = re.compile(f"(?P<negative>{_NEGATIVE_WORDS})|(?P<positive>{_POSITIVE_WORDS})")
+# Sections that are boilerplate even inside a content-named wrapper's class list.
+_STRONG_NEGATIVE = re.compile(r"comment|disqus|cookie|consent|gdpr|newsletter|related|shar|social")
 
 
 @functools.lru_cache(maxsize=8192)
 def _class_role(names: str) -> int:
     """-1 for boilerplate class/id names, +1 for content names, 0 for neither.
 
-    Judged per class token: "article-share" and "sidebar-content" are boilerplate (a
-    negative word anywhere in the token), "article-body" is content. An element is
-    boilerplate only when no token is purely content-like, so "entry-content has-sidebar"
-    and "article-body pagination-first" stay content. Class strings repeat across pages
-    and elements, hence the cache.
+    A class token is judged by its first role word, as BEM names put the component
+    first: "sidebar-content" is boilerplate, "content-with-sidebar-wrp" and "article-body"
+    are content. One content token outweighs boilerplate tokens ("entry-content
+    has-sidebar", "article-body pagination-first"), except for comment, cookie, share and
+    related sections. Class strings repeat across pages and elements, hence the cache.
     """
     negative = positive = False
     for token in names.split():
-        if _NEGATIVE.search(token):
+        match = _ROLE_WORD.search(token)
+        if match is None:
+            continue
+        if match.lastgroup == "negative":
+            if _STRONG_NEGATIVE.search(token):
+                return -1
             negative = True
-        elif _POSITIVE.search(token):
+        else:
             positive = True
     if positive:
         return 1
@@ -473,8 +481,9 @@ def _clean_title(title: str, headline: str) -> str:
     parts = [part for part in _TITLE_SEPARATORS.split(title) if part]
     if len(parts) < 2:
         return title
-    # Site names are short; the longest segment is the page's own title.
-    return max(parts, key=len)
+    # Site names are short; the longest segment (in UTF-8 bytes, so that a CJK character
+    # counts like a short word) is the page's own title.
+    return max(parts, key=lambda part: len(part.encode("utf-8")))
 
 
 def _title(root: etree._Element) -> str:
