@@ -1,0 +1,128 @@
+"""The recrawl sub-commands: due, schedule and simulate (run in-process, real stores)."""
+
+from __future__ import annotations
+
+import json
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import redis
+
+from scrapy_simhash.cli import main
+from scrapy_simhash.recrawl import open_recrawl_store
+
+
+@pytest.fixture
+def store_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'index.sqlite3'}"
+
+
+def test_due_add_list_claim(store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    urls = tmp_path / "urls.txt"
+    urls.write_text("# seeds\nhttp://a/1\n\nhttp://a/2\n")
+    assert main(["due", "--index-url", store_url, "--namespace", "n", "--add", str(urls)]) == 0
+    assert "queued 2 new URL(s)" in capsys.readouterr().err
+    assert main(["due", "--index-url", store_url, "--namespace", "n", "--json"]) == 0
+    listed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [row["url"] for row in listed] == ["http://a/1", "http://a/2"]
+    assert main(["due", "--index-url", store_url, "--namespace", "n", "--claim", "--limit", "1"]) == 0
+    assert capsys.readouterr().out.strip().endswith("http://a/1")
+    assert main(["due", "--index-url", store_url, "--namespace", "n"]) == 0
+    assert capsys.readouterr().out.strip().endswith("http://a/2")  # a/1 is leased
+    assert main(["due", "--index-url", store_url, "--namespace", "other"]) == 0
+    assert capsys.readouterr().out == ""
+
+
+def test_due_reads_store_and_namespace_from_settings(
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with open_recrawl_store(store_url, namespace="spider") as store:
+        store.add(["http://b/1"])
+    argv = ["due", "-s", f"SIMHASH_INDEX_URL={store_url}", "-s", "SIMHASH_NAMESPACE=spider"]
+    assert main(argv) == 0
+    assert "http://b/1" in capsys.readouterr().out
+
+
+@pytest.mark.redis
+def test_due_pushes_to_a_scrapy_redis_start_key(
+    redis_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with open_recrawl_store(redis_url, namespace="shared") as store:
+        store.add(["http://c/1", "http://c/2"])
+    argv = ["due", "--index-url", redis_url, "--namespace", "shared",
+            "--push-redis-key", "shared:start_urls"]
+    assert main(argv) == 0
+    assert "pushed 2 URL(s)" in capsys.readouterr().err
+    client = redis.Redis.from_url(redis_url)
+    assert client.lrange("shared:start_urls", 0, -1) == [b"http://c/1", b"http://c/2"]
+    assert main(argv) == 0  # both are leased now: nothing pushed twice
+    assert client.llen("shared:start_urls") == 2
+    client.close()
+
+
+def test_push_needs_a_redis_target(store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["due", "--index-url", store_url, "--push-redis-key", "k"]) == 2
+    assert "--redis" in capsys.readouterr().err
+
+
+def test_schedule_explains_one_page(store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    now = [1_700_000_000.0]
+    with open_recrawl_store(store_url, namespace="n", clock=lambda: now[0]) as store:
+        store.observe("http://a/1", 0, etag='"x"')
+        now[0] += 3600
+        store.observe("http://a/1", 0xFFFF)
+    assert main(["schedule", "http://a/1", "--index-url", store_url, "--namespace", "n"]) == 0
+    text = capsys.readouterr().out
+    assert "visits 2, changes 1" in text
+    assert "X = changed): X" in text
+    assert 'ETag "x"' in text
+    assert main(["schedule", "http://a/1", "--index-url", store_url, "--namespace", "n",
+                 "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["history"] == [{"after_secs": 3600.0, "changed": True}]
+    assert report["rate_per_day"] > 1.0  # one change within an hour beats the 1/day prior
+    assert main(["schedule", "http://nope", "--index-url", store_url]) == 1
+
+
+def test_simulate_prints_policies_and_draws_png(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    png = tmp_path / "freshness.png"
+    argv = ["simulate", "--pages", "20", "--days", "6", "--warmup-days", "1", "--json",
+            "--png", str(png), "--budgets", "0.5,2"]
+    assert main(argv) == 0
+    results = json.loads(capsys.readouterr().out)
+    assert len(results) == 6
+    assert len({r["fetches"] for r in results}) == 1
+    assert all(0.0 <= r["freshness"] <= 1.0 for r in results)
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert struct.unpack(">II", data[16:24]) == (640, 400)
+
+
+def test_simulate_reads_rates_and_rejects_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rates = tmp_path / "rates.txt"
+    rates.write_text("# changes per day\n0.5\n2\n8\n")
+    assert main(["simulate", "--rates-file", str(rates), "--days", "5", "--warmup-days", "1"]) == 0
+    assert "3 pages" in capsys.readouterr().out
+    rates.write_text("-1\n")
+    assert main(["simulate", "--rates-file", str(rates)]) == 2
+    assert main(["simulate", "--days", "1", "--warmup-days", "2"]) == 2
+    assert main(["simulate", "-s", "SIMHASH_RECRAWL_POLICY=bogus"]) == 2
+
+
+def test_recrawl_core_and_commands_do_not_import_scrapy() -> None:
+    code = (
+        "import sys\n"
+        "import scrapy_simhash.recrawl, scrapy_simhash.recrawl.simulate\n"
+        "import scrapy_simhash.recrawl.redisstore, scrapy_simhash.recrawl.sqlite\n"
+        "import scrapy_simhash.cli.due, scrapy_simhash.cli.schedule, scrapy_simhash.cli.simulate\n"
+        "print('scrapy' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
