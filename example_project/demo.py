@@ -17,6 +17,7 @@ the summary is the same every time.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import sys
@@ -29,14 +30,19 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:  # ``demo_site`` and ``demo_news`` live next to this file
     sys.path.insert(0, str(HERE))
 
-from demo_news.report import RoundReport, check_against_site, format_summary
-from demo_site.server import DemoServer, DemoSite
+try:
+    from scrapy.crawler import AsyncCrawlerProcess, Crawler
 
-from scrapy_simhash._redis import mask_url
-from scrapy_simhash._scrapy_config import index_url, namespace
-from scrapy_simhash.recrawl import open_recrawl_store
+    from scrapy_simhash._redis import mask_url
+    from scrapy_simhash._scrapy_config import index_url, namespace
+    from scrapy_simhash.exceptions import SimhashError
+    from scrapy_simhash.recrawl import open_recrawl_store
+except ImportError as exc:  # the first thing a new user runs: say what to do
+    sys.exit(f"{exc}: install the package first: python3 -m pip install -e .")
 
-SPIDER = "news"
+from demo_news.report import Recorder, RoundReport, check_against_site, format_summary
+from demo_news.spiders.news import NewsSpider
+from demo_site.server import DEFAULT_PORT, DemoServer, DemoSite
 
 
 def project_settings(args: argparse.Namespace) -> Any:
@@ -55,7 +61,7 @@ def project_settings(args: argparse.Namespace) -> Any:
 
 def reset_recrawl_history(settings: Any, url: str) -> None:
     """Forget earlier runs' per-URL history; the index is reset by SIMHASH_INDEX_RESET."""
-    store = open_recrawl_store(url, namespace=namespace(settings, SPIDER))
+    store = open_recrawl_store(url, namespace=namespace(settings, NewsSpider.name))
     try:
         store.clear()
     finally:
@@ -64,12 +70,6 @@ def reset_recrawl_history(settings: Any, url: str) -> None:
 
 def run_rounds(settings: Any, server: DemoServer, rounds: int, reset: bool) -> list[RoundReport]:
     """Crawl the site ``rounds`` times in one Scrapy process, moving it on in between."""
-    import asyncio
-
-    from demo_news.report import Recorder
-    from demo_news.spiders.news import NewsSpider
-    from scrapy.crawler import AsyncCrawlerProcess, Crawler
-
     process = AsyncCrawlerProcess(settings)  # installs the asyncio reactor
     from twisted.internet import reactor
 
@@ -104,6 +104,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="index and recrawl store URL, e.g. redis://127.0.0.1:6379/0 "
         "(default: embedded SQLite in example_project/.scrapy/)",
     )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help=f"port to serve the demo site on (default {DEFAULT_PORT}; a free one if taken)",
+    )
     parser.add_argument("--rounds", type=int, choices=(1, 2), default=2, help="crawls to run")
     parser.add_argument(
         "--keep-index", action="store_true", help="keep what earlier runs stored (no reset)"
@@ -135,9 +141,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.chdir(HERE)  # scrapy.cfg is found here, and the embedded index lands in ./.scrapy/
     settings = project_settings(args)
     index = index_url(settings)
-    if not args.keep_index:
-        reset_recrawl_history(settings, index)
-    with DemoServer() as server:
+    try:
+        if not args.keep_index:
+            reset_recrawl_history(settings, index)
+    except SimhashError as exc:  # e.g. Redis not running: no point in crawling
+        print(
+            f"Cannot use the index at {mask_url(index)}: {exc}\n"
+            "Is the server running? Without --index-url the demo uses an embedded index.",
+            file=sys.stderr,
+        )
+        return 2
+    with DemoServer(port=args.port) as server:
+        if args.keep_index and not server.url.endswith(f":{args.port}/"):
+            print(
+                f"Port {args.port} is taken, serving on {server.url}: pages stored by earlier "
+                "runs have other URLs, so this run's pages look like copies of them.",
+                file=sys.stderr,
+            )
         reports = run_rounds(settings, server, args.rounds, reset=not args.keep_index)
     print(format_summary(reports, server.url, mask_url(index)))
     if json_path is not None:

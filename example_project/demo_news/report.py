@@ -178,9 +178,9 @@ def format_round(report: RoundReport) -> list[str]:
         f"  unique pages kept        {len(report.kept):4d}   ({report.items} articles scraped)",
         f"  near-duplicates dropped  {len(report.duplicates):4d}",
     ]
-    lines.extend(
-        f"  kept without fingerprint       {p.path}: {p.reason}" for p in no_text
-    )
+    if no_text:
+        lines.append(f"  kept, not fingerprinted  {len(no_text):4d}")
+        lines.extend(f"      {p.path}: {p.reason}" for p in no_text)
     if report.round > 1:
         lines.extend(_change_lines(report))
     else:

@@ -1,4 +1,4 @@
-"""The demo news site, rendered from templates and served on a free loopback port.
+"""The demo news site, rendered from templates and served on a loopback port.
 
 ``DemoSite`` knows every URL of the site and which of them carry the same story (its ground
 truth), so the demo can show not only what the crawl dropped but whether that was right.
@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import sys
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,6 +27,9 @@ from demo_site.content import PAGES, Story, read_articles, read_live_entries, re
 
 if TYPE_CHECKING:
     from typing_extensions import Self
+
+#: Port the demo serves on when it is free (``--keep-index`` needs the same URLs every run).
+DEFAULT_PORT = 8931
 
 LIVE_PATH = "/live/storm-ingrid.html"
 LETTER_PATH = "/opinion/editors-letter.html"
@@ -260,13 +263,18 @@ class DemoSite:
         )
 
     def _letter(self) -> str:
-        """Same words every round; only "updated" and the view counter move on."""
+        """Same words every round; only the "updated" line and the view counter move on.
+
+        The line is part of the article text, as on many sites: the main text really does
+        differ between rounds, and the fingerprint must not care.
+        """
         views = 1204 + 2817 * (self.round - 1)
         minute = (7 + 13 * self.round) % 60
-        meta = f'<p class="meta">Updated 2026-03-0{min(self.round, 9)} 09:{minute:02d} · {views:,} views</p>'
+        line = f"Updated March {self.round + 1}, 09:{minute:02d}. Read {views:,} times."
+        story = replace(self.letter, paragraphs=(line, *self.letter.paragraphs))
         return t.site_page(
-            title=self.letter.title,
-            body=t.article_body(self.letter, extra=meta),
+            title=story.title,
+            body=t.article_body(story),
             og_type="article",
             sidebar=self._sidebar(),
         )
@@ -288,12 +296,21 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class DemoServer:
-    """Serve a ``DemoSite`` from a thread on a free loopback port (a context manager)."""
+    """Serve a ``DemoSite`` from a thread on a loopback port (a context manager).
+
+    The index keys pages by URL, so a stable port lets ``--keep-index`` runs find what the
+    previous run stored; if ``port`` is taken the server falls back to a free one.
+    """
 
     def __init__(self, site: DemoSite | None = None, port: int = 0) -> None:
         self.site = site or DemoSite()
         handler = type("Handler", (_Handler,), {"site": self.site})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), handler)
+        try:
+            self._httpd = ThreadingHTTPServer(("127.0.0.1", port), handler)
+        except OSError:
+            if port == 0:
+                raise
+            self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
@@ -323,7 +340,7 @@ def main() -> None:
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT)
     parser.add_argument("--round", type=int, default=1)
     args = parser.parse_args()
     server = DemoServer(DemoSite(round=args.round), port=args.port).start()

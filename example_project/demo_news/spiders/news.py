@@ -19,7 +19,8 @@ from scrapy.linkextractors import LinkExtractor
 class NewsSpider(scrapy.Spider):
     name = "news"
 
-    def __init__(self, site: str = "http://127.0.0.1:8000/", **kwargs: Any) -> None:
+    # demo_site/server.py serves on this port by default: `python3 demo_site/server.py`
+    def __init__(self, site: str = "http://127.0.0.1:8931/", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.site = site
         self.netloc = urlsplit(site).netloc
