@@ -141,7 +141,7 @@ def _duplicate_lines(report: RoundReport) -> list[str]:
         entry = (order.get(label, len(order)), f"{label} {page.distance}")
         groups.setdefault(page.duplicate_of or "", []).append(entry)
     width = max((len(k) for k in groups), default=0)
-    lines = ["  Dropped near-duplicates, by the page kept (Hamming distance in bits):"]
+    lines = ["  Near-duplicates, by the page kept (Hamming distance in bits):"]
     for kept in sorted(groups):
         copies = " · ".join(text for _, text in sorted(groups[kept]))
         lines.append(f"    {kept:{width}s}  {copies}")
@@ -170,13 +170,20 @@ def _change_lines(report: RoundReport) -> list[str]:
     return lines
 
 
+def _dropped(report: RoundReport) -> str:
+    dropped = int(report.stats.get("simhash/dropped", 0))
+    if dropped or not report.duplicates:
+        return f"{dropped} dropped"
+    return "passed on, marked in response.meta: SIMHASH_DROP_DUPLICATES is off"
+
+
 def format_round(report: RoundReport) -> list[str]:
     """The lines describing one round."""
     no_text = [p for p in report.kept if p.reason]
     lines = [
         f"  pages fetched            {report.pages_fetched:4d}   in {report.seconds:.1f} s",
         f"  unique pages kept        {len(report.kept):4d}   ({report.items} articles scraped)",
-        f"  near-duplicates dropped  {len(report.duplicates):4d}",
+        f"  near-duplicates          {len(report.duplicates):4d}   ({_dropped(report)})",
     ]
     if no_text:
         lines.append(f"  kept, not fingerprinted  {len(no_text):4d}")
