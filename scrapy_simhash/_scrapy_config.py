@@ -69,6 +69,7 @@ class MiddlewareConfig:
     on_index_error: str
     workers: int
     inline_max_bytes: int
+    body_cache_size: int
     index_timeout: float
     retry_after: float
     error_log_interval: float
@@ -86,6 +87,7 @@ class MiddlewareConfig:
             on_index_error=get_choice(settings, "SIMHASH_ON_INDEX_ERROR", "pass", ON_ERROR_CHOICES),
             workers=get_int(settings, "SIMHASH_WORKERS", default_workers(), minimum=0),
             inline_max_bytes=get_int(settings, "SIMHASH_INLINE_MAX_BYTES", 8192, minimum=0),
+            body_cache_size=get_int(settings, "SIMHASH_BODY_CACHE_SIZE", 4096, minimum=0),
             index_timeout=get_float(settings, "SIMHASH_INDEX_TIMEOUT", 10.0, minimum=0.001),
             retry_after=get_float(settings, "SIMHASH_INDEX_RETRY_AFTER", 1.0, minimum=0.0),
             error_log_interval=get_float(

@@ -4,7 +4,9 @@ Segmenting a large page with jieba takes tens of milliseconds of pure-Python CPU
 reactor thread it stalls every download in flight. A process pool puts that work on another
 core (threads would not: the tokenizers hold the GIL). Each worker builds its Fingerprinter
 once, in the initializer. Small pages are cheaper to fingerprint inline than to ship to a
-worker, so pages under ``inline_max_bytes`` never leave the reactor thread.
+worker, so pages under ``inline_max_bytes`` never leave the reactor thread. Byte-identical
+bodies (URL variants, mirrors, session parameters) are fingerprinted once: a small LRU cache
+keyed by a 128-bit body digest returns the earlier result.
 """
 
 from __future__ import annotations
@@ -12,9 +14,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import multiprocessing
+from collections import OrderedDict
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING
+
+import xxhash
 
 if TYPE_CHECKING:
     from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter, PageFingerprint
@@ -47,13 +52,21 @@ class FingerprintRunner:
     """Fingerprint page bodies inline or in a worker pool, whichever keeps the reactor free."""
 
     def __init__(
-        self, config: FingerprintConfig, *, workers: int, inline_max_bytes: int
+        self,
+        config: FingerprintConfig,
+        *,
+        workers: int,
+        inline_max_bytes: int,
+        cache_size: int = 0,
     ) -> None:
         from scrapy_simhash.fingerprint import Fingerprinter
 
         self.fingerprinter = Fingerprinter(config)
         self.workers = workers
         self.inline_max_bytes = inline_max_bytes
+        self.cache_size = cache_size
+        self.cache_hits = 0
+        self._cache: OrderedDict[tuple[bytes, str | None], PageFingerprint] = OrderedDict()
         self._pool: ProcessPoolExecutor | None = None
         if workers > 0:
             # "spawn" rather than fork: forking a process that runs a reactor, Redis
@@ -72,6 +85,21 @@ class FingerprintRunner:
                 self._pool.submit(_noop)
 
     async def fingerprint(self, body: bytes, content_type: str | None) -> PageFingerprint:
+        if not self.cache_size:
+            return await self._compute(body, content_type)
+        key = (xxhash.xxh3_128_digest(body), content_type)
+        cached = self._cache.get(key)
+        if cached is not None:
+            self._cache.move_to_end(key)
+            self.cache_hits += 1
+            return cached
+        page = await self._compute(body, content_type)
+        self._cache[key] = page
+        if len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+        return page
+
+    async def _compute(self, body: bytes, content_type: str | None) -> PageFingerprint:
         if self._pool is None or len(body) < self.inline_max_bytes:
             return self.fingerprinter.fingerprint_page(body, content_type=content_type)
         loop = asyncio.get_running_loop()
@@ -84,10 +112,13 @@ class FingerprintRunner:
                 "the SimHash worker pool died (killed or out of memory?); "
                 "fingerprinting inline from now on"
             )
-            self.close()
+            pool, self._pool = self._pool, None
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
             return self.fingerprinter.fingerprint_page(body, content_type=content_type)
 
     def close(self) -> None:
+        """Stop the workers; pending pages are cancelled, a running one finishes first."""
         pool, self._pool = self._pool, None
         if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+            pool.shutdown(wait=True, cancel_futures=True)

@@ -111,8 +111,8 @@ def _run(action: str, target: str, settings: Settings, opts: argparse.Namespace)
         settings, namespace=_namespace(settings, opts), bits=bits, scheme=fingerprinter.scheme
     )
     with open_index(url, **options) as index:
-        print(f"index: {mask_url(url)}  namespace: {options['namespace']}")
         if action == "stats":
+            print(f"index: {mask_url(url)}  namespace: {options['namespace']}")
             print(f"fingerprints: {len(index)}")
             for name, value in sorted(index.stats().as_dict().items()):
                 print(f"{name}: {value}")

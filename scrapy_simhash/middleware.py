@@ -67,6 +67,7 @@ class SimhashDownloaderMiddleware:
             FingerprintConfig.from_settings(settings),
             workers=self.config.workers,
             inline_max_bytes=self.config.inline_max_bytes,
+            cache_size=self.config.body_cache_size,
         )
         fingerprinter = self.runner.fingerprinter
         self.bits = fingerprinter.bits
@@ -131,6 +132,8 @@ class SimhashDownloaderMiddleware:
 
     async def _spider_closed(self, spider: Any = None, reason: str = "") -> None:
         self.runner.close()
+        if self.runner.cache_hits:
+            self.stats.set_value("simhash/body_cache_hits", self.runner.cache_hits)
         await self.index.aclose()
         if self.recrawl is not None:
             await self.recrawl.aclose()

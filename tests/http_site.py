@@ -23,6 +23,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -62,6 +63,8 @@ class SiteServer:
         self.pages: dict[str, tuple[str, bytes]] = {}
         self.hits: Counter[str] = Counter()
         self.hooks: dict[str, Callable[[], object]] = {}
+        #: Seconds each answer waits, to stand in for network latency (benchmarks only).
+        self.latency = 0.0
         self._huge: bytes | None = None
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -138,6 +141,8 @@ class SiteServer:
                     hook = site.hooks.pop(path, None)
                 if hook is not None:
                     hook()
+                if site.latency:
+                    time.sleep(site.latency)
                 status, headers, body = site.resolve(path)
                 etag = headers.get("ETag")
                 if etag is not None and self.headers.get("If-None-Match") == etag:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -88,6 +89,7 @@ class CrawlResult:
     stats: dict[str, Any]
     errors: list[str]
     log: str
+    cpu: dict[str, float]
 
     def urls(self) -> set[str]:
         return {item["url"] for item in self.items}
@@ -131,7 +133,7 @@ def finish_crawl(
         raise RuntimeError(f"crawl process failed ({proc.returncode}):\n{stderr.decode()[-4000:]}")
     data = json.loads(out.read_text())
     text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
-    return CrawlResult(data["items"], data["stats"], data["errors"], text)
+    return CrawlResult(data["items"], data["stats"], data["errors"], text, data["cpu"])
 
 
 def run_crawl(workdir: Path, spec: dict[str, Any], *, name: str = "crawl") -> CrawlResult:
@@ -173,7 +175,14 @@ def main(spec_path: str, out_path: str) -> int:
     process.start()
     raw = crawler.stats.get_stats() if crawler.stats else {}
     stats = {k: v for k, v in raw.items() if isinstance(v, (int, float, str))}
-    result = {"items": items, "stats": stats, "errors": errors}
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(
+        resource.RUSAGE_CHILDREN
+    )
+    cpu = {
+        "crawl": own.ru_utime + own.ru_stime,
+        "workers": children.ru_utime + children.ru_stime,
+    }
+    result = {"items": items, "stats": stats, "errors": errors, "cpu": cpu}
     Path(out_path).write_text(json.dumps(result, default=str))
     return 0
 

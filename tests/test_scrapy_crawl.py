@@ -6,13 +6,18 @@ assertions read its items, stats and log.
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from scrapy.settings import Settings
 
+from scrapy_simhash.commands import SimhashCommand
+from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
+from scrapy_simhash.index import open_index
 from tests.scrapy_runner import REPO, CrawlResult, run_crawl
 
 if TYPE_CHECKING:
@@ -49,10 +54,13 @@ def no_errors(result: CrawlResult) -> None:
 
 
 def test_addon_drops_near_duplicates_and_remembers_them(
-    http_site: SiteServer, tmp_path: Path
+    http_site: SiteServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     pages = [p for pair in CLUSTERS for p in pair] + SINGLES
-    settings = {**ADDON, "SIMHASH_TOKENIZER": "jieba"}  # the default tokenizer, once
+    settings = ADDON
     result = run_crawl(tmp_path, spec(http_site, pages, **settings))
     no_errors(result)
     kept = {http_site.url(p) for p in [a for a, _ in CLUSTERS] + SINGLES}
@@ -86,24 +94,42 @@ def test_addon_drops_near_duplicates_and_remembers_them(
     assert item["simhash"]["change_distance"] == 0
     assert again.stats["simhash/unchanged"] == 1
 
-    # The 'scrapy simhash' command inspects the same index.
-    def command(*args: str) -> str:
-        proc = subprocess.run(
-            [sys.executable, "-m", "scrapy", "simhash", *args, "--spider", "pages",
-             "-s", "SIMHASH_TOKENIZER=jieba"],
-            cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
-        )
-        assert proc.returncode in (0, 1), proc.stderr
-        return proc.stdout
-
-    assert "fingerprints: 6" in command("stats")
-    fingerprint = item["simhash"]["fingerprint"]
-    assert f"{http_site.url('harbour.html')}: {fingerprint}" in command(
-        "lookup", http_site.url("harbour.html")
+    # The 'scrapy simhash' command inspects the same index (one real 'scrapy' process for
+    # the entry point, the other sub-commands in this process).
+    proc = subprocess.run(
+        [sys.executable, "-m", "scrapy", "simhash", "stats", "--spider", "pages",
+         "-s", "SIMHASH_TOKENIZER=rjieba"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
     )
-    similar = command("similar", str(REPO / "tests" / "site" / "harbour-copy.html"))
-    assert f"  0  {fingerprint}  {http_site.url('harbour.html')}" in similar
-    assert "not in the index" in command("lookup", http_site.url("nothing-here.html"))
+    assert proc.returncode == 0, proc.stderr
+    assert "fingerprints: 6" in proc.stdout
+    monkeypatch.chdir(tmp_path)
+    fingerprint = item["simhash"]["fingerprint"]
+    harbour = http_site.url("harbour.html")
+    assert command(capsys, "lookup", harbour) == (0, f"{harbour}: {fingerprint}")
+    copy_file = str(REPO / "tests" / "site" / "harbour-copy.html")
+    code, out = command(capsys, "similar", copy_file)
+    assert (code, out.splitlines()[-1]) == (0, f"  0  {fingerprint}  {harbour}")
+    code, out = command(capsys, "similar", harbour)  # a stored page is not its own duplicate
+    assert (code, out.splitlines()[-1]) == (0, "no near-duplicates")
+    code, out = command(capsys, "lookup", http_site.url("nothing-here.html"))
+    assert code == 1
+    assert out.endswith("not in the index")
+
+
+def command(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    """Run ``scrapy simhash ARGS --spider pages`` in this process; return status and output."""
+    cmd = SimhashCommand()
+    cmd.settings = Settings(SimhashCommand.default_settings)
+    parser = argparse.ArgumentParser()
+    cmd.add_options(parser)
+    opts, positional = parser.parse_known_args(
+        [*args, "--spider", "pages", "-s", "SIMHASH_TOKENIZER=rjieba"]
+    )
+    cmd.process_options(positional, opts)
+    capsys.readouterr()
+    cmd.run(positional, opts)
+    return cmd.exitcode, capsys.readouterr().out.strip()
 
 
 def test_hand_wired_mark_only_mode_and_request_meta(
@@ -233,12 +259,12 @@ def test_awkward_pages_never_break_the_crawl(http_site: SiteServer, tmp_path: Pa
 def test_mismatched_index_configuration_stops_the_crawl_at_start(
     http_site: SiteServer, tmp_path: Path
 ) -> None:
-    first = run_crawl(tmp_path, spec(http_site, ["harbour.html"], **ADDON))
-    no_errors(first)
-    second = run_crawl(
-        tmp_path, spec(http_site, ["orchard.html"], **ADDON, SIMHASH_BITS=128), name="second"
-    )
-    assert len(second.errors) == 1
-    assert second.errors[0].startswith("IndexMismatchError")
-    assert second.items == []
+    url = f"sqlite:///{tmp_path / 'index.sqlite3'}"
+    scheme = Fingerprinter(FingerprintConfig(tokenizer="rjieba")).scheme
+    open_index(url, namespace="pages", bits=64, scheme=scheme).close()  # a 64-bit index
+    settings = {**ADDON, "SIMHASH_INDEX_URL": url, "SIMHASH_BITS": 128}
+    result = run_crawl(tmp_path, spec(http_site, ["orchard.html"], **settings))
+    assert len(result.errors) == 1
+    assert result.errors[0].startswith("IndexMismatchError")
+    assert result.items == []
     assert http_site.hits["/orchard.html"] == 0

@@ -1,0 +1,211 @@
+"""Crawl throughput with the SimHash add-on on and off, over real pages served locally.
+
+Run by hand from the repository root::
+
+    python3 benchmarks/crawl_throughput.py [--pages 300] [--variants 3] [--concurrency 32]
+
+The pages of ../shared/data/pages (real HTML, gzip-compressed; see its README) are served by a
+local HTTP server, each under ``--variants`` URLs (``/p/<n>/<v>.html``: byte-identical copies,
+as URL variants and mirrors are). The same spider requests all of them with the add-on off,
+then on with each tokenizer and worker setting; every crawl runs in its own process with a
+fresh embedded index. Printed side by side: pages per second, the ratio to the crawl without
+the add-on, CPU seconds of the crawl process and its workers, and whether exactly one URL of
+each page with text was kept (a page whose variants are all kept, or none, is a miss).
+
+Also printed: the bare cost of fingerprinting the same pages in one process, per tokenizer, so
+the crawl figures can be read against the CPU work they must hide.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.http_site import SiteServer
+from tests.scrapy_runner import run_crawl
+
+DATA = REPO.parent / "shared" / "data"
+MANIFEST = DATA / "pages" / "manifest.jsonl"
+
+
+def load_pages(limit: int) -> list[tuple[str, bytes]]:
+    """Every k-th page of the manifest (a spread over sources), as (content type, body)."""
+    rows = [json.loads(line) for line in MANIFEST.read_text().splitlines() if line.strip()]
+    step = max(1, len(rows) // limit)
+    pages = []
+    for row in rows[::step][:limit]:
+        body = gzip.decompress((DATA / row["path"]).read_bytes())
+        hint = row.get("charset_hint")
+        pages.append((f"text/html; charset={hint}" if hint else "text/html", body))
+    return pages
+
+
+def crawl(
+    site: SiteServer, urls: list[str], settings: dict[str, Any], workdir: Path
+) -> dict[str, Any]:
+    started = time.perf_counter()
+    result = run_crawl(
+        workdir,
+        {"requests": [{"url": u} for u in urls], "settings": settings},
+        name="crawl",
+    )
+    wall = time.perf_counter() - started
+    if result.errors:
+        raise SystemExit(f"crawl failed: {result.errors}")
+    stats = result.stats
+    responses = stats.get("response_received_count", 0)
+    return {
+        "pages_per_sec": responses / stats["elapsed_time_seconds"],
+        "responses": responses,
+        "crawl_cpu_ms": result.cpu["crawl"] * 1000 / responses,
+        "worker_cpu_ms": result.cpu["workers"] * 1000 / responses,
+        "wall": wall,
+        "items": result.items,
+        "stats": result.simhash_stats(),
+    }
+
+
+def kept_check(items: list[dict[str, Any]], with_text: set[str]) -> tuple[int, int, int]:
+    """Of the pages with text: (kept exactly once, kept more than once, never kept)."""
+    kept: Counter[str] = Counter()
+    for item in items:
+        page = item["url"].rsplit("/", 2)[-2]
+        if page in with_text:
+            kept[page] += 1
+    once = sum(1 for n in kept.values() if n == 1)
+    more = sum(1 for n in kept.values() if n > 1)
+    return once, more, len(with_text) - len(kept)
+
+
+def fingerprint_pass(
+    pages: list[tuple[str, bytes]], tokenizer: str
+) -> tuple[float, list[int | None]]:
+    """CPU seconds per page of fingerprinting in this process, and the fingerprints."""
+    from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
+
+    fingerprinter = Fingerprinter(FingerprintConfig(tokenizer=tokenizer))
+    fingerprinter.fingerprint_text("warm up the tokenizer 预热分词词典")
+    started = time.process_time()
+    fps = [fingerprinter.fingerprint_page(body, content_type=ct).fingerprint for ct, body in pages]
+    return (time.process_time() - started) / len(pages), fps
+
+
+def near_duplicates_in_corpus(fps: list[int | None], k: int = 3) -> int:
+    """Pages within k bits of an earlier page of the corpus (these are rightly never kept)."""
+    seen: list[int] = []
+    count = 0
+    for fp in fps:
+        if fp is None:
+            continue
+        if any((fp ^ other).bit_count() <= k for other in seen):
+            count += 1
+        else:
+            seen.append(fp)
+    return count
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pages", type=int, default=300, help="distinct pages (default 300)")
+    parser.add_argument("--variants", type=int, default=3, help="URLs per page (default 3)")
+    parser.add_argument("--concurrency", type=int, default=32, help="CONCURRENT_REQUESTS")
+    parser.add_argument(
+        "--latency", type=float, default=0.0,
+        help="seconds the server waits before each answer, standing in for the network "
+        "(default 0: a CPU-bound crawl, the worst case for the add-on)",
+    )
+    parser.add_argument(
+        "--modes", default="off,rjieba,jieba,rjieba-inline",
+        help="comma-separated crawls: off, rjieba, jieba, rjieba-inline, jieba-inline, "
+        "rjieba-w2, jieba-w2",
+    )
+    args = parser.parse_args()
+    if not MANIFEST.is_file():
+        print(f"no page corpus at {MANIFEST}: this benchmark needs ../shared/data/pages")
+        return 1
+    pages = load_pages(args.pages)
+    site = SiteServer().start()
+    site.latency = args.latency
+    urls = []
+    for n, (content_type, body) in enumerate(pages):
+        for v in range(args.variants):
+            path = f"/p/{n}/{v}.html"
+            site.pages[path] = (content_type, body)
+            urls.append(site.url(path))
+    # Interleave variants so copies of a page arrive at different times, as in a real crawl.
+    urls.sort(key=lambda u: (u.rsplit("/", 1)[-1], u))
+    mb = sum(len(b) for _, b in pages) / 1e6
+    print(f"{len(pages)} pages ({mb:.1f} MB) x {args.variants} URLs = {len(urls)} requests, "
+          f"CONCURRENT_REQUESTS={args.concurrency}, latency {args.latency * 1000:.0f} ms, "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    costs = {tok: fingerprint_pass(pages, tok) for tok in ("rjieba", "jieba")}
+    print("fingerprint cost in one process (CPU ms per page): " + ", ".join(
+        f"{tok} {cost * 1000:.1f}" for tok, (cost, _) in costs.items()
+    ))
+    fps = costs["rjieba"][1]
+    with_text = {str(n) for n, fp in enumerate(fps) if fp is not None}
+    print(f"pages with text: {len(with_text)}; near-duplicates of another page of the corpus "
+          f"(k=3, never kept by design): {near_duplicates_in_corpus(fps)}")
+
+    base = {
+        "CONCURRENT_REQUESTS": args.concurrency,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": args.concurrency,
+        "LOG_LEVEL": "INFO",
+        "SIMHASH_RECRAWL_ENABLED": False,
+    }
+    modes: dict[str, dict[str, Any]] = {
+        "off": {},
+        "rjieba": {"SIMHASH_TOKENIZER": "rjieba"},
+        "jieba": {"SIMHASH_TOKENIZER": "jieba"},
+        "rjieba-inline": {"SIMHASH_TOKENIZER": "rjieba", "SIMHASH_WORKERS": 0},
+        "rjieba-nocache": {"SIMHASH_TOKENIZER": "rjieba", "SIMHASH_BODY_CACHE_SIZE": 0},
+        "jieba-nocache": {"SIMHASH_TOKENIZER": "jieba", "SIMHASH_BODY_CACHE_SIZE": 0},
+        "jieba-inline": {"SIMHASH_TOKENIZER": "jieba", "SIMHASH_WORKERS": 0},
+        "rjieba-w2": {"SIMHASH_TOKENIZER": "rjieba", "SIMHASH_WORKERS": 2},
+        "jieba-w2": {"SIMHASH_TOKENIZER": "jieba", "SIMHASH_WORKERS": 2},
+    }
+    results: dict[str, dict[str, Any]] = {}
+    try:
+        for mode in args.modes.split(","):
+            settings = dict(base)
+            if mode != "off":
+                settings.update(modes[mode], ADDONS={"scrapy_simhash.Addon": 0})
+            with tempfile.TemporaryDirectory() as tmp:
+                results[mode] = crawl(site, urls, settings, Path(tmp))
+    finally:
+        site.stop()
+
+    off = results.get("off")
+    print(f"\n{'mode':<15}{'pages/s':>9}{'ratio':>7}{'crawl CPU':>11}{'worker CPU':>12}"
+          f"{'kept once':>11}{'kept 2+':>9}{'never':>7}{'cache hits':>12}")
+    for mode, r in results.items():
+        ratio = f"{r['pages_per_sec'] / off['pages_per_sec']:.2f}" if off else "-"
+        once: Any = "-"
+        more: Any = "-"
+        never: Any = "-"
+        if mode != "off":
+            once, more, never = kept_check(r["items"], with_text)
+        hits = r["stats"].get("simhash/body_cache_hits", "-")
+        print(f"{mode:<15}{r['pages_per_sec']:>9.1f}{ratio:>7}{r['crawl_cpu_ms']:>8.1f} ms"
+              f"{r['worker_cpu_ms']:>9.1f} ms{once!s:>11}{more!s:>9}{never!s:>7}{hits!s:>12}")
+    print("\nratio = pages/s with the add-on / pages/s without it (targets: >= 0.95 rjieba, "
+          ">= 0.75 jieba). crawl/worker CPU = CPU time per response of the crawl process "
+          "(reactor) and of its fingerprint workers. Of the pages with text: 'kept once' = exactly one of its URLs "
+          "reached the spider, 'kept 2+' = a missed duplicate, 'never' = all its URLs were "
+          "dropped as near-duplicates of another page of the corpus.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
