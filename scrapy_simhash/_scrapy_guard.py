@@ -57,9 +57,11 @@ def scrub(text: str, url: str) -> str:
         password = urlsplit(url).password
     except ValueError:
         password = None
+    marker = "\x00url\x00"
+    text = text.replace(url, marker)
     if password:
         text = text.replace(password, "***")
-    return text.replace(url, mask_url(url))
+    return text.replace(marker, mask_url(url))
 
 
 class Guarded(Generic[T]):

@@ -1,0 +1,134 @@
+"""The outage guard and the small pure helpers of the Scrapy glue.
+
+The guard is exercised against real backends: a Redis port where nothing listens (every
+connection is refused), then a real server started on that port. The clock is injected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from scrapy_simhash._redis import mask_url
+from scrapy_simhash._scrapy_config import MiddlewareConfig, content_type_matches
+from scrapy_simhash._scrapy_guard import BackendUnavailable, Guarded, scrub
+from scrapy_simhash.exceptions import ConfigurationError
+from scrapy_simhash.index import open_async_index
+from tests.redis_servers import RedisServer
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.mark.redis
+def test_guard_pauses_throttles_logs_and_reconnects(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = RedisServer(tmp_path / "redis")  # not started yet: connections are refused
+    password = "hunter2-secret"
+    url = f"redis://:{password}@127.0.0.1:{server.port}/0"
+    clock = Clock()
+    errors: list[int] = []
+    opened: list[int] = []
+
+    async def opener() -> object:
+        opened.append(1)
+        return await open_async_index(url, namespace="guard", options={"retries": 0})
+
+    async def scenario() -> None:
+        guard = Guarded(
+            "SimHash index", url, opener, timeout=5, retry_after=2, log_interval=30,
+            on_error=lambda: errors.append(1), clock=clock,
+        )
+        for _ in range(3):  # first failure opens and fails; the next two fail fast
+            with pytest.raises(BackendUnavailable):
+                await guard.call(lambda index: index.observe("a", 1))
+        assert (len(errors), len(opened)) == (3, 1)
+        clock.now += 2.5  # past the pause: it tries again (still refused), quietly
+        with pytest.raises(BackendUnavailable):
+            await guard.call(lambda index: index.observe("a", 1))
+        assert len(opened) == 2
+        clock.now += 30  # a summary line once per log interval
+        with pytest.raises(BackendUnavailable):
+            await guard.call(lambda index: index.observe("a", 1))
+        server.start()
+        try:
+            clock.now += 2.5
+            observation = await guard.call(lambda index: index.observe("a", 1))
+            assert observation.match is None
+            assert observation.stored
+        finally:
+            await guard.aclose()
+            server.stop()
+        with pytest.raises(BackendUnavailable):
+            await guard.call(lambda index: index.observe("a", 1))
+
+    with caplog.at_level(logging.WARNING, logger="scrapy_simhash._scrapy_guard"):
+        asyncio.run(scenario())
+    guard_logs = [r for r in caplog.records if r.name == "scrapy_simhash._scrapy_guard"]
+    messages = [r.getMessage() for r in guard_logs]
+    assert len(messages) == 3, messages
+    assert "failed" in messages[0]
+    assert "Traceback" in messages[0]
+    assert "still failing: 4 errors in the last 32s" in messages[1]
+    assert "reachable again after 5 errors" in messages[2]
+    assert all(password not in m for m in messages)
+    assert all(mask_url(url) in m for m in messages)
+
+
+def test_configuration_errors_are_not_outages() -> None:
+    async def opener() -> object:
+        raise ConfigurationError("index built with another scheme")
+
+    async def scenario() -> None:
+        guard = Guarded("SimHash index", "memory://", opener, timeout=1, retry_after=1,
+                        log_interval=1)
+        with pytest.raises(ConfigurationError):
+            await guard.call(lambda index: index.observe("a", 1))  # type: ignore[attr-defined]
+
+    asyncio.run(scenario())
+
+
+@given(
+    password=st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZ", min_size=6, max_size=20),
+    before=st.text(alphabet=" :;,.()[]'\"", max_size=20),
+    after=st.text(alphabet=" :;,.()[]'\"", max_size=20),
+)
+def test_scrub_never_leaves_the_password(password: str, before: str, after: str) -> None:
+    url = f"redis://user:{password}@db.example:6379/0"
+    text = f"Error connecting to {before}{url}{after}; AUTH {password} failed"
+    cleaned = scrub(text, url)
+    assert password not in cleaned
+    assert f"{before}{mask_url(url)}{after}" in cleaned
+
+
+@given(
+    media=st.sampled_from(["text/html", "application/xhtml+xml", "TEXT/HTML", "text/plain"]),
+    params=st.sampled_from(["", "; charset=utf-8", ";charset=GBK", " ; q=1"]),
+)
+def test_content_type_matching(media: str, params: str) -> None:
+    allowed = ("text/html", "application/xhtml+xml")
+    expected = media.lower() != "text/plain"
+    assert content_type_matches(media + params, allowed) is expected
+    # A trailing slash makes a prefix.
+    assert content_type_matches(media + params, ("text/",)) is media.lower().startswith("text/")
+    assert not content_type_matches("image/png" + params, allowed)
+
+
+def test_middleware_settings_are_validated() -> None:
+    config = MiddlewareConfig.from_settings({"SIMHASH_CONTENT_TYPES": "text/html, Text/Plain"})
+    assert config.content_types == ("text/html", "text/plain")
+    with pytest.raises(ConfigurationError, match="SIMHASH_ON_INDEX_ERROR must be one of"):
+        MiddlewareConfig.from_settings({"SIMHASH_ON_INDEX_ERROR": "ignore"})
+    with pytest.raises(ConfigurationError, match="SIMHASH_WORKERS must be >= 0"):
+        MiddlewareConfig.from_settings({"SIMHASH_WORKERS": "-1"})
