@@ -37,7 +37,9 @@ try:
     from scrapy_simhash._scrapy_config import index_url, namespace
     from scrapy_simhash.exceptions import SimhashError
     from scrapy_simhash.recrawl import open_recrawl_store
-except ImportError as exc:  # the first thing a new user runs: say what to do
+except ModuleNotFoundError as exc:  # the first thing a new user runs: say what to do
+    if exc.name not in ("scrapy", "scrapy_simhash"):
+        raise
     sys.exit(f"{exc}: install the package first: python3 -m pip install -e .")
 
 from demo_news.report import Recorder, RoundReport, check_against_site, format_summary
@@ -86,7 +88,7 @@ def run_rounds(settings: Any, server: DemoServer, rounds: int, reset: bool) -> l
                 await process.crawl(crawler, site=server.url)
                 reports.append(recorder.report)
         finally:
-            reactor.stop()  # type: ignore[attr-defined]
+            reactor.stop()  # type: ignore[misc]
 
     task = asyncio.get_event_loop().create_task(crawl_all())
     process.start(stop_after_crawl=False)
@@ -152,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     with DemoServer(port=args.port) as server:
-        if args.keep_index and not server.url.endswith(f":{args.port}/"):
+        if args.keep_index and server.port != args.port:
             print(
                 f"Port {args.port} is taken, serving on {server.url}: pages stored by earlier "
                 "runs have other URLs, so this run's pages look like copies of them.",

@@ -107,6 +107,40 @@ def test_only_the_live_blog_and_the_letter_change_between_rounds(later: int) -> 
     assert live_after > live_before > 0
 
 
+def test_server_falls_back_to_a_free_port_when_its_port_is_taken() -> None:
+    with DemoServer() as first, DemoServer(port=first.port) as second:
+        assert second.port != first.port
+        with urllib.request.urlopen(second.url, timeout=5) as response:
+            assert response.status == 200
+
+
+def test_ground_truth_check_names_missed_copies_and_wrong_drops() -> None:
+    """The demo's own verdict must be able to fail, or its "65 of 65" would mean nothing."""
+    from demo_news.report import PageResult, RoundReport, check_against_site, format_round
+
+    clusters = SITE.clusters()
+    pages = [PageResult(original) for original in clusters]
+    pages += [
+        PageResult(path, duplicate_of=original, distance=1)
+        for original, copies in clusters.items()
+        for path in copies.values()
+    ]
+    missed, misattributed = pages[len(clusters)], pages[len(clusters) + 1]
+    missed.duplicate_of = None
+    misattributed.duplicate_of = "/about.html"
+    pages.append(PageResult("/tag/ocean/", duplicate_of="/section/science/", distance=2))
+    report = RoundReport(1, pages=pages)
+
+    check = check_against_site(report)
+    assert check["missed"] == [missed.path]
+    assert check["wrong_original"] == [f"{misattributed.path} -> /about.html"]
+    assert check["false_duplicates"] == ["/tag/ocean/ -> /section/science/"]
+    total = sum(len(c) for c in clusters.values())
+    text = "\n".join(format_round(report))
+    assert f"Ground truth: {total - 2} of {total} copies" in text
+    assert "1 distinct pages dropped by mistake" in text
+
+
 # -- the demo, crawling for real ---------------------------------------------------------------
 
 

@@ -117,8 +117,8 @@ def check_against_site(report: RoundReport) -> dict[str, list[str]]:
                 wrong_original.append(f"{path} -> {page.duplicate_of}")
             else:
                 caught.append(path)
-    copies = {path for c in clusters.values() for path in c.values()}
-    false = [f"{p.path} -> {p.duplicate_of}" for p in report.duplicates if p.path not in copies]
+    known = {path for c in clusters.values() for path in c.values()}
+    false = [f"{p.path} -> {p.duplicate_of}" for p in report.duplicates if p.path not in known]
     return {
         "caught": caught,
         "wrong_original": wrong_original,

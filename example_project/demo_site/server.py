@@ -315,9 +315,12 @@ class DemoServer:
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
     @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    @property
     def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/"
+        return f"http://127.0.0.1:{self.port}/"
 
     def start(self) -> Self:
         self._thread.start()

@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import scrapy
-from scrapy.http import Response
+from scrapy.http import Response, TextResponse
 from scrapy.linkextractors import LinkExtractor
 
 
@@ -30,7 +30,7 @@ class NewsSpider(scrapy.Spider):
         yield scrapy.Request(self.site, callback=self.parse)
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
-        if not hasattr(response, "css"):  # not text: nothing to read or follow
+        if not isinstance(response, TextResponse):  # not text: nothing to read or follow
             return
         if response.css('meta[property="og:type"]::attr(content)').get() == "article":
             yield {
