@@ -37,8 +37,8 @@ class RecrawlConfig:
     default_interval_secs: float = DAY
     #: Change rate a page is assumed to have before it has any history.
     prior_rate_per_day: float = 1.0
-    #: How many pseudo-changes the prior is worth; higher = slower to trust a page's history.
-    prior_weight: float = 1.0
+    #: How many pseudo-visits the prior is worth; higher = slower to trust a page's history.
+    prior_weight: float = 2.0
     #: Observations kept per page (the estimate follows the recent behaviour of the page).
     history_size: int = 32
     #: How long a claimed URL stays out of the queue before it is handed out again.

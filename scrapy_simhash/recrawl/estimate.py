@@ -53,36 +53,39 @@ def irregular_rate(
     prior_rate: float = 0.0,
     prior_weight: float = 0.0,
 ) -> float:
-    """Return the maximum-a-posteriori change rate for visits at irregular intervals.
+    """Return the maximum-likelihood change rate for visits at irregular intervals.
 
-    Solves ``Σ_changed t_i/(e^{λt_i}-1) + w/λ = Σ_unchanged t_j + w/λ0``: the likelihood
-    equation plus a Gamma(1 + w, w/λ0) prior whose mode is ``prior_rate`` (λ0) and which
-    counts as ``prior_weight`` (w) pseudo-changes. The prior gives a new page a default
-    rate and keeps "never changed" (λ = 0) and "always changed" (λ = ∞) finite. With no
-    prior those two cases fall back to 0 and to the regular estimator on the mean interval.
+    Solves ``Σ_changed t_i/(e^{λt_i}-1) = Σ_unchanged t_j`` (Cho & Garcia-Molina). The prior
+    adds ``prior_weight`` pseudo-visits one mean change interval ``1/λ0`` apart, split into
+    changed and unchanged in the proportions a page of rate ``λ0`` would show: alone they
+    give exactly ``λ0``, and they keep "never changed" (λ = 0) and "always changed" (λ = ∞)
+    finite without capping the estimate: unlike a Gamma prior's mode, real evidence of
+    fast change can push it past ``λ0`` without limit. With no prior those two cases fall
+    back to 0 and to the regular estimator on the mean interval.
     """
-    changed: list[float] = []
+    changed: list[tuple[float, float]] = []  # (interval, weight)
     unchanged_time = 0.0
     for t, was_changed in history:
         if t <= 0:
             continue
         if was_changed:
-            changed.append(t)
+            changed.append((t, 1.0))
         else:
             unchanged_time += t
-    use_prior = prior_weight > 0 and prior_rate > 0
-    if not use_prior:
-        if not changed:
-            return 0.0
-        if unchanged_time == 0.0:
-            n = len(changed)
-            return regular_rate(n, n, sum(changed) / n)
-    pseudo = prior_weight if use_prior else 0.0
-    right = unchanged_time + (pseudo / prior_rate if use_prior else 0.0)
+    if prior_weight > 0 and prior_rate > 0:
+        tau = 1.0 / prior_rate
+        stays = math.exp(-1.0)  # P(no change within one mean interval)
+        changed.append((tau, prior_weight * (1.0 - stays)))
+        unchanged_time += prior_weight * stays * tau
+    elif not changed:
+        return 0.0
+    elif unchanged_time == 0.0:
+        n = len(changed)
+        return regular_rate(n, n, sum(t for t, _ in changed) / n)
 
     def score(log_rate: float) -> float:
         rate = math.exp(log_rate)
-        return sum(_changed_term(rate, t) for t in changed) + pseudo / rate - right
+        return sum(w * _changed_term(rate, t) for t, w in changed) - unchanged_time
 
     lo, hi = _LOG_LO, _LOG_HI
     if score(hi) >= 0:
