@@ -18,6 +18,7 @@ from scrapy.settings import Settings
 from scrapy_simhash.commands import SimhashCommand
 from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
 from scrapy_simhash.index import open_index
+from scrapy_simhash.recrawl import open_recrawl_store
 from tests.scrapy_runner import REPO, CrawlResult, run_crawl
 
 if TYPE_CHECKING:
@@ -268,3 +269,29 @@ def test_mismatched_index_configuration_stops_the_crawl_at_start(
     assert result.errors[0].startswith("IndexMismatchError")
     assert result.items == []
     assert http_site.hits["/orchard.html"] == 0
+
+
+def test_cached_responses_are_checked_but_not_recrawl_observations(
+    http_site: SiteServer, tmp_path: Path
+) -> None:
+    settings = {**ADDON, "HTTPCACHE_ENABLED": True}
+    first = run_crawl(tmp_path, spec(http_site, ["harbour.html", "switch.html"], **settings))
+    no_errors(first)
+    http_site.version = 2  # the live page changes; the cache still holds version 1
+    pages = ["harbour.html", "harbour-copy.html", "switch.html"]
+    second = run_crawl(tmp_path, spec(http_site, pages, **settings), name="second")
+    no_errors(second)
+    assert second.urls() == {http_site.url("harbour.html"), http_site.url("switch.html")}
+    assert http_site.hits["/harbour.html"] == http_site.hits["/switch.html"] == 1
+    stats = second.simhash_stats()
+    assert stats["simhash/cached"] == 2
+    assert stats["simhash/dropped"] == 1  # the fresh copy is still a duplicate
+    url = f"sqlite:///{tmp_path / '.scrapy' / 'simhash' / 'index.sqlite3'}"
+    with open_recrawl_store(url, namespace="pages") as store:
+        for page in ("harbour.html", "switch.html"):
+            state = store.get(http_site.url(page))
+            assert state is not None
+            assert state.visits == 1  # the cached fetch was not a visit
+        copy = store.get(http_site.url("harbour-copy.html"))
+        assert copy is not None
+        assert copy.visits == 1

@@ -206,3 +206,16 @@ def test_several_processes_share_one_crawl_with_scrapy_redis(
         assert sum(http_site.url(p) in kept for p in cluster) == 1
     assert sum(r.stats.get("simhash/pages", 0) for r in results) == len(urls)
     assert sum(r.stats.get("simhash/dropped", 0) for r in results) == len(urls) - len(clusters)
+
+
+@pytest.mark.cluster
+def test_redis_cluster_index(
+    http_site: SiteServer, redis_cluster_url: str, tmp_path: Path
+) -> None:
+    settings = {**BASE, "SIMHASH_INDEX_URL": redis_cluster_url}
+    pages = ["harbour.html", "harbour-copy.html", "orchard.html", "orchard-print.html"]
+    result = run_crawl(tmp_path, {"requests": requests(http_site, pages), "settings": settings})
+    no_errors(result)
+    assert result.urls() == {http_site.url("harbour.html"), http_site.url("orchard.html")}
+    assert result.stats["simhash/dropped"] == 2
+    assert "redis+cluster://127.0.0.1" in result.log
