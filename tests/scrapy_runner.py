@@ -90,6 +90,7 @@ class CrawlResult:
     errors: list[str]
     log: str
     cpu: dict[str, float]
+    signals: dict[str, list[str]]
 
     def urls(self) -> set[str]:
         return {item["url"] for item in self.items}
@@ -133,7 +134,9 @@ def finish_crawl(
         raise RuntimeError(f"crawl process failed ({proc.returncode}):\n{stderr.decode()[-4000:]}")
     data = json.loads(out.read_text())
     text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
-    return CrawlResult(data["items"], data["stats"], data["errors"], text, data["cpu"])
+    return CrawlResult(
+        data["items"], data["stats"], data["errors"], text, data["cpu"], data["signals"]
+    )
 
 
 def run_crawl(workdir: Path, spec: dict[str, Any], *, name: str = "crawl") -> CrawlResult:
@@ -167,8 +170,20 @@ def main(spec_path: str, out_path: str) -> int:
     def collect(item: Any, **_: Any) -> None:
         items.append(dict(item))
 
-    # The signal dispatcher holds receivers weakly: keep a named reference.
+    from scrapy_simhash import signals as simhash_signals
+
+    sent: dict[str, list[str]] = {"near_duplicate": [], "page_observed": []}
+
+    def near_duplicate(response: Any, info: dict[str, Any], **_: Any) -> None:
+        sent["near_duplicate"].append(f"{response.url} {info['duplicate_of']}")
+
+    def page_observed(response: Any, info: dict[str, Any], **_: Any) -> None:
+        sent["page_observed"].append(response.url)
+
+    # The signal dispatcher holds receivers weakly: keep named references.
     crawler.signals.connect(collect, signals.item_scraped)
+    crawler.signals.connect(near_duplicate, simhash_signals.near_duplicate)
+    crawler.signals.connect(page_observed, simhash_signals.page_observed)
     errors: list[str] = []
     deferred = process.crawl(crawler, **kwargs)
     deferred.addErrback(lambda failure: errors.append(f"{failure.type.__name__}: {failure.value}"))
@@ -182,7 +197,7 @@ def main(spec_path: str, out_path: str) -> int:
         "crawl": own.ru_utime + own.ru_stime,
         "workers": children.ru_utime + children.ru_stime,
     }
-    result = {"items": items, "stats": stats, "errors": errors, "cpu": cpu}
+    result = {"items": items, "stats": stats, "errors": errors, "cpu": cpu, "signals": sent}
     Path(out_path).write_text(json.dumps(result, default=str))
     return 0
 

@@ -81,6 +81,10 @@ def test_addon_drops_near_duplicates_and_remembers_them(
             result.log
         )
     assert "SimHash: 9 pages checked, 6 unique, 3 near-duplicates (3 dropped)" in result.log
+    assert sorted(result.signals["page_observed"]) == sorted(http_site.url(p) for p in pages)
+    assert sorted(result.signals["near_duplicate"]) == sorted(
+        f"{http_site.url(second)} {http_site.url(first)}" for first, second in CLUSTERS
+    )
     assert (tmp_path / ".scrapy" / "simhash" / "index.sqlite3").is_file()
 
     # A second crawl in the same project: the index persisted, so the copy is still a
