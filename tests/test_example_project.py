@@ -188,11 +188,22 @@ def assert_demo_decisions(data: dict[str, Any], stdout: str) -> None:
 
 @pytest.mark.crawl
 def test_demo_on_the_embedded_index(tmp_path: Path) -> None:
-    """The README's main command, as is: embedded SQLite index in example_project/.scrapy/."""
-    data, stdout = run_demo(tmp_path)
-    assert data["index"].startswith("sqlite:///")
-    assert (EXAMPLE / ".scrapy").is_dir()
+    """The README's main command on an embedded SQLite index (in tmp_path, not in the
+    project's .scrapy/, so that test runs in parallel checkouts cannot reset each other)."""
+    url = f"sqlite:///{tmp_path / 'index.sqlite3'}"
+    data, stdout = run_demo(tmp_path, "--index-url", url)
+    assert data["index"] == url
+    assert (tmp_path / "index.sqlite3").is_file()
     assert_demo_decisions(data, stdout)
+
+
+def test_demo_default_index_is_in_the_project_data_dir(monkeypatch: pytest.MonkeyPatch) -> None:
+    from scrapy_simhash._scrapy_config import index_url
+
+    monkeypatch.chdir(EXAMPLE)  # what demo.py does before reading the settings
+    monkeypatch.delenv("SCRAPY_SETTINGS_MODULE", raising=False)
+    url = index_url({})
+    assert url == f"sqlite:///{EXAMPLE / '.scrapy' / 'simhash' / 'index.sqlite3'}"
 
 
 @pytest.mark.crawl
