@@ -23,10 +23,10 @@ def used_memory(client: redis.Redis) -> int:
     return int(client.info("memory")["used_memory"])
 
 
-def simhash_index(size: int, batch: int = 2000) -> dict[str, float]:
+def simhash_index(size: int, tables: int, batch: int = 2000) -> dict[str, float]:
     with private_redis() as server:
         client = redis.Redis.from_url(server.url)
-        with open_index(server.url, max_distance=3, expected_size=size) as index:
+        with open_index(server.url, max_distance=3, expected_size=size, tables=tables) as index:
             before = used_memory(client)
             script = client.register_script(SCRIPT)
             codec = index._codec  # bulk load: the same script call, pipelined
@@ -85,6 +85,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100000,1000000")
     parser.add_argument("--lsh", type=int, default=10000, help="pages for datasketch (slow)")
+    parser.add_argument("--tables", type=int, default=4, help="4 = basic k+1 layout")
     args = parser.parse_args()
     lsh = datasketch_lsh(args.lsh)
     print(f"datasketch MinHashLSH (redis, 64 perm, b/r auto) at {lsh['pages']:,} pages: "
@@ -92,7 +93,7 @@ def main() -> None:
     print(f"{'pages':>10} {'layout':>6} {'B/page':>8} {'B/page w/o keys':>16} "
           f"{'vs LSH':>7} {'target<=100':>11} {'load s':>7}")
     for size in (int(s) for s in args.sizes.split(",")):
-        r = simhash_index(size)
+        r = simhash_index(size, args.tables)
         print(f"{r['pages']:>10,} {r['layout']:>6} {r['bytes_per_page']:>8.1f} "
               f"{r['bytes_per_page_without_keys']:>16.1f} "
               f"{r['bytes_per_page'] / lsh['bytes_per_page']:>7.2f} "
