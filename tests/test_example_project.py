@@ -137,8 +137,8 @@ def test_ground_truth_check_names_missed_copies_and_wrong_drops() -> None:
     assert check["false_duplicates"] == ["/tag/ocean/ -> /section/science/"]
     total = sum(len(c) for c in clusters.values())
     text = "\n".join(format_round(report))
-    assert f"Ground truth: {total - 2} of {total} copies" in text
-    assert "1 distinct pages dropped by mistake" in text
+    assert f"Ground truth: {total - 2} of {total} copies recognised" in text
+    assert "1 distinct pages taken for copies" in text
 
 
 # -- the demo, crawling for real ---------------------------------------------------------------
@@ -181,8 +181,8 @@ def assert_demo_decisions(data: dict[str, Any], stdout: str) -> None:
     assert second[LETTER_PATH]["changed"] is False
     assert second[ABOUT_PATH]["changed"] is False
     total = sum(len(c) for c in SITE.clusters().values())
-    assert stdout.count(f"Ground truth: {total} of {total} copies dropped") == 2
-    assert "0 distinct pages dropped by mistake" in stdout
+    assert stdout.count(f"Ground truth: {total} of {total} copies recognised") == 2
+    assert "0 distinct pages taken for copies" in stdout
     assert f"{LIVE_PATH} ({second[LIVE_PATH]['change_distance']} bits)" in stdout
 
 

@@ -188,16 +188,16 @@ def format_round(report: RoundReport) -> list[str]:
     if no_text:
         lines.append(f"  kept, not fingerprinted  {len(no_text):4d}")
         lines.extend(f"      {p.path}: {p.reason}" for p in no_text)
-    if report.round > 1:
+    if any(p.changed is not None for p in report.kept):  # an earlier crawl to compare with
         lines.extend(_change_lines(report))
-    else:
+    if report.round == 1:  # later rounds find the same copies again
         lines.append("")
         lines.extend(_duplicate_lines(report))
     check = check_against_site(report)
     total = len(check["caught"]) + len(check["missed"]) + len(check["wrong_original"])
     lines.append(
-        f"  Ground truth: {len(check['caught'])} of {total} copies dropped as duplicates of "
-        f"their original; {len(check['false_duplicates'])} distinct pages dropped by mistake"
+        f"  Ground truth: {len(check['caught'])} of {total} copies recognised as copies of "
+        f"their original; {len(check['false_duplicates'])} distinct pages taken for copies"
     )
     for name, label in (
         ("missed", "copies kept as unique"),
