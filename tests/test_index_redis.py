@@ -151,3 +151,22 @@ def test_cluster_namespace_lives_on_one_slot(redis_cluster_url: str) -> None:
             assert {client.keyslot(name) for name in names} == {client.keyslot("{shop}")}
         finally:
             client.close()
+
+
+def test_more_callers_than_connections_wait_instead_of_failing(redis_url: str) -> None:
+    import asyncio
+
+    from scrapy_simhash.index import open_async_index
+
+    async def run() -> int:
+        index = await open_async_index(redis_url, max_connections=4)
+        try:
+            results = await asyncio.gather(
+                *(index.observe(f"k{i}", random.Random(i).getrandbits(64)) for i in range(200))
+            )
+            assert all(result.stored for result in results)
+            return await index.count()
+        finally:
+            await index.close()
+
+    assert asyncio.run(run()) == 200

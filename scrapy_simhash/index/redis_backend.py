@@ -15,6 +15,7 @@ on one slot (one master). Spread load by using several namespaces (e.g. one per 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 from collections.abc import Iterable
@@ -49,6 +50,9 @@ ENTRIES_PER_BUCKET = 64
 #: Entry bucket bits when no expected size is given: fits 1M pages in listpacks.
 DEFAULT_ENTRY_BITS = 14
 _SCAN_BATCH = 1000
+#: Connections per client; async callers beyond this wait for a free one instead of
+#: failing with redis-py's "Too many connections".
+DEFAULT_MAX_CONNECTIONS = 64
 
 
 def entry_bits(expected_size: int | None) -> int:
@@ -70,6 +74,7 @@ def client_options(options: dict[str, Any]) -> dict[str, Any]:
 
     opts = dict(options)
     retries = int(opts.pop("retries", 3))
+    opts.setdefault("max_connections", DEFAULT_MAX_CONNECTIONS)
     opts.setdefault("socket_timeout", 5.0)
     opts.setdefault("socket_connect_timeout", 5.0)
     opts.setdefault("retry", Retry(ExponentialBackoff(cap=0.5, base=0.05), retries))
@@ -323,9 +328,11 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
         self.config = config
         self._codec = _Codec(url, config)
         self._errors = _redis_errors()
-        client: Any = async_client(url, **client_options(options))
+        opts = client_options(options)
+        client: Any = async_client(url, **opts)
         self._client = client
         self._script = self._client.register_script(SCRIPT)
+        self._slots = asyncio.Semaphore(int(opts["max_connections"]))
         self.layout = self._codec.layout
 
     @classmethod
@@ -348,7 +355,10 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
 
     async def _run(self, action: str, *args: Any) -> Any:
         try:
-            return await self._script(keys=[self._codec.meta], args=self._codec.args(action, *args))
+            async with self._slots:
+                return await self._script(
+                    keys=[self._codec.meta], args=self._codec.args(action, *args)
+                )
         except self._errors as exc:
             raise self._codec.error(action, exc) from exc
 
