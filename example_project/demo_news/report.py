@@ -21,7 +21,7 @@ KIND_LEGEND = {
     "amp": "/amp/news/...",
     "tracking": "?utm_source=...",
     "session": ";jsessionid=... or ?sid=...",
-    "partner": "the partner site's copy, /partner/story/...",
+    "partner": "/partner/story/...",
 }
 
 
@@ -145,7 +145,7 @@ def _duplicate_lines(report: RoundReport) -> list[str]:
     for kept in sorted(groups):
         copies = " · ".join(text for _, text in sorted(groups[kept]))
         lines.append(f"    {kept:{width}s}  {copies}")
-    legend = ", ".join(f"{kind} = {where}" for kind, where in KIND_LEGEND.items())
+    legend = ", ".join(f"{kind} {where}" for kind, where in KIND_LEGEND.items())
     lines.append(f"  ({legend})")
     return lines
 
