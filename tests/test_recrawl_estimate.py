@@ -111,7 +111,12 @@ def test_budget_frequencies_sum_to_the_budget(page_rates: list[float], share: fl
     budget = share * sum(page_rates)  # from a tenth of a fetch per change to ten
     mu = solve_multiplier([(r, 1.0) for r in page_rates], budget)
     frequencies = [budget_frequency(r, mu) for r in page_rates]
-    assert sum(frequencies) == pytest.approx(budget, rel=1e-6)
+    spent = sum(frequencies)
+    # A page's frequency falls to 0 only logarithmically as μλ -> 1 (f ≈ λ / ln(1/(1-μλ))),
+    # so float64 cannot express frequencies below about λ/40: a page sitting exactly at
+    # the cut-off may move the total by that much.
+    at_cutoff = sum(r / 30 for r in page_rates if abs(mu * r - 1) < 1e-9)
+    assert abs(spent - budget) <= at_cutoff + 1e-6 * budget
     for rate, f in zip(page_rates, frequencies, strict=True):
         assert f >= 0
         if f > 0:  # the Lagrange condition ∂F/∂f = μ holds at the chosen frequency
