@@ -34,9 +34,9 @@ from scrapy_simhash.extract import extract_main_text
 from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter, hamming
 
 
-def sample(count: int) -> list[tuple[str, bytes]]:
-    """Every n-th page of the manifest (all sources and languages), bodies in memory."""
-    pages = load_pages()
+def sample(count: int, lang: str | None = None) -> list[tuple[str, bytes]]:
+    """Every n-th page of the manifest (all sources, or one language), bodies in memory."""
+    pages = [page for page in load_pages() if lang is None or page.lang == lang]
     step = max(len(pages) // count, 1) if count else 1
     chosen = pages[::step][: count or None]
     return [(page.lang, page.body()) for page in chosen]
@@ -139,10 +139,11 @@ def tokenizer_agreement(settings: dict[str, str], bodies: list[tuple[str, bytes]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", type=int, default=400, help="pages sampled (0 = all)")
+    parser.add_argument("--lang", help="only pages of this language guess (e.g. zh, en)")
     parser.add_argument("-s", dest="settings", action="append", type=parse_setting, default=[])
     args = parser.parse_args()
     settings = dict(args.settings)
-    bodies = sample(args.pages)
+    bodies = sample(args.pages, args.lang)
     size = sum(len(body) for _, body in bodies) / 1e6
     print(f"{len(bodies)} pages, {size:.1f} MB of HTML, one process")
     print(f"\nWhole page (HTML bytes -> fingerprint), settings {settings or 'default'}")
