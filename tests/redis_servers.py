@@ -17,16 +17,27 @@ REDIS_SERVER = shutil.which("redis-server")
 REDIS_CLI = shutil.which("redis-cli")
 
 
-def free_port() -> int:
-    """Return a loopback TCP port that is free right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+#: Redis Cluster listens on its port + 10000 for the cluster bus, so cluster ports stay below this.
+MAX_CLUSTER_PORT = 55535
 
 
-def _wait_for_port(port: int, timeout: float = 10.0) -> None:
+def free_port(maximum: int = 65535) -> int:
+    """Return a loopback TCP port that is free right now and not above ``maximum``."""
+    for _ in range(200):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = int(sock.getsockname()[1])
+        if port <= maximum:
+            return port
+    raise RuntimeError(f"no free loopback port at or below {maximum}")
+
+
+def _wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        if process.poll() is not None:
+            error = process.stderr.read().decode(errors="replace") if process.stderr else ""
+            raise RuntimeError(f"redis-server on port {port} exited at start: {error.strip()}")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.2):
                 return
@@ -74,7 +85,7 @@ class RedisServer:
             ]
         self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
-            _wait_for_port(self.port)
+            _wait_for_port(self.port, self.process)
         except RuntimeError:
             self.stop()
             raise
@@ -96,9 +107,20 @@ def start_cluster(workdir: Path, masters: int = 3) -> list[RedisServer]:
     """Start ``masters`` cluster-enabled servers and join them into one cluster."""
     if REDIS_CLI is None:
         raise RuntimeError("redis-cli is not on PATH; it is needed to create a Redis Cluster")
-    servers = [
-        RedisServer(workdir / f"node{i}", cluster=True).start() for i in range(masters)
-    ]
+    servers: list[RedisServer] = []
+    try:
+        for i in range(masters):
+            node = RedisServer(workdir / f"node{i}", port=free_port(MAX_CLUSTER_PORT), cluster=True)
+            servers.append(node.start())
+        _create_cluster(servers)
+    except BaseException:
+        for server in servers:
+            server.stop()
+        raise
+    return servers
+
+
+def _create_cluster(servers: list[RedisServer]) -> None:
     addresses = [f"127.0.0.1:{server.port}" for server in servers]
     subprocess.run(
         [REDIS_CLI, "--cluster", "create", *addresses, "--cluster-replicas", "0", "--cluster-yes"],
@@ -115,6 +137,6 @@ def start_cluster(workdir: Path, masters: int = 3) -> list[RedisServer]:
             check=False,
         ).stdout
         if "cluster_state:ok" in info:
-            return servers
+            return
         time.sleep(0.1)
     raise RuntimeError("the Redis Cluster did not reach cluster_state:ok within 30s")
