@@ -62,7 +62,7 @@ class FingerprintConfig:
     length_factor: bool = False
     pos_factor: bool = False
     seed: int = 0
-    min_text_chars: int = 200
+    min_text_chars: int = 100
     max_body_bytes: int = 5_000_000
 
     def __post_init__(self) -> None:
