@@ -30,6 +30,9 @@ _PARSER = etree.HTMLParser(encoding="utf-8", remove_comments=True, recover=True)
 _CHARSET_META = re.compile(r"<meta[^>]*charset[^>]*>", re.IGNORECASE)
 _WORD = re.compile(r"[\u4e00-\u9fff]{1,2}|[^\W\d_]+|\d+|[^\w]+|_", re.UNICODE)
 _IS_WORD = re.compile(r"\w", re.UNICODE)
+_SPACES = re.compile(r"\s+")
+_MARKDOWN_PREFIX = re.compile(r"^(?:[-*+]|#{1,6}|\d+\.)\s+")
+_BLOCK_TAGS = ("p", "li", "div", "td", "th", "dd", "dt", "pre", "blockquote", "h2", "h3", "h4")
 # Same-site pages whose main texts share this much vocabulary are natural copies of one
 # article (the corpus has a few), not negatives.
 _NATURAL_COPY = 0.5
@@ -101,13 +104,39 @@ def _text(el: etree._Element) -> str:
 
 
 def _paragraphs(page: Page, root: etree._Element) -> list[str]:
+    """The page's main-text paragraphs as the page itself writes them.
+
+    The corpora's true main texts are normalised: cx-extractor drops every space
+    ("Rhino Trading Partners" becomes "RhinoTradingPartners"), WCXB writes list items as
+    Markdown ("- item") and spaces inline elements differently. Copying those lines
+    verbatim would make a syndicated copy differ from its original by the annotation's
+    formatting, so each line is replaced by the page's own block with the same
+    non-space characters when there is one.
+    """
     truth = page.main_text()
     if truth:
-        return [line.strip() for line in truth.splitlines() if line.strip()]
+        blocks = _blocks(root)
+        lines = []
+        for line in truth.splitlines():
+            line = line.strip()
+            if line:
+                key = _SPACES.sub("", _MARKDOWN_PREFIX.sub("", line))
+                lines.append(blocks.get(key, line))
+        return lines
     container = _container(root)
     if container is None:
         return []
     return [_text(p) for p in container if p.tag == "p"]
+
+
+def _blocks(root: etree._Element) -> dict[str, str]:
+    """Each block element's text, keyed by its text without whitespace."""
+    blocks: dict[str, str] = {}
+    for el in root.iter(*_BLOCK_TAGS):
+        text = _text(el)
+        if text:
+            blocks.setdefault(_SPACES.sub("", text), text)
+    return blocks
 
 
 def _has_container(html: str) -> bool:

@@ -151,6 +151,7 @@ _POSITIVE_WORDS = (
 )
 _ROLE_WORD = re.compile(f"(?P<negative>{_NEGATIVE_WORDS})|(?P<positive>{_POSITIVE_WORDS})")
 # Sections that are boilerplate even inside a content-named wrapper's class list.
+_JS_HOOK = ("js-", "js_")
 _STRONG_NEGATIVE = re.compile(r"comment|disqus|cookie|consent|gdpr|newsletter|related|shar|social")
 
 
@@ -162,10 +163,13 @@ def _class_role(names: str) -> int:
     first: "sidebar-content" is boilerplate, "content-with-sidebar-wrp" and "article-body"
     are content. One content token outweighs boilerplate tokens ("entry-content
     has-sidebar", "article-body pagination-first"), except for comment, cookie, share and
-    related sections. Class strings repeat across pages and elements, hence the cache.
+    related sections. Tokens prefixed "js-"/"js_" are hooks for scripts and say nothing
+    about the role. Class strings repeat across pages and elements, hence the cache.
     """
     negative = positive = False
     for token in names.split():
+        if token.startswith(_JS_HOOK):
+            continue  # "js-share-area" names a script's target, not the element's role
         match = _ROLE_WORD.search(token)
         if match is None:
             continue
@@ -206,6 +210,8 @@ _TAG_BONUS = {
 # A block of fewer UTF-8 bytes than this is not a paragraph (about 25 Latin letters or
 # 9 CJK characters: byte length is a cheap proxy for information content across scripts).
 _MIN_PARAGRAPH_BYTES = 25
+# Main text shorter than this (UTF-8 bytes) means no container of prose was found.
+_FALLBACK_BYTES = 600
 # Boilerplate-looking elements are dropped only when they hold less than this share of the
 # page's text: a "sidebar" holding most of the page is a mislabelled wrapper, and a
 # "comments" list holding most of a forum page is its content (and then so are the
@@ -216,6 +222,7 @@ _WRAPPER_MASS = 1.05
 # Blocks inside the main container that are mostly link text are link lists.
 _MAX_LINK_DENSITY = 0.5
 _TITLE_SEPARATORS = re.compile(r"\s+[-|–—»·:]\s+|\s*[|｜_]\s*|\s+-{2,}\s+")
+_CLOSING_ROOT = re.compile(r"</(?:body|html)\s*>", re.IGNORECASE)
 _PARSER = etree.HTMLParser(
     encoding="utf-8",
     remove_comments=True,
@@ -512,6 +519,10 @@ def _parse(text: str) -> etree._Element | None:
         text = text.replace("\x00", "")
     if not text.strip():
         return None
+    # libxml2 ignores everything after a stray </html> and puts what follows a stray
+    # </body> outside the body; real pages have both (an included header fragment that
+    # ends in </html>). Without them the parser closes body and html at the end anyway.
+    text = _CLOSING_ROOT.sub("", text)
     try:
         return etree.fromstring(text.encode("utf-8", errors="replace"), _PARSER)
     except etree.LxmlError:
@@ -531,6 +542,13 @@ def _extract(text: str, encoding: str, notes: list[str]) -> MainText:
     walk = _Walk(body)
     walk.run()
     main = _lines(_choose(walk), walk.stats)
+    if len(main.encode("utf-8")) < _FALLBACK_BYTES:
+        # No container of prose (product pages, galleries, landing pages): the page's
+        # own text is everything that is not boilerplate or link lists.
+        whole = _lines([body], walk.stats)
+        if len(whole) > len(main):
+            notes.append("no prose container; using all non-boilerplate text")
+            main = whole
     if not main:
         notes.append("no main text found")
     return MainText(title, main, encoding, tuple(notes))

@@ -342,3 +342,46 @@ def test_arbitrary_bytes_never_raise(body: bytes) -> None:
 def test_arbitrary_markup_never_raises(parts: list[str]) -> None:
     main = extract_main_text("".join(parts))
     assert "<" not in main.text or "&lt;" not in main.text
+
+
+def test_content_after_a_stray_closing_html_tag_is_kept() -> None:
+    # An included header fragment that ends the document early, as on real portals.
+    html = (
+        "<html><body><div class='header'><a href='/'>Home</a></div></html>"
+        "<div class='content'>" + "".join(f"<p>{p}</p>" for p in EN_ARTICLE) + "</div>"
+        "</body><div class='after'><p>" + EN_OTHER[0] + "</p></div></html>"
+    )
+    text = extract(html).text
+    assert text.splitlines()[:4] == EN_ARTICLE
+
+
+def test_script_hook_class_names_do_not_mark_boilerplate() -> None:
+    article = "".join(f"<p>{p}</p>" for p in ZH_ARTICLE)
+    html = (
+        "<html><body><div class='nav'><a href='/'>首页</a></div><div class='left'>"
+        f"<div id='artical_real' class='js_img_share_area'>{article}</div></div>"
+        "<div class='sidebar'><p>" + ZH_OTHER[0] + "</p></div></body></html>"
+    )
+    assert extract(html).text == "\n".join(ZH_ARTICLE)
+
+
+def test_page_without_a_prose_container_falls_back_to_its_non_boilerplate_text() -> None:
+    items = [
+        ("Trail Runner 2", "Lightweight shoe with a grippy outsole, $129.95 (312 reviews)"),
+        ("Summit Pack 40", "Forty litre pack with a rain cover, $189.00 (87 reviews)"),
+        ("Camp Stove Mini", "Folding gas stove that boils a litre in 3 minutes, $54.95"),
+        ("Down Vest", "Packable 800-fill down vest, recycled shell, $149.00 (41 reviews)"),
+    ]
+    cards = "".join(f"<div class='card'><h3>{n}</h3><span>{d}</span></div>" for n, d in items)
+    html = (
+        "<html><body><nav><a href='/'>Shop</a><a href='/sale'>Sale</a></nav>"
+        "<div class='intro'><p>Gear for every season, tested by our members.</p></div>"
+        f"<div class='grid'>{cards}</div><footer>© Outdoor Co-op</footer></body></html>"
+    )
+    main = extract(html)
+    for name, description in items:
+        assert name in main.text
+        assert description in main.text
+    assert "Sale" not in main.text
+    assert "Co-op" not in main.text
+    assert any("non-boilerplate" in note for note in main.notes)
