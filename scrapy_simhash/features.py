@@ -202,6 +202,8 @@ class FeatureExtractor:
         length_factor: bool = False,
         pos_factor: bool = False,
     ) -> None:
+        if tokenizer not in TOKENIZERS:
+            raise ConfigurationError(f"SIMHASH_TOKENIZER must be one of {', '.join(TOKENIZERS)}")
         if weighting not in WEIGHTINGS:
             raise ConfigurationError(f"SIMHASH_WEIGHTING must be one of {', '.join(WEIGHTINGS)}")
         if shingle_size < 1:
@@ -215,8 +217,6 @@ class FeatureExtractor:
         self.keep_numbers = keep_numbers
         self.length_factor = length_factor
         self.pos_factor = pos_factor
-        if tokenizer not in TOKENIZERS:
-            raise ConfigurationError(f"SIMHASH_TOKENIZER must be one of {', '.join(TOKENIZERS)}")
 
     @property
     def tokenizer(self) -> Tokenizer:
