@@ -98,6 +98,9 @@ class SimhashDownloaderMiddleware:
         from scrapy_simhash.recrawl import RecrawlConfig, open_async_recrawl_store
 
         recrawl_config = RecrawlConfig.from_settings(settings)
+        # Without the recrawl store, the index's previous fingerprint still tells whether a
+        # re-fetched page changed, by the same threshold.
+        self.change_threshold = recrawl_config.change_distance
         if not recrawl_config.enabled:
             return None
 
@@ -218,21 +221,23 @@ class SimhashDownloaderMiddleware:
                 info["reason"] = f"{page.reason or 'no text'}" + (f" ({notes})" if notes else "")
             if self.recrawl is not None and not cached:
                 await self._observe_recrawl(key, None, response)
-            await send_signal(self.crawler, signals.page_observed, request=request, response=response, info=info)
+            await self._observed(request, response, info)
             return response
         info["fingerprint"] = self._to_hex(fp, self.bits)
 
         try:
             observation = await self.index.call(lambda index: index.observe(key, fp))
         except BackendUnavailable as exc:
-            return self._index_failed(request, response, info, str(exc))
+            info["reason"] = f"index unavailable: {exc}"
+            await self._observed(request, response, info)
+            return self._index_failed(response, str(exc))
 
         if observation.match is not None:
             return await self._duplicate(request, response, info, observation.match, fp)
         self._inc("unique")
         if observation.previous is not None:
             info["change_distance"] = self._hamming(observation.previous, fp)
-            info["changed"] = info["change_distance"] > 0
+            info["changed"] = info["change_distance"] > self.change_threshold
         if self.recrawl is not None and not cached:
             visit = await self._observe_recrawl(key, fp, response)
             if visit is not None:
@@ -241,13 +246,15 @@ class SimhashDownloaderMiddleware:
                     info["change_distance"] = visit.distance
         if info["changed"] is not None:
             self._inc("changed" if info["changed"] else "unchanged")
-        await send_signal(self.crawler, signals.page_observed, request=request, response=response, info=info)
+        await self._observed(request, response, info)
         if info["changed"] is False and self.config.skip_unchanged:
             self._inc("skipped_unchanged")
             raise IgnoreRequest(f"unchanged since the last visit: {key}")
         return response
 
-    async def _fingerprint(self, response: Response, info: dict[str, Any]) -> PageFingerprint | None:
+    async def _fingerprint(
+        self, response: Response, info: dict[str, Any]
+    ) -> PageFingerprint | None:
         content_type = response.headers.get(b"Content-Type")
         try:
             return await self.runner.fingerprint(
@@ -273,8 +280,10 @@ class SimhashDownloaderMiddleware:
         self._inc("duplicate")
         info["duplicate_of"] = match.key
         info["distance"] = match.distance
-        await send_signal(self.crawler, signals.near_duplicate, request=request, response=response, info=info)
-        await send_signal(self.crawler, signals.page_observed, request=request, response=response, info=info)
+        await send_signal(
+            self.crawler, signals.near_duplicate, request=request, response=response, info=info
+        )
+        await self._observed(request, response, info)
         if "cached" not in response.flags:
             await self._observe_recrawl(info["key"], fp, response)
         if not self.config.drop_duplicates:
@@ -290,10 +299,13 @@ class SimhashDownloaderMiddleware:
         )
         raise IgnoreRequest(f"near-duplicate of {match.key} (distance {match.distance})")
 
-    def _index_failed(
-        self, request: Request, response: Response, info: dict[str, Any], error: str
-    ) -> Response:
-        info["reason"] = f"index unavailable: {error}"
+    async def _observed(self, request: Request, response: Response, info: dict[str, Any]) -> None:
+        await send_signal(
+            self.crawler, signals.page_observed, request=request, response=response, info=info
+        )
+
+    def _index_failed(self, response: Response, error: str) -> Response:
+        """Apply SIMHASH_ON_INDEX_ERROR to a page the index could not check."""
         policy = self.config.on_index_error
         if policy == "drop":
             self._inc("dropped")

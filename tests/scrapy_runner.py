@@ -180,7 +180,14 @@ def main(spec_path: str, out_path: str) -> int:
     def page_observed(response: Any, info: dict[str, Any], **_: Any) -> None:
         sent["page_observed"].append(response.url)
 
+    opened_cpu: list[float] = []
+
+    def spider_opened(**_: Any) -> None:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        opened_cpu.append(usage.ru_utime + usage.ru_stime)
+
     # The signal dispatcher holds receivers weakly: keep named references.
+    crawler.signals.connect(spider_opened, signals.spider_opened)
     crawler.signals.connect(collect, signals.item_scraped)
     crawler.signals.connect(near_duplicate, simhash_signals.near_duplicate)
     crawler.signals.connect(page_observed, simhash_signals.page_observed)
@@ -195,6 +202,7 @@ def main(spec_path: str, out_path: str) -> int:
     )
     cpu = {
         "crawl": own.ru_utime + own.ru_stime,
+        "startup": opened_cpu[0] if opened_cpu else 0.0,
         "workers": children.ru_utime + children.ru_stime,
     }
     result = {"items": items, "stats": stats, "errors": errors, "cpu": cpu, "signals": sent}

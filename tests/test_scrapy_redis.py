@@ -141,7 +141,8 @@ def test_crawl_survives_redis_going_away(
     assert stats["simhash/index_error"] == 3
     assert stats["simhash/dropped"] == 1
     # One error with its traceback, then quiet; recovery is announced; no password anywhere.
-    assert result.log.count("[scrapy_simhash._scrapy_guard] ERROR: SimHash index at redis://:***@") == 1
+    guard_error = "[scrapy_simhash._scrapy_guard] ERROR: SimHash index at redis://:***@"
+    assert result.log.count(guard_error) == 1
     assert result.log.count("IndexBackendError: Redis index redis://:***@") == 1
     assert "is reachable again after 3 errors" in result.log
     assert password not in result.log
