@@ -164,12 +164,14 @@ def _class_role(names: str) -> int:
     are content. One content token outweighs boilerplate tokens ("entry-content
     has-sidebar", "article-body pagination-first"), except for comment, cookie, share and
     related sections. Tokens prefixed "js-"/"js_" are hooks for scripts and say nothing
-    about the role. Class strings repeat across pages and elements, hence the cache.
+    about the role, and BEM modifiers (after "--") describe a variant of the block named
+    before them. Class strings repeat across pages and elements, hence the cache.
     """
     negative = positive = False
     for token in names.split():
         if token.startswith(_JS_HOOK):
             continue  # "js-share-area" names a script's target, not the element's role
+        token = token.split("--", 1)[0]  # a BEM modifier ("node--type-newsletter") is a variant
         match = _ROLE_WORD.search(token)
         if match is None:
             continue
@@ -222,6 +224,20 @@ _WRAPPER_MASS = 1.05
 # Blocks inside the main container that are mostly link text are link lists.
 _MAX_LINK_DENSITY = 0.5
 _TITLE_SEPARATORS = re.compile(r"\s+[-|–—»·:]\s+|\s*[|｜_]\s*|\s+-{2,}\s+")
+# Byline, source, editor, date and share-widget lines (see _drop_credits); only lines of
+# at most _MAX_CREDIT_BYTES UTF-8 bytes are tested, so prose that mentions them stays.
+_MAX_CREDIT_BYTES = 200
+_CREDIT_LINE = re.compile(
+    r"^\W*(?:来源|作者|责任编辑|责编|编辑|原标题|发布时间|发布日期|更新时间|时间|日期|浏览|阅读|"
+    r"点击|本文来源|文章来源|出处|记者|通讯员|供稿|摄影|图片来源)\s*[:：]"
+    r"|责任编辑\s*[:：]|(?:浏览|阅读|点击)(?:数|量|次数)?\s*[:：(（]?\s*\d+[)）]?\s*$"
+    r"|^\W*\d{4}\s*[-/.年]\s*\d{1,2}\s*[-/.月]\s*\d{1,2}日?(?:\s+\d{1,2}:\d{2}(?::\d{2})?)?"
+    r"(?:\s+\S{1,12}){0,4}\s*$"
+    r"|^\W*(?:分享到|分享至|收藏|举报|不感兴趣|扫一扫|用微信扫)"
+    r"|^(?:by|posted|published|updated|last updated|last edited|written by)\b[^.!?]{0,80}$"
+    r"|^(?:share|print|email|tweet|comments?)\s*:?$",
+    re.IGNORECASE,
+)
 _CLOSING_ROOT = re.compile(r"</(?:body|html)\s*>", re.IGNORECASE)
 _PARSER = etree.HTMLParser(
     encoding="utf-8",
@@ -479,6 +495,23 @@ def _lines(containers: Iterable[etree._Element], stats: dict[etree._Element, _St
     return "\n".join(lines)
 
 
+def _drop_credits(text: str) -> str:
+    """Remove short byline, source, editor, date and share-widget lines.
+
+    They are not the article: every re-publication of one story carries its own ("来源：
+    新华网 责任编辑：王五", "By Staff Reporter", "Updated 2025-03-01", "分享到："), so keeping
+    them pulls copies of one story apart and adds nothing that tells stories apart.
+    """
+    if not text:
+        return text
+    kept = [
+        line
+        for line in text.split("\n")
+        if len(line.encode("utf-8")) > _MAX_CREDIT_BYTES or not _CREDIT_LINE.search(line)
+    ]
+    return "\n".join(kept)
+
+
 def _clean_title(title: str, headline: str) -> str:
     """Remove the " - Site name" decoration: prefer the h1 when the title contains it."""
     title = " ".join(title.split())
@@ -541,11 +574,11 @@ def _extract(text: str, encoding: str, notes: list[str]) -> MainText:
         body = root
     walk = _Walk(body)
     walk.run()
-    main = _lines(_choose(walk), walk.stats)
+    main = _drop_credits(_lines(_choose(walk), walk.stats))
     if len(main.encode("utf-8")) < _FALLBACK_BYTES:
         # No container of prose (product pages, galleries, landing pages): the page's
         # own text is everything that is not boilerplate or link lists.
-        whole = _lines([body], walk.stats)
+        whole = _drop_credits(_lines([body], walk.stats))
         if len(whole) > len(main):
             notes.append("no prose container; using all non-boilerplate text")
             main = whole

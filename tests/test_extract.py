@@ -385,3 +385,41 @@ def test_page_without_a_prose_container_falls_back_to_its_non_boilerplate_text()
     assert "Sale" not in main.text
     assert "Co-op" not in main.text
     assert any("non-boilerplate" in note for note in main.notes)
+
+
+def test_bem_modifiers_do_not_mark_boilerplate() -> None:
+    article = "".join(f"<p>{p}</p>" for p in EN_ARTICLE)
+    html = (
+        "<html><body><nav><a href='/'>Home</a></nav><div class='page'>"
+        f"<article class='node node--type-newsletter-article'>{article}</article>"
+        "<div class='newsletter-signup'><p>" + EN_OTHER[0] + "</p></div></div></body></html>"
+    )
+    assert extract(html).text == "\n".join(EN_ARTICLE)
+
+
+@pytest.mark.parametrize(
+    "credit",
+    [
+        "本文来源：华尔街见闻 责任编辑：NF058",
+        "来源：新华网",
+        "2015-06-25 10:45:52 0人参与评论",
+        "分享到：",
+        "By Staff Reporter",
+        "Updated: December 31, 2024",
+    ],
+)
+def test_byline_and_credit_lines_are_dropped(credit: str) -> None:
+    for article in (EN_ARTICLE, ZH_ARTICLE):
+        body = "".join(f"<p>{p}</p>" for p in article)
+        html = f"<html><body><article><p>{credit}</p>{body}<p>{credit}</p></article></body></html>"
+        assert extract(html).text == "\n".join(article)
+
+
+def test_prose_that_starts_like_a_credit_is_kept() -> None:
+    lines = [
+        "2024年3月5日 国务院总理李强在人民大会堂作政府工作报告，报告指出经济运行总体回升向好。",
+        "By the time the council voted, most members of the public had already gone home.",
+        *EN_ARTICLE,
+    ]
+    html = "<html><body><article>" + "".join(f"<p>{p}</p>" for p in lines) + "</article></body>"
+    assert extract(html).text == "\n".join(lines)
