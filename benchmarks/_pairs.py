@@ -17,6 +17,7 @@ from __future__ import annotations
 import random
 import re
 from collections import defaultdict
+from copy import deepcopy as copy_element
 from dataclasses import dataclass, field
 from itertools import combinations
 
@@ -104,39 +105,63 @@ def _text(el: etree._Element) -> str:
 
 
 def _paragraphs(page: Page, root: etree._Element) -> list[str]:
-    """The page's main-text paragraphs as the page itself writes them.
+    """The texts of the page's main-text paragraphs (see _main_blocks)."""
+    return [_text(el) for el in _main_blocks(page, root)]
+
+
+def _main_blocks(page: Page, root: etree._Element) -> list[etree._Element]:
+    """The page's main-text paragraphs as the page itself writes them, as elements.
 
     The corpora's true main texts are normalised: cx-extractor drops every space
-    ("Rhino Trading Partners" becomes "RhinoTradingPartners"), WCXB writes list items as
-    Markdown ("- item") and spaces inline elements differently. Copying those lines
-    verbatim would make a syndicated copy differ from its original by the annotation's
-    formatting, so each line is replaced by the page's own block with the same
-    non-space characters when there is one.
+    ("Rhino Trading Partners" becomes "RhinoTradingPartners") and keeps the text of the
+    page's related-links lists, WCXB writes list items as Markdown ("- item") and spaces
+    inline elements differently. Copying those lines as plain paragraphs would make a
+    syndicated copy differ from its original by the annotation's formatting (and turn
+    link lists into prose), so each line is taken from the page's own block with the same
+    non-space characters, links included, when there is one.
     """
     truth = page.main_text()
     if truth:
         blocks = _blocks(root)
-        lines = []
+        elements = []
         for line in truth.splitlines():
             line = line.strip()
             if line:
                 key = _SPACES.sub("", _MARKDOWN_PREFIX.sub("", line))
-                lines.append(blocks.get(key, line))
-        return lines
+                block = blocks.get(key)
+                if block is None:
+                    block = etree.Element("p")
+                    block.text = line
+                elements.append(block)
+        return elements
     container = _container(root)
     if container is None:
         return []
-    return [_text(p) for p in container if p.tag == "p"]
+    return [p for p in container if p.tag == "p"]
 
 
-def _blocks(root: etree._Element) -> dict[str, str]:
-    """Each block element's text, keyed by its text without whitespace."""
-    blocks: dict[str, str] = {}
+def _blocks(root: etree._Element) -> dict[str, etree._Element]:
+    """Each block element, keyed by its text without whitespace."""
+    blocks: dict[str, etree._Element] = {}
     for el in root.iter(*_BLOCK_TAGS):
         text = _text(el)
         if text:
-            blocks.setdefault(_SPACES.sub("", text), text)
+            blocks.setdefault(_SPACES.sub("", text), el)
     return blocks
+
+
+def _as_paragraph(block: etree._Element) -> etree._Element:
+    """A copy of a block as a plain <p>: inline markup and links kept, attributes dropped
+    (the other site's classes would be judged by the extractor, not the text)."""
+    copy = copy_element(block)
+    copy.tag = "p"
+    copy.tail = "\n"
+    for el in copy.iter():
+        href = el.get("href")
+        el.attrib.clear()
+        if href is not None and el.tag == "a":
+            el.set("href", href)
+    return copy
 
 
 def _has_container(html: str) -> bool:
@@ -153,7 +178,9 @@ def _headline(root: etree._Element) -> str:
     return ""
 
 
-def syndicate(paragraphs: list[str], title: str, template_html: str, site: str) -> str | None:
+def syndicate(
+    paragraphs: list[etree._Element], title: str, template_html: str, site: str
+) -> str | None:
     """Put ``paragraphs`` and the headline into another page's template ("Title | Site")."""
     root = _parse(template_html)
     if root is None:
@@ -164,10 +191,8 @@ def syndicate(paragraphs: list[str], title: str, template_html: str, site: str) 
     for child in list(container):
         container.remove(child)
     container.text = "\n"
-    for text in paragraphs:
-        p = etree.SubElement(container, "p")
-        p.text = text
-        p.tail = "\n"
+    for block in paragraphs:
+        container.append(_as_paragraph(block))
     for el in root.iter("title", "h1"):
         for child in list(el):
             el.remove(child)
@@ -342,7 +367,7 @@ def _variants(
         corpus.pairs.append(Pair(a, corpus.add(f"{a}~{kind}", body, lang), True, kind, lang))
 
     root = _parse(html)
-    paragraphs = _paragraphs(page, root) if root is not None else []
+    paragraphs = _main_blocks(page, root) if root is not None else []
     others = [t for t in templates if t.domain != page.domain]
     if paragraphs and others and root is not None:
         template = rng.choice(others)
