@@ -61,18 +61,34 @@ def content_type_matches(content_type: str, allowed: tuple[str, ...]) -> bool:
 
 
 @dataclass(frozen=True)
+class GuardConfig:
+    """How calls to the index (and recrawl store) are bounded and retried during outages."""
+
+    on_error: str
+    timeout: float
+    retry_after: float
+    log_interval: float
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> GuardConfig:
+        return cls(
+            on_error=get_choice(settings, "SIMHASH_ON_INDEX_ERROR", "pass", ON_ERROR_CHOICES),
+            timeout=get_float(settings, "SIMHASH_INDEX_TIMEOUT", 10.0, minimum=0.001),
+            retry_after=get_float(settings, "SIMHASH_INDEX_RETRY_AFTER", 1.0, minimum=0.0),
+            log_interval=get_float(settings, "SIMHASH_ERROR_LOG_INTERVAL", 60.0, minimum=0.0),
+        )
+
+
+@dataclass(frozen=True)
 class MiddlewareConfig:
     """Everything the downloader middleware reads from the settings, validated up front."""
 
     drop_duplicates: bool
     content_types: tuple[str, ...]
-    on_index_error: str
+    guard: GuardConfig
     workers: int
     inline_max_bytes: int
     body_cache_size: int
-    index_timeout: float
-    retry_after: float
-    error_log_interval: float
     canonicalize_keys: bool
     skip_unchanged: bool
 
@@ -84,15 +100,10 @@ class MiddlewareConfig:
                 t.strip().lower()
                 for t in get_list(settings, "SIMHASH_CONTENT_TYPES", DEFAULT_CONTENT_TYPES)
             ),
-            on_index_error=get_choice(settings, "SIMHASH_ON_INDEX_ERROR", "pass", ON_ERROR_CHOICES),
+            guard=GuardConfig.from_settings(settings),
             workers=get_int(settings, "SIMHASH_WORKERS", default_workers(), minimum=0),
             inline_max_bytes=get_int(settings, "SIMHASH_INLINE_MAX_BYTES", 8192, minimum=0),
             body_cache_size=get_int(settings, "SIMHASH_BODY_CACHE_SIZE", 4096, minimum=0),
-            index_timeout=get_float(settings, "SIMHASH_INDEX_TIMEOUT", 10.0, minimum=0.001),
-            retry_after=get_float(settings, "SIMHASH_INDEX_RETRY_AFTER", 1.0, minimum=0.0),
-            error_log_interval=get_float(
-                settings, "SIMHASH_ERROR_LOG_INTERVAL", 60.0, minimum=0.0
-            ),
             canonicalize_keys=get_bool(settings, "SIMHASH_CANONICALIZE_KEYS", False),
             skip_unchanged=get_bool(settings, "SIMHASH_SKIP_UNCHANGED", False),
         )
@@ -107,10 +118,7 @@ class PipelineConfig:
     key_field: str | None
     fingerprint_field: str | None
     drop_duplicates: bool
-    on_index_error: str
-    index_timeout: float
-    retry_after: float
-    error_log_interval: float
+    guard: GuardConfig
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> PipelineConfig:
@@ -120,10 +128,5 @@ class PipelineConfig:
             key_field=get_str(settings, "SIMHASH_ITEM_KEY_FIELD", "url"),
             fingerprint_field=get_str(settings, "SIMHASH_ITEM_FINGERPRINT_FIELD", None),
             drop_duplicates=get_bool(settings, "SIMHASH_DROP_DUPLICATES", True),
-            on_index_error=get_choice(settings, "SIMHASH_ON_INDEX_ERROR", "pass", ON_ERROR_CHOICES),
-            index_timeout=get_float(settings, "SIMHASH_INDEX_TIMEOUT", 10.0, minimum=0.001),
-            retry_after=get_float(settings, "SIMHASH_INDEX_RETRY_AFTER", 1.0, minimum=0.0),
-            error_log_interval=get_float(
-                settings, "SIMHASH_ERROR_LOG_INTERVAL", 60.0, minimum=0.0
-            ),
+            guard=GuardConfig.from_settings(settings),
         )

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from scrapy_simhash._redis import mask_url
+from scrapy_simhash._scrapy_config import GuardConfig
 from scrapy_simhash._scrapy_guard import BACKEND_ERRORS, Guarded, scrub
 
 if TYPE_CHECKING:
@@ -53,14 +54,27 @@ def validate_index(url: str, kwargs: Mapping[str, Any]) -> None:
         )
 
 
-def guarded_index(
+def guarded(
+    what: str,
     url: str,
-    kwargs: Mapping[str, Any],
-    *,
-    timeout: float,
-    retry_after: float,
-    log_interval: float,
+    opener: Callable[[], Awaitable[Any]],
+    config: GuardConfig,
     on_error: Callable[[], None],
+) -> Guarded[Any]:
+    """A backend behind a ``Guarded`` configured by the SIMHASH_INDEX_* guard settings."""
+    return Guarded(
+        what,
+        url,
+        opener,
+        timeout=config.timeout,
+        retry_after=config.retry_after,
+        log_interval=config.log_interval,
+        on_error=on_error,
+    )
+
+
+def guarded_index(
+    url: str, kwargs: Mapping[str, Any], config: GuardConfig, on_error: Callable[[], None]
 ) -> Guarded[Any]:
     """The async index behind a ``Guarded`` (timeouts, retry pause, throttled logs)."""
     from scrapy_simhash.index import open_async_index
@@ -72,15 +86,7 @@ def guarded_index(
     async def opener() -> Any:
         return await resolve(open_async_index(url, **reopen))
 
-    return Guarded(
-        "SimHash index",
-        url,
-        opener,
-        timeout=timeout,
-        retry_after=retry_after,
-        log_interval=log_interval,
-        on_error=on_error,
-    )
+    return guarded("SimHash index", url, opener, config, on_error)
 
 
 async def send_signal(crawler: Crawler, signal: object, **kwargs: Any) -> None:

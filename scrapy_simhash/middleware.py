@@ -25,6 +25,7 @@ from scrapy_simhash import signals
 from scrapy_simhash._redis import mask_url
 from scrapy_simhash._scrapy_config import MiddlewareConfig
 from scrapy_simhash._scrapy_glue import (
+    guarded,
     guarded_index,
     index_kwargs,
     resolve,
@@ -78,12 +79,7 @@ class SimhashDownloaderMiddleware:
         )
         validate_index(self.index_url, kwargs)
         self.index = guarded_index(
-            self.index_url,
-            kwargs,
-            timeout=self.config.index_timeout,
-            retry_after=self.config.retry_after,
-            log_interval=self.config.error_log_interval,
-            on_error=lambda: self._inc("index_error"),
+            self.index_url, kwargs, self.config.guard, lambda: self._inc("index_error")
         )
         self.recrawl = self._open_recrawl(settings)
         crawler.signals.connect(self._spider_opened, signal=scrapy_signals.spider_opened)
@@ -111,14 +107,12 @@ class SimhashDownloaderMiddleware:
                 )
             )
 
-        return Guarded(
+        return guarded(
             "recrawl store",
             self.index_url,
             opener,
-            timeout=self.config.index_timeout,
-            retry_after=self.config.retry_after,
-            log_interval=self.config.error_log_interval,
-            on_error=lambda: self._inc("recrawl_error"),
+            self.config.guard,
+            lambda: self._inc("recrawl_error"),
         )
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -306,7 +300,7 @@ class SimhashDownloaderMiddleware:
 
     def _index_failed(self, response: Response, error: str) -> Response:
         """Apply SIMHASH_ON_INDEX_ERROR to a page the index could not check."""
-        policy = self.config.on_index_error
+        policy = self.config.guard.on_error
         if policy == "drop":
             self._inc("dropped")
             raise IgnoreRequest(f"SimHash index unavailable ({error}); SIMHASH_ON_INDEX_ERROR=drop")

@@ -69,14 +69,7 @@ class SimhashPipeline:
             scheme=self.fingerprinter.scheme,
         )
         validate_index(url, kwargs)
-        self.index = guarded_index(
-            url,
-            kwargs,
-            timeout=self.config.index_timeout,
-            retry_after=self.config.retry_after,
-            log_interval=self.config.error_log_interval,
-            on_error=lambda: self._inc("index_error"),
-        )
+        self.index = guarded_index(url, kwargs, self.config.guard, lambda: self._inc("index_error"))
         crawler.signals.connect(self._spider_closed, signal=scrapy_signals.spider_closed)
 
     @classmethod
@@ -125,7 +118,7 @@ class SimhashPipeline:
         raise DropItem(f"near-duplicate of item {match.key} (distance {match.distance})")
 
     def _index_failed(self, item: Any, error: str) -> Any:
-        policy = self.config.on_index_error
+        policy = self.config.guard.on_error
         if policy == "drop":
             self._inc("dropped")
             raise DropItem(f"SimHash index unavailable ({error}); SIMHASH_ON_INDEX_ERROR=drop")
