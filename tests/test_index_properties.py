@@ -66,6 +66,9 @@ def test_any_pair_within_k_shares_a_table_key(k: int, extra: int, base: int, dat
 def test_layout_choice_follows_the_corpus_size() -> None:
     assert choose_layout(64, 3).name == "4x1"
     assert choose_layout(64, 3, expected_size=10_000).name == "4x1"
+    # The basic layout serves a million pages (fewer band records in Redis); 5x2 beyond.
+    assert choose_layout(64, 3, expected_size=1_000_000).name == "4x1"
+    assert choose_layout(64, 3, expected_size=2_000_000).name == "5x2"
     assert choose_layout(64, 3, expected_size=10_000_000).name == "5x2"
     assert choose_layout(64, 3, tables=20).name == "6x3"
     with pytest.raises(ConfigurationError, match="choose one of: 4, 10, 20, 35"):

@@ -22,9 +22,14 @@ from scrapy_simhash.exceptions import ConfigurationError
 SUPPORTED_BITS = (64, 128)
 #: Layouts with more tables than this cost more in writes than any probe saving repays.
 MAX_TABLES = 64
-#: One stored band record costs memory for the life of the index, a candidate check costs
-#: one XOR and popcount once; the cost model weighs a table this many candidates.
-TABLE_COST = 4.0
+#: One stored band record costs memory for the life of the index and one more write per
+#: stored page, a candidate check costs one XOR and popcount once; the cost model weighs a
+#: table this many candidates. At 16 the basic k + 1 layout serves k=3 up to ~1.6M
+#: expected pages (~100 candidates per probe, ~35 µs per in-memory probe at 1M), then 5x2
+#: (10 tables: 2.5x the band records, ~3 candidates). 4 switched at ~400k, far too early
+#: for Redis memory; a numpy sorted-table probe is faster with 4x1 up to ~10M, but there
+#: a table costs a binary search, not a dict lookup.
+TABLE_COST = 16.0
 
 
 def split_bands(bits: int, blocks: int) -> tuple[tuple[int, int], ...]:

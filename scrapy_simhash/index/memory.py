@@ -31,24 +31,30 @@ class MemoryIndex(NearDuplicateIndex):
         self._lock = threading.Lock()
         self._entries: dict[str, tuple[int, int]] = {}
         self._tables: list[dict[int, dict[str, int]]] = [{} for _ in self.layout.masks]
+        self._pairs = tuple(zip(self._tables, self.layout.masks, strict=True))
+        self._largest = (1 << config.bits) - 1
+        self._ttl = config.ttl_secs is not None
+        self._clock = config.clock
 
     def _candidates(self, fingerprint: int, exclude: str | None, now: float) -> list[Match]:
+        """Live matches within k except ``exclude``; expired ones met on the way are dropped.
+
+        The hot path of every observe: plain loops over (table, mask) pairs, no per-table
+        allocation, the expiry lookup only for the rare candidate within k.
+        """
         limit = self.config.max_distance
         found: dict[str, Match] = {}
         expired: list[str] = []
-        for table, mask in zip(self._tables, self.layout.masks, strict=True):
+        for table, mask in self._pairs:
             bucket = table.get(fingerprint & mask)
-            if not bucket:
-                continue
-            for key, other in bucket.items():
-                if key == exclude or key in found:
-                    continue
-                distance = (fingerprint ^ other).bit_count()
-                if distance <= limit:
-                    if self.config.expired(self._entries[key][1], now):
-                        expired.append(key)
-                    else:
-                        found[key] = Match(key, other, distance)
+            if bucket:
+                for key, other in bucket.items():
+                    distance = (fingerprint ^ other).bit_count()
+                    if distance <= limit and key != exclude and key not in found:
+                        if self._ttl and self.config.expired(self._entries[key][1], now):
+                            expired.append(key)
+                        else:
+                            found[key] = Match(key, other, distance)
         for key in expired:
             self._unlink(key)
         return list(found.values())
@@ -58,7 +64,8 @@ class MemoryIndex(NearDuplicateIndex):
         if entry is None:
             return None
         fingerprint = entry[0]
-        for table, band in zip(self._tables, self.layout.keys(fingerprint), strict=True):
+        for table, mask in self._pairs:
+            band = fingerprint & mask
             bucket = table[band]
             del bucket[key]
             if not bucket:
@@ -66,23 +73,30 @@ class MemoryIndex(NearDuplicateIndex):
         return fingerprint
 
     def observe(self, key: str, fingerprint: int) -> Observation:
-        check_key(key)
-        check_fingerprint(fingerprint, self.config.bits)
-        now = self.config.clock()
+        if type(key) is not str or not key:
+            check_key(key)
+        if type(fingerprint) is not int or not 0 <= fingerprint <= self._largest:
+            check_fingerprint(fingerprint, self.config.bits)
+        now = self._clock()
         with self._lock:
-            match = closest(self._candidates(fingerprint, key, now))
-            if match is not None:
-                return Observation(match, None, False)
+            found = self._candidates(fingerprint, key, now)
+            if found:
+                return Observation(closest(found), None, False)
             old = self._entries.get(key)
             previous = None
             if old is not None:
-                if not self.config.expired(old[1], now):
+                if not (self._ttl and self.config.expired(old[1], now)):
                     previous = old[0]
                 if old[0] != fingerprint:
                     self._unlink(key)
             if key not in self._entries:
-                for table, band in zip(self._tables, self.layout.keys(fingerprint), strict=True):
-                    table.setdefault(band, {})[key] = fingerprint
+                for table, mask in self._pairs:
+                    band = fingerprint & mask
+                    bucket = table.get(band)
+                    if bucket is None:
+                        table[band] = {key: fingerprint}
+                    else:
+                        bucket[key] = fingerprint
             self._entries[key] = (fingerprint, int(now))
             return Observation(None, previous, True)
 
