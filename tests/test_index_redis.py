@@ -5,10 +5,12 @@ from __future__ import annotations
 import logging
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
 
+from scrapy_simhash._redis import sync_client
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
 from scrapy_simhash.index import Match, Observation, index_options_from_settings, open_index
 from tests.index_helpers import BlockingAsync, at_distance
@@ -170,3 +172,60 @@ def test_more_callers_than_connections_wait_instead_of_failing(redis_url: str) -
             await index.close()
 
     assert asyncio.run(run()) == 200
+
+
+def _async_observe_all(url: str, pages: list[tuple[str, int]]) -> tuple[list[Observation], int]:
+    import asyncio
+
+    from scrapy_simhash.index import open_async_index
+
+    async def run() -> tuple[list[Observation], int]:
+        index = await open_async_index(url)
+        try:
+            results = await asyncio.gather(*(index.observe(k, fp) for k, fp in pages))
+            return list(results), await index.count()
+        finally:
+            await index.close()
+
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize("cluster", [False, True], ids=["redis", "cluster"])
+def test_concurrent_calls_share_pipelines_but_stay_one_atomic_call_each(
+    request: pytest.FixtureRequest, cluster: bool
+) -> None:
+    url = request.getfixturevalue("redis_cluster_url" if cluster else "redis_url")
+    rng = random.Random(5)
+    base = rng.getrandbits(64)
+    # 150 near-duplicates of one page in flight at once, then a script flush between bursts.
+    burst = [(f"https://n.example/{i}", at_distance(rng, base, i % 4)) for i in range(150)]
+    results, count = _async_observe_all(url, burst)
+    stored = [result for result in results if result.stored]
+    assert len(stored) == 1
+    assert count == 1
+    assert results[0].stored  # calls run in the order they were made
+    assert all(r.match is not None and r.match.key == burst[0][0] for r in results[1:])
+    admin: Any = sync_client(url)
+    try:
+        admin.script_flush()
+    finally:
+        admin.close()
+    fresh = [(f"https://f.example/{i}", rng.getrandbits(64)) for i in range(50)]
+    results, count = _async_observe_all(url, fresh)
+    assert all(result.stored for result in results)
+    assert count == 51
+
+
+def test_each_async_page_is_one_evalsha_even_when_batched(redis_url: str) -> None:
+    pages = [(f"https://b.example/{i}", random.Random(i).getrandbits(64)) for i in range(120)]
+    _async_observe_all(redis_url, pages[:1])  # loads the script
+    admin = redis.Redis.from_url(redis_url)
+    admin.config_resetstat()
+    admin.close()
+    results, count = _async_observe_all(redis_url, pages[1:])
+    assert count == 120
+    assert all(result.stored for result in results)
+    stats = _commandstats(redis_url)
+    assert stats.pop("evalsha") == 119
+    assert "eval" not in stats
+    assert "script|load" not in stats

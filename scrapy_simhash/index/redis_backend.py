@@ -16,6 +16,7 @@ on one slot (one master). Spread load by using several namespaces (e.g. one per 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import math
 from collections.abc import Iterable
@@ -53,6 +54,9 @@ _SCAN_BATCH = 1000
 #: Connections per client; async callers beyond this wait for a free one instead of
 #: failing with redis-py's "Too many connections".
 DEFAULT_MAX_CONNECTIONS = 64
+#: Pipelines of script calls one async index keeps in flight, and calls per pipeline.
+MAX_PIPELINES = 4
+MAX_BATCH = 256
 
 
 def entry_bits(expected_size: int | None) -> int:
@@ -121,6 +125,15 @@ class _Codec:
         self.layout = layout
         self.ebits = ebits
         self.masks = b"".join(mask.to_bytes(self.width, "big") for mask in layout.masks)
+        ttl = self.config.ttl_secs or 0
+        # Encoded once: redis-py's per-argument encoding is a large share of a call's cost.
+        self._static = (
+            self.prefix,
+            self.masks,
+            b"%d" % ebits,
+            b"%d" % self.config.max_distance,
+        )
+        self._ttl = repr(float(ttl)).encode()
 
     def pattern(self, kind: bytes) -> bytes:
         return _glob_escape(self.prefix) + kind + b"*"
@@ -130,20 +143,16 @@ class _Codec:
             return self.prefix + b"e0"
         return self.prefix + b"e%d" % (int.from_bytes(ident[:4], "big") >> (32 - self.ebits))
 
-    def args(self, mode: str, fingerprint: int = 0, key: str = "") -> list[Any]:
-        now = self.config.clock()
-        ttl = self.config.ttl_secs or 0
+    def args(self, mode: str, fingerprint: int = 0, key: str = "") -> list[bytes]:
+        text = key.encode("utf-8", "surrogatepass")
         return [
-            mode,
-            self.prefix,
-            self.masks,
-            self.ebits,
-            self.config.max_distance,
-            repr(float(now)),
-            repr(float(ttl)),
+            mode.encode(),
+            *self._static,
+            repr(float(self.config.clock())).encode(),
+            self._ttl,
             fingerprint.to_bytes(self.width, "big"),
-            key_id(key) if key else b"",
-            key.encode("utf-8", "surrogatepass"),
+            xxhash.xxh3_64_digest(text) if text else b"",
+            text,
         ]
 
     @staticmethod
@@ -321,7 +330,13 @@ class RedisIndex(NearDuplicateIndex):
 
 
 class AsyncRedisIndex(AsyncNearDuplicateIndex):
-    """redis.asyncio client; build it inside the running loop with :meth:`create`."""
+    """redis.asyncio client; build it inside the running loop with :meth:`create`.
+
+    Script calls made while others are in flight are written together as one pipeline
+    (still one ``EVALSHA`` per operation, each atomic on its own): redis-py's per-command
+    overhead (connection checkout, packing, one socket write and read-wakeup per command)
+    costs about three times the script itself, and a pipeline shares it across the batch.
+    """
 
     def __init__(self, url: str, config: IndexConfig, **options: Any) -> None:
         self.url = url
@@ -331,8 +346,13 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
         opts = client_options(options)
         client: Any = async_client(url, **opts)
         self._client = client
-        self._script = self._client.register_script(SCRIPT)
-        self._slots = asyncio.Semaphore(int(opts["max_connections"]))
+        self._sha = hashlib.sha1(SCRIPT.encode()).hexdigest()
+        connections = int(opts["max_connections"])
+        self._slots = asyncio.Semaphore(connections)
+        self._pending: list[tuple[list[bytes], asyncio.Future[Any]]] = []
+        self._senders = 0
+        self._max_senders = max(1, min(MAX_PIPELINES, connections))
+        self._tasks: set[asyncio.Task[None]] = set()
         self.layout = self._codec.layout
 
     @classmethod
@@ -354,13 +374,65 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
         return index
 
     async def _run(self, action: str, *args: Any) -> Any:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending.append((self._codec.args(action, *args), future))
+        if self._senders < self._max_senders:
+            self._senders += 1
+            task = asyncio.create_task(self._send())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
         try:
-            async with self._slots:
-                return await self._script(
-                    keys=[self._codec.meta], args=self._codec.args(action, *args)
-                )
+            return await future
         except self._errors as exc:
             raise self._codec.error(action, exc) from exc
+
+    async def _send(self) -> None:
+        """Drain the queue in pipelines of at most :data:`MAX_BATCH` script calls."""
+        try:
+            await asyncio.sleep(0)  # callers scheduled in this loop turn join the batch
+            while self._pending:
+                batch = self._pending[:MAX_BATCH]
+                del self._pending[:MAX_BATCH]
+                try:
+                    async with self._slots:
+                        replies = await self._pipeline([args for args, _ in batch])
+                except BaseException as exc:
+                    for _, future in batch:
+                        if not future.done():
+                            future.set_exception(exc)
+                    if not isinstance(exc, Exception):
+                        raise
+                    continue
+                for (_, future), reply in zip(batch, replies, strict=True):
+                    if future.done():  # the caller was cancelled
+                        continue
+                    if isinstance(reply, Exception):
+                        future.set_exception(reply)
+                    else:
+                        future.set_result(reply)
+        finally:
+            self._senders -= 1
+
+    async def _pipeline(self, calls: list[list[bytes]]) -> list[Any]:
+        from redis.exceptions import NoScriptError
+
+        replies = await self._evalsha(calls)
+        missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
+        if missing:  # a restarted or flushed server: the script never ran, so rerun it
+            await self._client.script_load(SCRIPT)
+            again = await self._evalsha([calls[i] for i in missing])
+            for i, reply in zip(missing, again, strict=True):
+                replies[i] = reply
+        return replies
+
+    async def _evalsha(self, calls: list[list[bytes]]) -> list[Any]:
+        pipe = self._client.pipeline(transaction=False)
+        meta = self._codec.meta
+        for args in calls:
+            # execute_command: redis-py's cluster pipeline blocks the evalsha() method, but
+            # every key of a call shares one hash tag, so the command routes like any other.
+            pipe.execute_command("EVALSHA", self._sha, 1, meta, *args)
+        return list(await pipe.execute(raise_on_error=False))
 
     async def observe(self, key: str, fingerprint: int) -> Observation:
         check_key(key)
@@ -417,7 +489,10 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
             for name in await self._names(b"e"):
                 for ident in self._codec.expired_ids(await self._client.hgetall(name)):
                     args = [*self._codec.args("expire")[:8], ident, b""]
-                    removed += int(await self._script(keys=[self._codec.meta], args=args))
+                    reply = (await self._pipeline([args]))[0]
+                    if isinstance(reply, Exception):
+                        raise reply
+                    removed += int(reply)
         except self._errors as exc:
             raise self._codec.error("purge", exc) from exc
         return removed
@@ -430,6 +505,8 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
         return self._codec.stats(await self.count(), lengths)
 
     async def close(self) -> None:
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
         try:
             await self._client.aclose()
         except self._errors as exc:

@@ -34,12 +34,29 @@ for t = 1, T do
   masks[t] = { struct.unpack(WFMT, masks_s, (t - 1) * FPB + 1) }
 end
 
+-- Bucket name of table t: the fingerprint words ANDed with the table's mask. The hot
+-- spot of every call, so the common widths avoid building a table per key.
+local table_prefix = {}
+for t = 1, T do
+  table_prefix[t] = prefix .. 'b' .. string.char(t)
+end
+local band = bit.band
+local pack = struct.pack
+
 local function band_key(t, words)
+  local m = masks[t]
+  if W == 2 then
+    return table_prefix[t] .. pack('>i4i4', band(words[1], m[1]), band(words[2], m[2]))
+  end
+  if W == 4 then
+    return table_prefix[t] .. pack('>i4i4i4i4', band(words[1], m[1]), band(words[2], m[2]),
+      band(words[3], m[3]), band(words[4], m[4]))
+  end
   local parts = {}
   for i = 1, W do
-    parts[i] = struct.pack('>i4', bit.band(words[i], masks[t][i]))
+    parts[i] = pack('>i4', band(words[i], m[i]))
   end
-  return prefix .. 'b' .. string.char(t) .. table.concat(parts)
+  return table_prefix[t] .. table.concat(parts)
 end
 
 local function entry_key(id)
@@ -71,7 +88,12 @@ local function distance_at(words, s, p)
   return c
 end
 
+-- Set when a bucket is rewritten after scan() read it, so observe re-reads instead of
+-- reusing the scanned copy.
+local dirty = false
+
 local function unlink_bands(id, value)
+  dirty = true
   local words = { struct.unpack(WFMT, value) }
   for t = 1, T do
     local bk = band_key(t, words)
@@ -99,11 +121,16 @@ local function drop(id, value, ek)
 end
 
 -- Live entries within the limit of the probe, except `exclude`; expired ones met on the
--- way are deleted when `purge` is set.
+-- way are deleted when `purge` is set. Also returns the probe's bucket names and contents,
+-- which observe reuses to store the page without computing or reading them again.
 local function scan(words, exclude, purge)
   local found, checked = {}, {}
+  local names, contents = {}, {}
   for t = 1, T do
-    local s = redis.call('GET', band_key(t, words))
+    local bk = band_key(t, words)
+    local s = redis.call('GET', bk)
+    names[t] = bk
+    contents[t] = s or ''
     if s then
       for p = 1, #s, REC do
         local d = distance_at(words, s, p)
@@ -127,12 +154,12 @@ local function scan(words, exclude, purge)
       end
     end
   end
-  return found
+  return found, names, contents
 end
 
 if mode == 'observe' then
   local words = { struct.unpack(WFMT, fp) }
-  local found = scan(words, me, true)
+  local found, names, contents = scan(words, me, true)
   if #found > 0 then
     -- Every match at the smallest distance; the client breaks ties by key text.
     local best = limit + 1
@@ -171,17 +198,21 @@ if mode == 'observe' then
   if not same then
     local record = fp .. me
     for t = 1, T do
-      -- GET + SET rather than APPEND: APPEND over-allocates (up to 2x) for future growth,
-      -- which would double the memory of small buckets.
-      local bk = band_key(t, words)
-      redis.call('SET', bk, (redis.call('GET', bk) or '') .. record)
+      -- SET of the whole bucket rather than APPEND: APPEND over-allocates (up to 2x) for
+      -- future growth, which would double the memory of small buckets.
+      local bk = names[t]
+      local s = contents[t]
+      if dirty then
+        s = redis.call('GET', bk) or ''
+      end
+      redis.call('SET', bk, s .. record)
     end
   end
   return { 0, previous }
 elseif mode == 'query' then
   local words = { struct.unpack(WFMT, fp) }
   local out = {}
-  for _, m in ipairs(scan(words, nil, false)) do
+  for _, m in ipairs((scan(words, nil, false))) do
     out[#out + 1] = m[1]
     out[#out + 1] = m[2]
     out[#out + 1] = m[3]
