@@ -96,7 +96,7 @@ class Guarded(Generic[T]):
         self.closed = False
 
     async def call(self, operation: Callable[[T], Awaitable[R]]) -> R:
-        """Run ``operation(backend)``; raise ``BackendUnavailable`` instead of backend errors.
+        """Run ``operation(backend)``; raise ``BackendUnavailable`` instead of its errors.
 
         ``ConfigurationError`` (a mismatched index, say) is not an outage and propagates.
         """
@@ -110,7 +110,9 @@ class Guarded(Generic[T]):
             raise
         except ConfigurationError:
             raise
-        except BACKEND_ERRORS as exc:
+        except Exception as exc:  # noqa: BLE001 - logged by _failed, policy applied by caller
+            # Outages (BACKEND_ERRORS) and anything unexpected from a backend alike: the page
+            # must not be lost to it. The first one is logged with its traceback.
             self._failed(exc)
             await self._discard()
             raise BackendUnavailable(scrub(str(exc) or type(exc).__name__, self.url)) from None
