@@ -46,6 +46,10 @@ CREATE TABLE IF NOT EXISTS simhash_bands (
     PRIMARY KEY (ns, tbl, band, key)) WITHOUT ROWID;
 """
 
+_PROBE = (
+    "SELECT e.key, e.fp, e.seen FROM simhash_bands b JOIN simhash_entries e "
+    "ON e.ns = b.ns AND e.key = b.key WHERE b.ns = ? AND b.tbl = ? AND b.band = ?"
+)
 _MASK64 = (1 << 64) - 1
 #: Backend options (SIMHASH_INDEX_OPTIONS) this backend accepts.
 OPTIONS = ("timeout", "synchronous")
@@ -98,6 +102,9 @@ class SqliteIndex(NearDuplicateIndex):
                     if statement.strip():
                         self._db.execute(statement)
                 self._ns, self.layout = self._open_namespace()
+            # One statement probes every table: a statement per table cost more than the
+            # lookups themselves.
+            self._probe = " UNION ALL ".join([_PROBE] * self.layout.tables)
         except sqlite3.Error as exc:
             raise self._error("open", exc) from exc
 
@@ -148,23 +155,20 @@ class SqliteIndex(NearDuplicateIndex):
         limit = self.config.max_distance
         found: dict[str, Match] = {}
         expired: set[str] = set()
+        params: list[int] = []
         for table, band in enumerate(self.layout.keys(fingerprint)):
-            rows = self._db.execute(
-                "SELECT e.key, e.fp, e.seen FROM simhash_bands b JOIN simhash_entries e "
-                "ON e.ns = b.ns AND e.key = b.key WHERE b.ns = ? AND b.tbl = ? AND b.band = ?",
-                (self._ns, table, _band_int(band)),
-            )
-            for key, blob, seen in rows:
-                if key == exclude or key in found:
-                    continue
-                other = int.from_bytes(blob, "big")
-                distance = (fingerprint ^ other).bit_count()
-                if distance > limit:
-                    continue
-                if self.config.expired(seen, now):
-                    expired.add(key)
-                else:
-                    found[key] = Match(key, other, distance)
+            params += (self._ns, table, _band_int(band))
+        for key, blob, seen in self._db.execute(self._probe, params):
+            if key == exclude or key in found:
+                continue
+            other = int.from_bytes(blob, "big")
+            distance = (fingerprint ^ other).bit_count()
+            if distance > limit:
+                continue
+            if self.config.expired(seen, now):
+                expired.add(key)
+            else:
+                found[key] = Match(key, other, distance)
         if expired and exclude is not None:
             for key in expired:
                 self._unlink(key)
