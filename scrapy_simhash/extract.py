@@ -150,8 +150,9 @@ _POSITIVE_WORDS = (
     r"page|read|prose|markdown|rich|column|wrap|container"
 )
 _ROLE_WORD = re.compile(f"(?P<negative>{_NEGATIVE_WORDS})|(?P<positive>{_POSITIVE_WORDS})")
-# Sections that are boilerplate even inside a content-named wrapper's class list.
+# Class tokens that name a script's hook, not the element's role.
 _JS_HOOK = ("js-", "js_")
+# Sections that are boilerplate even inside a content-named wrapper's class list.
 _STRONG_NEGATIVE = re.compile(r"comment|disqus|cookie|consent|gdpr|newsletter|related|shar|social")
 
 
