@@ -66,7 +66,9 @@ class FingerprintRunner:
         self.inline_max_bytes = inline_max_bytes
         self.cache_size = cache_size
         self.cache_hits = 0
-        self._cache: OrderedDict[tuple[bytes, str | None], PageFingerprint] = OrderedDict()
+        self._cache: OrderedDict[tuple[bytes, str | None], asyncio.Future[PageFingerprint]] = (
+            OrderedDict()
+        )
         self._pool: ProcessPoolExecutor | None = None
         if workers > 0:
             # "spawn" rather than fork: forking a process that runs a reactor, Redis
@@ -89,15 +91,20 @@ class FingerprintRunner:
             return await self._compute(body, content_type)
         key = (xxhash.xxh3_128_digest(body), content_type)
         cached = self._cache.get(key)
-        if cached is not None:
+        if cached is None:
+            # Copies fetched at the same time share one computation.
+            cached = asyncio.ensure_future(self._compute(body, content_type))
+            self._cache[key] = cached
+            if len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        else:
             self._cache.move_to_end(key)
             self.cache_hits += 1
-            return cached
-        page = await self._compute(body, content_type)
-        self._cache[key] = page
-        if len(self._cache) > self.cache_size:
-            self._cache.popitem(last=False)
-        return page
+        try:
+            return await asyncio.shield(cached)
+        except Exception:
+            self._cache.pop(key, None)  # do not remember failures
+            raise
 
     async def _compute(self, body: bytes, content_type: str | None) -> PageFingerprint:
         if self._pool is None or len(body) < self.inline_max_bytes:
