@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from scrapy_simhash._redis import sync_client
-from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
+from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError, IndexMismatchError
 from scrapy_simhash.index import Match, Observation, index_options_from_settings, open_index
 from tests.index_helpers import BlockingAsync, at_distance
 from tests.redis_servers import RedisServer
@@ -44,7 +44,7 @@ def test_each_page_costs_one_script_call(redis_url: str, asynchronous: bool) -> 
         assert stats.pop("evalsha") == 40
         # Everything else was run by the script inside Redis, or is this test's own admin
         # connection; no EVAL, SCRIPT LOAD or plain reads/writes came from the index.
-        inside_script = {"get", "set", "del", "hget", "hset", "hdel", "hincrby"}
+        inside_script = {"get", "set", "setrange", "del", "hget", "hincrby"}
         admin = {"config|resetstat", "info", "hello", "client|setinfo"}
         assert set(stats) <= inside_script | admin
     finally:
@@ -58,6 +58,23 @@ def test_script_is_reloaded_after_a_flush(redis_url: str) -> None:
         admin.script_flush()
         admin.close()
         assert index.observe("b", 11).match == Match("a", 10, 1)
+
+
+def test_an_index_in_an_older_redis_layout_is_refused(redis_url: str) -> None:
+    admin = redis.Redis.from_url(redis_url)
+    try:
+        # What the first release wrote: band strings keyed by the whole band, entry hashes.
+        admin.hset(
+            "simhash:{old}:m",
+            "config",
+            '{"bits": 64, "entry_bits": 14, "format": 1, "layout": "4x1", "scheme": ""}',
+        )
+        with pytest.raises(IndexMismatchError, match=r"Redis layout 1.*reset=True"):
+            open_index(redis_url, namespace="old")
+        with open_index(redis_url, namespace="old", reset=True) as index:
+            assert index.observe("a", 5).stored
+    finally:
+        admin.close()
 
 
 def _protect(server: RedisServer, password: str) -> None:

@@ -5,9 +5,12 @@ closest live neighbour and stores the page in the same atomic step, so any numbe
 crawler processes can share the index without ever both keeping two near-duplicates.
 redis-py's script objects reload the script on ``NOSCRIPT`` (after a server restart).
 
-Compactness: band buckets are plain strings of packed (fingerprint, 64-bit key id) records
-checked by the script itself; key id -> (fingerprint, last seen, key text) lives in hashes
-split into buckets small enough for Redis' listpack encoding.
+Compactness (~70 bytes per page besides the key text at 1M pages): everything is packed
+into plain strings holding ~64 records each, because a Redis key costs ~80 bytes and a hash
+switches to a far larger encoding once one value exceeds hash-max-listpack-value. Band
+records (fingerprint, entry bucket) are grouped by the top bits of their band and sorted,
+so the script binary-searches the probe's band; entries (key id, fingerprint, last seen)
+and key texts live in buckets named by the key id. See the script for the exact layout.
 
 Cluster: all keys of a namespace share the hash tag ``{namespace}``, so a namespace lives
 on one slot (one master). Spread load by using several namespaces (e.g. one per site).
@@ -26,7 +29,7 @@ from typing import Any
 import xxhash
 
 from scrapy_simhash._redis import async_client, mask_url, sync_client
-from scrapy_simhash.exceptions import IndexBackendError
+from scrapy_simhash.exceptions import IndexBackendError, IndexMismatchError
 from scrapy_simhash.index.base import (
     AsyncNearDuplicateIndex,
     IndexConfig,
@@ -46,11 +49,20 @@ logger = logging.getLogger(__name__)
 
 SCRIPT = resources.files("scrapy_simhash.resources").joinpath("simhash_index.lua").read_text()
 
-#: Entries per key-id hash bucket aimed at; well under hash-max-listpack-entries (128).
-ENTRIES_PER_BUCKET = 64
-#: Entry bucket bits when no expected size is given: fits 1M pages in listpacks.
-DEFAULT_ENTRY_BITS = 14
+#: Records per band group and entries per entry bucket aimed at when sizing a new index:
+#: a Redis key costs ~80 bytes, so ~64 records of 10 bytes spread it to ~1 byte each, while
+#: the strings a page rewrites stay ~1 KB.
+RECORDS_PER_KEY = 64
+#: Group and entry-bucket bits without an expected size: ~250 records per key at 1M pages,
+#: ~25 at 100k.
+DEFAULT_KEY_BITS = 12
+#: Entry buckets are named by a 16-bit number.
+MAX_ENTRY_BITS = 16
+#: Version of the Redis key layout, recorded with the index; other versions are refused.
+REDIS_FORMAT = 2
 _SCAN_BATCH = 1000
+#: Key kinds holding index data (band groups, entry records, key texts), as opposed to "m".
+_DATA_KINDS = (b"b", b"e", b"u")
 #: Connections per client; async callers beyond this wait for a free one instead of
 #: failing with redis-py's "Too many connections".
 DEFAULT_MAX_CONNECTIONS = 64
@@ -59,11 +71,22 @@ MAX_PIPELINES = 4
 MAX_BATCH = 256
 
 
-def entry_bits(expected_size: int | None) -> int:
-    """Key-id bucket bits for a corpus of ``expected_size`` pages (fixed at creation)."""
+def key_bits(expected_size: int | None, most: int) -> int:
+    """Bits naming a group or entry bucket so each holds ~:data:`RECORDS_PER_KEY` records."""
     if not expected_size:
-        return DEFAULT_ENTRY_BITS
-    return max(0, min(16, math.ceil(math.log2(max(1, expected_size / ENTRIES_PER_BUCKET)))))
+        return min(most, DEFAULT_KEY_BITS)
+    return max(0, min(most, math.ceil(math.log2(max(1, expected_size / RECORDS_PER_KEY)))))
+
+
+def group_mask(mask: int, bits: int) -> int:
+    """The ``bits`` most significant set bits of ``mask``: a band group holds every band
+    value of its table that shares them."""
+    out = 0
+    for _ in range(min(bits, mask.bit_count())):
+        top = 1 << (mask.bit_length() - 1)
+        out |= top
+        mask ^= top
+    return out
 
 
 def key_id(key: str) -> bytes:
@@ -102,14 +125,17 @@ class _Codec:
         self.url = url
         self.config = config
         self.width = config.bits // 8
+        self.entry_size = self.width + 12  # key id, fingerprint, last seen
         self.prefix = f"simhash:{{{config.namespace}}}:".encode()
         self.meta = self.prefix + b"m"
         self.layout = config.new_layout()
-        self.ebits = entry_bits(config.expected_size)
-        self.masks = b""
+        self.ebits = key_bits(config.expected_size, MAX_ENTRY_BITS)
+        self.gbits = key_bits(config.expected_size, self.layout.key_bits)
 
     def record(self) -> str:
-        return self.config.record(self.layout, entry_bits=self.ebits)
+        return self.config.record(
+            self.layout, redis_format=REDIS_FORMAT, entry_bits=self.ebits, group_bits=self.gbits
+        )
 
     def adopt(self, stored: bytes | None) -> None:
         if stored is None:
@@ -119,17 +145,29 @@ class _Codec:
             )
         where = f"namespace {self.config.namespace!r} on {mask_url(self.url)}"
         layout, data = self.config.adopt(stored.decode(), where)
-        self.set_layout(layout, int(data.get("entry_bits", DEFAULT_ENTRY_BITS)))
+        if data.get("redis_format") != REDIS_FORMAT:
+            raise IndexMismatchError(
+                f"{where} holds an index in Redis layout {data.get('redis_format', 1)}, this "
+                f"version reads layout {REDIS_FORMAT}; rebuild it with open_index(..., "
+                "reset=True) (SIMHASH_INDEX_RESET=true) or use another namespace "
+                "(SIMHASH_NAMESPACE)"
+            )
+        self.set_layout(layout, int(data["entry_bits"]), int(data["group_bits"]))
 
-    def set_layout(self, layout: BandLayout, ebits: int) -> None:
+    def set_layout(self, layout: BandLayout, ebits: int, gbits: int) -> None:
         self.layout = layout
         self.ebits = ebits
-        self.masks = b"".join(mask.to_bytes(self.width, "big") for mask in layout.masks)
+        self.gbits = gbits
+
+        def packed(masks: Iterable[int]) -> bytes:
+            return b"".join(mask.to_bytes(self.width, "big") for mask in masks)
+
         ttl = self.config.ttl_secs or 0
         # Encoded once: redis-py's per-argument encoding is a large share of a call's cost.
         self._static = (
             self.prefix,
-            self.masks,
+            packed(layout.masks),
+            packed(group_mask(mask, gbits) for mask in layout.masks),
             b"%d" % ebits,
             b"%d" % self.config.max_distance,
         )
@@ -139,11 +177,10 @@ class _Codec:
         return _glob_escape(self.prefix) + kind + b"*"
 
     def entry_key(self, ident: bytes) -> bytes:
-        if self.ebits == 0:
-            return self.prefix + b"e0"
-        return self.prefix + b"e%d" % (int.from_bytes(ident[:4], "big") >> (32 - self.ebits))
+        bucket = int.from_bytes(ident[:4], "big") >> (32 - self.ebits) if self.ebits else 0
+        return self.prefix + b"e" + bucket.to_bytes(2, "big")
 
-    def args(self, mode: str, fingerprint: int = 0, key: str = "") -> list[bytes]:
+    def args(self, mode: str, fingerprint: int = 0, key: str = "", ident: bytes = b"") -> list[bytes]:
         text = key.encode("utf-8", "surrogatepass")
         return [
             mode.encode(),
@@ -151,9 +188,21 @@ class _Codec:
             repr(float(self.config.clock())).encode(),
             self._ttl,
             fingerprint.to_bytes(self.width, "big"),
-            xxhash.xxh3_64_digest(text) if text else b"",
+            ident or (xxhash.xxh3_64_digest(text) if text else b""),
             text,
         ]
+
+    def entries(self, bucket: bytes | None) -> Iterable[tuple[bytes, int, int]]:
+        """(key id, fingerprint, last seen) of each entry record of an entry bucket."""
+        if not bucket:
+            return
+        width, size = self.width, self.entry_size
+        for p in range(0, len(bucket) - size + 1, size):
+            yield (
+                bucket[p : p + 8],
+                int.from_bytes(bucket[p + 8 : p + 8 + width], "big"),
+                int.from_bytes(bucket[p + 8 + width : p + size], "big"),
+            )
 
     @staticmethod
     def matches(flat: list[Any]) -> Iterable[Match]:
@@ -170,20 +219,18 @@ class _Codec:
         previous = reply[1] if len(reply) > 1 else None
         return Observation(None, int.from_bytes(previous, "big") if previous else None, True)
 
-    def entry(self, value: bytes | None) -> int | None:
-        if value is None:
-            return None
-        seen = int.from_bytes(value[self.width : self.width + 4], "big")
-        if self.config.expired(seen, self.config.clock()):
-            return None
-        return int.from_bytes(value[: self.width], "big")
+    def entry(self, bucket: bytes | None, ident: bytes) -> int | None:
+        for other, fingerprint, seen in self.entries(bucket):
+            if other == ident:
+                return None if self.config.expired(seen, self.config.clock()) else fingerprint
+        return None
 
-    def expired_ids(self, mapping: dict[bytes, bytes]) -> list[bytes]:
+    def expired_ids(self, bucket: bytes | None) -> list[bytes]:
         now = self.config.clock()
         return [
             ident
-            for ident, value in mapping.items()
-            if self.config.expired(int.from_bytes(value[self.width : self.width + 4], "big"), now)
+            for ident, _, seen in self.entries(bucket)
+            if self.config.expired(seen, now)
         ]
 
     def error(self, action: str, exc: BaseException) -> IndexBackendError:
@@ -199,7 +246,7 @@ class _Codec:
         )
 
     def stats(self, entries: int, lengths: Iterable[int]) -> IndexStats:
-        record = self.width + 8
+        record = self.width + 2
         return bucket_stats("redis", entries, self.layout, (n // record for n in lengths))
 
 
@@ -256,10 +303,10 @@ class RedisIndex(NearDuplicateIndex):
     def get(self, key: str) -> int | None:
         ident = key_id(key)
         try:
-            value = self._client.hget(self._codec.entry_key(ident), ident)
+            bucket = self._client.get(self._codec.entry_key(ident))
         except self._errors as exc:
             raise self._codec.error("get", exc) from exc
-        return self._codec.entry(value)
+        return self._codec.entry(bucket, ident)
 
     def remove(self, key: str) -> bool:
         return bool(self._run("remove", 0, key))
@@ -280,8 +327,8 @@ class RedisIndex(NearDuplicateIndex):
 
     def clear(self) -> None:
         try:
-            self._delete(b"e")
-            self._delete(b"b")
+            for kind in _DATA_KINDS:
+                self._delete(kind)
             self._client.hset(self._codec.meta, "n", 0)
         except self._errors as exc:
             raise self._codec.error("clear", exc) from exc
@@ -298,11 +345,11 @@ class RedisIndex(NearDuplicateIndex):
         removed = 0
         try:
             for name in list(self._keys(b"e")):
-                for ident in self._codec.expired_ids(self._client.hgetall(name)):
+                for ident in self._codec.expired_ids(self._client.get(name)):
                     removed += int(
                         self._script(
                             keys=[self._codec.meta],
-                            args=[*self._codec.args("expire")[:8], ident, b""],
+                            args=self._codec.args("expire", ident=ident),
                         )
                     )
         except self._errors as exc:
@@ -446,10 +493,10 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
     async def get(self, key: str) -> int | None:
         ident = key_id(key)
         try:
-            value = await self._client.hget(self._codec.entry_key(ident), ident)
+            bucket = await self._client.get(self._codec.entry_key(ident))
         except self._errors as exc:
             raise self._codec.error("get", exc) from exc
-        return self._codec.entry(value)
+        return self._codec.entry(bucket, ident)
 
     async def remove(self, key: str) -> bool:
         return bool(await self._run("remove", 0, key))
@@ -469,8 +516,8 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
 
     async def clear(self) -> None:
         try:
-            await self._delete(b"e")
-            await self._delete(b"b")
+            for kind in _DATA_KINDS:
+                await self._delete(kind)
             await self._client.hset(self._codec.meta, "n", 0)
         except self._errors as exc:
             raise self._codec.error("clear", exc) from exc
@@ -487,8 +534,8 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
         removed = 0
         try:
             for name in await self._names(b"e"):
-                for ident in self._codec.expired_ids(await self._client.hgetall(name)):
-                    args = [*self._codec.args("expire")[:8], ident, b""]
+                for ident in self._codec.expired_ids(await self._client.get(name)):
+                    args = self._codec.args("expire", ident=ident)
                     reply = (await self._pipeline([args]))[0]
                     if isinstance(reply, Exception):
                         raise reply

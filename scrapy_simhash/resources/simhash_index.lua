@@ -2,55 +2,65 @@
 --
 -- Layout under PREFIX = "simhash:{namespace}:" (the hash tag keeps a namespace on one
 -- cluster slot, which is what makes this script atomic on a cluster):
---   PREFIX.."m"                hash: "config" (JSON record), "n" (entry count)
---   PREFIX.."e"..bucket        hash: key id (8 bytes) -> fingerprint .. seen (u32) .. key
---   PREFIX.."b"..table..band   string: packed records fingerprint .. key id
--- The band of a table is the fingerprint ANDed with the table's mask, so this script and
--- the Python client name the same buckets.
+--   PREFIX.."m"                  hash: "config" (JSON record), "n" (entry count)
+--   PREFIX.."b"..table..group    string: band records (fingerprint .. entry bucket u16),
+--                                sorted by the table's band (fingerprint AND mask)
+--   PREFIX.."e"..bucket          string: entry records (key id 8 bytes .. fingerprint ..
+--                                last seen u32), fixed size
+--   PREFIX.."u"..bucket          string: the key texts of that bucket's entries, in the
+--                                same order, each length-prefixed (1 byte, or 255 + u32)
+-- Memory is what shapes this: a Redis key costs ~80 bytes of overhead, so a band group
+-- gathers every band value sharing the top bits of the band (sized at creation to hold
+-- ~64 records) instead of one key per band value, and records are sorted so a probe
+-- binary-searches its own band. Stored fingerprints are unique (two within k are never
+-- both stored), so band records name their entry by fingerprint and entry bucket, not by
+-- an 8-byte key id. Plain strings have no size limits that switch them to a costly
+-- encoding, unlike hashes (hash-max-listpack-value), whatever the key length.
 --
 -- KEYS[1] meta hash. Replies list matches as flat (key text, fingerprint, distance, id).
--- ARGV: 1 mode (observe|query|remove|expire), 2 prefix, 3 masks, 4 entry bucket bits,
---       5 max distance, 6 now, 7 ttl (0 = none), 8 fingerprint (zeros when unused),
---       9 key id, 10 key text
+-- ARGV: 1 mode (observe|query|remove|expire), 2 prefix, 3 band masks, 4 group masks,
+--       5 entry bucket bits, 6 max distance, 7 now, 8 ttl (0 = none), 9 fingerprint
+--       (zeros when unused), 10 key id, 11 key text
 
 local mode = ARGV[1]
 local prefix = ARGV[2]
 local masks_s = ARGV[3]
-local ebits = tonumber(ARGV[4])
-local limit = tonumber(ARGV[5])
-local now = tonumber(ARGV[6])
-local ttl = tonumber(ARGV[7])
-local fp = ARGV[8]
-local me = ARGV[9]
+local groups_s = ARGV[4]
+local ebits = tonumber(ARGV[5])
+local limit = tonumber(ARGV[6])
+local now = tonumber(ARGV[7])
+local ttl = tonumber(ARGV[8])
+local fp = ARGV[9]
+local me = ARGV[10]
 
 local FPB = #fp
 local W = FPB / 4
-local REC = FPB + 8
+local REC = FPB + 2 -- band record
+local ER = FPB + 12 -- entry record
 local T = #masks_s / FPB
-local WFMT = '>' .. string.rep('I4', W)
+local WFMT = '>' .. string.rep('i4', W)
 
-local masks = {}
-for t = 1, T do
-  masks[t] = { struct.unpack(WFMT, masks_s, (t - 1) * FPB + 1) }
-end
-
--- Bucket name of table t: the fingerprint words ANDed with the table's mask. The hot
--- spot of every call, so the common widths avoid building a table per key.
-local table_prefix = {}
-for t = 1, T do
-  table_prefix[t] = prefix .. 'b' .. string.char(t)
-end
 local band = bit.band
 local pack = struct.pack
+local unpack = struct.unpack
+local sub = string.sub
 
-local function band_key(t, words)
-  local m = masks[t]
+local masks, groups, table_prefix = {}, {}, {}
+for t = 1, T do
+  masks[t] = { unpack(WFMT, masks_s, (t - 1) * FPB + 1) }
+  groups[t] = { unpack(WFMT, groups_s, (t - 1) * FPB + 1) }
+  table_prefix[t] = prefix .. 'b' .. string.char(t)
+end
+
+local function words_of(s, p)
+  return { unpack(WFMT, s, p or 1) }
+end
+
+-- Group (key name) of table t for fingerprint words: the words ANDed with the group mask.
+local function group_key(t, words)
+  local m = groups[t]
   if W == 2 then
     return table_prefix[t] .. pack('>i4i4', band(words[1], m[1]), band(words[2], m[2]))
-  end
-  if W == 4 then
-    return table_prefix[t] .. pack('>i4i4i4i4', band(words[1], m[1]), band(words[2], m[2]),
-      band(words[3], m[3]), band(words[4], m[4]))
   end
   local parts = {}
   for i = 1, W do
@@ -59,106 +69,221 @@ local function band_key(t, words)
   return table_prefix[t] .. table.concat(parts)
 end
 
-local function entry_key(id)
-  if ebits == 0 then
-    return prefix .. 'e0'
+-- The probe's band of table t, as words to compare records against.
+local function band_of(t, words)
+  local m = masks[t]
+  local out = {}
+  for i = 1, W do
+    out[i] = band(words[i], m[i])
   end
-  local hi = struct.unpack('>I4', id)
-  return prefix .. 'e' .. string.format('%d', math.floor(hi / 2 ^ (32 - ebits)))
+  return out
+end
+
+-- Order of the record at p against band words b: -1, 0 or 1 (signed word order: any total
+-- order works as long as inserts and searches agree).
+local function compare_at(t, s, p, b)
+  local m = masks[t]
+  if W == 2 then
+    local x, y = unpack('>i4i4', s, p)
+    x = band(x, m[1])
+    if x ~= b[1] then
+      return x < b[1] and -1 or 1
+    end
+    y = band(y, m[2])
+    if y ~= b[2] then
+      return y < b[2] and -1 or 1
+    end
+    return 0
+  end
+  for i = 1, W do
+    local x = band((unpack('>i4', s, p + (i - 1) * 4)), m[i])
+    if x ~= b[i] then
+      return x < b[i] and -1 or 1
+    end
+  end
+  return 0
+end
+
+-- Position (1-based) of the first record of s whose band is >= b.
+local function lower_bound(t, s, b)
+  local lo, hi = 0, #s / REC
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    if compare_at(t, s, mid * REC + 1, b) < 0 then
+      lo = mid + 1
+    else
+      hi = mid
+    end
+  end
+  return lo * REC + 1
+end
+
+-- Start of the record of size `size` holding `needle` at `offset`, or nil. string.find
+-- runs in C; a hit straddling two records is skipped.
+local function find_record(s, needle, offset, size)
+  local init = 1
+  while true do
+    local p = string.find(s, needle, init, true)
+    if not p then
+      return nil
+    end
+    if (p - 1 - offset) % size == 0 then
+      return p - offset
+    end
+    init = p + 1
+  end
+end
+
+-- Hamming distance between the probe words and the fingerprint at p of s, giving up as
+-- soon as it exceeds the limit.
+local function distance_at(words, s, p)
+  local c = 0
+  for i = 1, W do
+    local x = bit.bxor(words[i], (unpack('>i4', s, p + (i - 1) * 4)))
+    while x ~= 0 do
+      c = c + 1
+      if c > limit then
+        return c
+      end
+      x = band(x, x - 1)
+    end
+  end
+  return c
+end
+
+local function entry_bucket(id)
+  if ebits == 0 then
+    return pack('>I2', 0)
+  end
+  local hi = unpack('>I4', id)
+  return pack('>I2', math.floor(hi / 2 ^ (32 - ebits)))
 end
 
 local function expired(seen)
   return ttl > 0 and (now - seen) > ttl
 end
 
--- Hamming distance between the probe words and the record at position p of s, giving up
--- as soon as it exceeds the limit.
-local function distance_at(words, s, p)
-  local c = 0
-  for i = 1, W do
-    local x = bit.bxor(words[i], (struct.unpack('>I4', s, p + (i - 1) * 4)))
-    while x ~= 0 do
-      c = c + 1
-      if c > limit then
-        return c
-      end
-      x = bit.band(x, x - 1)
-    end
+local function put(key, value)
+  if #value == 0 then
+    redis.call('DEL', key)
+  else
+    redis.call('SET', key, value)
   end
-  return c
 end
 
--- Set when a bucket is rewritten after scan() read it, so observe re-reads instead of
--- reusing the scanned copy.
+-- Span (first, last byte) of the i-th (0-based) length-prefixed text of u.
+local function text_span(u, i)
+  local p = 1
+  while true do
+    local n = string.byte(u, p)
+    local head = 1
+    if n == 255 then
+      n = unpack('>I4', u, p + 1)
+      head = 5
+    end
+    if i == 0 then
+      return p, p + head + n - 1, head
+    end
+    p = p + head + n
+    i = i - 1
+  end
+end
+
+local function text_at(u, i)
+  local first, last, head = text_span(u, i)
+  return sub(u, first + head, last)
+end
+
+-- Set when a band group is rewritten after scan() read it, so observe re-reads instead
+-- of reusing the scanned copy.
 local dirty = false
 
-local function unlink_bands(id, value)
+local function unlink_bands(f)
   dirty = true
-  local words = { struct.unpack(WFMT, value) }
+  local words = words_of(f)
   for t = 1, T do
-    local bk = band_key(t, words)
-    local s = redis.call('GET', bk)
+    local gk = group_key(t, words)
+    local s = redis.call('GET', gk)
     if s then
-      for p = 1, #s, REC do
-        if string.sub(s, p + FPB, p + REC - 1) == id then
-          local rest = string.sub(s, 1, p - 1) .. string.sub(s, p + REC)
-          if #rest == 0 then
-            redis.call('DEL', bk)
-          else
-            redis.call('SET', bk, rest)
-          end
-          break
-        end
+      local p = find_record(s, f, 0, REC)
+      if p then
+        put(gk, sub(s, 1, p - 1) .. sub(s, p + REC))
       end
     end
   end
 end
 
-local function drop(id, value, ek)
-  unlink_bands(id, value)
-  redis.call('HDEL', ek, id)
+-- Forget the entry of key id `id` in bucket `eb`; tell whether it existed.
+local function drop(eb, id)
+  local ek = prefix .. 'e' .. eb
+  local es = redis.call('GET', ek)
+  local r = es and find_record(es, id, 0, ER)
+  if not r then
+    return false
+  end
+  unlink_bands(sub(es, r + 8, r + 7 + FPB))
+  local uk = prefix .. 'u' .. eb
+  local us = redis.call('GET', uk) or ''
+  local first, last = text_span(us, (r - 1) / ER)
+  put(ek, sub(es, 1, r - 1) .. sub(es, r + ER))
+  put(uk, sub(us, 1, first - 1) .. sub(us, last + 1))
   redis.call('HINCRBY', KEYS[1], 'n', -1)
+  return true
 end
 
--- Live entries within the limit of the probe, except `exclude`; expired ones met on the
--- way are deleted when `purge` is set. Also returns the probe's bucket names and contents,
--- which observe reuses to store the page without computing or reading them again.
+-- Live entries within the limit of the probe, except key id `exclude`; expired ones met
+-- on the way are deleted when `purge` is set. Also returns the probe's group names and
+-- contents, which observe reuses to store the page without reading them again.
 local function scan(words, exclude, purge)
   local found, checked = {}, {}
   local names, contents = {}, {}
   for t = 1, T do
-    local bk = band_key(t, words)
-    local s = redis.call('GET', bk)
-    names[t] = bk
-    contents[t] = s or ''
-    if s then
-      for p = 1, #s, REC do
-        local d = distance_at(words, s, p)
-        if d <= limit then
-          local id = string.sub(s, p + FPB, p + REC - 1)
-          if id ~= exclude and not checked[id] then
-            checked[id] = true
-            local ek = entry_key(id)
-            local value = redis.call('HGET', ek, id)
-            if value then
-              if expired(struct.unpack('>I4', value, FPB + 1)) then
-                if purge then
-                  drop(id, value, ek)
-                end
-              else
-                found[#found + 1] = { string.sub(value, FPB + 5), string.sub(value, 1, FPB), d, id }
+    local gk = group_key(t, words)
+    local s = redis.call('GET', gk) or ''
+    names[t] = gk
+    contents[t] = s
+    local b = band_of(t, words)
+    local p = lower_bound(t, s, b)
+    while p <= #s and compare_at(t, s, p, b) == 0 do
+      local d = distance_at(words, s, p)
+      if d <= limit then
+        local f = sub(s, p, p + FPB - 1)
+        if not checked[f] then
+          checked[f] = true
+          local eb = sub(s, p + FPB, p + REC - 1)
+          local es = redis.call('GET', prefix .. 'e' .. eb) or ''
+          local r = find_record(es, f, 8, ER)
+          local id = r and sub(es, r, r + 7)
+          if id and id ~= exclude then
+            if expired(unpack('>I4', es, r + 8 + FPB)) then
+              if purge then
+                drop(eb, id)
               end
+            else
+              local us = redis.call('GET', prefix .. 'u' .. eb) or ''
+              found[#found + 1] = { text_at(us, (r - 1) / ER), f, d, id }
             end
           end
         end
       end
+      p = p + REC
     end
   end
   return found, names, contents
 end
 
+local function flatten(matches, out)
+  for _, m in ipairs(matches) do
+    out[#out + 1] = m[1]
+    out[#out + 1] = m[2]
+    out[#out + 1] = m[3]
+    out[#out + 1] = m[4]
+  end
+  return out
+end
+
 if mode == 'observe' then
-  local words = { struct.unpack(WFMT, fp) }
+  local words = words_of(fp)
   local found, names, contents = scan(words, me, true)
   if #found > 0 then
     -- Every match at the smallest distance; the client breaks ties by key text.
@@ -168,67 +293,65 @@ if mode == 'observe' then
         best = m[3]
       end
     end
-    local out = { 1 }
+    local closest = {}
     for _, m in ipairs(found) do
       if m[3] == best then
-        out[#out + 1] = m[1]
-        out[#out + 1] = m[2]
-        out[#out + 1] = m[3]
-        out[#out + 1] = m[4]
+        closest[#closest + 1] = m
       end
     end
-    return out
+    return flatten(closest, { 1 })
   end
-  local ek = entry_key(me)
-  local old = redis.call('HGET', ek, me)
+  local eb = entry_bucket(me)
+  local ek = prefix .. 'e' .. eb
+  local es = redis.call('GET', ek) or ''
+  local r = find_record(es, me, 0, ER)
+  local stamp = pack('>I4', math.floor(now))
   local previous = false
   local same = false
-  if old then
-    if not expired(struct.unpack('>I4', old, FPB + 1)) then
-      previous = string.sub(old, 1, FPB)
+  if r then
+    local old = sub(es, r + 8, r + 7 + FPB)
+    if not expired(unpack('>I4', es, r + 8 + FPB)) then
+      previous = old
     end
-    same = string.sub(old, 1, FPB) == fp
+    same = old == fp
     if not same then
-      unlink_bands(me, old)
+      unlink_bands(old)
     end
+    redis.call('SETRANGE', ek, r + 7, fp .. stamp)
   else
+    -- SET of the whole string rather than APPEND: APPEND over-allocates (up to 2x) for
+    -- future growth, which would double the memory of every bucket.
     redis.call('HINCRBY', KEYS[1], 'n', 1)
+    redis.call('SET', ek, es .. me .. fp .. stamp)
+    local text = ARGV[11]
+    local head = #text < 255 and string.char(#text) or ('\255' .. pack('>I4', #text))
+    local uk = prefix .. 'u' .. eb
+    redis.call('SET', uk, (redis.call('GET', uk) or '') .. head .. text)
   end
-  redis.call('HSET', ek, me, fp .. struct.pack('>I4', math.floor(now)) .. ARGV[10])
   if not same then
-    local record = fp .. me
+    local record = fp .. eb
     for t = 1, T do
-      -- SET of the whole bucket rather than APPEND: APPEND over-allocates (up to 2x) for
-      -- future growth, which would double the memory of small buckets.
-      local bk = names[t]
+      local gk = names[t]
       local s = contents[t]
       if dirty then
-        s = redis.call('GET', bk) or ''
+        s = redis.call('GET', gk) or ''
       end
-      redis.call('SET', bk, s .. record)
+      local p = lower_bound(t, s, band_of(t, words))
+      redis.call('SET', gk, sub(s, 1, p - 1) .. record .. sub(s, p))
     end
   end
   return { 0, previous }
 elseif mode == 'query' then
-  local words = { struct.unpack(WFMT, fp) }
-  local out = {}
-  for _, m in ipairs((scan(words, nil, false))) do
-    out[#out + 1] = m[1]
-    out[#out + 1] = m[2]
-    out[#out + 1] = m[3]
-    out[#out + 1] = m[4]
-  end
-  return out
+  return flatten((scan(words_of(fp), nil, false)), {})
 elseif mode == 'remove' or mode == 'expire' then
-  local ek = entry_key(me)
-  local value = redis.call('HGET', ek, me)
-  if not value then
-    return 0
+  local eb = entry_bucket(me)
+  if mode == 'expire' then
+    local es = redis.call('GET', prefix .. 'e' .. eb)
+    local r = es and find_record(es, me, 0, ER)
+    if not r or not expired(unpack('>I4', es, r + 8 + FPB)) then
+      return 0
+    end
   end
-  if mode == 'expire' and not expired(struct.unpack('>I4', value, FPB + 1)) then
-    return 0
-  end
-  drop(me, value, ek)
-  return 1
+  return drop(eb, me) and 1 or 0
 end
 return redis.error_reply('unknown index operation ' .. tostring(mode))
