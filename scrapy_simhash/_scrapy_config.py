@@ -73,9 +73,9 @@ class GuardConfig:
     def from_settings(cls, settings: Mapping[str, Any]) -> GuardConfig:
         return cls(
             on_error=get_choice(settings, "SIMHASH_ON_INDEX_ERROR", "pass", ON_ERROR_CHOICES),
-            timeout=get_float(settings, "SIMHASH_INDEX_TIMEOUT", 10.0, minimum=0.001),
-            retry_after=get_float(settings, "SIMHASH_INDEX_RETRY_AFTER", 1.0, minimum=0.0),
-            log_interval=get_float(settings, "SIMHASH_ERROR_LOG_INTERVAL", 60.0, minimum=0.0),
+            timeout=get_float(settings, "SIMHASH_INDEX_TIMEOUT_SECS", 10.0, minimum=0.001),
+            retry_after=get_float(settings, "SIMHASH_INDEX_RETRY_AFTER_SECS", 1.0, minimum=0.0),
+            log_interval=get_float(settings, "SIMHASH_ERROR_LOG_INTERVAL_SECS", 60.0, minimum=0.0),
         )
 
 
@@ -103,7 +103,7 @@ class MiddlewareConfig:
             guard=GuardConfig.from_settings(settings),
             workers=get_int(settings, "SIMHASH_WORKERS", default_workers(), minimum=0),
             inline_max_bytes=get_int(settings, "SIMHASH_INLINE_MAX_BYTES", 8192, minimum=0),
-            body_cache_size=get_int(settings, "SIMHASH_BODY_CACHE_SIZE", 4096, minimum=0),
+            body_cache_size=get_int(settings, "SIMHASH_BODY_CACHE_ENTRIES", 4096, minimum=0),
             canonicalize_keys=get_bool(settings, "SIMHASH_CANONICALIZE_KEYS", False),
             skip_unchanged=get_bool(settings, "SIMHASH_SKIP_UNCHANGED", False),
         )

@@ -127,8 +127,8 @@ def test_crawl_survives_redis_going_away(
     settings = {
         **BASE,
         "SIMHASH_INDEX_URL": url,
-        "SIMHASH_INDEX_RETRY_AFTER": 0,
-        "SIMHASH_INDEX_TIMEOUT": 5,
+        "SIMHASH_INDEX_RETRY_AFTER_SECS": 0,
+        "SIMHASH_INDEX_TIMEOUT_SECS": 5,
         "SIMHASH_RECRAWL_ENABLED": False,
     }
     result = run_crawl(tmp_path, {"requests": requests(http_site, pages), "settings": settings})
@@ -155,7 +155,7 @@ def test_index_error_policies(
     # A port where nothing listens: every index call fails fast.
     dead = RedisServer(tmp_path / "never-started").url
     settings = {**BASE, "SIMHASH_INDEX_URL": dead, "SIMHASH_ON_INDEX_ERROR": on_error,
-                "SIMHASH_RECRAWL_ENABLED": False, "SIMHASH_INDEX_RETRY_AFTER": 60}
+                "SIMHASH_RECRAWL_ENABLED": False, "SIMHASH_INDEX_RETRY_AFTER_SECS": 60}
     pages = ["harbour.html", "orchard.html"]
     result = run_crawl(tmp_path, {"requests": requests(http_site, pages), "settings": settings})
     assert result.errors == []
