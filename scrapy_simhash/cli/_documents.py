@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from scrapy_simhash._settings import get_int
 from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter, PageFingerprint, to_hex
 
 STDIN = "-"
@@ -139,6 +140,22 @@ def _describe(exc: BaseException) -> str:
 def fingerprinter_from_settings(settings: dict[str, Any]) -> Fingerprinter:
     """A Fingerprinter configured like a crawl with the same ``-s`` settings."""
     return Fingerprinter(FingerprintConfig.from_settings(settings))
+
+
+def add_distance_option(parser: Any) -> None:
+    parser.add_argument(
+        "-k",
+        type=int,
+        default=None,
+        help="maximum Hamming distance of near-duplicates (default: SIMHASH_MAX_DISTANCE, 3)",
+    )
+
+
+def max_distance(args: Any, settings: dict[str, Any]) -> int:
+    """``-k`` when given, else ``SIMHASH_MAX_DISTANCE`` as a crawl would read it."""
+    if args.k is not None:
+        return int(args.k)
+    return get_int(settings, "SIMHASH_MAX_DISTANCE", 3, minimum=0)
 
 
 def add_text_option(parser: Any) -> None:

@@ -9,9 +9,11 @@ from typing import Any
 from scrapy_simhash.cli import settings_from_args
 from scrapy_simhash.cli._documents import (
     Document,
+    add_distance_option,
     add_text_option,
     fingerprinter_from_settings,
     load,
+    max_distance,
 )
 from scrapy_simhash.fingerprint import Fingerprinter, hamming, similarity
 
@@ -28,7 +30,7 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("a", metavar="A")
     parser.add_argument("b", metavar="B")
-    parser.add_argument("-k", type=int, default=3, help="near-duplicate threshold (default 3)")
+    add_distance_option(parser)
     parser.add_argument("--top", type=int, default=10, help="features listed per side")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     add_text_option(parser)
@@ -36,10 +38,12 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    fingerprinter = fingerprinter_from_settings(settings_from_args(args))
+    settings = settings_from_args(args)
+    fingerprinter = fingerprinter_from_settings(settings)
+    k = max_distance(args, settings)
     a = load(fingerprinter, args.a, text=args.text)
     b = load(fingerprinter, args.b, text=args.text)
-    report = compare(fingerprinter, a, b, k=args.k, top=args.top)
+    report = compare(fingerprinter, a, b, k=k, top=args.top)
     print(json.dumps(report, ensure_ascii=False, indent=2) if args.json else render(report))
     return 1 if a.error or b.error else 0
 

@@ -17,10 +17,12 @@ from typing import Any
 from scrapy_simhash.cli import settings_from_args
 from scrapy_simhash.cli._documents import (
     Document,
+    add_distance_option,
     add_text_option,
     expand,
     fingerprinter_from_settings,
     load,
+    max_distance,
 )
 from scrapy_simhash.cli._progress import Progress
 from scrapy_simhash.fingerprint import Fingerprinter, to_hex
@@ -37,7 +39,7 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
         ),
     )
     parser.add_argument("paths", nargs="+", metavar="PATH")
-    parser.add_argument("-k", type=int, default=3, help="maximum Hamming distance (default 3)")
+    add_distance_option(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument(
         "--all", action="store_true", help="list pages without near-duplicates too"
@@ -60,7 +62,9 @@ class Group:
 
 
 def run(args: argparse.Namespace) -> int:
-    fingerprinter = fingerprinter_from_settings(settings_from_args(args))
+    settings = settings_from_args(args)
+    fingerprinter = fingerprinter_from_settings(settings)
+    k = max_distance(args, settings)
     paths = list(expand(args.paths))
     progress = Progress(len(paths), enabled=args.progress or sys.stderr.isatty())
     documents = []
@@ -68,8 +72,8 @@ def run(args: argparse.Namespace) -> int:
         documents.append(load(fingerprinter, path, text=args.text))
         progress.advance()
     progress.close()
-    groups = group(fingerprinter, documents, args.k)
-    report = summarise(fingerprinter, documents, groups, args.k, show_all=args.all)
+    groups = group(fingerprinter, documents, k)
+    report = summarise(fingerprinter, documents, groups, k, show_all=args.all)
     print(json.dumps(report, ensure_ascii=False, indent=2) if args.json else render(report))
     return 1 if any(doc.error for doc in documents) else 0
 
