@@ -13,7 +13,7 @@ from __future__ import annotations
 import codecs
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from w3lib.encoding import (
     html_body_declared_encoding,
@@ -80,6 +80,10 @@ class DecodedHtml:
     encoding: str
     source: str
     notes: tuple[str, ...] = ()
+    # The body itself when it already is ``text`` in UTF-8 (valid UTF-8 or ASCII, no BOM,
+    # nothing replaced or dropped): a parser that wants UTF-8 bytes can take it as it is
+    # instead of encoding ``text`` again.
+    utf8: bytes | None = field(default=None, repr=False, compare=False)
 
 
 def _canonical(label: str | None) -> str | None:
@@ -119,26 +123,36 @@ def _utf16_without_bom(body: bytes) -> str | None:
     return None
 
 
-def _decode(body: bytes, encoding: str) -> tuple[str, int]:
-    """Decode with replacement and count the replacement characters it needed.
+def _decode(body: bytes, encoding: str) -> tuple[str, int, bool]:
+    """Decode with replacement; count the replacement characters it needed and say
+    whether the decode was exact (every byte decoded, nothing replaced or dropped).
 
     An incomplete character at the very end (a body cut at a byte limit) is dropped
     instead of counted. Replacement characters that UTF-8 bodies already contain (the
     bytes EF BF BD, left by some earlier broken conversion) are not errors of this decode.
+    Clean bodies, the usual case, take one strict C-level decode.
     """
+    try:
+        return body.decode(encoding), 0, True
+    except UnicodeDecodeError:
+        pass
     text = codecs.getincrementaldecoder(encoding)(errors="replace").decode(body, False)
     errors = text.count("\ufffd")
     if errors and encoding == "utf-8":
         errors -= body.count(b"\xef\xbf\xbd")
-    return text, errors
+    return text, errors, False
 
 
-def _acceptable(errors: int, non_ascii: int) -> bool:
+def _non_ascii(body: bytes) -> int:
+    return len(body) - len(body.translate(None, _HIGH))
+
+
+def _acceptable(errors: int, body: bytes) -> bool:
     """Few enough replacements to be stray bytes rather than a wrong charset."""
-    return errors <= non_ascii * _MAX_ERROR_SHARE
+    return errors == 0 or errors <= _non_ascii(body) * _MAX_ERROR_SHARE
 
 
-def _detect(body: bytes, non_ascii: int) -> tuple[str, str, int]:
+def _detect(body: bytes) -> tuple[str, str, int, bool]:
     """Guess the encoding of a body whose declaration is missing or wrong.
 
     UTF-8 first (multi-byte UTF-8 rarely validates by accident), then GB18030 (the
@@ -147,19 +161,20 @@ def _detect(body: bytes, non_ascii: int) -> tuple[str, str, int]:
     pair with the next letter), then the statistical detector on a sample, and finally
     windows-1252, which browsers assume for undeclared pages.
     """
-    text, errors = _decode(body, "utf-8")
-    if _acceptable(errors, non_ascii):
-        return text, "utf-8", errors
+    text, errors, exact = _decode(body, "utf-8")
+    if _acceptable(errors, body):
+        return text, "utf-8", errors, exact
+    non_ascii = _non_ascii(body)
     isolated = len(_ISOLATED_HIGH.findall(body, 0, _DETECT_SAMPLE * 8))
     if isolated * 5 < min(non_ascii, _DETECT_SAMPLE * 8):
-        text, errors = _decode(body, "gb18030")
-        if _acceptable(errors, non_ascii):
-            return text, "gb18030", errors
+        text, errors, exact = _decode(body, "gb18030")
+        if _acceptable(errors, body):
+            return text, "gb18030", errors, exact
     # Too few non-ASCII bytes for statistics to mean anything: take the browsers' default.
     guess = _statistical_guess(body) if non_ascii >= _MIN_DETECT_BYTES else None
     encoding = guess or "cp1252"
-    text, errors = _decode(body, encoding)
-    return text, encoding, errors
+    text, errors, exact = _decode(body, encoding)
+    return text, encoding, errors, exact
 
 
 def _statistical_guess(body: bytes) -> str | None:
@@ -191,20 +206,19 @@ def decode_html(body: bytes, content_type: str | None = None) -> DecodedHtml:
     bom_encoding, bom = read_bom(body)
     if bom_encoding is not None and bom is not None:
         encoding = codecs.lookup(bom_encoding).name
-        text, errors = _decode(body[len(bom) :], encoding)
+        text, errors, _ = _decode(body[len(bom) :], encoding)
         replaced = (f"{errors} undecodable bytes replaced",) if errors else ()
         return DecodedHtml(text, encoding, "bom", replaced)
     utf16 = _utf16_without_bom(body)
     if utf16 is not None:
-        text, errors = _decode(body, utf16)
+        text, _, _ = _decode(body, utf16)
         return DecodedHtml(text, utf16, "detected", ("UTF-16 without byte-order mark",))
     if is_binary(body):
         return DecodedHtml("", "", "binary", ("binary body",))
 
-    non_ascii = len(body) - len(body.translate(None, _HIGH))
-    if non_ascii == 0:
+    if body.isascii():
         # Every ASCII-compatible charset decodes pure ASCII identically.
-        return DecodedHtml(body.decode("ascii"), "ascii", "default")
+        return DecodedHtml(body.decode("ascii"), "ascii", "default", utf8=body)
 
     declared: list[tuple[str, str]] = []
     http = _canonical(http_content_type_encoding(content_type)) if content_type else None
@@ -220,22 +234,24 @@ def decode_html(body: bytes, content_type: str | None = None) -> DecodedHtml:
             # A UTF-16 declaration inside bytes we could read as ASCII is impossible.
             continue
         if encoding != "utf-8":
-            text, errors = _decode(body, "utf-8")
+            text, errors, exact = _decode(body, "utf-8")
             if errors == 0:
                 notes.append(f"charset declared {encoding} but decoded as utf-8")
-                return DecodedHtml(text, "utf-8", "detected", tuple(notes))
-        text, errors = _decode(body, encoding)
-        if _acceptable(errors, non_ascii):
+                return DecodedHtml(text, "utf-8", "detected", tuple(notes), body if exact else None)
+        text, errors, exact = _decode(body, encoding)
+        if _acceptable(errors, body):
             if errors:
                 notes.append(f"{errors} undecodable bytes replaced")
-            return DecodedHtml(text, encoding, source, tuple(notes))
+            utf8 = body if exact and encoding == "utf-8" else None
+            return DecodedHtml(text, encoding, source, tuple(notes), utf8)
         notes.append(f"charset declared {encoding} does not fit the body ({errors} bad bytes)")
 
-    text, encoding, errors = _detect(body, non_ascii)
+    text, encoding, errors, exact = _detect(body)
     if declared and declared[0][0] != encoding:
         notes.append(f"charset declared {declared[0][0]} but decoded as {encoding}")
     if errors:
         notes.append(f"{errors} undecodable bytes replaced")
     if notes:
         logger.debug("decoded as %s: %s", encoding, "; ".join(notes))
-    return DecodedHtml(text, encoding, "detected", tuple(notes))
+    utf8 = body if exact and encoding == "utf-8" else None
+    return DecodedHtml(text, encoding, "detected", tuple(notes), utf8)

@@ -23,11 +23,11 @@ individual characters in Python.
 
 from __future__ import annotations
 
-import functools
 import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from lxml import etree
 
@@ -156,7 +156,6 @@ _JS_HOOK = ("js-", "js_")
 _STRONG_NEGATIVE = re.compile(r"comment|disqus|cookie|consent|gdpr|newsletter|related|shar|social")
 
 
-@functools.lru_cache(maxsize=8192)
 def _class_role(names: str) -> int:
     """-1 for boilerplate class/id names, +1 for content names, 0 for neither.
 
@@ -166,7 +165,7 @@ def _class_role(names: str) -> int:
     has-sidebar", "article-body pagination-first"), except for comment, cookie, share and
     related sections. Tokens prefixed "js-"/"js_" are hooks for scripts and say nothing
     about the role, and BEM modifiers (after "--") describe a variant of the block named
-    before them. Class strings repeat across pages and elements, hence the cache.
+    before them. ``names`` is lower case.
     """
     negative = positive = False
     for token in names.split():
@@ -241,49 +240,64 @@ _CREDIT_LINE = re.compile(
     r"|^(?:share|print|email|tweet|comments?)\s*:?$",
     re.IGNORECASE,
 )
-_CLOSING_ROOT = re.compile(r"</(?:body|html)\s*>", re.IGNORECASE)
+_CLOSING_ROOT = re.compile(rb"</(?:[bB][oO][dD][yY]|[hH][tT][mM][lL])\s*>")
 _PARSER = etree.HTMLParser(
     encoding="utf-8",
     remove_comments=True,
     remove_pis=True,
     no_network=True,
     recover=True,
+    collect_ids=False,
 )
 
-
-class _Frame:
-    """Measurements of one open element during the walk."""
-
-    __slots__ = ("block", "chars", "el", "guarded", "link", "mass", "own", "score")
-
-    def __init__(self, el: etree._Element, block: bool, guarded: bool) -> None:
-        self.el = el
-        self.block = block
-        self.guarded = guarded
-        self.chars = 0
-        self.link = 0
-        self.own: list[str] = []
-        self.score = 0.0
-        self.mass = 0.0
+# A frame holds the measurements of one element during the walk, as a list because the
+# walk creates one per element and list literals are the cheapest record Python has:
+_CHARS = 0  # text characters in the subtree (stripped text pieces)
+_LINK = 1  # of which inside links
+_SCORE = 2  # paragraph credit from children (full) and grandchildren (half)
+_MASS = 3  # paragraph scores of the whole subtree
+_OWN = 4  # block elements: the text pieces directly inside (through inline elements)
+_BLOCK = 5  # where this element's text pieces go: its own _OWN, or its block's
+_GUARDED = 6  # inside an element kept despite looking like boilerplate
+_ELEMENT = 7  # the element measured
+_Frame = list[Any]  # [chars, link, score, mass, own, block's own, guarded, element]
 
 
-@dataclass
-class _Stats:
-    chars: int  # text characters in the subtree
-    link: int  # of which inside links
-    score: float  # paragraph credit from children (full) and grandchildren (half)
-    mass: float  # paragraph scores of the whole subtree
+# Roles of class/id strings seen so far. They repeat across the elements and pages of a
+# site, so nearly every element is judged by one dict lookup; cleared when full so that
+# unique ids ("post-123456") cannot grow it without bound.
+_ROLES: dict[str, int] = {}
+_MAX_ROLES = 65536
 
 
-def _class_id(el: etree._Element) -> str:
+def _names_role(el: etree._Element) -> int:
+    """The role (see _class_role) of an element's class and id names together."""
     cls = el.get("class")
     ident = el.get("id")
-    if cls is None and ident is None:
-        return ""
-    return f"{cls or ''} {ident or ''}".lower()
+    if ident is None:
+        if cls is None:
+            return 0
+        names = cls
+    else:
+        names = ident if cls is None else f"{cls} {ident}"
+    role = _ROLES.get(names)
+    if role is None:
+        if len(_ROLES) >= _MAX_ROLES:
+            _ROLES.clear()
+        role = _ROLES[names] = _class_role(names.lower())
+    return role
 
 
-def _is_hidden(el: etree._Element) -> bool:
+# Attributes that can hide an element; most elements have none of them.
+_HIDING_ATTRIBUTES = frozenset(["hidden", "aria-hidden", "style", "role"])
+# Attributes that can make an element boilerplate; elements without any are content.
+_JUDGED_ATTRIBUTES = _HIDING_ATTRIBUTES | {"class", "id"}
+
+
+def _is_hidden(el: etree._Element, attributes: list[str]) -> bool:
+    """Whether ``el`` (with these attribute names) is hidden or has a boilerplate role."""
+    if _HIDING_ATTRIBUTES.isdisjoint(attributes):
+        return False
     if el.get("hidden") is not None or el.get("aria-hidden") == "true":
         return True
     style = el.get("style")
@@ -300,7 +314,7 @@ class _Walk:
 
     def __init__(self, body: etree._Element) -> None:
         self.body = body
-        self.stats: dict[etree._Element, _Stats] = {}
+        self.stats: dict[etree._Element, _Frame] = {}
         self.candidates: list[etree._Element] = []
         self.dropped: list[etree._Element] = []
         self._body_chars: int | None = None
@@ -310,15 +324,14 @@ class _Walk:
             self._body_chars = len(_text_content(self.body))
         return self._body_chars
 
-    def is_boilerplate(self, el: etree._Element, tag: str, guarded: bool) -> bool | None:
+    def is_boilerplate(
+        self, el: etree._Element, tag: str, attributes: list[str], guarded: bool
+    ) -> bool | None:
         """True to drop ``el``; None when it looks like boilerplate but is kept for its size
         (its descendants are then not judged by class names); False otherwise."""
-        if tag in _BOILERPLATE_TAGS or _is_hidden(el):
+        if tag in _BOILERPLATE_TAGS or _is_hidden(el, attributes):
             return self._small(el) or None
-        if guarded or el.get("itemprop") == "articleBody":
-            return False
-        names = _class_id(el)
-        if not names or _class_role(names) >= 0:
+        if guarded or _names_role(el) >= 0 or el.get("itemprop") == "articleBody":
             return False
         return self._small(el) or None
 
@@ -327,69 +340,100 @@ class _Walk:
         return len(_text_content(el)) < self.body_chars() * _LARGE_SHARE
 
     def run(self) -> None:
-        stack: list[_Frame] = []
-        walker = etree.iterwalk(self.body, events=("start", "end"))
+        """Measure every element bottom-up in one walk.
+
+        This loop runs for every element of every page, so it is written for speed:
+        frames are lists, elements without attributes are never judged by class or
+        visibility, and the per-element work is a few list operations.
+        """
         stats = self.stats
+        candidates = self.candidates
+        is_boilerplate = self.is_boilerplate
+        inline_tags = _INLINE_TAGS
+        boilerplate_tags = _BOILERPLATE_TAGS
+        judged = _JUDGED_ATTRIBUTES
+        own: list[str] = []
+        root: _Frame = [0, 0, 0.0, 0.0, own, own, False, self.body]
+        stack: list[_Frame] = [root]
+        walker = etree.iterwalk(self.body, events=("start", "end"))
+        next(walker)  # the body itself is never judged
+        text = (self.body.text or "").strip()
+        if text:
+            root[0] += len(text)
+            own.append(text)
         for event, el in walker:
-            tag = el.tag
             if event == "start":
-                if not isinstance(tag, str):
-                    walker.skip_subtree()
+                tag = el.tag
+                if tag.__class__ is not str:
+                    walker.skip_subtree()  # an entity or other non-element node
                     continue
-                guarded = bool(stack) and stack[-1].guarded
-                verdict = self.is_boilerplate(el, tag, guarded) if stack else False
-                if verdict:
-                    self.dropped.append(el)
-                    walker.skip_subtree()
-                    continue
-                frame = _Frame(el, tag not in _INLINE_TAGS, guarded or verdict is None)
+                parent = stack[-1]
+                guarded = parent[6]
+                attributes = el.keys()
+                if tag in boilerplate_tags or not judged.isdisjoint(attributes):
+                    verdict = is_boilerplate(el, tag, attributes, guarded)
+                    if verdict:
+                        self.dropped.append(el)
+                        walker.skip_subtree()
+                        continue
+                    if verdict is None:
+                        guarded = True
+                if tag in inline_tags:
+                    frame = [0, 0, 0.0, 0.0, None, parent[5], guarded, el]
+                else:
+                    own = []
+                    frame = [0, 0, 0.0, 0.0, own, own, guarded, el]
                 stack.append(frame)
+                stats[el] = frame
                 text = el.text
                 if text:
-                    self._add_text(stack, text)
+                    text = text.strip()
+                    if text:
+                        frame[0] += len(text)
+                        frame[5].append(text)
                 continue
             # "end": a dropped or skipped element has no frame; its tail still counts.
-            if stack and stack[-1].el is el:
-                frame = stack.pop()
-                if stack and frame.block:
-                    self._score_paragraph(frame, stack)
-                stats[el] = _Stats(frame.chars, frame.link, frame.score, frame.mass)
-                if frame.score:
-                    self.candidates.append(el)
-                if stack:
-                    parent = stack[-1]
-                    parent.chars += frame.chars
-                    parent.link += frame.chars if tag == "a" else frame.link
-                    parent.mass += frame.mass
+            frame = stack[-1]
+            if frame[7] is el:
+                if frame is root:
+                    break  # the body's end (its tail is not part of it)
+                stack.pop()
+                parent = stack[-1]
+                own = frame[4]
+                if own:
+                    _score_paragraph(own, frame, stack)
+                if frame[2]:
+                    candidates.append(el)
+                chars = frame[0]
+                parent[0] += chars
+                parent[1] += chars if el.tag == "a" else frame[1]
+                parent[3] += frame[3]
             tail = el.tail
-            if tail and stack:
-                self._add_text(stack, tail)
+            if tail:
+                tail = tail.strip()
+                if tail:
+                    top = stack[-1]
+                    top[0] += len(tail)
+                    top[5].append(tail)
+        stats[self.body] = root
+        if root[2]:
+            candidates.append(self.body)
 
-    @staticmethod
-    def _add_text(stack: list[_Frame], text: str) -> None:
-        stripped = text.strip()
-        if not stripped:
-            return
-        top = stack[-1]
-        top.chars += len(stripped)
-        for frame in reversed(stack):
-            if frame.block:
-                frame.own.append(stripped)
-                break
 
-    @staticmethod
-    def _score_paragraph(frame: _Frame, stack: list[_Frame]) -> None:
-        if not frame.own:
-            return
-        text = " ".join(frame.own)
-        size = len(text.encode("utf-8"))
-        if size < _MIN_PARAGRAPH_BYTES:
-            return
-        score = 1.0 + text.count(",") + text.count("，") + text.count("。") + min(size / 100, 3)
-        frame.mass += score
-        stack[-1].score += score
-        if len(stack) > 1:
-            stack[-2].score += score / 2
+def _score_paragraph(own: list[str], frame: _Frame, stack: list[_Frame]) -> None:
+    """Credit a block's own text, when it is a paragraph, to its parent and grandparent."""
+    # Cheap bound first: a piece of n characters has at most 4n UTF-8 bytes.
+    if 4 * frame[0] + len(own) < _MIN_PARAGRAPH_BYTES:
+        return
+    text = " ".join(own) if len(own) > 1 else own[0]
+    size = len(text.encode("utf-8"))
+    if size < _MIN_PARAGRAPH_BYTES:
+        return
+    score = 1.0 + text.count(",") + text.count("，") + text.count("。") + min(size / 100, 3)
+    frame[3] += score
+    stack[-1][2] += score
+    if len(stack) > 1:
+        stack[-2][2] += score / 2
 
 
 def _text_content(el: etree._Element) -> str:
@@ -398,46 +442,74 @@ def _text_content(el: etree._Element) -> str:
 
 def _weight(el: etree._Element) -> float:
     weight = _TAG_BONUS.get(str(el.tag), 0.0)
-    names = _class_id(el)
-    if names:
-        weight += 25 * _class_role(names)
+    weight += 25 * _names_role(el)
     if el.get("itemprop") == "articleBody" or el.get("role") == "main":
         weight += 25
     return weight
 
 
-def _final_score(el: etree._Element, stats: _Stats) -> float:
-    density = stats.link / stats.chars if stats.chars else 0.0
-    return (stats.score + _weight(el)) * (1.0 - density)
+# The largest weight an element can get: article tag, content class, articleBody/main.
+_MAX_WEIGHT = 10.0 + 25 + 25
+
+
+def _final_score(el: etree._Element, frame: _Frame) -> float:
+    chars: int = frame[_CHARS]
+    density = frame[_LINK] / chars if chars else 0.0
+    score: float = frame[_SCORE]
+    return (score + _weight(el)) * (1.0 - density)
+
+
+def _best(walk: _Walk) -> tuple[float, etree._Element]:
+    """The candidate with the highest final score (the first of equals, in walk order).
+
+    Candidates are tried by paragraph score, highest first, and the search stops when
+    even the largest possible weight could not lift a candidate above the best so far.
+    """
+    stats = walk.stats
+    order = sorted(
+        range(len(walk.candidates)),
+        key=lambda i: stats[walk.candidates[i]][_SCORE],
+        reverse=True,
+    )
+    best_score, best_index = float("-inf"), -1
+    for i in order:
+        el = walk.candidates[i]
+        frame = stats[el]
+        if best_score > 0 and frame[_SCORE] + _MAX_WEIGHT < best_score:
+            break
+        score = _final_score(el, frame)
+        if score > best_score or (score == best_score and i < best_index):
+            best_score, best_index = score, i
+    return best_score, walk.candidates[best_index]
 
 
 def _choose(walk: _Walk) -> list[etree._Element]:
     """The best-scoring container plus siblings that continue its content."""
     if not walk.candidates:
         return [walk.body]
-    scored = [(_final_score(el, walk.stats[el]), el) for el in walk.candidates]
-    best_score, best = max(scored, key=lambda item: item[0])
+    best_score, best = _best(walk)
     best = _widen(best, walk)
     parent = best.getparent()
     if parent is None or best is walk.body:
         return [best]
     threshold = max(10.0, best_score * 0.2)
-    best_stats = walk.stats[best]
+    best_mass = walk.stats[best][_MASS]
     best_key = (best.tag, best.get("class"))
     chosen: list[etree._Element] = []
     for sibling in parent:
         if sibling is best:
             chosen.append(sibling)
             continue
-        stats = walk.stats.get(sibling)
-        if stats is None or not stats.chars:
+        frame = walk.stats.get(sibling)
+        if frame is None or not frame[_CHARS]:
             continue
+        chars, link = frame[_CHARS], frame[_LINK]
         # Repeated units (posts of a thread, sections of one article) share tag and class.
         alike = (sibling.tag, sibling.get("class")) == best_key and (
-            stats.mass >= best_stats.mass * 0.2
+            frame[_MASS] >= best_mass * 0.2
         )
-        prose = sibling.tag == "p" and stats.link < stats.chars * 0.25 and stats.chars > 80
-        if alike or prose or _final_score(sibling, stats) >= threshold:
+        prose = sibling.tag == "p" and link < chars * 0.25 and chars > 80
+        if alike or prose or _final_score(sibling, frame) >= threshold:
             chosen.append(sibling)
     return chosen
 
@@ -453,49 +525,54 @@ def _widen(best: etree._Element, walk: _Walk) -> etree._Element:
         parent = best.getparent()
         if parent is None or parent is walk.body or parent not in stats:
             break
-        if stats[parent].mass > stats[best].mass * _WRAPPER_MASS:
+        if stats[parent][_MASS] > stats[best][_MASS] * _WRAPPER_MASS:
             break
         best = parent
     return best
 
 
-def _lines(containers: Iterable[etree._Element], stats: dict[etree._Element, _Stats]) -> str:
+def _lines(containers: Iterable[etree._Element], stats: dict[etree._Element, _Frame]) -> str:
     """Read containers out as text, one line per block, skipping link lists and h1."""
     lines: list[str] = []
     current: list[str] = []
-
-    def flush() -> None:
-        if current:
-            line = " ".join("".join(current).split())
-            if line:
-                lines.append(line)
-            current.clear()
+    inline_tags = _INLINE_TAGS
 
     for container in containers:
         walker = etree.iterwalk(container, events=("start", "end"))
         for event, el in walker:
             tag = el.tag
             if event == "start":
-                info = stats.get(el)
-                if info is None or not isinstance(tag, str):
+                frame = stats.get(el)
+                if frame is None:
                     walker.skip_subtree()  # dropped as boilerplate, or not an element
                     continue
-                if tag not in _INLINE_TAGS:
-                    flush()
-                    if tag == "h1" or (
-                        info.chars and info.link > info.chars * _MAX_LINK_DENSITY and tag != "a"
-                    ):
+                if tag not in inline_tags:
+                    if current:
+                        _flush(current, lines)
+                    chars = frame[0]
+                    if tag == "h1" or (chars and frame[1] > chars * _MAX_LINK_DENSITY):
                         walker.skip_subtree()
                         continue
-                if el.text:
-                    current.append(el.text)
+                text = el.text
+                if text:
+                    current.append(text)
                 continue
-            if tag not in _INLINE_TAGS or tag == "br":
-                flush()
-            if el.tail and el is not container:
-                current.append(el.tail)
-        flush()
+            if current and (tag not in inline_tags or tag == "br"):
+                _flush(current, lines)
+            tail = el.tail
+            if tail and el is not container:
+                current.append(tail)
+        if current:
+            _flush(current, lines)
     return "\n".join(lines)
+
+
+def _flush(current: list[str], lines: list[str]) -> None:
+    """End the current line: its pieces joined with whitespace runs made single spaces."""
+    line = " ".join("".join(current).split())
+    if line:
+        lines.append(line)
+    current.clear()
 
 
 def _drop_credits(text: str) -> str:
@@ -550,23 +627,24 @@ def _title(root: etree._Element) -> str:
     return _clean_title(title, headline)
 
 
-def _parse(text: str) -> etree._Element | None:
-    if "\x00" in text:
-        text = text.replace("\x00", "")
-    if not text.strip():
+def _parse(data: bytes) -> etree._Element | None:
+    """Parse UTF-8 bytes; None when there is nothing to parse."""
+    if b"\x00" in data:
+        data = data.replace(b"\x00", b"")
+    if data.isspace() or not data:
         return None
     # libxml2 ignores everything after a stray </html> and puts what follows a stray
     # </body> outside the body; real pages have both (an included header fragment that
     # ends in </html>). Without them the parser closes body and html at the end anyway.
-    text = _CLOSING_ROOT.sub("", text)
+    data = _CLOSING_ROOT.sub(b"", data)
     try:
-        return etree.fromstring(text.encode("utf-8", errors="replace"), _PARSER)
+        return etree.fromstring(data, _PARSER)
     except etree.LxmlError:
         return None
 
 
-def _extract(text: str, encoding: str, notes: list[str]) -> MainText:
-    root = _parse(text)
+def _extract(data: bytes, encoding: str, notes: list[str]) -> MainText:
+    root = _parse(data)
     if root is None:
         notes.append("no HTML content")
         return MainText("", "", encoding, tuple(notes))
@@ -620,8 +698,11 @@ def extract_main_text(
             notes.extend(decoded.notes)
             if decoded.source in ("binary", "empty"):
                 return MainText("", "", encoding, tuple(notes))
-            text = decoded.text
-        return _extract(text, encoding, notes)
+            data = decoded.utf8
+            if data is None:
+                data = decoded.text.encode("utf-8", errors="replace")
+            return _extract(data, encoding, notes)
+        return _extract(text.encode("utf-8", errors="replace"), encoding, notes)
     except Exception as exc:  # the contract is "never raises": report instead
         logger.warning("main-text extraction failed: %r", exc, exc_info=True)
         notes.append(f"extraction failed: {type(exc).__name__}")
