@@ -7,7 +7,7 @@ import itertools
 import math
 import random
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -119,6 +119,7 @@ class IndexModel(RuleBasedStateMachine):
     """Brute-force model of the contract: a dict key -> fingerprint."""
 
     url = "memory://"
+    options: ClassVar[dict[str, Any]] = {}
     keys = Bundle("keys")
 
     def __init__(self) -> None:
@@ -128,7 +129,9 @@ class IndexModel(RuleBasedStateMachine):
 
     @initialize()
     def open(self) -> None:
-        self.index = open_index(self.url, max_distance=3, namespace="model", reset=True)
+        self.index = open_index(
+            self.url, max_distance=3, namespace="model", reset=True, **self.options
+        )
 
     def teardown(self) -> None:
         if self.index is not None:
@@ -214,9 +217,44 @@ def test_sqlite_matches_the_model(tmp_path: Path) -> None:
 
 
 @pytest.mark.redis
-def test_redis_matches_the_model(redis_url: str) -> None:
+@pytest.mark.parametrize("expected_size", [None, 1], ids=["default", "one-group"])
+def test_redis_matches_the_model(redis_url: str, expected_size: int | None) -> None:
+    # expected_size=1 puts every band record of a table in one sorted group and every
+    # entry in one bucket, so replacements and removals splice inside shared strings.
     class RedisModel(IndexModel):
         url = redis_url
+        options: ClassVar[dict[str, Any]] = {"expected_size": expected_size}
 
     RedisModel.TestCase.settings = _STATEFUL
     RedisModel.TestCase().runTest()
+
+
+@pytest.mark.redis
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=planted(), tables=st.integers(0, 2), grouped=st.booleans())
+def test_redis_query_recall_is_exact(
+    redis_url: str, case: tuple[int, list[int], int], tables: int, grouped: bool
+) -> None:
+    """Band groups hold many band values, sorted: the binary search must still find every
+    stored neighbour (expected_size=1 packs each table into a single group)."""
+    k, stored, probe = case
+    layouts = candidate_layouts(64, k)
+    layout = layouts[min(tables, len(layouts) - 1)]
+    with open_index(
+        redis_url,
+        max_distance=k,
+        tables=layout.tables,
+        expected_size=1 if grouped else None,
+        namespace="recall",
+        reset=True,
+    ) as index:
+        expected = []
+        for i, value in enumerate(stored):
+            if index.observe(f"k{i:03d}", value).stored:
+                expected.append((f"k{i:03d}", value))
+        brute = sorted(
+            (Match(key, value, (value ^ probe).bit_count()) for key, value in expected),
+            key=lambda m: (m.distance, m.key),
+        )
+        assert index.query(probe) == [m for m in brute if m.distance <= k]
+        assert len(index) == len(expected)

@@ -7,8 +7,9 @@
 --                                sorted by the table's band (fingerprint AND mask)
 --   PREFIX.."e"..bucket          string: entry records (key id 8 bytes .. fingerprint ..
 --                                last seen u32), fixed size
---   PREFIX.."u"..bucket          string: the key texts of that bucket's entries, in the
---                                same order, each length-prefixed (1 byte, or 255 + u32)
+--   PREFIX.."u"..bucket          list: the key texts of that bucket's entries, in the same
+--                                order (a list appends in place and finds an item by
+--                                index in C, where a string would be copied through Lua)
 -- Memory is what shapes this: a Redis key costs ~80 bytes of overhead, so a band group
 -- gathers every band value sharing the top bits of the band (sized at creation to hold
 -- ~64 records) instead of one key per band value, and records are sorted so a probe
@@ -45,10 +46,18 @@ local pack = struct.pack
 local unpack = struct.unpack
 local sub = string.sub
 
-local masks, groups, table_prefix = {}, {}, {}
+-- Per table: the group mask words, and the (byte offset, mask) of each word the band
+-- covers, so comparing a record's band unpacks only those words.
+local groups, keyed, table_prefix = {}, {}, {}
 for t = 1, T do
-  masks[t] = { unpack(WFMT, masks_s, (t - 1) * FPB + 1) }
+  local m = { unpack(WFMT, masks_s, (t - 1) * FPB + 1) }
   groups[t] = { unpack(WFMT, groups_s, (t - 1) * FPB + 1) }
+  keyed[t] = {}
+  for i = 1, W do
+    if m[i] ~= 0 then
+      keyed[t][#keyed[t] + 1] = { (i - 1) * 4, m[i], i }
+    end
+  end
   table_prefix[t] = prefix .. 'b' .. string.char(t)
 end
 
@@ -69,36 +78,22 @@ local function group_key(t, words)
   return table_prefix[t] .. table.concat(parts)
 end
 
--- The probe's band of table t, as words to compare records against.
+-- The probe's band of table t: its keyed words, masked, to compare records against.
 local function band_of(t, words)
-  local m = masks[t]
   local out = {}
-  for i = 1, W do
-    out[i] = band(words[i], m[i])
+  for j, k in ipairs(keyed[t]) do
+    out[j] = band(words[k[3]], k[2])
   end
   return out
 end
 
--- Order of the record at p against band words b: -1, 0 or 1 (signed word order: any total
+-- Order of the record at p against band b: -1, 0 or 1 (signed word order: any total
 -- order works as long as inserts and searches agree).
 local function compare_at(t, s, p, b)
-  local m = masks[t]
-  if W == 2 then
-    local x, y = unpack('>i4i4', s, p)
-    x = band(x, m[1])
-    if x ~= b[1] then
-      return x < b[1] and -1 or 1
-    end
-    y = band(y, m[2])
-    if y ~= b[2] then
-      return y < b[2] and -1 or 1
-    end
-    return 0
-  end
-  for i = 1, W do
-    local x = band((unpack('>i4', s, p + (i - 1) * 4)), m[i])
-    if x ~= b[i] then
-      return x < b[i] and -1 or 1
+  for j, k in ipairs(keyed[t]) do
+    local x = band((unpack('>i4', s, p + k[1])), k[2])
+    if x ~= b[j] then
+      return x < b[j] and -1 or 1
     end
   end
   return 0
@@ -107,6 +102,19 @@ end
 -- Position (1-based) of the first record of s whose band is >= b.
 local function lower_bound(t, s, b)
   local lo, hi = 0, #s / REC
+  local k = keyed[t]
+  if #k == 1 then -- the band lies in one word (4x1 and most layouts): the hot path
+    local off, m, v = k[1][1] + 1, k[1][2], b[1]
+    while lo < hi do
+      local mid = bit.rshift(lo + hi, 1)
+      if band((unpack('>i4', s, mid * REC + off)), m) < v then
+        lo = mid + 1
+      else
+        hi = mid
+      end
+    end
+    return lo * REC + 1
+  end
   while lo < hi do
     local mid = math.floor((lo + hi) / 2)
     if compare_at(t, s, mid * REC + 1, b) < 0 then
@@ -171,29 +179,6 @@ local function put(key, value)
   end
 end
 
--- Span (first, last byte) of the i-th (0-based) length-prefixed text of u.
-local function text_span(u, i)
-  local p = 1
-  while true do
-    local n = string.byte(u, p)
-    local head = 1
-    if n == 255 then
-      n = unpack('>I4', u, p + 1)
-      head = 5
-    end
-    if i == 0 then
-      return p, p + head + n - 1, head
-    end
-    p = p + head + n
-    i = i - 1
-  end
-end
-
-local function text_at(u, i)
-  local first, last, head = text_span(u, i)
-  return sub(u, first + head, last)
-end
-
 -- Set when a band group is rewritten after scan() read it, so observe re-reads instead
 -- of reusing the scanned copy.
 local dirty = false
@@ -222,28 +207,27 @@ local function drop(eb, id)
     return false
   end
   unlink_bands(sub(es, r + 8, r + 7 + FPB))
-  local uk = prefix .. 'u' .. eb
-  local us = redis.call('GET', uk) or ''
-  local first, last = text_span(us, (r - 1) / ER)
   put(ek, sub(es, 1, r - 1) .. sub(es, r + ER))
-  put(uk, sub(us, 1, first - 1) .. sub(us, last + 1))
+  -- Keys are never empty, so an empty item marks the one to delete.
+  local uk = prefix .. 'u' .. eb
+  redis.call('LSET', uk, (r - 1) / ER, '')
+  redis.call('LREM', uk, 1, '')
   redis.call('HINCRBY', KEYS[1], 'n', -1)
   return true
 end
 
 -- Live entries within the limit of the probe, except key id `exclude`; expired ones met
--- on the way are deleted when `purge` is set. Also returns the probe's group names and
--- contents, which observe reuses to store the page without reading them again.
+-- on the way are deleted when `purge` is set. Also returns the probe's group names,
+-- contents and band positions, which observe reuses to store the page.
 local function scan(words, exclude, purge)
   local found, checked = {}, {}
-  local names, contents = {}, {}
+  local names, contents, starts = {}, {}, {}
   for t = 1, T do
     local gk = group_key(t, words)
     local s = redis.call('GET', gk) or ''
-    names[t] = gk
-    contents[t] = s
     local b = band_of(t, words)
     local p = lower_bound(t, s, b)
+    names[t], contents[t], starts[t] = gk, s, p
     while p <= #s and compare_at(t, s, p, b) == 0 do
       local d = distance_at(words, s, p)
       if d <= limit then
@@ -260,8 +244,8 @@ local function scan(words, exclude, purge)
                 drop(eb, id)
               end
             else
-              local us = redis.call('GET', prefix .. 'u' .. eb) or ''
-              found[#found + 1] = { text_at(us, (r - 1) / ER), f, d, id }
+              local text = redis.call('LINDEX', prefix .. 'u' .. eb, (r - 1) / ER)
+              found[#found + 1] = { text, f, d, id }
             end
           end
         end
@@ -269,7 +253,7 @@ local function scan(words, exclude, purge)
       p = p + REC
     end
   end
-  return found, names, contents
+  return found, names, contents, starts
 end
 
 local function flatten(matches, out)
@@ -284,7 +268,7 @@ end
 
 if mode == 'observe' then
   local words = words_of(fp)
-  local found, names, contents = scan(words, me, true)
+  local found, names, contents, starts = scan(words, me, true)
   if #found > 0 then
     -- Every match at the smallest distance; the client breaks ties by key text.
     local best = limit + 1
@@ -323,20 +307,16 @@ if mode == 'observe' then
     -- future growth, which would double the memory of every bucket.
     redis.call('HINCRBY', KEYS[1], 'n', 1)
     redis.call('SET', ek, es .. me .. fp .. stamp)
-    local text = ARGV[11]
-    local head = #text < 255 and string.char(#text) or ('\255' .. pack('>I4', #text))
-    local uk = prefix .. 'u' .. eb
-    redis.call('SET', uk, (redis.call('GET', uk) or '') .. head .. text)
+    redis.call('RPUSH', prefix .. 'u' .. eb, ARGV[11])
   end
   if not same then
     local record = fp .. eb
     for t = 1, T do
-      local gk = names[t]
-      local s = contents[t]
+      local gk, s, p = names[t], contents[t], starts[t]
       if dirty then
         s = redis.call('GET', gk) or ''
+        p = lower_bound(t, s, band_of(t, words))
       end
-      local p = lower_bound(t, s, band_of(t, words))
       redis.call('SET', gk, sub(s, 1, p - 1) .. record .. sub(s, p))
     end
   end
