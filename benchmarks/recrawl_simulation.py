@@ -144,6 +144,9 @@ def threshold_check(limit: int) -> None:
                 a = fp.fingerprint_text("\n".join(paras))
             if a is not None and b is not None:
                 distances.append((a ^ b).bit_count())
+        if not distances:
+            print(f"   {name:<24}no article fingerprinted")
+            continue
         distances.sort()
         shares = "".join(
             f"{sum(d > k for d in distances) / len(distances):>7.0%}" for k in range(9)
