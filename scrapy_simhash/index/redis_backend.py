@@ -245,9 +245,15 @@ class _Codec:
             "right? the next call reconnects)"
         )
 
-    def stats(self, entries: int, lengths: Iterable[int]) -> IndexStats:
-        record = self.width + 2
-        return bucket_stats("redis", entries, self.layout, (n // record for n in lengths))
+    def stats(self, entries: int, groups: Iterable[tuple[bytes, int]]) -> IndexStats:
+        """Records per band group; table 1's records also carry a 2-byte entry bucket."""
+        table = len(self.prefix) + 1
+        return bucket_stats(
+            "redis",
+            entries,
+            self.layout,
+            (n // (self.width + 2 * (name[table] == 1)) for name, n in groups),
+        )
 
 
 def _password(url: str) -> str | None:
@@ -367,7 +373,7 @@ class RedisIndex(NearDuplicateIndex):
                 lengths.extend(pipe.execute())
         except self._errors as exc:
             raise self._codec.error("stats", exc) from exc
-        return self._codec.stats(self.count(), lengths)
+        return self._codec.stats(self.count(), zip(names, lengths, strict=True))
 
     def close(self) -> None:
         try:
@@ -546,10 +552,12 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
 
     async def stats(self) -> IndexStats:
         try:
-            lengths = [int(await self._client.strlen(name)) for name in await self._names(b"b")]
+            groups = [
+                (name, int(await self._client.strlen(name))) for name in await self._names(b"b")
+            ]
         except self._errors as exc:
             raise self._codec.error("stats", exc) from exc
-        return self._codec.stats(await self.count(), lengths)
+        return self._codec.stats(await self.count(), groups)
 
     async def close(self) -> None:
         if self._tasks:

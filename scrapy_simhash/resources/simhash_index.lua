@@ -3,8 +3,9 @@
 -- Layout under PREFIX = "simhash:{namespace}:" (the hash tag keeps a namespace on one
 -- cluster slot, which is what makes this script atomic on a cluster):
 --   PREFIX.."m"                  hash: "config" (JSON record), "n" (entry count)
---   PREFIX.."b"..table..group    string: band records (fingerprint .. entry bucket u16),
---                                sorted by the table's band (fingerprint AND mask)
+--   PREFIX.."b"..table..group    string: band records (fingerprint; in table 1 followed
+--                                by its entry bucket, u16), sorted by the table's band
+--                                (fingerprint AND mask)
 --   PREFIX.."e"..bucket          string: entry records (key id 8 bytes .. fingerprint ..
 --                                last seen u32), fixed size
 --   PREFIX.."u"..bucket          list: the key texts of that bucket's entries, in the same
@@ -14,9 +15,11 @@
 -- gathers every band value sharing the top bits of the band (sized at creation to hold
 -- ~64 records) instead of one key per band value, and records are sorted so a probe
 -- binary-searches its own band. Stored fingerprints are unique (two within k are never
--- both stored), so band records name their entry by fingerprint and entry bucket, not by
--- an 8-byte key id. Plain strings have no size limits that switch them to a costly
--- encoding, unlike hashes (hash-max-listpack-value), whatever the key length.
+-- both stored), so band records name their entry by fingerprint and entry bucket (once,
+-- in table 1), not by an 8-byte key id. Strings and lists have no size limit that
+-- switches them to a costly encoding, unlike hashes (hash-max-listpack-value), whatever
+-- the key length. Strings are rewritten whole (SET), never grown by APPEND or SETRANGE,
+-- which over-allocate up to 2x.
 --
 -- KEYS[1] meta hash. Replies list matches as flat (key text, fingerprint, distance, id).
 -- ARGV: 1 mode (observe|query|remove|expire), 2 prefix, 3 band masks, 4 group masks,
@@ -36,7 +39,8 @@ local me = ARGV[10]
 
 local FPB = #fp
 local W = FPB / 4
-local REC = FPB + 2 -- band record
+-- Band records: table 1's also name the entry bucket (u16); the others find it there.
+local REC1 = FPB + 2
 local ER = FPB + 12 -- entry record
 local T = #masks_s / FPB
 local WFMT = '>' .. string.rep('i4', W)
@@ -48,8 +52,9 @@ local sub = string.sub
 
 -- Per table: the group mask words, and the (byte offset, mask) of each word the band
 -- covers, so comparing a record's band unpacks only those words.
-local groups, keyed, table_prefix = {}, {}, {}
+local groups, keyed, table_prefix, rec = {}, {}, {}, {}
 for t = 1, T do
+  rec[t] = t == 1 and REC1 or FPB
   local m = { unpack(WFMT, masks_s, (t - 1) * FPB + 1) }
   groups[t] = { unpack(WFMT, groups_s, (t - 1) * FPB + 1) }
   keyed[t] = {}
@@ -101,29 +106,30 @@ end
 
 -- Position (1-based) of the first record of s whose band is >= b.
 local function lower_bound(t, s, b)
-  local lo, hi = 0, #s / REC
+  local size = rec[t]
+  local lo, hi = 0, #s / size
   local k = keyed[t]
   if #k == 1 then -- the band lies in one word (4x1 and most layouts): the hot path
     local off, m, v = k[1][1] + 1, k[1][2], b[1]
     while lo < hi do
       local mid = bit.rshift(lo + hi, 1)
-      if band((unpack('>i4', s, mid * REC + off)), m) < v then
+      if band((unpack('>i4', s, mid * size + off)), m) < v then
         lo = mid + 1
       else
         hi = mid
       end
     end
-    return lo * REC + 1
+    return lo * size + 1
   end
   while lo < hi do
     local mid = math.floor((lo + hi) / 2)
-    if compare_at(t, s, mid * REC + 1, b) < 0 then
+    if compare_at(t, s, mid * size + 1, b) < 0 then
       lo = mid + 1
     else
       hi = mid
     end
   end
-  return lo * REC + 1
+  return lo * size + 1
 end
 
 -- Start of the record of size `size` holding `needle` at `offset`, or nil. string.find
@@ -190,12 +196,19 @@ local function unlink_bands(f)
     local gk = group_key(t, words)
     local s = redis.call('GET', gk)
     if s then
-      local p = find_record(s, f, 0, REC)
+      local p = find_record(s, f, 0, rec[t])
       if p then
-        put(gk, sub(s, 1, p - 1) .. sub(s, p + REC))
+        put(gk, sub(s, 1, p - 1) .. sub(s, p + rec[t]))
       end
     end
   end
+end
+
+-- Entry bucket of stored fingerprint f, from its record in table 1.
+local function entry_bucket_of(f)
+  local s = redis.call('GET', group_key(1, words_of(f)))
+  local p = s and find_record(s, f, 0, REC1)
+  return p and sub(s, p + FPB, p + REC1 - 1)
 end
 
 -- Forget the entry of key id `id` in bucket `eb`; tell whether it existed.
@@ -234,8 +247,8 @@ local function scan(words, exclude, purge)
         local f = sub(s, p, p + FPB - 1)
         if not checked[f] then
           checked[f] = true
-          local eb = sub(s, p + FPB, p + REC - 1)
-          local es = redis.call('GET', prefix .. 'e' .. eb) or ''
+          local eb = t == 1 and sub(s, p + FPB, p + REC1 - 1) or entry_bucket_of(f)
+          local es = eb and redis.call('GET', prefix .. 'e' .. eb) or ''
           local r = find_record(es, f, 8, ER)
           local id = r and sub(es, r, r + 7)
           if id and id ~= exclude then
@@ -250,7 +263,7 @@ local function scan(words, exclude, purge)
           end
         end
       end
-      p = p + REC
+      p = p + rec[t]
     end
   end
   return found, names, contents, starts
@@ -303,21 +316,18 @@ if mode == 'observe' then
     end
     redis.call('SETRANGE', ek, r + 7, fp .. stamp)
   else
-    -- SET of the whole string rather than APPEND: APPEND over-allocates (up to 2x) for
-    -- future growth, which would double the memory of every bucket.
     redis.call('HINCRBY', KEYS[1], 'n', 1)
     redis.call('SET', ek, es .. me .. fp .. stamp)
     redis.call('RPUSH', prefix .. 'u' .. eb, ARGV[11])
   end
   if not same then
-    local record = fp .. eb
     for t = 1, T do
       local gk, s, p = names[t], contents[t], starts[t]
       if dirty then
         s = redis.call('GET', gk) or ''
         p = lower_bound(t, s, band_of(t, words))
       end
-      redis.call('SET', gk, sub(s, 1, p - 1) .. record .. sub(s, p))
+      redis.call('SET', gk, sub(s, 1, p - 1) .. fp .. (t == 1 and eb or '') .. sub(s, p))
     end
   end
   return { 0, previous }
