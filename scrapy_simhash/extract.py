@@ -163,27 +163,58 @@ def _class_role(names: str) -> int:
     first: "sidebar-content" is boilerplate, "content-with-sidebar-wrp" and "article-body"
     are content. One content token outweighs boilerplate tokens ("entry-content
     has-sidebar", "article-body pagination-first"), except for comment, cookie, share and
-    related sections. Tokens prefixed "js-"/"js_" are hooks for scripts and say nothing
-    about the role, and BEM modifiers (after "--") describe a variant of the block named
-    before them. ``names`` is lower case.
+    related sections. ``names`` is lower case.
     """
     negative = positive = False
     for token in names.split():
-        if token.startswith(_JS_HOOK):
-            continue  # "js-share-area" names a script's target, not the element's role
-        token = token.split("--", 1)[0]  # a BEM modifier ("node--type-newsletter") is a variant
-        match = _ROLE_WORD.search(token)
-        if match is None:
-            continue
-        if match.lastgroup == "negative":
-            if _STRONG_NEGATIVE.search(token):
-                return -1
+        role = _TOKEN_ROLES.get(token)
+        if role is None:
+            role = _remember(_TOKEN_ROLES, token, _token_role(token))
+        if role == _STRONG:
+            return -1
+        if role < 0:
             negative = True
-        else:
+        elif role > 0:
             positive = True
     if positive:
         return 1
     return -1 if negative else 0
+
+
+_STRONG = -2  # a token naming a section that is boilerplate even beside content names
+
+
+def _token_role(token: str) -> int:
+    """_STRONG, -1, +1 or 0 for one class token.
+
+    Tokens prefixed "js-"/"js_" are hooks for scripts and say nothing about the role
+    ("js-share-area"), and BEM modifiers (after "--") describe a variant of the block
+    named before them ("node--type-newsletter").
+    """
+    if token.startswith(_JS_HOOK):
+        return 0
+    token = token.split("--", 1)[0]
+    match = _ROLE_WORD.search(token)
+    if match is None:
+        return 0
+    if match.lastgroup == "positive":
+        return 1
+    return _STRONG if _STRONG_NEGATIVE.search(token) else -1
+
+
+# Roles of class tokens and of whole class/id strings seen so far. They repeat across the
+# elements and pages of a site, so nearly every element is judged by a dict lookup. Each
+# cache is cleared when full, so that unique ids ("post-123456") cannot grow it forever.
+_TOKEN_ROLES: dict[str, int] = {}
+_ROLES: dict[str, int] = {}
+_MAX_CACHED = 65536
+
+
+def _remember(cache: dict[str, int], key: str, value: int) -> int:
+    if len(cache) >= _MAX_CACHED:
+        cache.clear()
+    cache[key] = value
+    return value
 
 
 _TAG_BONUS = {
@@ -223,6 +254,10 @@ _FALLBACK_BYTES = 300
 _LARGE_SHARE = 0.4
 # A parent whose paragraph mass is at most this multiple of its child's is a mere wrapper.
 _WRAPPER_MASS = 1.05
+# Prose blocks of one tag and class that make a page a thread of posts (see _thread).
+_MIN_POSTS = 3
+# ... and the least share of the page's paragraph mass that they hold together.
+_THREAD_SHARE = 0.5
 # Blocks inside the main container that are mostly link text are link lists.
 _MAX_LINK_DENSITY = 0.5
 _TITLE_SEPARATORS = re.compile(r"\s+[-|–—»·:]\s+|\s*[|｜_]\s*|\s+-{2,}\s+")
@@ -263,13 +298,6 @@ _ELEMENT = 7  # the element measured
 _Frame = list[Any]  # [chars, link, score, mass, own, block's own, guarded, element]
 
 
-# Roles of class/id strings seen so far. They repeat across the elements and pages of a
-# site, so nearly every element is judged by one dict lookup; cleared when full so that
-# unique ids ("post-123456") cannot grow it without bound.
-_ROLES: dict[str, int] = {}
-_MAX_ROLES = 65536
-
-
 def _names_role(el: etree._Element) -> int:
     """The role (see _class_role) of an element's class and id names together."""
     cls = el.get("class")
@@ -282,9 +310,7 @@ def _names_role(el: etree._Element) -> int:
         names = ident if cls is None else f"{cls} {ident}"
     role = _ROLES.get(names)
     if role is None:
-        if len(_ROLES) >= _MAX_ROLES:
-            _ROLES.clear()
-        role = _ROLES[names] = _class_role(names.lower())
+        role = _remember(_ROLES, names, _class_role(names.lower()))
     return role
 
 
@@ -488,6 +514,9 @@ def _choose(walk: _Walk) -> list[etree._Element]:
     if not walk.candidates:
         return [walk.body]
     best_score, best = _best(walk)
+    posts = _thread(best, walk)
+    if posts:
+        return posts
     best = _widen(best, walk)
     parent = best.getparent()
     if parent is None or best is walk.body:
@@ -512,6 +541,32 @@ def _choose(walk: _Walk) -> list[etree._Element]:
         if alike or prose or _final_score(sibling, frame) >= threshold:
             chosen.append(sibling)
     return chosen
+
+
+def _thread(best: etree._Element, walk: _Walk) -> list[etree._Element]:
+    """The posts of a thread, when ``best`` is one of at least _MIN_POSTS prose blocks
+    with its tag and class that hold most of the page's prose; else nothing.
+
+    Forums and Q&A sites render each post's text in one kind of block, but not always
+    under one parent (a question and its answers, a topic and its replies): the thread is
+    every block of that kind, in page order. Blocks inside another are quotes, read out
+    with the block that quotes them.
+    """
+    cls = best.get("class")
+    if not cls or best is walk.body:
+        return []
+    stats = walk.stats
+    tag = best.tag
+    # Candidates hold paragraphs and come in page order (for blocks that do not nest).
+    posts = [el for el in walk.candidates if el.tag == tag and el.get("class") == cls]
+    if len(posts) < _MIN_POSTS:
+        return []
+    chosen = set(posts)
+    posts = [el for el in posts if not any(a in chosen for a in el.iterancestors())]
+    # Repeated blocks that hold little of the page's prose are a carousel or teasers.
+    if sum(stats[el][_MASS] for el in posts) < stats[walk.body][_MASS] * _THREAD_SHARE:
+        return []
+    return posts
 
 
 def _widen(best: etree._Element, walk: _Walk) -> etree._Element:
@@ -584,12 +639,17 @@ def _drop_credits(text: str) -> str:
     """
     if not text:
         return text
-    kept = [
-        line
-        for line in text.split("\n")
-        if len(line.encode("utf-8")) > _MAX_CREDIT_BYTES or not _CREDIT_LINE.search(line)
-    ]
+    kept = [line for line in text.split("\n") if not _is_credit(line)]
     return "\n".join(kept)
+
+
+def _is_credit(line: str) -> bool:
+    # A character takes at most 4 UTF-8 bytes and at least 1: most lines need no encode.
+    if len(line) > _MAX_CREDIT_BYTES:
+        return False
+    if len(line) * 4 > _MAX_CREDIT_BYTES and len(line.encode("utf-8")) > _MAX_CREDIT_BYTES:
+        return False
+    return _CREDIT_LINE.search(line) is not None
 
 
 def _clean_title(title: str, headline: str) -> str:

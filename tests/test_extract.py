@@ -209,6 +209,23 @@ def test_forum_thread_made_of_comments_keeps_the_posts() -> None:
     assert extract(html).text == "\n".join(EN_ARTICLE)
 
 
+def _post(text: str) -> str:
+    return f'<div class="post-layout"><div class="s-prose js-post-body"><p>{text}</p></div></div>'
+
+
+def test_question_and_answers_under_different_parents_are_one_thread() -> None:
+    question, *answers = EN_ARTICLE
+    html = (
+        '<html><body><div class="topbar"><a href="/">Q&amp;A</a></div><div id="mainbar">'
+        f'<div id="question" class="question">{_post(question)}</div>'
+        '<div id="answers"><h2>3 Answers</h2>'
+        + "".join(f'<div class="answer">{_post(answer)}</div>' for answer in answers)
+        + '</div></div><div class="sidebar"><p>Hot network questions and other links '
+        "that are not part of this thread at all.</p></div></body></html>"
+    )
+    assert extract(html).text == "\n".join(EN_ARTICLE)
+
+
 def test_wrapper_named_like_boilerplate_is_kept_when_it_holds_the_page() -> None:
     body = "".join(f"<p>{p}</p>" for p in EN_ARTICLE)
     html = (
