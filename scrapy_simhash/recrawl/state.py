@@ -19,11 +19,6 @@ from scrapy_simhash.recrawl.policy import (
     interval_for_freshness,
     nutch_interval,
 )
-from scrapy_simhash.recrawl.posterior import (
-    RatePrior,
-    posterior,
-    posterior_frequency,
-)
 
 
 @dataclass(frozen=True)
@@ -149,15 +144,12 @@ def advance(
     now: float,
     config: RecrawlConfig,
     multiplier: float | None = None,
-    prior: RatePrior | None = None,
 ) -> tuple[PageState, Visit]:
     """Fold one fetch into a page's state; return the new state and what the crawler sees.
 
     A 304 counts as "unchanged"; a fetch with no fingerprint (too little text) compares
     nothing and leaves the comparison base as it was, so the next real fingerprint is
-    measured against the last one known, over the whole time since. With a rate
-    ``prior`` (the namespace's histogram), the budget policy weighs the marginal freshness
-    of a fetch over the page's whole posterior instead of its point estimate.
+    measured against the last one known, over the whole time since.
     """
     old = state or PageState(url=url)
     changed: bool | None = None
@@ -180,16 +172,6 @@ def advance(
         history, prior_rate=config.prior_rate, prior_weight=config.prior_weight
     )
     interval = next_interval(config, rate, old.interval_secs or None, changed, multiplier)
-    if (
-        prior is not None
-        and history
-        and multiplier is not None
-        and math.isfinite(multiplier)
-        and config.effective_policy == "budget"
-    ):
-        weights = posterior(history, prior)
-        frequency = posterior_frequency(prior.rates, weights, multiplier)
-        interval = config.clamp(1.0 / frequency if frequency > 0 else math.inf)
     new = replace(
         old,
         fingerprint=fingerprint,

@@ -19,15 +19,9 @@ from urllib.parse import urlsplit
 
 from scrapy_simhash._redis import REDIS_SCHEMES, mask_url
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
-from scrapy_simhash.recrawl.backend import (
-    BUCKETS_PER_DECADE,
-    AsyncBackend,
-    Backend,
-    histogram_rates,
-)
+from scrapy_simhash.recrawl.backend import AsyncBackend, Backend, histogram_rates
 from scrapy_simhash.recrawl.config import DAY, RecrawlConfig
 from scrapy_simhash.recrawl.policy import solve_multiplier
-from scrapy_simhash.recrawl.posterior import RatePrior
 from scrapy_simhash.recrawl.state import Fetch, PageState, Visit, advance
 
 if TYPE_CHECKING:
@@ -103,7 +97,6 @@ class _Scheduler:
         self.config = config
         self.clock = clock
         self._multiplier: float | None = None
-        self._prior: RatePrior | None = None
         self._solved_at = float("-inf")
 
     def needs_multiplier(self, now: float) -> bool:
@@ -116,12 +109,6 @@ class _Scheduler:
         """Re-solve the budget's Lagrange multiplier over the current rate histogram."""
         budget = self.config.budget_per_day / DAY
         self._multiplier = solve_multiplier(histogram_rates(histogram), budget)
-        self._prior = RatePrior.from_histogram(
-            histogram,
-            lowest=1.0 / (10 * self.config.max_interval_secs),
-            highest=1.0 / self.config.min_interval_secs,
-            buckets_per_decade=BUCKETS_PER_DECADE,
-        )
         self._solved_at = now
         logger.debug(
             "recrawl budget %.1f/day over %d pages: multiplier %.3g",
@@ -137,7 +124,7 @@ class _Scheduler:
 
         def apply(old: PageState | None) -> PageState:
             # May run more than once (optimistic retries): keep only the last outcome.
-            new, visit = advance(old, url, fetch, now, self.config, self._multiplier, self._prior)
+            new, visit = advance(old, url, fetch, now, self.config, self._multiplier)
             visits[:] = [visit]
             return new
 
