@@ -152,6 +152,10 @@ _POSITIVE_WORDS = (
 _ROLE_WORD = re.compile(f"(?P<negative>{_NEGATIVE_WORDS})|(?P<positive>{_POSITIVE_WORDS})")
 # Class tokens that name a script's hook, not the element's role.
 _JS_HOOK = ("js-", "js_")
+# Class tokens that describe the layout around an element ("has-sidebar", "no-sidebars",
+# "sidebar-first-only" on the content column), not the element's own role.
+_LAYOUT_PREFIXES = ("has-", "with-", "without-", "no-", "one-", "two-")
+_LAYOUT_SUFFIX = "-only"
 # Sections that are boilerplate even inside a content-named wrapper's class list.
 _STRONG_NEGATIVE = re.compile(r"comment|disqus|cookie|consent|gdpr|newsletter|related|shar|social")
 
@@ -188,10 +192,12 @@ def _token_role(token: str) -> int:
     """_STRONG, -1, +1 or 0 for one class token.
 
     Tokens prefixed "js-"/"js_" are hooks for scripts and say nothing about the role
-    ("js-share-area"), and BEM modifiers (after "--") describe a variant of the block
+    ("js-share-area"), nor do layout descriptions ("has-sidebar"), and BEM modifiers (after "--") describe a variant of the block
     named before them ("node--type-newsletter").
     """
-    if token.startswith(_JS_HOOK):
+    if token.startswith(_JS_HOOK) or token.startswith(_LAYOUT_PREFIXES):
+        return 0
+    if token.endswith(_LAYOUT_SUFFIX):
         return 0
     token = token.split("--", 1)[0]
     match = _ROLE_WORD.search(token)

@@ -226,6 +226,17 @@ def test_question_and_answers_under_different_parents_are_one_thread() -> None:
     assert extract(html).text == "\n".join(EN_ARTICLE)
 
 
+def test_content_column_named_after_its_layout_is_content() -> None:
+    menu = "".join(f'<li><a href="/{n}">Department number {n} of the store</a></li>' for n in range(40))
+    article = "".join(f"<p>{p}</p>" for p in EN_ARTICLE)
+    html = (
+        f'<html><body><nav><ul class="menu">{menu}</ul></nav><div class="row">'
+        f'<section class="col-sm-9 sidebar-first-only">{article}</section>'
+        '<aside class="col-sm-3"><p>Opening hours of the shop.</p></aside></div></body></html>'
+    )
+    assert extract(html).text == "\n".join(EN_ARTICLE)
+
+
 def test_wrapper_named_like_boilerplate_is_kept_when_it_holds_the_page() -> None:
     body = "".join(f"<p>{p}</p>" for p in EN_ARTICLE)
     html = (
