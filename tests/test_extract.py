@@ -227,7 +227,9 @@ def test_question_and_answers_under_different_parents_are_one_thread() -> None:
 
 
 def test_content_column_named_after_its_layout_is_content() -> None:
-    menu = "".join(f'<li><a href="/{n}">Department number {n} of the store</a></li>' for n in range(40))
+    menu = "".join(
+        f'<li><a href="/{n}">Department number {n} of the store</a></li>' for n in range(40)
+    )
     article = "".join(f"<p>{p}</p>" for p in EN_ARTICLE)
     html = (
         f'<html><body><nav><ul class="menu">{menu}</ul></nav><div class="row">'
