@@ -144,3 +144,15 @@ def test_undeclared_gbk_round_trips(text: str) -> None:
     # Real Chinese text, shuffled. (Degenerate GBK such as one character repeated can be
     # valid UTF-8 too, e.g. "一" = D2 BB = Cyrillic "һ"; valid UTF-8 wins such ties.)
     assert decode_html(page(text).encode("gbk")).text == page(text)
+
+
+def test_utf8_bytes_are_handed_on_only_when_they_are_exactly_the_text() -> None:
+    clean = page(ZH, '<meta charset="utf-8">').encode("utf-8")
+    assert decode_html(clean).utf8 is clean
+    ascii_body = page("plain", "").encode("ascii")
+    assert decode_html(ascii_body).utf8 is ascii_body
+    stray = clean.replace("网易".encode(), b"\xff", 1)
+    assert decode_html(stray).utf8 is None  # a byte was replaced
+    cut = clean + "新".encode()[:2]
+    assert decode_html(cut).utf8 is None  # an incomplete last character was dropped
+    assert decode_html(page(ZH, '<meta charset="gbk">').encode("gbk")).utf8 is None
