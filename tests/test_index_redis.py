@@ -246,3 +246,30 @@ def test_each_async_page_is_one_evalsha_even_when_batched(redis_url: str) -> Non
     assert stats.pop("evalsha") == 119
     assert "eval" not in stats
     assert "script|load" not in stats
+
+
+def test_pages_stay_compact_in_memory(redis_url: str) -> None:
+    """The layout's point: ~64 records per Redis key and no per-page keys or hash fields.
+    (benchmarks/index_memory.py measures a million pages.)"""
+    pages = 3000
+    admin = redis.Redis.from_url(redis_url)
+    try:
+        with open_index(redis_url, expected_size=pages, namespace="compact") as index:
+            index.observe("warm-up", 0)  # loads the script, which Redis keeps in memory
+            index.remove("warm-up")
+            before = int(admin.info("memory")["used_memory"])
+            rng = random.Random(3)
+            key_bytes = 0
+            for i in range(pages):
+                key = f"https://site{i % 7}.example.com/section/article-{i:06d}.html"
+                key_bytes += len(key)
+                assert index.observe(key, rng.getrandbits(64)).stored
+            delta = int(admin.info("memory")["used_memory"]) - before
+        names = list(admin.scan_iter(match="simhash:{compact}:*", count=1000))
+        # 2^6 groups in each of 4 tables, 2^6 entry buckets (records + key texts), meta.
+        assert len(names) <= 4 * 64 + 2 * 64 + 1
+        assert {admin.type(name) for name in names} == {b"string", b"list", b"hash"}
+        # ~66 bytes; the first layout (a key per band value, hashes of entries) took ~400.
+        assert (delta - key_bytes) / pages < 90
+    finally:
+        admin.close()
