@@ -220,9 +220,19 @@ class _Codec:
         return Observation(None, int.from_bytes(previous, "big") if previous else None, True)
 
     def entry(self, bucket: bytes | None, ident: bytes) -> int | None:
-        for other, fingerprint, seen in self.entries(bucket):
-            if other == ident:
-                return None if self.config.expired(seen, self.config.clock()) else fingerprint
+        """The live fingerprint of key id ``ident`` in an entry bucket (as the script's
+        find_record: a hit straddling two records is skipped)."""
+        if not bucket:
+            return None
+        size, width = self.entry_size, self.width
+        start = bucket.find(ident)
+        while start >= 0:
+            if start % size == 0:
+                seen = int.from_bytes(bucket[start + 8 + width : start + size], "big")
+                if self.config.expired(seen, self.config.clock()):
+                    return None
+                return int.from_bytes(bucket[start + 8 : start + 8 + width], "big")
+            start = bucket.find(ident, start + 1)
         return None
 
     def expired_ids(self, bucket: bytes | None) -> list[bytes]:

@@ -86,8 +86,9 @@ end
 -- The probe's band of table t: its keyed words, masked, to compare records against.
 local function band_of(t, words)
   local out = {}
-  for j, k in ipairs(keyed[t]) do
-    out[j] = band(words[k[3]], k[2])
+  local k = keyed[t]
+  for j = 1, #k do
+    out[j] = band(words[k[j][3]], k[j][2])
   end
   return out
 end
@@ -95,8 +96,9 @@ end
 -- Order of the record at p against band b: -1, 0 or 1 (signed word order: any total
 -- order works as long as inserts and searches agree).
 local function compare_at(t, s, p, b)
-  for j, k in ipairs(keyed[t]) do
-    local x = band((unpack('>i4', s, p + k[1])), k[2])
+  local k = keyed[t]
+  for j = 1, #k do
+    local x = band((unpack('>i4', s, p + k[j][1])), k[j][2])
     if x ~= b[j] then
       return x < b[j] and -1 or 1
     end
@@ -108,21 +110,8 @@ end
 local function lower_bound(t, s, b)
   local size = rec[t]
   local lo, hi = 0, #s / size
-  local k = keyed[t]
-  if #k == 1 then -- the band lies in one word (4x1 and most layouts): the hot path
-    local off, m, v = k[1][1] + 1, k[1][2], b[1]
-    while lo < hi do
-      local mid = bit.rshift(lo + hi, 1)
-      if band((unpack('>i4', s, mid * size + off)), m) < v then
-        lo = mid + 1
-      else
-        hi = mid
-      end
-    end
-    return lo * size + 1
-  end
   while lo < hi do
-    local mid = math.floor((lo + hi) / 2)
+    local mid = bit.rshift(lo + hi, 1)
     if compare_at(t, s, mid * size + 1, b) < 0 then
       lo = mid + 1
     else
