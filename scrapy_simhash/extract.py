@@ -267,8 +267,8 @@ _THREAD_SHARE = 0.5
 # Blocks inside the main container that are mostly link text are link lists.
 _MAX_LINK_DENSITY = 0.5
 _TITLE_SEPARATORS = re.compile(r"\s+[-|–—»·:]\s+|\s*[|｜_]\s*|\s+-{2,}\s+")
-# Byline, source, editor, date and share-widget lines (see _drop_credits); only lines of
-# at most _MAX_CREDIT_BYTES UTF-8 bytes are tested, so prose that mentions them stays.
+# Byline, source, editor, date, share-widget and copyright lines (see _drop_credits); only
+# lines of at most _MAX_CREDIT_BYTES UTF-8 bytes are tested, so prose mentioning them stays.
 _MAX_CREDIT_BYTES = 200
 _CREDIT_LINE = re.compile(
     r"^\W*(?:来源|作者|责任编辑|责编|编辑|原标题|发布时间|发布日期|更新时间|时间|日期|浏览|阅读|"
@@ -278,7 +278,10 @@ _CREDIT_LINE = re.compile(
     r"(?:\s+\S{1,12}){0,4}\s*$"
     r"|^\W*(?:分享到|分享至|收藏|举报|不感兴趣|扫一扫|用微信扫)"
     r"|^(?:by|posted|published|updated|last updated|last edited|written by)\b[^.!?]{0,80}$"
-    r"|^(?:share|print|email|tweet|comments?)\s*:?$",
+    r"|^(?:share|print|email|tweet|comments?)\s*:?$"
+    # Copyright and contact lines of a site's footer that sit next to the content.
+    r"|版权所有|all rights reserved|copyright\s*(?:©|\(c\)|\d{4})|©\s*\d{4}|ICP[备证]"
+    r"|^\W*(?:地址|电话|联系电话|传真|邮编|邮箱|主办单位|备案号)\s*[:：]",
     re.IGNORECASE,
 )
 _CLOSING_ROOT = re.compile(rb"</(?:[bB][oO][dD][yY]|[hH][tT][mM][lL])\s*>")
@@ -638,11 +641,12 @@ def _flush(current: list[str], lines: list[str]) -> None:
 
 
 def _drop_credits(text: str) -> str:
-    """Remove short byline, source, editor, date and share-widget lines.
+    """Remove short byline, source, editor, date, share-widget and copyright lines.
 
     They are not the article: every re-publication of one story carries its own ("来源：
-    新华网 责任编辑：王五", "By Staff Reporter", "Updated 2025-03-01", "分享到："), so keeping
-    them pulls copies of one story apart and adds nothing that tells stories apart.
+    新华网 责任编辑：王五", "By Staff Reporter", "Updated 2025-03-01", "分享到：", "版权所有"),
+    so keeping them pulls copies of one story apart and adds nothing that tells stories
+    apart.
     """
     if not text:
         return text

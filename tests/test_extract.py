@@ -436,6 +436,9 @@ def test_bem_modifiers_do_not_mark_boilerplate() -> None:
         "分享到：",
         "By Staff Reporter",
         "Updated: December 31, 2024",
+        "主办单位：山西医科大学 版权所有",
+        "地址：太原市新建南路56号 邮编：030001",
+        "© 2024 Example Media. All rights reserved.",
     ],
 )
 def test_byline_and_credit_lines_are_dropped(credit: str) -> None:
