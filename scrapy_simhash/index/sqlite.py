@@ -11,11 +11,10 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
+from contextlib import AbstractContextManager
 from urllib.parse import urlsplit
 
+from scrapy_simhash._sqlite import connect, immediate
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
 from scrapy_simhash.index.base import (
     IndexConfig,
@@ -87,16 +86,9 @@ class SqliteIndex(NearDuplicateIndex):
         self.config = config
         self._bytes = config.bits // 8
         path = sqlite_path(url)
-        if path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         try:
-            self._db = sqlite3.connect(
-                path, timeout=timeout, isolation_level=None, check_same_thread=False
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
-            self._db.execute(f"PRAGMA synchronous={synchronous}")
+            self._db = connect(path, timeout_secs=timeout, synchronous=synchronous)
             with self._write():
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
@@ -115,16 +107,8 @@ class SqliteIndex(NearDuplicateIndex):
             "writable and not on a network file system)"
         )
 
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+    def _write(self) -> AbstractContextManager[sqlite3.Connection]:
+        return immediate(self._db, self._lock)
 
     def _open_namespace(self) -> tuple[int, BandLayout]:
         config = self.config

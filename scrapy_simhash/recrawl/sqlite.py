@@ -9,12 +9,11 @@ before the read, which makes ``update`` and ``claim`` atomic across processes.
 from __future__ import annotations
 
 import logging
-import os
 import sqlite3
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 
+from scrapy_simhash._sqlite import connect, immediate
 from scrapy_simhash.index.sqlite import DEFAULT_URL, sqlite_path
 from scrapy_simhash.recrawl.backend import Step, rate_bucket
 from scrapy_simhash.recrawl.state import PageState
@@ -45,29 +44,14 @@ class SqliteBackend:
     errors: tuple[type[BaseException], ...] = (sqlite3.Error, OSError)
 
     def __init__(self, path: str, namespace: str, *, busy_timeout_secs: float = 30.0) -> None:
-        if path != ":memory:":
-            directory = os.path.dirname(os.path.abspath(path))
-            os.makedirs(directory, exist_ok=True)
         self._namespace = namespace
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(
-            path, timeout=busy_timeout_secs, isolation_level=None, check_same_thread=False
-        )
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db = connect(path, timeout_secs=busy_timeout_secs)
         self._db.executescript(_SCHEMA)
         logger.debug("recrawl store in SQLite file %s, namespace %r", path, namespace)
 
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+    def _write(self) -> AbstractContextManager[sqlite3.Connection]:
+        return immediate(self._db, self._lock)
 
     def _load(self, url: str) -> PageState | None:
         row = self._db.execute(
