@@ -1,0 +1,63 @@
+"""The pure core never imports Scrapy: it must stay usable (and cheap) without a crawler."""
+
+from __future__ import annotations
+
+import pkgutil
+import subprocess
+import sys
+
+import scrapy_simhash
+
+#: The Scrapy glue layer; every other module is the pure core.
+GLUE = {
+    "scrapy_simhash.addon",
+    "scrapy_simhash.commands",
+    "scrapy_simhash.middleware",
+    "scrapy_simhash.pipeline",
+    "scrapy_simhash.signals",
+    "scrapy_simhash.spidermixin",
+}
+
+
+def core_modules() -> list[str]:
+    names = [
+        info.name
+        for info in pkgutil.walk_packages(scrapy_simhash.__path__, "scrapy_simhash.")
+        if info.name not in GLUE
+        and not info.name.startswith("scrapy_simhash._scrapy")
+        and info.name != "scrapy_simhash.__main__"
+    ]
+    return sorted(names)
+
+
+def test_core_modules_import_without_scrapy() -> None:
+    modules = core_modules()
+    assert {
+        "scrapy_simhash.extract",
+        "scrapy_simhash.fingerprint",
+        "scrapy_simhash.index",
+        "scrapy_simhash.recrawl",
+    } <= set(modules)
+    code = (
+        "import importlib, sys\n"
+        f"for name in {modules!r}:\n"
+        "    importlib.import_module(name)\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'scrapy', 'twisted'}))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_package_exports_scrapy_components_lazily() -> None:
+    code = (
+        "import sys, scrapy_simhash\n"
+        "before = 'scrapy' in sys.modules\n"
+        "addon = scrapy_simhash.Addon\n"
+        "print(before, addon.__module__, 'scrapy' in sys.modules)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert result.stdout.split() == ["False", "scrapy_simhash.addon", "True"]
