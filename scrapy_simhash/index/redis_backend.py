@@ -5,12 +5,15 @@ closest live neighbour and stores the page in the same atomic step, so any numbe
 crawler processes can share the index without ever both keeping two near-duplicates.
 redis-py's script objects reload the script on ``NOSCRIPT`` (after a server restart).
 
-Compactness (~70 bytes per page besides the key text at 1M pages): everything is packed
-into plain strings holding ~64 records each, because a Redis key costs ~80 bytes and a hash
-switches to a far larger encoding once one value exceeds hash-max-listpack-value. Band
-records (fingerprint, entry bucket) are grouped by the top bits of their band and sorted,
-so the script binary-searches the probe's band; entries (key id, fingerprint, last seen)
-and key texts live in buckets named by the key id. See the script for the exact layout.
+Compactness (~80 bytes per page besides the key text, at 100k and 1M pages sized with
+``expected_size``): a Redis key costs ~80 bytes and a hash switches to a far larger
+encoding once one value exceeds hash-max-listpack-value, so everything is packed into
+strings and lists of ~64 records each. Band records (the fingerprint; in table 1 also its
+entry bucket) are grouped by the top bits of their band and sorted, so the script
+binary-searches the probe's band; entry records (key id, fingerprint, last seen) and key
+texts live in buckets named by the key id. ``expected_size`` fixes the group and bucket
+counts at creation: a corpus much larger makes every page rewrite longer strings (slower),
+a much smaller one spends more on per-key overhead. See the script for the exact layout.
 
 Cluster: all keys of a namespace share the hash tag ``{namespace}``, so a namespace lives
 on one slot (one master). Spread load by using several namespaces (e.g. one per site).
@@ -50,8 +53,8 @@ logger = logging.getLogger(__name__)
 SCRIPT = resources.files("scrapy_simhash.resources").joinpath("simhash_index.lua").read_text()
 
 #: Records per band group and entries per entry bucket aimed at when sizing a new index:
-#: a Redis key costs ~80 bytes, so ~64 records of 10 bytes spread it to ~1 byte each, while
-#: the strings a page rewrites stay ~1 KB.
+#: a Redis key costs ~80 bytes, so ~64 records spread it to ~1 byte each, while the strings
+#: a page rewrites stay ~1 KB. 128 saves ~8 bytes per page but costs ~25% more script time.
 RECORDS_PER_KEY = 64
 #: Group and entry-bucket bits without an expected size: ~250 records per key at 1M pages,
 #: ~25 at 100k.
