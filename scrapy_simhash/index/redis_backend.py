@@ -252,7 +252,9 @@ class _Codec:
         if password:
             detail = detail.replace(password, "***")
         masked = mask_url(self.url)
-        logger.error("Redis index %s: %s failed: %s", masked, action, detail)
+        # DEBUG only: the error is raised to the caller, whose logging is throttled (a crawl
+        # during an outage would otherwise log one ERROR per page).
+        logger.debug("Redis index %s: %s failed: %s", masked, action, detail)
         return IndexBackendError(
             f"Redis index {masked}: {action} failed: {detail} (is the server up and the URL "
             "right? the next call reconnects)"

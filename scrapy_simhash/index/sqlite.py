@@ -101,7 +101,7 @@ class SqliteIndex(NearDuplicateIndex):
             raise self._error("open", exc) from exc
 
     def _error(self, action: str, exc: BaseException) -> IndexBackendError:
-        logger.error("SQLite index %s failed on %s: %s", action, self.url, exc)
+        logger.debug("SQLite index %s failed on %s: %s", action, self.url, exc)  # raised, not lost
         return IndexBackendError(
             f"SQLite index {self.url}: {action} failed: {exc} (check that the file is "
             "writable and not on a network file system)"
