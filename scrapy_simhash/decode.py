@@ -155,21 +155,24 @@ def _acceptable(errors: int, body: bytes) -> bool:
 def _detect(body: bytes) -> tuple[str, str, int, bool]:
     """Guess the encoding of a body whose declaration is missing or wrong.
 
-    UTF-8 first (multi-byte UTF-8 rarely validates by accident), then GB18030 (the
-    superset of GBK/GB2312 that most undeclared CJK pages use) when the non-ASCII bytes
-    come in runs as CJK text does (Latin-1 accents are isolated bytes that GB18030 would
-    pair with the next letter), then the statistical detector on a sample, and finally
-    windows-1252, which browsers assume for undeclared pages.
+    UTF-8 first (multi-byte UTF-8 rarely validates by accident). Then the shape of the
+    non-ASCII bytes decides: when they come in runs, as CJK text does, GB18030 (the
+    superset of GBK/GB2312 that most undeclared CJK pages use); when they are mostly
+    isolated bytes, as Latin accents, curly quotes and dashes are, windows-1252, which
+    browsers assume for undeclared pages. The statistical detector is asked only when
+    neither fits: on a few isolated bytes in English prose it picks whichever Latin code
+    page it fancies (cp1250, cp852, mac-latin2, even Big5), turning every apostrophe into
+    a different letter and the fingerprint with it. windows-1252 is the last resort.
     """
     text, errors, exact = _decode(body, "utf-8")
     if _acceptable(errors, body):
         return text, "utf-8", errors, exact
     non_ascii = _non_ascii(body)
     isolated = len(_ISOLATED_HIGH.findall(body, 0, _DETECT_SAMPLE * 8))
-    if isolated * 5 < min(non_ascii, _DETECT_SAMPLE * 8):
-        text, errors, exact = _decode(body, "gb18030")
-        if _acceptable(errors, body):
-            return text, "gb18030", errors, exact
+    guess = "gb18030" if isolated * 5 < min(non_ascii, _DETECT_SAMPLE * 8) else "cp1252"
+    text, errors, exact = _decode(body, guess)
+    if _acceptable(errors, body):
+        return text, guess, errors, exact
     # Too few non-ASCII bytes for statistics to mean anything: take the browsers' default.
     guess = _statistical_guess(body) if non_ascii >= _MIN_DETECT_BYTES else None
     encoding = guess or "cp1252"

@@ -46,6 +46,23 @@ def test_gbk_without_declaration_is_detected() -> None:
     assert decoded.source == "detected"
 
 
+EN = (
+    "Reading about others\u2019 first-hand experiences with the product we\u2019re "
+    "interested in can greatly influence our decision \u2014 as we\u2019re given an idea "
+    "of the product\u2019s performance. If you\u2019re a merchant, you already know that "
+    "\u201cProduct Ratings\u201d is one of Google\u2019s programs. "
+)
+
+
+@pytest.mark.parametrize("repeat", [1, 4, 40])
+def test_undeclared_windows_1252_prose_is_read_as_windows_1252(repeat: int) -> None:
+    # Curly quotes and dashes are isolated high bytes; a statistical detector reads them
+    # as cp1250 or cp852 letters, which changes every word with an apostrophe.
+    decoded = decode_html(page(EN * repeat).encode("cp1252"))
+    assert (decoded.encoding, decoded.source) == ("cp1252", "detected")
+    assert page(EN * repeat) == decoded.text
+
+
 def test_utf8_declared_as_gb2312_is_read_as_utf8() -> None:
     decoded = decode_html(page(ZH, '<meta charset="gb2312">').encode("utf-8"))
     assert ZH in decoded.text
