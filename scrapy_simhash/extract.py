@@ -284,6 +284,16 @@ _CREDIT_LINE = re.compile(
     r"|^\W*(?:地址|电话|联系电话|传真|邮编|邮箱|主办单位|备案号)\s*[:：]",
     re.IGNORECASE,
 )
+# C1 control characters never occur in real text: they are windows-1252 bytes that some
+# earlier step decoded as Latin-1 (a UTF-8 "’" read that way is "â\x80\x99"). HTML maps
+# the references &#128;-&#159; to windows-1252 characters, so a page with raw C1
+# characters and its copy re-encoded with references only read alike after this mapping.
+_C1 = re.compile("[\x80-\x9f]")
+_C1_AS_CP1252 = {
+    code: char
+    for code in range(0x80, 0xA0)
+    if (char := bytes([code]).decode("cp1252", errors="ignore"))
+}
 _CLOSING_ROOT = re.compile(rb"</(?:[bB][oO][dD][yY]|[hH][tT][mM][lL])\s*>")
 _PARSER = etree.HTMLParser(
     encoding="utf-8",
@@ -736,7 +746,11 @@ def _extract(data: bytes, encoding: str, notes: list[str]) -> MainText:
             main = whole
     if not main:
         notes.append("no main text found")
-    return MainText(title, main, encoding, tuple(notes))
+    return MainText(_without_c1(title), _without_c1(main), encoding, tuple(notes))
+
+
+def _without_c1(text: str) -> str:
+    return text.translate(_C1_AS_CP1252) if _C1.search(text) else text
 
 
 def extract_main_text(

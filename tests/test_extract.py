@@ -271,6 +271,19 @@ def test_wrongly_declared_charset_still_gives_readable_text() -> None:
     assert any("decoded as utf-8" in note for note in main.notes)
 
 
+def test_mojibake_with_c1_characters_reads_like_its_windows_1252_copy() -> None:
+    # "’" once decoded as Latin-1 leaves "â\x80\x99" in a UTF-8 page; re-encoded as
+    # windows-1252 the C1 characters become &#128; and &#153;, which HTML reads as "€™".
+    article = [p.replace("said", "\u00e2\u0080\u0099said") for p in EN_ARTICLE]
+    html = template_modern("Bike lanes \u00e2\u0080\u0099approved", article)
+    original = extract(html.encode("utf-8"))
+    copy = extract(html.replace('charset="utf-8"', "").encode("cp1252", "xmlcharrefreplace"))
+    assert copy.encoding == "cp1252"
+    assert original.text == copy.text
+    assert original.title == copy.title == "Bike lanes \u00e2\u20ac\u2122approved"
+    assert "\u00e2\u20ac\u2122said" in original.text
+
+
 def test_title_suffix_and_h1() -> None:
     html = "<html><head><title>Budget deal reached | Example News</title></head><body></body>"
     assert extract(html).title == "Budget deal reached"
