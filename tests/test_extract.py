@@ -284,6 +284,23 @@ def test_mojibake_with_c1_characters_reads_like_its_windows_1252_copy() -> None:
     assert "\u00e2\u20ac\u2122said" in original.text
 
 
+def test_streamed_segments_are_read_in_the_place_of_their_template() -> None:
+    # React streaming: the server sends the article's end later, hidden, at the end of
+    # the body; a script moves it into the template's place.
+    first, second, third, fourth = (f"<p>{p}</p>" for p in EN_ARTICLE)
+    html = (
+        "<html><body><nav><a href='/'>Home</a></nav><article>"
+        f"{first}<template id='B:0'></template><div class='skeleton'></div>{fourth}</article>"
+        f"<footer>Small print</footer><div hidden id='S:0'>{second}{third}</div> "
+        "<script>$RC('B:0','S:0')</script>"
+        f"<div hidden id='S:7'><p>{EN_OTHER[0]}</p></div></body></html>"
+    )
+    lines = extract(html).text.split("\n")
+    assert lines[:2] == EN_ARTICLE[:2]
+    assert EN_ARTICLE[2] in lines
+    assert lines.index(EN_ARTICLE[2]) < lines.index(EN_ARTICLE[3])
+
+
 def test_title_suffix_and_h1() -> None:
     html = "<html><head><title>Budget deal reached | Example News</title></head><body></body>"
     assert extract(html).title == "Budget deal reached"
