@@ -139,7 +139,7 @@ _NEGATIVE_WORDS = (
     r"breadcrumb|newsletter|subscri|advert|sponsor|pagination|outbrain|taboola|popup|"
     r"footer|masthead|toolbar)\w*"
     r"|nav|navbar|navigation|menu|header|foot|side|aside|gdpr|cmp|banner|ads?|promo|signup|login|"
-    r"modal|overlay|pager|paging|tags?|tagcloud|copyright|print|byline|meta|hot|"
+    r"modal|overlay|pager|paging|tags?|tagcloud|copyright|print|byline|hot|"
     r"rank|ranking|search|reply|replies|respond|rss|community|extra|shoutbox|bottom|"
     r"crumbs?|follow|author|jump|more|btn|button|icons?"
     r")(?=$|[_-])"
@@ -279,6 +279,12 @@ _CREDIT_LINE = re.compile(
     r"|^\W*(?:分享到|分享至|收藏|举报|不感兴趣|扫一扫|用微信扫)"
     r"|^(?:by|posted|published|updated|last updated|last edited|written by)\b[^.!?]{0,80}$"
     r"|^(?:share|print|email|tweet|comments?)\s*:?$"
+    # A date alone ("March 4, 2025", "Tue, 4 Mar 2025 at 9:02 AM EST").
+    r"|^\W*(?:(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*\.?,?\s+)?"
+    r"(?:\d{1,2}(?:st|nd|rd|th)?\s+)?(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|"
+    r"june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+    r"(?:\s+\d{1,2}(?:st|nd|rd|th)?)?,?\s+\d{4}(?:\s*(?:at|,|\|)?\s*\d{1,2}:\d{2}"
+    r"(?:\s*[ap]\.?m\.?)?(?:\s+[a-z]{2,4})?)?[\W_]*$"
     # Copyright and contact lines of a site's footer that sit next to the content.
     r"|版权所有|all rights reserved|copyright\s*(?:©|\(c\)|\d{4})|©\s*\d{4}|ICP[备证]"
     r"|^\W*(?:地址|电话|联系电话|传真|邮编|邮箱|主办单位|备案号)\s*[:：]",

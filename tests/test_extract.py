@@ -301,6 +301,22 @@ def test_streamed_segments_are_read_in_the_place_of_their_template() -> None:
     assert lines.index(EN_ARTICLE[2]) < lines.index(EN_ARTICLE[3])
 
 
+def test_meta_named_wrapper_of_a_product_description_is_content() -> None:
+    # "meta" names both a post's date-and-author line and a shop's description column;
+    # the dates and bylines in it are dropped as credit lines, the description stays.
+    html = (
+        "<html><body><nav><a href='/'>Home</a> <a href='/shop'>Shop</a></nav>"
+        "<div class='entry-meta'><span class='posted-on'>March 3, 2024</span> "
+        "<span class='byline'>by <a href='/a'>Jane</a></span></div>"
+        "<div class='product-meta'><h2>Monday meditation</h2><p>$39.00 every month</p>"
+        f"<div class='product-description'><p>{EN_ARTICLE[0]}</p><p>{EN_ARTICLE[1]}</p></div>"
+        "</div><footer>" + " ".join(f"<a href='/{i}'>Link {i}</a>" for i in range(40))
+        + "<p>" + EN_OTHER[0] + "</p></footer></body></html>"
+    )
+    assert extract(html).text.split("\n")[-2:] == EN_ARTICLE[:2]
+    assert "March 3" not in extract(html).text
+
+
 def test_title_suffix_and_h1() -> None:
     html = "<html><head><title>Budget deal reached | Example News</title></head><body></body>"
     assert extract(html).title == "Budget deal reached"
@@ -469,6 +485,8 @@ def test_bem_modifiers_do_not_mark_boilerplate() -> None:
         "主办单位：山西医科大学 版权所有",
         "地址：太原市新建南路56号 邮编：030001",
         "© 2024 Example Media. All rights reserved.",
+        "March 4, 2025",
+        "Tue, 4 Mar 2025 at 9:02 AM EST",
     ],
 )
 def test_byline_and_credit_lines_are_dropped(credit: str) -> None:
@@ -482,6 +500,7 @@ def test_prose_that_starts_like_a_credit_is_kept() -> None:
     lines = [
         "2024年3月5日 国务院总理李强在人民大会堂作政府工作报告，报告指出经济运行总体回升向好。",
         "By the time the council voted, most members of the public had already gone home.",
+        "March 2025 saw more rain in the city than any month since records began.",
         *EN_ARTICLE,
     ]
     html = "<html><body><article>" + "".join(f"<p>{p}</p>" for p in lines) + "</article></body>"
