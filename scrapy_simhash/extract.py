@@ -158,6 +158,9 @@ _LAYOUT_PREFIXES = ("has-", "with-", "without-", "no-", "one-", "two-")
 _LAYOUT_SUFFIX = "-only"
 # Sections that are boilerplate even inside a content-named wrapper's class list.
 _STRONG_NEGATIVE = re.compile(r"comment|disqus|cookie|consent|gdpr|newsletter|related|shar|social")
+# "Skip to content" links for keyboard and screen-reader users: every page of a site has
+# one, worded by the site, before everything else.
+_SKIP_LINK = re.compile(r"skip-?link|skip-to-(?:main|content)")
 
 
 def _class_role(names: str) -> int:
@@ -191,10 +194,13 @@ _STRONG = -2  # a token naming a section that is boilerplate even beside content
 def _token_role(token: str) -> int:
     """_STRONG, -1, +1 or 0 for one class token.
 
-    Tokens prefixed "js-"/"js_" are hooks for scripts and say nothing about the role
-    ("js-share-area"), nor do layout descriptions ("has-sidebar"), and BEM modifiers (after "--") describe a variant of the block
-    named before them ("node--type-newsletter").
+    Skip-link tokens are strong: the link is no part of any section. Tokens prefixed
+    "js-"/"js_" are hooks for scripts and say nothing about the role ("js-share-area"),
+    nor do layout descriptions ("has-sidebar"), and BEM modifiers (after "--") describe a
+    variant of the block named before them ("node--type-newsletter").
     """
+    if _SKIP_LINK.match(token):
+        return _STRONG
     if token.startswith(_JS_HOOK) or token.startswith(_LAYOUT_PREFIXES):
         return 0
     if token.endswith(_LAYOUT_SUFFIX):

@@ -317,6 +317,15 @@ def test_meta_named_wrapper_of_a_product_description_is_content() -> None:
     assert "March 3" not in extract(html).text
 
 
+def test_skip_link_is_dropped() -> None:
+    article = "".join(f"<p>{p}</p>" for p in EN_ARTICLE)
+    html = (
+        "<html><body><a class='skip-link screen-reader-text' href='#content'>Skip to content</a>"
+        f"<div id='content' class='site-content'>{article}</div></body></html>"
+    )
+    assert extract(html).text == "\n".join(EN_ARTICLE)
+
+
 def test_title_suffix_and_h1() -> None:
     html = "<html><head><title>Budget deal reached | Example News</title></head><body></body>"
     assert extract(html).title == "Budget deal reached"
