@@ -169,10 +169,10 @@ def _detect(body: bytes) -> tuple[str, str, int, bool]:
         return text, "utf-8", errors, exact
     non_ascii = _non_ascii(body)
     isolated = len(_ISOLATED_HIGH.findall(body, 0, _DETECT_SAMPLE * 8))
-    guess = "gb18030" if isolated * 5 < min(non_ascii, _DETECT_SAMPLE * 8) else "cp1252"
-    text, errors, exact = _decode(body, guess)
+    shaped = "gb18030" if isolated * 5 < min(non_ascii, _DETECT_SAMPLE * 8) else "cp1252"
+    text, errors, exact = _decode(body, shaped)
     if _acceptable(errors, body):
-        return text, guess, errors, exact
+        return text, shaped, errors, exact
     # Too few non-ASCII bytes for statistics to mean anything: take the browsers' default.
     guess = _statistical_guess(body) if non_ascii >= _MIN_DETECT_BYTES else None
     encoding = guess or "cp1252"

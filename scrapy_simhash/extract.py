@@ -309,8 +309,7 @@ _C1_AS_CP1252 = {
 # React streaming server rendering sends late parts of a page as <div hidden id="S:n">
 # at the end of the body and a script moves each into the place of its <template
 # id="B:n"> (a Suspense boundary) or <template id="P:n"> (a placeholder).
-_STREAMED_MARK = re.compile(rb"""id=["']?S:\d""")
-_STREAMED_SEGMENT = re.compile(r"S:(\d+)")
+_STREAMED_TARGET = re.compile(r"[BP]:(\d+)")
 _CLOSING_ROOT = re.compile(rb"</(?:[bB][oO][dD][yY]|[hH][tT][mM][lL])\s*>")
 _PARSER = etree.HTMLParser(
     encoding="utf-8",
@@ -743,25 +742,28 @@ def _parse(data: bytes) -> etree._Element | None:
 
 def _place_streamed_segments(root: etree._Element) -> None:
     """Do what the page's script does with streamed segments: show each one in the place
-    of its template (or where it is, when there is none). The boundary's fallback (a
-    spinner or skeleton, marked only by comments, which the parser drops) stays.
+    of its template. The boundary's fallback (a spinner or skeleton, marked only by
+    comments, which the parser drops) stays.
 
     Left hidden at the end of the body, the bulk of a streamed article would be dropped
     as hidden, and the page would be reduced to the part rendered before the stream.
     """
-    templates = {el.get("id"): el for el in root.iter("template")}
+    targets: dict[str, etree._Element] = {}
+    for template in root.iter("template"):
+        match = _STREAMED_TARGET.fullmatch(template.get("id") or "")
+        if match is not None:
+            targets.setdefault(match.group(1), template)
+    if not targets:
+        return
     for segment in list(root.iter("div")):
-        match = _STREAMED_SEGMENT.fullmatch(segment.get("id") or "")
-        if match is None or segment.get("hidden") is None:
+        segment_id = segment.get("id")
+        if not segment_id or not segment_id.startswith("S:") or segment.get("hidden") is None:
             continue
-        del segment.attrib["hidden"]
-        number = match.group(1)
-        target = templates.get(f"B:{number}")
-        if target is None:
-            target = templates.get(f"P:{number}")
+        target = targets.get(segment_id[2:])
         parent = target.getparent() if target is not None else None
         if target is None or parent is None:
             continue
+        del segment.attrib["hidden"]
         _detach(segment)
         segment.tail = target.tail
         parent.replace(target, segment)
@@ -787,8 +789,7 @@ def _extract(data: bytes, encoding: str, notes: list[str]) -> MainText:
         notes.append("no HTML content")
         return MainText("", "", encoding, tuple(notes))
     title = _title(root)
-    if _STREAMED_MARK.search(data):
-        _place_streamed_segments(root)
+    _place_streamed_segments(root)
     etree.strip_elements(root, *_JUNK_TAGS, with_tail=False)
     body = root.find("body")
     if body is None:

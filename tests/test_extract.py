@@ -299,6 +299,7 @@ def test_streamed_segments_are_read_in_the_place_of_their_template() -> None:
     assert lines[:2] == EN_ARTICLE[:2]
     assert EN_ARTICLE[2] in lines
     assert lines.index(EN_ARTICLE[2]) < lines.index(EN_ARTICLE[3])
+    assert EN_OTHER[0] not in lines  # a segment without a template is never shown
 
 
 def test_meta_named_wrapper_of_a_product_description_is_content() -> None:
