@@ -296,6 +296,17 @@ _CREDIT_LINE = re.compile(
     r"|^\W*(?:地址|电话|联系电话|传真|邮编|邮箱|主办单位|备案号)\s*[:：]",
     re.IGNORECASE,
 )
+# A date inside a short line; with at most _MAX_BYLINE_WORDS other words around it the line is
+# a dated byline ("Jonah Reyes, 2026-03-08", "记者 张三 2026-03-08 10:31").
+_DATE_IN_LINE = re.compile(
+    r"\b\d{4}[-/.]\d{1,2}[-/.]\d{1,2}\b|\b\d{1,2}[-/.]\d{1,2}[-/.]\d{4}\b"
+    r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2},?\s+\d{4}\b"
+    r"|\b\d{1,2}\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?,?\s+\d{4}\b",
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"[^\W\d_]+")
+_MAX_BYLINE_WORDS = 4
+_MAX_BYLINE_CHARS = 80
 # C1 control characters never occur in real text: they are windows-1252 bytes that some
 # earlier step decoded as Latin-1 (a UTF-8 "’" read that way is "â\x80\x99"). HTML maps
 # the references &#128;-&#159; to windows-1252 characters, so a page with raw C1
@@ -686,7 +697,18 @@ def _is_credit(line: str) -> bool:
         return False
     if len(line) * 4 > _MAX_CREDIT_BYTES and len(line.encode("utf-8")) > _MAX_CREDIT_BYTES:
         return False
-    return _CREDIT_LINE.search(line) is not None
+    return _CREDIT_LINE.search(line) is not None or _is_dated_byline(line)
+
+
+def _is_dated_byline(line: str) -> bool:
+    """A few words (a name, a place) beside a date, and nothing that reads as a sentence."""
+    if len(line) > _MAX_BYLINE_CHARS:
+        return False
+    date = _DATE_IN_LINE.search(line)
+    if date is None:
+        return False
+    rest = line[: date.start()] + " " + line[date.end() :]
+    return len(_WORD.findall(rest)) <= _MAX_BYLINE_WORDS and not re.search(r"[.!?]\s+\w", rest)
 
 
 def _clean_title(title: str, headline: str) -> str:

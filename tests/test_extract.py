@@ -497,6 +497,9 @@ def test_bem_modifiers_do_not_mark_boilerplate() -> None:
         "© 2024 Example Media. All rights reserved.",
         "March 4, 2025",
         "Tue, 4 Mar 2025 at 9:02 AM EST",
+        "Jonah Reyes, 2026-03-08",
+        "记者 张三 2026-03-08 10:31",
+        "Ada Lim | 8 March 2026",
     ],
 )
 def test_byline_and_credit_lines_are_dropped(credit: str) -> None:
@@ -511,6 +514,8 @@ def test_prose_that_starts_like_a_credit_is_kept() -> None:
         "2024年3月5日 国务院总理李强在人民大会堂作政府工作报告，报告指出经济运行总体回升向好。",
         "By the time the council voted, most members of the public had already gone home.",
         "March 2025 saw more rain in the city than any month since records began.",
+        "The council met on 2026-03-08 to vote on the tram line.",
+        "Sunday, 2026-03-08. Rain later.",
         *EN_ARTICLE,
     ]
     html = "<html><body><article>" + "".join(f"<p>{p}</p>" for p in lines) + "</article></body>"
