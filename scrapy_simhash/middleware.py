@@ -278,8 +278,9 @@ class SimhashDownloaderMiddleware:
             self.crawler, signals.near_duplicate, request=request, response=response, info=info
         )
         await self._observed(request, response, info)
-        if "cached" not in response.flags:
-            await self._observe_recrawl(info["key"], fp, response)
+        # A copy is not scheduled for revisits: its content is tracked under the page it
+        # copies, and a URL claimed from the due queue must not return when its lease ends.
+        await self._forget_recrawl(info["key"])
         if not self.config.drop_duplicates:
             logger.debug(
                 "Near-duplicate %s of %s (distance %d), kept (mark-only mode)",
@@ -310,6 +311,14 @@ class SimhashDownloaderMiddleware:
                 "(set SIMHASH_ON_INDEX_ERROR=pass to let pages through)"
             )
         return response
+
+    async def _forget_recrawl(self, key: str) -> None:
+        if self.recrawl is None:
+            return
+        try:
+            await self.recrawl.call(lambda store: store.remove(key))
+        except BackendUnavailable:
+            return
 
     async def _observe_recrawl(self, key: str, fp: int | None, response: Response) -> Any:
         if self.recrawl is None:
