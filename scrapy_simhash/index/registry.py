@@ -78,6 +78,16 @@ def _scheme(url: str) -> str:
     return scheme
 
 
+def _prepare(
+    url: str | None,
+    options: dict[str, Any] | None,
+    backend_options: dict[str, Any],
+    **fields: Any,
+) -> tuple[str, IndexConfig, dict[str, Any]]:
+    """The URL (``None`` = embedded default), the index config and the backend options."""
+    return url or DEFAULT_URL, IndexConfig(**fields), {**(options or {}), **backend_options}
+
+
 def open_index(
     url: str | None = None,
     *,
@@ -101,19 +111,12 @@ def open_index(
     extra keywords go to the backend (Redis: redis-py client options plus ``retries``;
     SQLite: ``timeout``, ``synchronous``).
     """
-    url = url or DEFAULT_URL
-    config = IndexConfig(
-        bits=bits,
-        max_distance=max_distance,
-        scheme=scheme,
-        namespace=namespace,
-        tables=tables,
-        expected_size=expected_size,
-        ttl_secs=ttl_secs,
-        reset=reset,
-        clock=clock,
+    url, config, merged = _prepare(
+        url, options, backend_options, bits=bits, max_distance=max_distance, scheme=scheme,
+        namespace=namespace, tables=tables, expected_size=expected_size, ttl_secs=ttl_secs,
+        reset=reset, clock=clock,
     )
-    return BACKENDS[_scheme(url)](url, config, **{**(options or {}), **backend_options})
+    return BACKENDS[_scheme(url)](url, config, **merged)
 
 
 async def open_async_index(
@@ -136,19 +139,11 @@ async def open_async_index(
     Redis gets a native redis.asyncio client. Memory is called directly (it never blocks);
     other backends run in a worker thread so the event loop never waits on the disk.
     """
-    url = url or DEFAULT_URL
-    config = IndexConfig(
-        bits=bits,
-        max_distance=max_distance,
-        scheme=scheme,
-        namespace=namespace,
-        tables=tables,
-        expected_size=expected_size,
-        ttl_secs=ttl_secs,
-        reset=reset,
-        clock=clock,
+    url, config, merged = _prepare(
+        url, options, backend_options, bits=bits, max_distance=max_distance, scheme=scheme,
+        namespace=namespace, tables=tables, expected_size=expected_size, ttl_secs=ttl_secs,
+        reset=reset, clock=clock,
     )
-    merged = {**(options or {}), **backend_options}
     kind = _scheme(url)
     if BACKENDS[kind] is _redis:
         from scrapy_simhash.index.redis_backend import AsyncRedisIndex
