@@ -3,10 +3,17 @@
 A fingerprint can only be as good as its features. Two copies of one article should yield
 nearly the same weighted bag of words even when a timestamp, a counter or the surrounding
 site differs, so text is normalised (NFKC folds full and half width, case folding),
-numbers, punctuation and function words are dropped, and Chinese is segmented into words
-(single characters would make every Chinese page look alike; character n-grams move a
-fingerprint far on a one-character typo). Latin-script runs are split on word
-boundaries, which is much faster than sending them through a Chinese segmenter.
+numbers, punctuation and function words are dropped, and Latin-script runs are split on
+word boundaries.
+
+Chinese enters as single ideographs by default (``cjk_features="chars"``), jieba words on
+request (``"words"``). Measured on an independent pair benchmark, characters win clearly
+(Chinese F1 0.977 against 0.890 at k=3): a small edit or a changed punctuation mark moves
+jieba's word boundaries around it, so a 5% edit changes far more than 5% of the words,
+while it changes only 5% of the characters. A Chinese page repeats its characters, so its
+character counts are a steady, concentrated profile; different pages still differ by
+their content characters (no same-topic or same-template pair came closer). Character
+n-grams, by contrast, move a fingerprint far on a one-character typo.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ logger = logging.getLogger(__name__)
 
 TOKENIZERS = ("jieba", "rjieba")
 WEIGHTINGS = ("tf", "tfidf")
+CJK_FEATURES = ("chars", "words")
 
 # CJK unified ideographs (basic, extension A, compatibility, extensions B-F). Kana and
 # Hangul are left to the word pattern: they are written with spaces (Korean) or mixed with
@@ -201,7 +209,12 @@ class FeatureExtractor:
         keep_numbers: bool = False,
         length_factor: bool = False,
         pos_factor: bool = False,
+        cjk_features: str = "chars",
     ) -> None:
+        if cjk_features not in CJK_FEATURES:
+            raise ConfigurationError(
+                f"SIMHASH_CJK_FEATURES must be one of {', '.join(CJK_FEATURES)}"
+            )
         if tokenizer not in TOKENIZERS:
             raise ConfigurationError(f"SIMHASH_TOKENIZER must be one of {', '.join(TOKENIZERS)}")
         if weighting not in WEIGHTINGS:
@@ -217,6 +230,7 @@ class FeatureExtractor:
         self.keep_numbers = keep_numbers
         self.length_factor = length_factor
         self.pos_factor = pos_factor
+        self.cjk_features = cjk_features
 
     @property
     def tokenizer(self) -> Tokenizer:
@@ -231,7 +245,10 @@ class FeatureExtractor:
         parts = _CJK_SPLIT.split(normalize(text))
         # parts alternates: non-CJK, CJK run, non-CJK, CJK run, ..., non-CJK
         runs = parts[1::2]
-        segmented = self._segment(runs) if runs else []
+        if self.cjk_features == "chars":
+            segmented = [[(char, 1.0) for char in run] for run in runs]
+        else:
+            segmented = self._segment(runs) if runs else []
         out: list[tuple[str, float]] = []
         for index, part in enumerate(parts):
             if index % 2:
@@ -262,6 +279,18 @@ class FeatureExtractor:
             elif not word.isspace():
                 result[-1].append((word, factor))
         return result
+
+    def _idf(self, word: str) -> float:
+        """jieba's IDF of a word; the median for words it lacks.
+
+        No IDF table covers single ideographs. A Chinese word is about two of them, so
+        each weighs half of an unknown word: a mixed page's Chinese and Latin text keep
+        their shares of the fingerprint.
+        """
+        table, median = idf_table()
+        if self.cjk_features == "chars" and len(word) == 1 and _CJK_CHAR.match(word):
+            return median / 2
+        return table.get(word, median)
 
     def _length(self, word: str, *, cjk: bool) -> float:
         """Longer words are more specific (improved-SimHash word-length factor)."""
@@ -299,18 +328,13 @@ class FeatureExtractor:
                 window = tokens[start : start + size]
                 items.append((" ".join(w for w, _ in window), sum(f for _, f in window) / size))
         if self.weighting == "tfidf":
-            table, median = idf_table()
+            idf = self._idf
             if size == 1:
-                items = [(word, value * table.get(word, median)) for word, value in items]
+                items = [(word, value * idf(word)) for word, value in items]
             else:
                 items = [
-                    (shingle, value * _mean_idf(shingle, table, median))
+                    (shingle, value * statistics.fmean(map(idf, shingle.split(" "))))
                     for shingle, value in items
                 ]
         for feature, value in items:
             weights[feature] = weights.get(feature, 0.0) + boost * value
-
-
-def _mean_idf(shingle: str, table: dict[str, float], median: float) -> float:
-    words = shingle.split(" ")
-    return sum(table.get(word, median) for word in words) / len(words)

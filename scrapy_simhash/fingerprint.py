@@ -24,17 +24,19 @@ import xxhash
 from scrapy_simhash._settings import get_bool, get_choice, get_float, get_int, get_str
 from scrapy_simhash.exceptions import ConfigurationError
 from scrapy_simhash.features import (
+    CJK_FEATURES,
     TOKENIZERS,
     WEIGHTINGS,
     FeatureExtractor,
     effective_length,
     load_stopwords,
+    normalize,
 )
 
 logger = logging.getLogger(__name__)
 
 # Bump when the feature pipeline or the hashing changes, so indexes refuse old fingerprints.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 # Weights are multiplied by this and rounded: sums of integers below 2**53 are exact in
 # float64 whatever the order.
 _FIXED_POINT = 1024.0
@@ -53,8 +55,9 @@ class FingerprintConfig:
     bits: int = 64
     tokenizer: str = "jieba"
     jieba_hmm: bool = False
+    cjk_features: str = "chars"
     weighting: str = "tfidf"
-    title_weight: float = 2.0
+    title_weight: float = 0.0
     shingle_size: int = 1
     builtin_stopwords: bool = True
     stopwords_file: str | None = None
@@ -62,7 +65,7 @@ class FingerprintConfig:
     length_factor: bool = False
     pos_factor: bool = False
     seed: int = 0
-    min_text_chars: int = 100
+    min_text_chars: int = 200
     max_body_bytes: int = 5_000_000
 
     def __post_init__(self) -> None:
@@ -71,6 +74,11 @@ class FingerprintConfig:
         if self.tokenizer not in TOKENIZERS:
             raise ConfigurationError(
                 f"SIMHASH_TOKENIZER must be one of {', '.join(TOKENIZERS)}, got {self.tokenizer!r}"
+            )
+        if self.cjk_features not in CJK_FEATURES:
+            raise ConfigurationError(
+                f"SIMHASH_CJK_FEATURES must be one of {', '.join(CJK_FEATURES)}, "
+                f"got {self.cjk_features!r}"
             )
         if self.weighting not in WEIGHTINGS:
             raise ConfigurationError(
@@ -96,6 +104,9 @@ class FingerprintConfig:
             bits=get_int(settings, "SIMHASH_BITS", d.bits),
             tokenizer=get_choice(settings, "SIMHASH_TOKENIZER", d.tokenizer, TOKENIZERS),
             jieba_hmm=get_bool(settings, "SIMHASH_JIEBA_HMM", d.jieba_hmm),
+            cjk_features=get_choice(
+                settings, "SIMHASH_CJK_FEATURES", d.cjk_features, CJK_FEATURES
+            ),
             weighting=get_choice(settings, "SIMHASH_WEIGHTING", d.weighting, WEIGHTINGS),
             title_weight=get_float(settings, "SIMHASH_TITLE_WEIGHT", d.title_weight),
             shingle_size=get_int(settings, "SIMHASH_SHINGLE_SIZE", d.shingle_size),
@@ -119,10 +130,15 @@ class FingerprintConfig:
         """Short identifier of everything that changes fingerprints, e.g. ``sh1-64-9f0c2a1b``.
 
         The stop words enter by content, not by file name. The length and body-size limits
-        are left out: they decide whether a page gets a fingerprint, not which one.
+        are left out: they decide whether a page gets a fingerprint, not which one. So are
+        the segmenter's options while Chinese is read as characters: they change nothing
+        then, and switching jieba for rjieba must not make an index refuse the crawl.
         """
         options = asdict(self)
-        for name in ("stopwords_file", "builtin_stopwords", "min_text_chars", "max_body_bytes"):
+        left_out = ["stopwords_file", "builtin_stopwords", "min_text_chars", "max_body_bytes"]
+        if self.cjk_features == "chars":
+            left_out += ["tokenizer", "jieba_hmm", "pos_factor"]
+        for name in left_out:
             del options[name]
         options["stopwords"] = xxhash.xxh3_64_hexdigest(
             "\n".join(sorted(self.stopwords)).encode()
@@ -159,6 +175,7 @@ class Fingerprinter:
             keep_numbers=c.keep_numbers,
             length_factor=c.length_factor,
             pos_factor=c.pos_factor,
+            cjk_features=c.cjk_features,
         )
         self._digest = xxhash.xxh3_64_digest if c.bits == 64 else xxhash.xxh3_128_digest
 
@@ -197,15 +214,22 @@ class Fingerprinter:
         votes = (per_value.reshape(width, 256) @ _BYTE_BITS).ravel()
         return int.from_bytes(np.packbits(votes > total / 2).tobytes(), "big")
 
-    def too_short(self, text: str) -> str | None:
-        """Why ``text`` is too little to fingerprint, or None when it is enough."""
+    def too_short(self, text: str, title: str = "") -> str | None:
+        """Why ``text`` is too little to fingerprint, or None when it is enough.
+
+        Only the page's own text counts: lines that repeat the title (the headline) are
+        set aside. Two different pages of one template whose article was not found read
+        alike (a promotion banner, a login prompt, the headline); below this length a
+        match would rest on such shared words, and a distinct page would be dropped. A
+        page without a fingerprint is never dropped, so when in doubt it passes.
+        """
         if not text.strip():
             return "no main text"
-        length = effective_length(text)
+        length = effective_length(own_text(text, title))
         if length < self.config.min_text_chars:
             return (
-                f"too little text ({length} chars, CJK counted x3; "
-                f"SIMHASH_MIN_TEXT_CHARS={self.config.min_text_chars})"
+                f"too little text of its own ({length} chars besides the title, CJK "
+                f"counted x3; SIMHASH_MIN_TEXT_CHARS={self.config.min_text_chars})"
             )
         return None
 
@@ -222,7 +246,7 @@ class Fingerprinter:
         notes: tuple[str, ...] = (),
     ) -> PageFingerprint:
         """Fingerprint already-extracted main text, with the reason when there is none."""
-        reason = self.too_short(text)
+        reason = self.too_short(text, title)
         fingerprint = None
         if reason is None:
             fingerprint = self.fingerprint_features(self.features(text, title))
@@ -242,6 +266,19 @@ class Fingerprinter:
         return self.fingerprint_document(
             main.text, main.title, encoding=main.encoding, notes=tuple(main.notes)
         )
+
+
+def own_text(text: str, title: str) -> str:
+    """``text`` without the lines that repeat ``title`` or a part of it (the headline)."""
+    folded_title = " ".join(normalize(title).split())
+    if not folded_title:
+        return text
+    kept = []
+    for line in text.split("\n"):
+        folded = " ".join(normalize(line).split())
+        if folded and folded not in folded_title:
+            kept.append(line)
+    return "\n".join(kept)
 
 
 def hamming(a: int, b: int) -> int:

@@ -38,7 +38,7 @@ def test_effective_length_counts_cjk_heavier_and_collapses_space() -> None:
 
 @pytest.mark.parametrize("tokenizer", ["jieba", "rjieba"])
 def test_chinese_is_segmented_into_words_without_stop_words(tokenizer: str) -> None:
-    extractor = FeatureExtractor(tokenizer=tokenizer, stopwords=STOP)
+    extractor = FeatureExtractor(tokenizer=tokenizer, stopwords=STOP, cjk_features="words")
     tokens = words(extractor, ZH)
     assert "升旗仪式" in tokens or "升旗" in tokens
     assert "北京天安门广场" in tokens or "天安门" in tokens
@@ -48,10 +48,30 @@ def test_chinese_is_segmented_into_words_without_stop_words(tokenizer: str) -> N
     assert "," not in tokens
 
 
+def test_chinese_enters_as_single_ideographs_by_default() -> None:
+    tokens = words(FeatureExtractor(stopwords=STOP), ZH)
+    assert "北京天安门广场" in "".join(tokens)
+    assert all(len(token) == 1 for token in tokens)
+    assert "的" not in words(FeatureExtractor(stopwords=STOP), "我的书")  # stop characters
+
+
+def test_a_small_chinese_edit_changes_few_character_features() -> None:
+    """A one-word substitution moves jieba's boundaries; characters change only locally."""
+    original = "南京市长江大桥今天正式通车，市民纷纷前来参观。"
+    edited = "南京市长江大桥昨天正式通车，市民纷纷前来参观。"
+    for mode, most in (("chars", 2), ("words", 6)):
+        extractor = FeatureExtractor(stopwords=STOP, cjk_features=mode, weighting="tf")
+        a, b = extractor.features(original), extractor.features(edited)
+        changed = sum(abs(a.get(f, 0) - b.get(f, 0)) for f in a.keys() | b.keys())
+        assert changed <= most, (mode, changed)
+
+
 def test_mixed_text_keeps_order_across_scripts() -> None:
-    extractor = FeatureExtractor(stopwords=STOP)
+    extractor = FeatureExtractor(stopwords=STOP, cjk_features="words")
     tokens = words(extractor, "Python编程语言 is great，数据分析 rocks")
     assert tokens == ["python", "编程语言", "great", "数据分析", "rocks"]
+    chars = words(FeatureExtractor(stopwords=STOP), "Python编程 is great")
+    assert chars == ["python", "编", "程", "great"]
 
 
 def test_numbers_and_punctuation_are_dropped_unless_kept() -> None:
@@ -104,6 +124,8 @@ def test_unknown_options_are_rejected() -> None:
         FeatureExtractor(weighting="bm25")
     with pytest.raises(ConfigurationError, match="SIMHASH_SHINGLE_SIZE"):
         FeatureExtractor(shingle_size=0)
+    with pytest.raises(ConfigurationError, match="SIMHASH_CJK_FEATURES"):
+        FeatureExtractor(cjk_features="bigrams")
 
 
 def test_term_frequency_counts_occurrences() -> None:
@@ -113,12 +135,20 @@ def test_term_frequency_counts_occurrences() -> None:
 
 def test_tfidf_weighs_rare_words_over_common_ones_and_unknown_at_median() -> None:
     table, median = idf_table()
-    extractor = FeatureExtractor(weighting="tfidf", stopwords=frozenset())
+    extractor = FeatureExtractor(weighting="tfidf", stopwords=frozenset(), cjk_features="words")
     weights = extractor.features("发展 量子 zzqxunknownword")
     assert weights["量子"] > weights["发展"]
     assert weights["发展"] == pytest.approx(table["发展"])
     assert weights["zzqxunknownword"] == pytest.approx(median)
     assert min(table.values()) < median < max(table.values())
+
+
+def test_a_chinese_character_weighs_half_an_unknown_word() -> None:
+    _, median = idf_table()
+    weights = FeatureExtractor(stopwords=frozenset()).features("量子 量 zzqxunknownword")
+    assert weights["量"] == pytest.approx(2 * median / 2)
+    assert weights["子"] == pytest.approx(median / 2)
+    assert weights["zzqxunknownword"] == pytest.approx(median)
 
 
 def test_title_words_are_boosted_by_title_weight() -> None:
@@ -140,7 +170,9 @@ def test_shingles_join_consecutive_words() -> None:
 
 
 def test_length_factor_favours_longer_words() -> None:
-    extractor = FeatureExtractor(weighting="tf", length_factor=True, stopwords=STOP)
+    extractor = FeatureExtractor(
+        weighting="tf", length_factor=True, stopwords=STOP, cjk_features="words"
+    )
     weights = extractor.features("北京天安门广场 看 international ox")
     assert weights["北京天安门广场"] > weights["看"]
     assert weights["international"] > weights["ox"]
@@ -148,6 +180,8 @@ def test_length_factor_favours_longer_words() -> None:
 
 @pytest.mark.parametrize("tokenizer", ["jieba", "rjieba"])
 def test_pos_factor_favours_nouns_over_adverbs_and_particles(tokenizer: str) -> None:
-    extractor = FeatureExtractor(tokenizer=tokenizer, weighting="tf", pos_factor=True)
+    extractor = FeatureExtractor(
+        tokenizer=tokenizer, weighting="tf", pos_factor=True, cjk_features="words"
+    )
     weights = extractor.features("政府认真地处理教育问题")
     assert weights["政府"] > weights["认真"] > weights["地"]

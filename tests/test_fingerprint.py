@@ -165,11 +165,22 @@ def test_timestamps_and_counters_do_not_move_fingerprints(
     assert one == two
 
 
-def test_title_takes_part(fingerprinter: Fingerprinter) -> None:
+def test_title_takes_part_only_when_weighted(fingerprinter: Fingerprinter) -> None:
     text = article(3, words=120)
-    assert fingerprinter.fingerprint_text(text, "alpha beta gamma") != (
+    assert fingerprinter.fingerprint_text(text, "alpha beta gamma") == (
         fingerprinter.fingerprint_text(text, "delta epsilon")
     )
+    titled = Fingerprinter(FingerprintConfig(title_weight=2.0))
+    assert titled.fingerprint_text(text, "alpha beta gamma") != (
+        titled.fingerprint_text(text, "delta epsilon")
+    )
+
+
+def test_lines_repeating_the_title_are_not_own_text(fingerprinter: Fingerprinter) -> None:
+    title = "Council approves the new transport plan for the whole city centre"
+    body = "Short brief about buses and trams on the river road, with new stops by the harbour."
+    assert fingerprinter.too_short(f"{title}\n{body}\n{title}", title) is not None
+    assert fingerprinter.too_short(f"{title}\n{body}\n{title}", "") is None
 
 
 @pytest.mark.parametrize(
@@ -233,6 +244,7 @@ def test_fingerprints_are_stable_across_processes(fingerprinter: Fingerprinter) 
 
 SCHEME_CHANGES = {
     "bits": 128,
+    "cjk_features": "words",
     "tokenizer": "rjieba",
     "jieba_hmm": True,
     "weighting": "tf",
@@ -246,10 +258,20 @@ SCHEME_CHANGES = {
 }
 
 
+# Options that only shape jieba's words: with Chinese read as characters they change no
+# fingerprint, so they leave the scheme (and an existing index) alone.
+WORD_OPTIONS = {"tokenizer", "jieba_hmm", "pos_factor"}
+
+
 @pytest.mark.parametrize(("name", "value"), sorted(SCHEME_CHANGES.items()))
 def test_scheme_changes_with_every_fingerprint_option(name: str, value: object) -> None:
     default = FingerprintConfig()
-    assert dataclasses.replace(default, **{name: value}).scheme != default.scheme  # type: ignore[arg-type]
+    if name in WORD_OPTIONS:
+        words = FingerprintConfig(cjk_features="words")
+        assert dataclasses.replace(words, **{name: value}).scheme != words.scheme  # type: ignore[arg-type]
+        assert dataclasses.replace(default, **{name: value}).scheme == default.scheme  # type: ignore[arg-type]
+    else:
+        assert dataclasses.replace(default, **{name: value}).scheme != default.scheme  # type: ignore[arg-type]
 
 
 def test_scheme_covers_every_option_but_the_limits() -> None:
@@ -273,7 +295,7 @@ def test_scheme_ignores_limits_and_is_short() -> None:
     default = FingerprintConfig()
     changed = FingerprintConfig(min_text_chars=10, max_body_bytes=1000)
     assert changed.scheme == default.scheme
-    assert default.scheme.startswith("sh1-64-")
+    assert default.scheme.startswith("sh2-64-")
     assert len(default.scheme) <= 20
 
 
