@@ -405,7 +405,7 @@ class _Walk:
             return self._small(el) or None
         if guarded or _names_role(el) >= 0 or el.get("itemprop") == "articleBody":
             return False
-        return self._small(el) or None
+        return (self._small(el) and not _holds_article(el)) or None
 
     def _small(self, el: etree._Element) -> bool:
         """Whether ``el`` holds a small enough share of the page's text to be dropped."""
@@ -493,6 +493,25 @@ class _Walk:
             candidates.append(self.body)
 
 
+# An element named like a widget ("socialicons-sticky", "share-wrap") that holds several
+# long paragraphs is a wrapper of the article that a theme named after something it also
+# shows; comment sections hold long paragraphs too, and stay boilerplate.
+_ARTICLE_PARAGRAPHS = etree.XPath(
+    "count(.//p[string-length(normalize-space()) >= $chars])", smart_strings=False
+)
+_MIN_ARTICLE_PARAGRAPHS = 3
+_ARTICLE_PARAGRAPH_CHARS = 150
+_COMMENT_NAMES = re.compile(r"comment|disqus|repl(?:y|ies)|respond|discussion", re.IGNORECASE)
+
+
+def _holds_article(el: etree._Element) -> bool:
+    names = f"{el.get('class') or ''} {el.get('id') or ''}"
+    if _COMMENT_NAMES.search(names):
+        return False
+    count = _ARTICLE_PARAGRAPHS(el, chars=_ARTICLE_PARAGRAPH_CHARS)
+    return isinstance(count, float) and count >= _MIN_ARTICLE_PARAGRAPHS
+
+
 def _score_paragraph(own: list[str], frame: _Frame, stack: list[_Frame]) -> None:
     """Credit a block's own text, when it is a paragraph, to its parent and grandparent."""
     # Cheap bound first: a piece of n characters has at most 4n UTF-8 bytes.
@@ -556,18 +575,43 @@ def _best(walk: _Walk) -> tuple[float, etree._Element]:
     return best_score, walk.candidates[best_index]
 
 
-def _choose(walk: _Walk) -> list[etree._Element]:
-    """The best-scoring container plus siblings that continue its content."""
+def _choose(walk: _Walk) -> tuple[list[etree._Element], bool]:
+    """The containers of the page's own content, and whether only a marked article holds it.
+
+    When the page marks one article (see _marked_article) and the best prose lies outside
+    it (a site introduction, a promotion), that prose is the template's: two pages of one
+    template read there would look alike. The marked article is read instead, however
+    short, and the page then gets no fingerprint rather than one of its template. Nor are
+    siblings outside the marked article added to a container inside it.
+    """
+    marked = _marked_article(walk)
     if not walk.candidates:
-        return [walk.body]
+        return ([marked] if marked is not None else [walk.body]), marked is not None
+    best, chosen = _best_container(walk)
+    if marked is None:
+        return chosen, False
+    if _contains(marked, best):
+        return [el for el in chosen if _contains(marked, el)], False
+    if _contains(best, marked):
+        # A wrapper of the article and more: the article alone when it holds most of
+        # the wrapper's prose (the rest is the template's), else the wrapper's reading.
+        stats = walk.stats
+        if stats[marked][_MASS] >= stats[best][_MASS] * _ARTICLE_SHARE:
+            return [marked], False
+        return chosen, False
+    return [marked], True
+
+
+def _best_container(walk: _Walk) -> tuple[etree._Element, list[etree._Element]]:
+    """The best-scoring container, and it plus the siblings that continue its content."""
     best_score, best = _best(walk)
     posts = _thread(best, walk)
     if posts:
-        return posts
+        return best, posts
     best = _widen(best, walk)
     parent = best.getparent()
     if parent is None or best is walk.body:
-        return [best]
+        return best, [best]
     threshold = max(10.0, best_score * 0.2)
     best_mass = walk.stats[best][_MASS]
     best_key = (best.tag, best.get("class"))
@@ -587,7 +631,35 @@ def _choose(walk: _Walk) -> list[etree._Element]:
         prose = sibling.tag == "p" and link < chars * 0.25 and chars > 80
         if alike or prose or _final_score(sibling, frame) >= threshold:
             chosen.append(sibling)
-    return chosen
+    return best, chosen
+
+
+# The share of a wrapper's paragraph mass that makes the marked article inside it the content.
+_ARTICLE_SHARE = 0.5
+# Semantic marks of a page's article, most specific first.
+_ARTICLE_MARKS = (
+    etree.XPath(".//*[@itemprop='articleBody']"),
+    etree.XPath(".//article"),
+    etree.XPath(".//main | .//*[@role='main']"),
+)
+
+
+def _marked_article(walk: _Walk) -> etree._Element | None:
+    """The one element the page marks as its article (itemprop=articleBody, <article>,
+    <main>), when it marks exactly one of the most specific kind it uses and that element
+    was not dropped as boilerplate; else None (listings mark every teaser <article>)."""
+    for mark in _ARTICLE_MARKS:
+        found = [el for el in mark(walk.body) if el in walk.stats]
+        if len(found) == 1:
+            return found[0]
+        if found:
+            return None
+    return None
+
+
+def _contains(outer: etree._Element, inner: etree._Element) -> bool:
+    """Whether ``inner`` is ``outer`` or inside it."""
+    return inner is outer or any(x is outer for x in inner.iterancestors())
 
 
 def _thread(best: etree._Element, walk: _Walk) -> list[etree._Element]:
@@ -818,8 +890,9 @@ def _extract(data: bytes, encoding: str, notes: list[str]) -> MainText:
         body = root
     walk = _Walk(body)
     walk.run()
-    main = _drop_credits(_lines(_choose(walk), walk.stats))
-    if len(main.encode("utf-8")) < _FALLBACK_BYTES:
+    containers, marked = _choose(walk)
+    main = _drop_credits(_lines(containers, walk.stats))
+    if not marked and len(main.encode("utf-8")) < _FALLBACK_BYTES:
         # No container of prose (product pages, galleries, landing pages): the page's
         # own text is everything that is not boilerplate or link lists.
         whole = _drop_credits(_lines([body], walk.stats))
@@ -831,8 +904,15 @@ def _extract(data: bytes, encoding: str, notes: list[str]) -> MainText:
     return MainText(_without_c1(title), _without_c1(main), encoding, tuple(notes))
 
 
+# Byte-order marks, and the same bytes read in a single-byte charset, are never text: they
+# come from files concatenated into a page or from stray bytes after its end.
+_BYTE_ORDER_MARKS = re.compile("\ufeff|\u00ef\u00bb\u00bf|\u00ff\u00fe|\u00fe\u00ff")
+
+
 def _without_c1(text: str) -> str:
-    return text.translate(_C1_AS_CP1252) if _C1.search(text) else text
+    if _C1.search(text):
+        text = text.translate(_C1_AS_CP1252)
+    return _BYTE_ORDER_MARKS.sub("", text)
 
 
 def extract_main_text(

@@ -520,3 +520,11 @@ def test_prose_that_starts_like_a_credit_is_kept() -> None:
     ]
     html = "<html><body><article>" + "".join(f"<p>{p}</p>" for p in lines) + "</article></body>"
     assert extract(html).text == "\n".join(lines)
+
+
+def test_byte_order_marks_and_their_mojibake_are_not_text() -> None:
+    page = b"<html><body><p>Real words here.</p></body></html>\n<p>\xff\xfe\x00<p>\xef\xbb\xbfmore"
+    main = extract_main_text(page, content_type="text/html; charset=windows-1252")
+    assert "\u00ff\u00fe" not in main.text
+    assert "\u00ef\u00bb\u00bf" not in main.text
+    assert "Real words here." in main.text
