@@ -220,6 +220,10 @@ def summarise(site: Site, out: Outcome) -> dict[str, Any]:
         "pages_lost_otherwise": len(lost),
         "unknown_urls_kept": unknown,
         "errors": out.errors,
+        # Everything, for comparing runs (JSON only).
+        "kept_per_cluster": {c: kept[c] for c in sorted(members)},
+        "kept_pages": sorted(out.kept),
+        "dropped_pages": dict(sorted(out.dropped.items())),
         "worst": {
             "hard_negatives_dropped": [cluster_entry(c) for c in sorted(hard_dropped)[:WORST]],
             "none_kept": [
