@@ -13,7 +13,8 @@ Paths (``<file>`` is a file in tests/site):
 - ``/huge.html``: about 2 MB of generated paragraphs.
 
 Extra pages can be added at run time with ``SiteServer.pages[path] = (content_type, body)``
-(the throughput benchmark serves real pages this way), and ``SiteServer.hooks[path]`` runs a
+(the benchmarks serve real pages this way; a key with a query, ``/a.html?print=1``, is served
+for exactly that query, so URL variants of one path can carry different bodies), and ``SiteServer.hooks[path]`` runs a
 function before that path is answered (a test stops Redis exactly when a given page is
 fetched, so a crawl meets an outage at a known point without sleeping).
 """
@@ -135,7 +136,7 @@ class SiteServer:
             protocol_version = "HTTP/1.1"
 
             def do_GET(self) -> None:
-                path = urlsplit(self.path).path
+                path = self.path if self.path in site.pages else urlsplit(self.path).path
                 with site._lock:
                     site.hits[path] += 1
                     hook = site.hooks.pop(path, None)

@@ -4,9 +4,11 @@ Crawl tests run each crawl in its own process (``python -m tests.scrapy_runner S
 the crawl gets the asyncio reactor and a fresh Scrapy whatever reactor the test process has,
 and several processes can share one Redis index the way a distributed crawl does.
 
-SPEC is a JSON file: ``{"spider": "pages" | "redis", "settings": {...}, "requests": [{"url",
-"meta", "headers"}], "item_text": bool}``. Requests are fetched in the listed order when
-``CONCURRENT_REQUESTS`` is 1 (each gets a lower priority than the previous one).
+SPEC is a JSON file: ``{"spider": "pages" | "redis" | "links", "settings": {...}, "requests":
+[{"url", "meta", "headers"}], "item_text": bool}``. Requests are fetched in the listed order when
+``CONCURRENT_REQUESTS`` is 1 (each gets a lower priority than the previous one). The "links"
+spider crawls as a site crawl does: it fetches the ``start_urls`` of the spec (index pages, not
+fingerprinted) and follows their links, one item per linked page that reaches it.
 """
 
 from __future__ import annotations
@@ -58,6 +60,28 @@ class PagesSpider(scrapy.Spider):
                 dont_filter=True,
                 callback=self.parse,
             )
+
+    def parse(self, response: Any) -> Any:
+        yield _item(response, bool(self.spec.get("item_text")))
+
+
+class LinksSpider(scrapy.Spider):
+    """Follow the links of index pages; yield one item per linked page that reaches it."""
+
+    name = "links"
+
+    def __init__(self, spec: dict[str, Any], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.spec = spec
+
+    async def start(self) -> Any:
+        for url in self.spec["start_urls"]:
+            # An index page lists links, it is no page of the site: several processes'
+            # index pages look alike and must not be dropped as copies of each other.
+            yield scrapy.Request(url, meta={"dont_simhash": True}, callback=self.follow_links)
+
+    def follow_links(self, response: Any) -> Any:
+        yield from response.follow_all(css="a", callback=self.parse)
 
     def parse(self, response: Any) -> Any:
         yield _item(response, bool(self.spec.get("item_text")))
@@ -165,7 +189,8 @@ def main(spec_path: str, out_path: str) -> int:
         crawler = process.create_crawler(_redis_spider(spec))
         kwargs: dict[str, Any] = {}
     else:
-        crawler = process.create_crawler(PagesSpider)
+        spider = LinksSpider if spec.get("spider") == "links" else PagesSpider
+        crawler = process.create_crawler(spider)
         kwargs = {"spec": spec}
     def collect(item: Any, **_: Any) -> None:
         items.append(dict(item))
