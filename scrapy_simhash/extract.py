@@ -649,7 +649,9 @@ def _marked_article(walk: _Walk) -> etree._Element | None:
     <main>), when it marks exactly one of the most specific kind it uses and that element
     was not dropped as boilerplate; else None (listings mark every teaser <article>)."""
     for mark in _ARTICLE_MARKS:
-        found = [el for el in mark(walk.body) if el in walk.stats]
+        matches = mark(walk.body)
+        assert isinstance(matches, list)
+        found = [el for el in matches if isinstance(el, etree._Element) and el in walk.stats]
         if len(found) == 1:
             return found[0]
         if found:

@@ -15,12 +15,52 @@ import pytest
 from scrapy_simhash.fingerprint import Fingerprinter
 from scrapy_simhash.index import open_index
 
-VOCABULARY = (
-    "harbour council bridge tram library orchard festival museum archive river budget "
-    "school station market theatre garden clinic ferry stadium canal tower valley forest "
-    "mill quarry lighthouse airport depot factory bakery brewery vineyard observatory "
-    "chapel fountain square avenue parish district county island meadow pasture glacier"
-).split()
+VOCABULARY = [
+    "harbour",
+    "council",
+    "bridge",
+    "tram",
+    "library",
+    "orchard",
+    "festival",
+    "museum",
+    "archive",
+    "river",
+    "budget",
+    "school",
+    "station",
+    "market",
+    "theatre",
+    "garden",
+    "clinic",
+    "ferry",
+    "stadium",
+    "canal",
+    "tower",
+    "valley",
+    "forest",
+    "mill",
+    "quarry",
+    "lighthouse",
+    "airport",
+    "depot",
+    "factory",
+    "bakery",
+    "brewery",
+    "vineyard",
+    "observatory",
+    "chapel",
+    "fountain",
+    "square",
+    "avenue",
+    "parish",
+    "district",
+    "county",
+    "island",
+    "meadow",
+    "pasture",
+    "glacier",
+]
 
 
 def story(seed: int, words: int) -> list[str]:
@@ -81,7 +121,8 @@ def test_same_title_same_template_articles_of_10_words_are_both_kept(
     one, two = page(story(1, 10)), page(story(2, 10))
     result = fingerprinter.fingerprint_page(one.encode())
     assert result.fingerprint is None
-    assert result.reason is not None and "of its own" in result.reason
+    assert result.reason is not None
+    assert "of its own" in result.reason
     assert kept(fingerprinter, {"/a": one, "/b": two}) == {"/a", "/b"}
 
 
