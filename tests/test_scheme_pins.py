@@ -1,0 +1,56 @@
+"""Fingerprints of fixed pages are pinned to the scheme id.
+
+An index refuses fingerprints of another scheme. That protects a crawl only if every
+change that moves a fingerprint (extraction, features, weights, caps, hashing) also
+changes the scheme id: when this test fails, bump ``FORMAT_VERSION`` in
+``scrapy_simhash/fingerprint.py`` and store the new values here.
+"""
+
+from __future__ import annotations
+
+from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter, to_hex
+
+PAGES = {
+    "en": (
+        "<html><head><title>Bridge reopens | Valley Gazette</title></head><body>"
+        "<nav><a href='/'>Home</a></nav><article><h1>Bridge reopens</h1>"
+        "<p>The old river bridge reopened on Monday after eighteen months of repairs, and the "
+        "first buses crossed it shortly after six in the morning.</p>"
+        "<p>Engineers replaced the rusted cables, strengthened the piers and widened the "
+        "footpath, which now carries a protected lane for cyclists in both directions.</p>"
+        "<p>Shop owners on both banks said trade had suffered during the closure.</p>"
+        "</article><footer>Copyright Valley Gazette</footer></body></html>"
+    ),
+    "zh": (
+        "<html><head><meta charset='utf-8'><title>新桥通车</title></head><body>"
+        "<div class='content'><h1>新桥通车</h1>"
+        "<p>经过十八个月的维修，老河桥于周一重新开放，首班公交车在早上六点后驶过大桥。</p>"
+        "<p>工程人员更换了生锈的缆索，加固了桥墩，并拓宽了人行道，两个方向都设有自行车道。</p>"
+        "<p>两岸的商户表示，封闭期间生意受到了影响，如今客流正在恢复。</p>"
+        "</div></body></html>"
+    ),
+    "mixed": (
+        "<html><head><title>Release notes</title></head><body><main>"
+        "<p>Version 2 of the Lantern reader adds offline mode, faster search and a new "
+        "layout for long articles. 新版本支持离线阅读，搜索速度更快，长文章的版式也更清晰。</p>"
+        "<p>Existing settings are kept; the first start migrates the local library, which "
+        "can take a minute on large collections. 首次启动会迁移本地书库。</p>"
+        "</main></body></html>"
+    ),
+}
+
+PINNED_SCHEME = "sh2-64-aa0874c1"
+PINNED = {"en": "33302c08259419c9", "zh": "0b1f430891156b3b", "mixed": "ae3c1c1c040ac8ba"}
+
+
+def test_fingerprints_of_fixed_pages_change_only_with_the_scheme() -> None:
+    fingerprinter = Fingerprinter(FingerprintConfig(min_text_chars=0))
+    got = {}
+    for name, html in PAGES.items():
+        fingerprint = fingerprinter.fingerprint_page(html.encode("utf-8")).fingerprint
+        assert fingerprint is not None, name
+        got[name] = to_hex(fingerprint)
+    assert (fingerprinter.scheme, got) == (PINNED_SCHEME, PINNED), (
+        "fingerprints or the scheme moved: if fingerprints changed, bump FORMAT_VERSION "
+        "in scrapy_simhash/fingerprint.py, then pin the new scheme and values here"
+    )
