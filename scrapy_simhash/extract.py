@@ -646,13 +646,14 @@ _ARTICLE_MARKS = (
 
 def _marked_article(walk: _Walk) -> etree._Element | None:
     """The one element the page marks as its article (itemprop=articleBody, <article>,
-    <main>), when it marks exactly one of the most specific kind it uses and that element
-    was not dropped as boilerplate; else None (listings mark every teaser <article>)."""
+    <main>), when it marks exactly one of the most specific kind it uses, and that element
+    was not dropped as boilerplate and holds a paragraph; else None (listings mark every
+    teaser <article>; some themes wrap only the headline or nothing in <main>)."""
     for mark in _ARTICLE_MARKS:
         matches = mark(walk.body)
         assert isinstance(matches, list)
         found = [el for el in matches if isinstance(el, etree._Element) and el in walk.stats]
-        if len(found) == 1:
+        if len(found) == 1 and walk.stats[found[0]][_MASS] > 0:
             return found[0]
         if found:
             return None
