@@ -264,6 +264,10 @@ _FALLBACK_BYTES = 300
 # "comments" list holding most of a forum page is its content (and then so are the
 # "comment" items inside it).
 _LARGE_SHARE = 0.4
+# A sibling of the best container that is not like it nor a plain paragraph continues the
+# content when it scores at least this share of the best. Syndicated copies sit beside
+# their host's teasers and product grids, which score a third or less of the article.
+_SIBLING_SHARE = 0.5
 # A parent whose paragraph mass is at most this multiple of its child's is a mere wrapper.
 _WRAPPER_MASS = 1.05
 # Prose blocks of one tag and class that make a page a thread of posts (see _thread).
@@ -612,7 +616,7 @@ def _best_container(walk: _Walk) -> tuple[etree._Element, list[etree._Element]]:
     parent = best.getparent()
     if parent is None or best is walk.body:
         return best, [best]
-    threshold = max(10.0, best_score * 0.2)
+    threshold = max(10.0, best_score * _SIBLING_SHARE)
     best_mass = walk.stats[best][_MASS]
     best_key = (best.tag, best.get("class"))
     chosen: list[etree._Element] = []
