@@ -52,6 +52,14 @@ def persistent(make: Callable[..., Any]) -> Callable[..., Any]:
     return make
 
 
+@pytest.fixture
+def persistent_or_skip(make: Callable[..., Any]) -> Callable[..., Any]:
+    """``make`` on the backends that outlive a handle (memory:// forgets on close)."""
+    if make.backend not in PERSISTENT:  # type: ignore[attr-defined]
+        pytest.skip("memory:// keeps nothing between handles")
+    return make
+
+
 def test_first_page_is_stored_and_a_near_duplicate_is_reported(make: Callable[..., Any]) -> None:
     index = make()
     fp = 0x0123_4567_89AB_CDEF
@@ -257,3 +265,120 @@ def test_unknown_url_scheme_lists_the_known_ones() -> None:
     with pytest.raises(ConfigurationError) as info:
         open_index("mongodb://user:secret@host/db")
     assert "secret" not in str(info.value)
+
+
+# -- claims: a page naming another URL as its canonical one -------------------------------------
+
+
+def test_claiming_a_key_matches_its_own_entry_and_refuses_a_different_one(
+    make: Callable[..., Any],
+) -> None:
+    index = make()
+    fp = 0x0123_4567_89AB_CDEF
+    # Nothing under the key yet: the claim stores the page there.
+    assert index.claim("https://a.example/story", fp) == Observation(None, None, True)
+    assert index.get("https://a.example/story") == fp
+    # A copy claiming the same key finds the stored page, itself included.
+    near = flip(fp, 3, 9)
+    assert index.claim("https://a.example/story", near) == Observation(
+        Match("https://a.example/story", fp, 2), None, False
+    )
+    # Far from what the key holds: a conflict, nothing replaced.
+    far = fp ^ 0xFFFF_FFFF
+    assert index.claim("https://a.example/story", far) == Observation(None, fp, False)
+    assert index.get("https://a.example/story") == fp
+    # Another key within k is a match too, as with observe.
+    assert index.claim("https://a.example/other", near).match == Match(
+        "https://a.example/story", fp, 2
+    )
+    assert len(index) == 1
+
+
+def test_an_expired_entry_does_not_hold_a_claimed_key(make: Callable[..., Any]) -> None:
+    clock = Clock()
+    index = make(ttl_secs=10, clock=clock)
+    index.observe("k", 5)
+    clock.now += 11
+    assert index.claim("k", 1 << 50) == Observation(None, None, True)
+    assert index.get("k") == 1 << 50
+
+
+# -- the record of dropped near-duplicates ------------------------------------------------------
+
+
+def test_drop_records_say_what_a_dropped_url_copies(make: Callable[..., Any]) -> None:
+    clock = Clock()
+    index = make(clock=clock)
+    assert index.drop_of("https://a.example/print/1") is None
+    index.record_drop("https://a.example/print/1", "https://a.example/1", 2)
+    record = index.drop_of("https://a.example/print/1")
+    assert record == ("https://a.example/print/1", "https://a.example/1", 2, int(clock.now))
+    assert (record.kept, record.distance) == ("https://a.example/1", 2)
+    # Dropped again: the newer record replaces the old one.
+    clock.now += 5
+    index.record_drop("https://a.example/print/1", "https://a.example/2", 0)
+    assert index.drop_of("https://a.example/print/1") == (
+        "https://a.example/print/1", "https://a.example/2", 0, int(clock.now)
+    )
+    key = "https://例子.测试/新闻?id=1&q=ü"
+    index.record_drop(key, "https://例子.测试/原文", 3)
+    assert index.drop_of(key).kept == "https://例子.测试/原文"
+    assert index.drop_count() == 2
+    # Drop records are not index entries: nothing matches, nothing counts.
+    assert len(index) == 0
+    index.clear()
+    assert index.drop_count() == 0
+    assert index.drop_of(key) is None
+
+
+def test_drop_records_are_bounded_by_count_oldest_first(make: Callable[..., Any]) -> None:
+    clock = Clock()
+    index = make(clock=clock, drop_max_entries=5)
+    for i in range(12):
+        clock.now += 1
+        index.record_drop(f"https://a.example/copy/{i}", "https://a.example/orig", 1)
+    # SQLite trims in batches of max/16 (here every record); all backends end at the cap.
+    assert index.drop_count() == 5
+    assert [index.drop_of(f"https://a.example/copy/{i}") is None for i in range(12)] == [
+        True
+    ] * 7 + [False] * 5
+
+
+def test_drop_records_expire(make: Callable[..., Any]) -> None:
+    clock = Clock()
+    index = make(clock=clock, drop_ttl_secs=100)
+    index.record_drop("old", "kept", 1)
+    clock.now += 60
+    index.record_drop("young", "kept", 1)
+    clock.now += 50  # "old" is 110 s old, "young" 50 s
+    assert index.drop_of("old") is None
+    assert index.drop_of("young") is not None
+    # New records sweep expired ones away (SQLite every 1024 records, the others at once).
+    for i in range(1030):
+        index.record_drop(f"new-{i}", "kept", 1)
+    assert index.drop_count() == 1031
+
+
+def test_drop_records_can_be_turned_off(make: Callable[..., Any]) -> None:
+    index = make(drop_max_entries=0)
+    index.record_drop("copy", "kept", 1)
+    assert index.drop_of("copy") is None
+    assert index.drop_count() == 0
+
+
+def test_drop_records_of_namespaces_are_separate(make: Callable[..., Any]) -> None:
+    one = make(namespace="site-one")
+    two = make(namespace="site-two")
+    one.record_drop("copy", "kept-one", 1)
+    assert two.drop_of("copy") is None
+    two.record_drop("copy", "kept-two", 2)
+    assert one.drop_of("copy").kept == "kept-one"
+    two.clear()
+    assert one.drop_of("copy").kept == "kept-one"
+
+
+def test_reset_forgets_drop_records(persistent_or_skip: Callable[..., Any]) -> None:
+    index = persistent_or_skip()
+    index.record_drop("copy", "kept", 1)
+    assert persistent_or_skip().drop_of("copy") is not None
+    assert persistent_or_skip(reset=True).drop_of("copy") is None

@@ -22,7 +22,10 @@
 -- which over-allocate up to 2x.
 --
 -- KEYS[1] meta hash. Replies list matches as flat (key text, fingerprint, distance, id).
--- ARGV: 1 mode (observe|query|remove|expire), 2 prefix, 3 band masks, 4 group masks,
+-- "claim" is observe for a page naming `key` as its canonical URL: the entry already under
+-- `key` counts as a match too, and a different fingerprint there is a conflict (reply
+-- {2, stored fingerprint}, nothing stored).
+-- ARGV: 1 mode (observe|claim|query|remove|expire), 2 prefix, 3 band masks, 4 group masks,
 --       5 entry bucket bits, 6 max distance, 7 now, 8 ttl (0 = none), 9 fingerprint
 --       (zeros when unused), 10 key id, 11 key text
 
@@ -268,9 +271,10 @@ local function flatten(matches, out)
   return out
 end
 
-if mode == 'observe' then
+if mode == 'observe' or mode == 'claim' then
+  local claim = mode == 'claim'
   local words = words_of(fp)
-  local found, names, contents, starts = scan(words, me, true)
+  local found, names, contents, starts = scan(words, (not claim) and me or nil, true)
   if #found > 0 then
     -- Every match at the smallest distance; the client breaks ties by key text.
     local best = limit + 1
@@ -291,6 +295,9 @@ if mode == 'observe' then
   local ek = prefix .. 'e' .. eb
   local es = redis.call('GET', ek) or ''
   local r = find_record(es, me, 0, ER)
+  if claim and r and not expired(unpack('>I4', es, r + 8 + FPB)) then
+    return { 2, sub(es, r + 8, r + 7 + FPB) }
+  end
   local stamp = pack('>I4', math.floor(now))
   local previous = false
   local same = false
