@@ -242,13 +242,12 @@ class NearDuplicateIndex(ABC):
             return Observation(None, stored, False)
         return self.observe(key, fingerprint)
 
-    def record_drop(self, url: str, kept: str, distance: int) -> None:
+    def record_drop(self, url: str, kept: str, distance: int) -> None:  # noqa: B027 (optional)
         """Remember that ``url`` was dropped as a copy of ``kept`` (bounded by the
         ``drop_*`` configuration; a later drop of ``url`` replaces the record).
 
         Backends registered without a record of their own keep nothing.
         """
-        return None
 
     def drop_of(self, url: str) -> DropRecord | None:
         """The live drop record of ``url``, if it was dropped as a near-duplicate."""
@@ -328,9 +327,8 @@ class AsyncNearDuplicateIndex(ABC):
             return Observation(None, stored, False)
         return await self.observe(key, fingerprint)
 
-    async def record_drop(self, url: str, kept: str, distance: int) -> None:
+    async def record_drop(self, url: str, kept: str, distance: int) -> None:  # noqa: B027
         """See :meth:`NearDuplicateIndex.record_drop`."""
-        return None
 
     async def drop_of(self, url: str) -> DropRecord | None:
         return None
