@@ -91,6 +91,8 @@ class MiddlewareConfig:
     body_cache_size: int
     canonicalize_keys: bool
     skip_unchanged: bool
+    use_canonical: bool
+    follow_duplicate_links: bool
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> MiddlewareConfig:
@@ -106,6 +108,8 @@ class MiddlewareConfig:
             body_cache_size=get_int(settings, "SIMHASH_BODY_CACHE_ENTRIES", 4096, minimum=0),
             canonicalize_keys=get_bool(settings, "SIMHASH_CANONICALIZE_KEYS", False),
             skip_unchanged=get_bool(settings, "SIMHASH_SKIP_UNCHANGED", False),
+            use_canonical=get_bool(settings, "SIMHASH_USE_CANONICAL", True),
+            follow_duplicate_links=get_bool(settings, "SIMHASH_FOLLOW_DUPLICATE_LINKS", False),
         )
 
 

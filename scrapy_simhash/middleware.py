@@ -23,7 +23,9 @@ from scrapy.http import TextResponse
 from scrapy_simhash import _scrapy_config as config
 from scrapy_simhash import signals
 from scrapy_simhash._redis import mask_url
+from scrapy_simhash._scrapy_canonical import CanonicalKeys
 from scrapy_simhash._scrapy_config import MiddlewareConfig
+from scrapy_simhash._scrapy_errors import NearDuplicate
 from scrapy_simhash._scrapy_glue import (
     guarded,
     guarded_index,
@@ -33,6 +35,7 @@ from scrapy_simhash._scrapy_glue import (
     validate_index,
 )
 from scrapy_simhash._scrapy_guard import BackendUnavailable, Guarded
+from scrapy_simhash._scrapy_spidermw import FOLLOW_ONLY
 from scrapy_simhash._scrapy_workers import FingerprintRunner
 from scrapy_simhash._settings import get_bool
 from scrapy_simhash.exceptions import IndexBackendError
@@ -43,6 +46,7 @@ if TYPE_CHECKING:
     from scrapy.http import Response
 
     from scrapy_simhash.fingerprint import PageFingerprint
+    from scrapy_simhash.index import Observation
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +68,9 @@ class SimhashDownloaderMiddleware:
         self.crawler = crawler
         self.stats = crawler.stats
         self.config = MiddlewareConfig.from_settings(settings)
+        self.keys = CanonicalKeys(
+            use_canonical=self.config.use_canonical, canonicalize=self.config.canonicalize_keys
+        )
         self.runner = FingerprintRunner(
             FingerprintConfig.from_settings(settings),
             workers=self.config.workers,
@@ -164,14 +171,7 @@ class SimhashDownloaderMiddleware:
         return None
 
     def _key(self, request: Request, response: Response) -> str:
-        key = request.meta.get("simhash_key")
-        if key:
-            return str(key)
-        if self.config.canonicalize_keys:
-            from w3lib.url import canonicalize_url
-
-            return canonicalize_url(response.url)
-        return response.url
+        return self.keys.keys(request, response)[0]
 
     async def process_response(
         self, request: Request, response: Response, spider: Any = None
@@ -195,7 +195,7 @@ class SimhashDownloaderMiddleware:
         self._inc("pages")
         if cached:
             self._inc("cached")
-        key = self._key(request, response)
+        key, own = self.keys.keys(request, response)
         info: dict[str, Any] = {
             "key": key,
             "fingerprint": None,
@@ -214,26 +214,31 @@ class SimhashDownloaderMiddleware:
                 notes = "; ".join(page.notes)
                 info["reason"] = f"{page.reason or 'no text'}" + (f" ({notes})" if notes else "")
             if self.recrawl is not None and not cached:
-                await self._observe_recrawl(key, None, response)
+                await self._observe_recrawl(key, None, response, own=key == own)
             await self._observed(request, response, info)
             return response
         info["fingerprint"] = self._to_hex(fp, self.bits)
 
         try:
-            observation = await self.index.call(lambda index: index.observe(key, fp))
+            observation, key = await self._observe(key, own, fp)
         except BackendUnavailable as exc:
             info["reason"] = f"index unavailable: {exc}"
             await self._observed(request, response, info)
             return self._index_failed(response, str(exc))
+        info["key"] = key
 
         if observation.match is not None:
-            return await self._duplicate(request, response, info, observation.match, fp)
+            return await self._duplicate(request, response, info, observation.match, own)
         self._inc("unique")
+        if key != own:
+            # Kept under the canonical URL it names: its own URL is a copy of that, which
+            # `scrapy simhash lookup` should say as for any dropped copy.
+            await self._record_drop(own, key, 0)
         if observation.previous is not None:
             info["change_distance"] = self._hamming(observation.previous, fp)
             info["changed"] = info["change_distance"] > self.change_threshold
         if self.recrawl is not None and not cached:
-            visit = await self._observe_recrawl(key, fp, response)
+            visit = await self._observe_recrawl(key, fp, response, own=key == own)
             if visit is not None:
                 info["changed"] = visit.changed
                 if visit.distance is not None:
@@ -245,6 +250,28 @@ class SimhashDownloaderMiddleware:
             self._inc("skipped_unchanged")
             raise IgnoreRequest(f"unchanged since the last visit: {key}")
         return response
+
+    async def _observe(self, key: str, own: str, fp: int) -> tuple[Observation, str]:
+        """Ask the index about a page; return the answer and the key it is filed under.
+
+        A page keyed by a canonical URL other than its own (or by one another URL stored
+        earlier in this crawl) is a claim: what is stored under that key is its match.
+        """
+        if not self.keys.needs_claim(key, own):
+            return await self.index.call(lambda index: index.observe(key, fp)), key
+        observation = await self.index.call(lambda index: index.claim(key, fp))
+        if observation.match is None and not observation.stored:
+            # The key holds other content: a page naming a canonical URL it does not copy
+            # (a paginated or misdeclared page) is filed under its own URL, and the
+            # canonical URL itself replaces what a misdeclaring page stored under it.
+            observation = await self.index.call(lambda index: index.observe(own, fp))
+            if key == own:  # nor is that page's fetch a visit of this one
+                observation = observation._replace(previous=None)
+                await self._forget_recrawl(key)
+            key = own
+        if observation.stored:
+            self.keys.stored_by(key, own)
+        return observation, key
 
     async def _fingerprint(
         self, response: Response, info: dict[str, Any]
@@ -269,18 +296,24 @@ class SimhashDownloaderMiddleware:
         response: Response,
         info: dict[str, Any],
         match: Any,
-        fp: int,
+        own: str,
     ) -> Response:
         self._inc("duplicate")
         info["duplicate_of"] = match.key
         info["distance"] = match.distance
+        if self.config.drop_duplicates and self.config.follow_duplicate_links:
+            info[FOLLOW_ONLY] = True
         await send_signal(
             self.crawler, signals.near_duplicate, request=request, response=response, info=info
         )
         await self._observed(request, response, info)
-        # A copy is not scheduled for revisits: its content is tracked under the page it
-        # copies, and a URL claimed from the due queue must not return when its lease ends.
-        await self._forget_recrawl(info["key"])
+        if own != match.key:
+            # A copy is not scheduled for revisits: its content is tracked under the page
+            # it copies, and a URL claimed from the due queue must not return when its
+            # lease ends. The record says what it copies, for `scrapy simhash lookup`.
+            if info["key"] == own:
+                await self._forget_recrawl(own)
+            await self._record_drop(own, match.key, match.distance)
         if not self.config.drop_duplicates:
             logger.debug(
                 "Near-duplicate %s of %s (distance %d), kept (mark-only mode)",
@@ -288,11 +321,23 @@ class SimhashDownloaderMiddleware:
             )
             return response
         self._inc("dropped")
+        if self.config.follow_duplicate_links:
+            logger.debug(
+                "Near-duplicate %s of %s (distance %d): passed for its links, items dropped",
+                response.url, match.key, match.distance,
+            )
+            return response
         logger.debug(
             "Dropped near-duplicate %s of %s (distance %d)",
             response.url, match.key, match.distance,
         )
-        raise IgnoreRequest(f"near-duplicate of {match.key} (distance {match.distance})")
+        raise NearDuplicate(response.url, match.key, match.distance)
+
+    async def _record_drop(self, url: str, kept: str, distance: int) -> None:
+        try:
+            await self.index.call(lambda index: index.record_drop(url, kept, distance))
+        except BackendUnavailable:
+            return
 
     async def _observed(self, request: Request, response: Response, info: dict[str, Any]) -> None:
         await send_signal(
@@ -320,10 +365,14 @@ class SimhashDownloaderMiddleware:
         except BackendUnavailable:
             return
 
-    async def _observe_recrawl(self, key: str, fp: int | None, response: Response) -> Any:
+    async def _observe_recrawl(
+        self, key: str, fp: int | None, response: Response, *, own: bool = True
+    ) -> Any:
+        """Record a fetch under ``key``; validators only come from the key's own URL (a
+        copy's ETag would be sent to the canonical URL)."""
         if self.recrawl is None:
             return None
-        headers = response.headers
+        headers = response.headers if own else {}
         etag = headers.get(b"ETag")
         modified = headers.get(b"Last-Modified")
         try:
