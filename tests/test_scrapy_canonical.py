@@ -74,7 +74,8 @@ def test_a_page_naming_a_canonical_it_does_not_copy_keeps_its_own_url() -> None:
         first, _ = h.fetch(f"{SITE}/news/long.html", story(HARBOUR))
         page_two_url = f"{SITE}/news/long.html?page=2"
         second, info = h.fetch(page_two_url, story(ORCHARD, canonical="/news/long.html"))
-        assert isinstance(first, HtmlResponse) and isinstance(second, HtmlResponse)
+        assert isinstance(first, HtmlResponse)
+        assert isinstance(second, HtmlResponse)
         assert info["key"] == page_two_url
         assert h.index("get", page_two_url) is not None
         assert h.index("drop_of", page_two_url) is None
