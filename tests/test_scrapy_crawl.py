@@ -191,14 +191,24 @@ def test_item_pipeline_drops_near_duplicate_items(http_site: SiteServer, tmp_pat
     }
     result = run_crawl(tmp_path, {**spec(http_site, pages, **settings), "item_text": True})
     no_errors(result)
-    assert result.urls() == {http_site.url(p) for p in ["harbour.html", "orchard.html",
-                                                        "telescope.html"]}
+    # Items are checked as their callbacks finish, which need not be in request order:
+    # assert per cluster (exactly one item of each survives), not which URL it came from.
+    clusters = [
+        {http_site.url(p) for p in pair}
+        for pair in (["harbour.html", "harbour-copy.html"], ["orchard.html", "orchard-print.html"])
+    ]
+    urls = result.urls()
+    assert len(result.items) == 3
+    assert http_site.url("telescope.html") in urls
+    for cluster in clusters:
+        [kept] = urls & cluster
+        [copy] = cluster - {kept}
+        assert f"near-duplicate of item {kept}" in result.log, copy
     assert all(len(item["fingerprint"]) == 16 for item in result.items)
     stats = result.simhash_stats()
     assert stats["simhash/items_seen"] == 5
     assert stats["simhash/items_dropped"] == 2
     assert "simhash/pages" not in stats  # the middleware was not installed
-    assert f"near-duplicate of item {http_site.url('harbour.html')}" in result.log
 
 
 def test_disabled_and_unconfigured_components_say_why(
