@@ -141,7 +141,7 @@ def check_against_site(report: RoundReport) -> dict[str, list[str]]:
                 wrong_original.append(f"{page.path} -> {page.duplicate_of}")
             else:
                 caught.append(page.path)
-        missed += [path for path, page in zip(copies.values(), members[1:]) if page is None]
+        missed += [path for path, page in zip(copies.values(), members[1:], strict=True) if page is None]
     known = {path for o, c in clusters.items() for path in (o, *c.values())}
     false = [f"{p.path} -> {p.duplicate_of}" for p in report.duplicates if p.path not in known]
     return {
