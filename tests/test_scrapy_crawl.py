@@ -112,10 +112,17 @@ def test_addon_drops_near_duplicates_and_remembers_them(
     )
     assert proc.returncode == 0, proc.stderr
     assert "fingerprints: 6" in proc.stdout
+    assert "drop records: 3" in proc.stdout
     monkeypatch.chdir(tmp_path)
     fingerprint = item["simhash"]["fingerprint"]
     harbour = http_site.url("harbour.html")
     assert command(capsys, "lookup", harbour) == (0, f"{harbour}: {fingerprint}")
+    # A dropped copy is not in the index, but the drop record says what it copies.
+    copy_url = http_site.url("harbour-copy.html")
+    code, out = command(capsys, "lookup", copy_url)
+    assert code == 0
+    assert out.startswith(f"{copy_url}: near-duplicate of {harbour} (distance ")
+    assert out.endswith(f"; {harbour}: {fingerprint}")
     copy_file = str(REPO / "tests" / "site" / "harbour-copy.html")
     code, out = command(capsys, "similar", copy_file)
     assert (code, out.splitlines()[-1]) == (0, f"  0  {fingerprint}  {harbour}")
