@@ -14,7 +14,7 @@ again a change observation.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scrapy.http import HtmlResponse, TextResponse
 
@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.http import Response
 
-#: Keys stored by another URL remembered per crawl (the oldest are forgotten first).
+#: Keys stored by another URL, and keys declared canonical, remembered per crawl (each; the
+#: oldest are forgotten first).
 MEMORY_ENTRIES = 100_000
 
 
@@ -35,6 +36,8 @@ class CanonicalKeys:
         self.use_canonical = use_canonical
         self.canonicalize = canonicalize
         self._held: OrderedDict[str, str] = OrderedDict()
+        #: Keys some page of this crawl declared canonical: a URL preference never renames them.
+        self._declared: OrderedDict[str, None] = OrderedDict()
 
     def _normal(self, url: str) -> str:
         if self.canonicalize:
@@ -50,11 +53,18 @@ class CanonicalKeys:
         if forced:
             return str(forced), str(forced)
         own = self._normal(response.url)
-        canonical = self._declared(response) if self.use_canonical else None
-        return (self._normal(canonical) if canonical else own), own
+        canonical = self._declaration(response) if self.use_canonical else None
+        if not canonical:
+            return own, own
+        key = self._normal(canonical)
+        _remember(self._declared, key, None)
+        return key, own
+
+    def is_declared(self, key: str) -> bool:
+        return key in self._declared
 
     @staticmethod
-    def _declared(response: Response) -> str | None:
+    def _declaration(response: Response) -> str | None:
         links = [v.decode("latin-1") for v in response.headers.getlist(b"Link")]
         document = None
         if isinstance(response, HtmlResponse) or (
@@ -75,7 +85,12 @@ class CanonicalKeys:
         if key == own:
             self._held.pop(key, None)
             return
-        self._held[key] = own
-        self._held.move_to_end(key)
-        while len(self._held) > MEMORY_ENTRIES:
-            self._held.popitem(last=False)
+        _remember(self._held, key, own)
+
+
+def _remember(memory: OrderedDict[str, Any], key: str, value: Any) -> None:
+    """Add ``key`` as the newest entry, forgetting the oldest beyond MEMORY_ENTRIES."""
+    memory[key] = value
+    memory.move_to_end(key)
+    while len(memory) > MEMORY_ENTRIES:
+        memory.popitem(last=False)

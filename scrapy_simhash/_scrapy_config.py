@@ -20,6 +20,7 @@ from scrapy_simhash._settings import (
     get_list,
     get_str,
 )
+from scrapy_simhash.canonical import PREFERENCE_RULES, check_rules
 
 #: Content types considered by default: pages a person reads as text.
 DEFAULT_CONTENT_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
@@ -93,6 +94,7 @@ class MiddlewareConfig:
     skip_unchanged: bool
     use_canonical: bool
     follow_duplicate_links: bool
+    prefer_urls: tuple[str, ...]
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> MiddlewareConfig:
@@ -110,6 +112,7 @@ class MiddlewareConfig:
             skip_unchanged=get_bool(settings, "SIMHASH_SKIP_UNCHANGED", False),
             use_canonical=get_bool(settings, "SIMHASH_USE_CANONICAL", True),
             follow_duplicate_links=get_bool(settings, "SIMHASH_FOLLOW_DUPLICATE_LINKS", False),
+            prefer_urls=check_rules(get_list(settings, "SIMHASH_PREFER_URLS", PREFERENCE_RULES)),
         )
 
 

@@ -15,6 +15,10 @@ approximation errs on the side of "same site" only for unlisted shared-host suff
 
 When the page and the header disagree, neither is believed (as search engines do with
 conflicting hints): the page keeps its own URL.
+
+Pages that declare nothing still come in copies; ``url_rank`` orders such copies by a
+configurable preference (no print/AMP view, fewer parameters), so the cluster can be named
+by its cleanest URL whichever copy arrived first.
 """
 
 from __future__ import annotations
@@ -22,8 +26,8 @@ from __future__ import annotations
 import html
 import ipaddress
 import re
-from collections.abc import Iterable
-from urllib.parse import urljoin, urlsplit, urlunsplit
+from collections.abc import Callable, Iterable
+from urllib.parse import SplitResult, urljoin, urlsplit, urlunsplit
 
 #: Two-label suffixes under which each name is a separate site (a small, common subset of
 #: the public-suffix list: country second-level domains and shared hosting).
@@ -134,3 +138,59 @@ def declared_canonical(
     if target is None or not same_site(page_url, target):
         return None
     return target
+
+
+#: Path segments and query parameters that mark a print or AMP view of a page.
+VIEW_MARKERS = frozenset({"print", "printable", "amp"})
+
+#: Rules naming which of two copies represents their cluster, best first (see url_rank).
+PREFERENCE_RULES = ("no_print_amp", "fewer_params")
+
+
+def _view_flag(parts: SplitResult) -> int:
+    segments = {s.lower() for s in parts.path.split("/")}
+    names = {pair.split("=", 1)[0].lower() for pair in parts.query.split("&") if pair}
+    return int(bool((segments | names) & VIEW_MARKERS))
+
+
+def _params(parts: SplitResult) -> int:
+    query = len([pair for pair in parts.query.split("&") if pair])
+    return query + parts.path.count(";")
+
+
+_RULES: dict[str, Callable[[SplitResult], int]] = {
+    "no_print_amp": _view_flag,
+    "fewer_params": _params,
+}
+
+
+def check_rules(rules: Iterable[str]) -> tuple[str, ...]:
+    """``rules`` if every one is known, else a ConfigurationError naming the known ones."""
+    from scrapy_simhash.exceptions import ConfigurationError
+
+    chosen = tuple(rules)
+    unknown = [rule for rule in chosen if rule not in _RULES]
+    if unknown:
+        raise ConfigurationError(
+            f"unknown URL preference rule(s) {unknown}: use any of {', '.join(_RULES)}"
+        )
+    return chosen
+
+
+def url_rank(url: str, rules: Iterable[str] = PREFERENCE_RULES) -> tuple[int, ...]:
+    """Sort key of a URL among copies of one page, lower is better: ``no_print_amp`` puts
+    URLs without a ``print``/``amp`` path segment or parameter first, ``fewer_params`` those
+    with fewer query and ``;`` path parameters (tracking and session ids)."""
+    parts = urlsplit(url)
+    return tuple(_RULES[rule](parts) for rule in rules)
+
+
+def preferred(candidate: str, current: str, rules: Iterable[str] = PREFERENCE_RULES) -> bool:
+    """Whether ``candidate`` should represent a cluster now named by ``current``: strictly
+    better by the rules, and on the same site (a copy elsewhere never takes a site's page)."""
+    chosen = tuple(rules)
+    return (
+        bool(chosen)
+        and same_site(candidate, current)
+        and url_rank(candidate, chosen) < url_rank(current, chosen)
+    )

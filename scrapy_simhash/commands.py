@@ -151,6 +151,7 @@ def _lookup(index: Any, key: str, bits: int) -> int:
     import time
 
     from scrapy_simhash.fingerprint import to_hex
+    from scrapy_simhash.index.drops import kept_name
 
     fp = index.get(key)
     if fp is not None:
@@ -158,10 +159,12 @@ def _lookup(index: Any, key: str, bits: int) -> int:
     record = index.drop_of(key)
     if record is not None:
         when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(record.at))
-        kept = index.get(record.kept)
+        name = kept_name(index.drop_of, key) or record.kept
+        kept = index.get(name)
+        now = f", now named {name}" if name != record.kept else ""
         print(
             f"{key}: near-duplicate of {record.kept} (distance {record.distance}, "
-            f"dropped {when})" + (f"; {record.kept}: {to_hex(kept, bits)}" if kept else "")
+            f"dropped {when}{now})" + (f"; {name}: {to_hex(kept, bits)}" if kept else "")
         )
     if fp is None and record is None:
         print(f"{key}: not in the index")

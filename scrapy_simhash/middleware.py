@@ -38,6 +38,7 @@ from scrapy_simhash._scrapy_guard import BackendUnavailable, Guarded
 from scrapy_simhash._scrapy_spidermw import FOLLOW_ONLY
 from scrapy_simhash._scrapy_workers import FingerprintRunner
 from scrapy_simhash._settings import get_bool
+from scrapy_simhash.canonical import preferred
 from scrapy_simhash.exceptions import IndexBackendError
 
 if TYPE_CHECKING:
@@ -228,7 +229,7 @@ class SimhashDownloaderMiddleware:
         info["key"] = key
 
         if observation.match is not None:
-            return await self._duplicate(request, response, info, observation.match, own)
+            return await self._duplicate(request, response, info, observation.match, own, fp)
         self._inc("unique")
         if key != own:
             # Kept under the canonical URL it names: its own URL is a copy of that, which
@@ -297,6 +298,7 @@ class SimhashDownloaderMiddleware:
         info: dict[str, Any],
         match: Any,
         own: str,
+        fp: int,
     ) -> Response:
         self._inc("duplicate")
         info["duplicate_of"] = match.key
@@ -307,7 +309,8 @@ class SimhashDownloaderMiddleware:
             self.crawler, signals.near_duplicate, request=request, response=response, info=info
         )
         await self._observed(request, response, info)
-        if own != match.key:
+        renamed = await self._prefer(response, info, match, own, fp)
+        if not renamed and own != match.key:
             # A copy is not scheduled for revisits: its content is tracked under the page
             # it copies, and a URL claimed from the due queue must not return when its
             # lease ends. The record says what it copies, for `scrapy simhash lookup`.
@@ -332,6 +335,39 @@ class SimhashDownloaderMiddleware:
             response.url, match.key, match.distance,
         )
         raise NearDuplicate(response.url, match.key, match.distance)
+
+    async def _prefer(
+        self, response: Response, info: dict[str, Any], match: Any, own: str, fp: int
+    ) -> bool:
+        """Name the cluster by this copy's URL if SIMHASH_PREFER_URLS ranks it better.
+
+        Only between URLs no page declared canonical: the index entry is renamed (the
+        stored fingerprint, of the page the spider received, stays), the former name is
+        recorded as a copy, and recrawl scheduling moves to this URL. The page itself is
+        still a near-duplicate: its cluster already reached the spider.
+        """
+        rules = self.config.prefer_urls
+        if (
+            not rules
+            or info["key"] != own
+            or own == match.key
+            or self.keys.is_declared(match.key)
+            or not preferred(own, match.key, rules)
+        ):
+            return False
+        try:
+            renamed = await self.index.call(lambda index: index.rename(match.key, own))
+        except BackendUnavailable:
+            return False
+        if not renamed:
+            return False
+        info["renamed_from"] = match.key
+        logger.debug("Cluster of %s is now named %s (SIMHASH_PREFER_URLS)", match.key, own)
+        await self._forget_recrawl(match.key)
+        await self._record_drop(match.key, own, match.distance)
+        if self.recrawl is not None and "cached" not in response.flags:
+            await self._observe_recrawl(own, fp, response)
+        return True
 
     async def _record_drop(self, url: str, kept: str, distance: int) -> None:
         try:

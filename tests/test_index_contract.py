@@ -382,3 +382,36 @@ def test_reset_forgets_drop_records(persistent_or_skip: Callable[..., Any]) -> N
     index.record_drop("copy", "kept", 1)
     assert persistent_or_skip().drop_of("copy") is not None
     assert persistent_or_skip(reset=True).drop_of("copy") is None
+
+
+def test_rename_moves_an_entry_to_another_key(make: Callable[..., Any]) -> None:
+    clock = Clock()
+    index = make(clock=clock)
+    fp = 0x0F0F_F0F0_1234_5678
+    index.observe("https://a.example/print/1", fp)
+    index.observe("https://a.example/other", 0xFFFF_0000_0000_FFFF)
+    index.observe("stale", 0xAAAA_AAAA_5555_5555)
+    assert index.rename("https://a.example/print/1", "https://a.example/1") is True
+    assert index.get("https://a.example/print/1") is None
+    assert index.get("https://a.example/1") == fp
+    assert index.query(flip(fp, 1)) == [Match("https://a.example/1", fp, 1)]
+    assert index.observe("copy", flip(fp, 2)).match == Match("https://a.example/1", fp, 1)
+    # A page under the new key is replaced, and a missing old key renames nothing.
+    assert index.rename("https://a.example/1", "stale") is True
+    assert index.query(0xAAAA_AAAA_5555_5555) == []
+    assert index.get("stale") == fp
+    assert index.rename("missing", "anything") is False
+    assert len(index) == 2
+    # A renamed entry is removed like any other: its band records go too.
+    assert index.remove("stale") is True
+    assert index.query(fp) == []
+    # Many renames through every entry bucket keep the index whole.
+    rng = random.Random(5)
+    fps = {f"k{i}": rng.getrandbits(64) for i in range(40)}
+    for key, value in fps.items():
+        index.observe(key, value)
+    for key in fps:
+        assert index.rename(key, f"renamed-{key}")
+    assert all(index.get(f"renamed-{key}") == value for key, value in fps.items())
+    assert all(index.query(value)[0].key == f"renamed-{key}" for key, value in fps.items())
+    assert len(index) == 41

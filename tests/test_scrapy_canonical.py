@@ -18,6 +18,7 @@ from scrapy.http import HtmlResponse
 
 from scrapy_simhash._scrapy_spidermw import SimhashSpiderMiddleware
 from scrapy_simhash.exceptions import NearDuplicate
+from scrapy_simhash.index.drops import kept_name
 from scrapy_simhash.recrawl import open_recrawl_store
 from tests.scrapy_inprocess import HARBOUR, ORCHARD, harness, story
 
@@ -103,7 +104,7 @@ def test_a_link_header_names_the_canonical_url_too() -> None:
 
 
 def test_canonical_keys_can_be_turned_off() -> None:
-    with harness(SIMHASH_USE_CANONICAL=False) as h:
+    with harness(SIMHASH_USE_CANONICAL=False, SIMHASH_PREFER_URLS="") as h:
         print_url = f"{SITE}/print/news/harbour.html"
         h.fetch(print_url, COPIES[print_url])
         result, info = h.fetch(ORIGINAL, COPIES[ORIGINAL])
@@ -155,3 +156,44 @@ def test_follow_mode_passes_copies_to_the_callback_and_drops_their_items() -> No
         passed = asyncio.new_event_loop().run_until_complete(run())
         assert [type(x).__name__ for x in passed] == ["Request"]
         assert h.crawler.stats.get_value("simhash/duplicate_items_dropped") == 1
+
+
+def test_without_declarations_the_preferred_url_names_the_cluster() -> None:
+    """No canonical link: the print view or the tracking link arriving first is still
+    filed under the clean URL once that arrives, and only one page reaches the spider."""
+    clean = f"{SITE}/news/orchard.html"
+    urls = [f"{SITE}/print/news/orchard.html", f"{SITE}/news/orchard.html?utm_source=x", clean]
+    for order in itertools.permutations(urls):
+        with harness() as h:
+            results = [h.fetch(url, story(ORCHARD)) for url in order]
+            assert sum(isinstance(r, HtmlResponse) for r, _ in results) == 1, order
+            assert h.index("count") == 1
+            assert h.index("get", clean) is not None, order
+            # Each other URL leads to the clean one (a record may name an intermediate
+            # name that was itself renamed later: lookups follow the chain).
+            for url in urls:
+                if url != clean:
+                    found = kept_name(lambda u: h.index("drop_of", u), url)
+                    assert found == clean, (order, url)
+            assert h.index("drop_of", clean) is None
+
+
+def test_a_declared_canonical_url_is_never_renamed_by_preference() -> None:
+    with harness() as h:
+        declared = f"{SITE}/news/orchard.html?id=7"
+        h.fetch(declared, story(ORCHARD, canonical=declared))
+        result, info = h.fetch(f"{SITE}/orchard", story(ORCHARD))
+        assert isinstance(result, NearDuplicate)
+        assert result.kept_url == declared
+        assert "renamed_from" not in info
+        assert h.index("get", declared) is not None
+
+
+def test_url_preference_can_be_turned_off() -> None:
+    with harness(SIMHASH_PREFER_URLS=[]) as h:
+        h.fetch(f"{SITE}/print/news/orchard.html", story(ORCHARD))
+        h.fetch(f"{SITE}/news/orchard.html", story(ORCHARD))
+        assert h.index("get", f"{SITE}/print/news/orchard.html") is not None
+        assert h.index("drop_of", f"{SITE}/news/orchard.html").kept == (
+            f"{SITE}/print/news/orchard.html"
+        )

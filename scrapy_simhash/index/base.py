@@ -242,6 +242,16 @@ class NearDuplicateIndex(ABC):
             return Observation(None, stored, False)
         return self.observe(key, fingerprint)
 
+    def rename(self, old: str, new: str) -> bool:
+        """Move the entry of ``old`` to ``new`` (same fingerprint; an entry under ``new`` is
+        replaced); tell whether ``old`` was stored. Backends here do it atomically."""
+        fingerprint = self.get(old)
+        if fingerprint is None:
+            return False
+        self.remove(old)
+        self.remove(new)
+        return self.observe(new, fingerprint).stored
+
     def record_drop(self, url: str, kept: str, distance: int) -> None:  # noqa: B027 (optional)
         """Remember that ``url`` was dropped as a copy of ``kept`` (bounded by the
         ``drop_*`` configuration; a later drop of ``url`` replaces the record).
@@ -326,6 +336,15 @@ class AsyncNearDuplicateIndex(ABC):
         if stored is not None:
             return Observation(None, stored, False)
         return await self.observe(key, fingerprint)
+
+    async def rename(self, old: str, new: str) -> bool:
+        """See :meth:`NearDuplicateIndex.rename` (this default is not atomic)."""
+        fingerprint = await self.get(old)
+        if fingerprint is None:
+            return False
+        await self.remove(old)
+        await self.remove(new)
+        return (await self.observe(new, fingerprint)).stored
 
     async def record_drop(self, url: str, kept: str, distance: int) -> None:  # noqa: B027
         """See :meth:`NearDuplicateIndex.record_drop`."""

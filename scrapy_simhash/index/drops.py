@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import struct
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import NamedTuple
 
 #: Thirty days: long enough for a monthly recrawl to still know its copies.
@@ -33,6 +34,29 @@ class DropRecord(NamedTuple):
     kept: str
     distance: int
     at: int
+
+
+#: Records followed at most from a URL to the page now naming its cluster.
+MAX_HOPS = 8
+
+
+def kept_name(drop_of: Callable[[str], DropRecord | None], url: str) -> str | None:
+    """The URL now naming the cluster ``url`` was dropped from, following renamed clusters
+    (a copy dropped in favour of a URL that later became a copy of a preferred one).
+    ``drop_of`` is a blocking index's method; ``None`` when ``url`` has no record."""
+    record = drop_of(url)
+    if record is None:
+        return None
+    name, seen = record.kept, {url}
+    for _ in range(MAX_HOPS):
+        if name in seen:
+            break
+        seen.add(name)
+        onward = drop_of(name)
+        if onward is None:
+            break
+        name = onward.kept
+    return name
 
 
 def pack_record(record: DropRecord) -> bytes:

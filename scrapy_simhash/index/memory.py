@@ -130,6 +130,20 @@ class MemoryIndex(NearDuplicateIndex):
         with self._lock:
             return self._unlink(key) is not None
 
+    def rename(self, old: str, new: str) -> bool:
+        check_key(new)
+        with self._lock:
+            entry = self._entries.get(old)
+            if entry is None:
+                return False
+            self._unlink(new)
+            self._unlink(old)
+            for table, mask in self._pairs:
+                band = entry[0] & mask
+                table.setdefault(band, {})[new] = entry[0]
+            self._entries[new] = entry
+            return True
+
     def record_drop(self, url: str, kept: str, distance: int) -> None:
         check_key(url)
         with self._lock:

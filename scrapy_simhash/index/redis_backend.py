@@ -191,7 +191,9 @@ class _Codec:
         bucket = int.from_bytes(ident[:4], "big") >> (32 - self.ebits) if self.ebits else 0
         return self.prefix + b"e" + bucket.to_bytes(2, "big")
 
-    def args(self, mode: str, fingerprint: int = 0, key: str = "", ident: bytes = b"") -> list[bytes]:
+    def args(
+        self, mode: str, fingerprint: int = 0, key: str = "", ident: bytes = b"", *extra: bytes
+    ) -> list[bytes]:
         text = key.encode("utf-8", "surrogatepass")
         return [
             mode.encode(),
@@ -201,7 +203,13 @@ class _Codec:
             fingerprint.to_bytes(self.width, "big"),
             ident or (xxhash.xxh3_64_digest(text) if text else b""),
             text,
+            *extra,
         ]
+
+    @staticmethod
+    def rename_args(new: str) -> tuple[bytes, bytes, bytes]:
+        """Arguments after the old key: (no id override), the new key's id and text."""
+        return b"", key_id(new), new.encode("utf-8", "surrogatepass")
 
     def entries(self, bucket: bytes | None) -> Iterable[tuple[bytes, int, int]]:
         """(key id, fingerprint, last seen) of each entry record of an entry bucket."""
@@ -356,6 +364,10 @@ class RedisIndex(NearDuplicateIndex):
     def query(self, fingerprint: int) -> list[Match]:
         check_fingerprint(fingerprint, self.config.bits)
         return ordered(self._codec.matches(self._run("query", fingerprint)))
+
+    def rename(self, old: str, new: str) -> bool:
+        check_key(new)
+        return bool(self._run("rename", 0, old, *self._codec.rename_args(new)))
 
     def record_drop(self, url: str, kept: str, distance: int) -> None:
         check_key(url)
@@ -574,6 +586,10 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
     async def query(self, fingerprint: int) -> list[Match]:
         check_fingerprint(fingerprint, self.config.bits)
         return ordered(self._codec.matches(await self._run("query", fingerprint)))
+
+    async def rename(self, old: str, new: str) -> bool:
+        check_key(new)
+        return bool(await self._run("rename", 0, old, *self._codec.rename_args(new)))
 
     async def record_drop(self, url: str, kept: str, distance: int) -> None:
         check_key(url)

@@ -185,6 +185,9 @@ class AsyncIndexAdapter(AsyncNearDuplicateIndex):
     async def query(self, fingerprint: int) -> list[Match]:
         return await self._call(self.sync.query, fingerprint)
 
+    async def rename(self, old: str, new: str) -> bool:
+        return await self._call(self.sync.rename, old, new)
+
     async def record_drop(self, url: str, kept: str, distance: int) -> None:
         await self._call(self.sync.record_drop, url, kept, distance)
 

@@ -255,6 +255,35 @@ class SqliteIndex(NearDuplicateIndex):
             return None
         return int.from_bytes(row[0], "big")
 
+    def rename(self, old: str, new: str) -> bool:
+        check_key(new)
+        try:
+            with self._write() as db:
+                row = db.execute(
+                    "SELECT fp, seen FROM simhash_entries WHERE ns = ? AND key = ?",
+                    (self._ns, old),
+                ).fetchone()
+                if row is None:
+                    return False
+                self._unlink(new)
+                self._unlink(old)
+                db.execute(
+                    "INSERT INTO simhash_entries (ns, key, fp, seen) VALUES (?, ?, ?, ?)",
+                    (self._ns, new, row[0], row[1]),
+                )
+                db.executemany(
+                    "INSERT INTO simhash_bands (ns, tbl, band, key) VALUES (?, ?, ?, ?)",
+                    [
+                        (self._ns, table, _band_int(band), new)
+                        for table, band in enumerate(
+                            self.layout.keys(int.from_bytes(row[0], "big"))
+                        )
+                    ],
+                )
+                return True
+        except sqlite3.Error as exc:
+            raise self._error("rename", exc) from exc
+
     def record_drop(self, url: str, kept: str, distance: int) -> None:
         check_key(url)
         limit = self.config.drop_max_entries

@@ -25,9 +25,9 @@
 -- "claim" is observe for a page naming `key` as its canonical URL: the entry already under
 -- `key` counts as a match too, and a different fingerprint there is a conflict (reply
 -- {2, stored fingerprint}, nothing stored).
--- ARGV: 1 mode (observe|claim|query|remove|expire), 2 prefix, 3 band masks, 4 group masks,
+-- ARGV: 1 mode (observe|claim|rename|query|remove|expire), 2 prefix, 3 band masks, 4 group masks,
 --       5 entry bucket bits, 6 max distance, 7 now, 8 ttl (0 = none), 9 fingerprint
---       (zeros when unused), 10 key id, 11 key text
+--       (zeros when unused), 10 key id, 11 key text; rename adds 12 new key id, 13 its text
 
 local mode = ARGV[1]
 local prefix = ARGV[2]
@@ -327,6 +327,37 @@ if mode == 'observe' or mode == 'claim' then
     end
   end
   return { 0, previous }
+elseif mode == 'rename' then
+  -- Move the entry of key id `me` to key id ARGV[12] (text ARGV[13]), fingerprint and last
+  -- seen unchanged; an entry already under the new key is dropped first. Only the entry
+  -- record, the key text and table 1's entry bucket move: the band records name the
+  -- fingerprint, which stays.
+  local new, text = ARGV[12], ARGV[13]
+  local neb = entry_bucket(new)
+  if new ~= me then
+    drop(neb, new)
+  end
+  local eb = entry_bucket(me)
+  local ek = prefix .. 'e' .. eb
+  local es = redis.call('GET', ek)
+  local r = es and find_record(es, me, 0, ER)
+  if not r then
+    return 0
+  end
+  local record = sub(es, r + 8, r + ER - 1) -- fingerprint .. last seen
+  local f = sub(record, 1, FPB)
+  put(ek, sub(es, 1, r - 1) .. sub(es, r + ER))
+  local uk = prefix .. 'u' .. eb
+  redis.call('LSET', uk, (r - 1) / ER, '')
+  redis.call('LREM', uk, 1, '')
+  local nek = prefix .. 'e' .. neb
+  redis.call('SET', nek, (redis.call('GET', nek) or '') .. new .. record)
+  redis.call('RPUSH', prefix .. 'u' .. neb, text)
+  local gk = group_key(1, words_of(f))
+  local s = redis.call('GET', gk)
+  local p = find_record(s, f, 0, REC1)
+  redis.call('SET', gk, sub(s, 1, p + FPB - 1) .. neb .. sub(s, p + REC1))
+  return 1
 elseif mode == 'query' then
   return flatten((scan(words_of(fp), nil, false)), {})
 elseif mode == 'remove' or mode == 'expire' then
