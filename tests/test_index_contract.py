@@ -401,6 +401,8 @@ def test_rename_moves_an_entry_to_another_key(make: Callable[..., Any]) -> None:
     assert index.query(0xAAAA_AAAA_5555_5555) == []
     assert index.get("stale") == fp
     assert index.rename("missing", "anything") is False
+    assert index.rename("missing", "stale") is False  # nothing moved, nothing lost
+    assert index.get("stale") == fp
     assert len(index) == 2
     # A renamed entry is removed like any other: its band records go too.
     assert index.remove("stale") is True

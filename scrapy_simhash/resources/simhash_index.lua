@@ -334,16 +334,16 @@ elseif mode == 'rename' then
   -- fingerprint, which stays.
   local new, text = ARGV[12], ARGV[13]
   local neb = entry_bucket(new)
-  if new ~= me then
-    drop(neb, new)
-  end
   local eb = entry_bucket(me)
   local ek = prefix .. 'e' .. eb
   local es = redis.call('GET', ek)
-  local r = es and find_record(es, me, 0, ER)
-  if not r then
+  if not (es and find_record(es, me, 0, ER)) then
     return 0
   end
+  if new ~= me and drop(neb, new) then
+    es = redis.call('GET', ek) -- the same bucket may have lost a record
+  end
+  local r = find_record(es, me, 0, ER)
   local record = sub(es, r + 8, r + ER - 1) -- fingerprint .. last seen
   local f = sub(record, 1, FPB)
   put(ek, sub(es, 1, r - 1) .. sub(es, r + ER))
