@@ -31,6 +31,9 @@ logger = logging.getLogger(__name__)
 #: Priority in ITEM_PIPELINES used by the add-on: late, after cleaning pipelines.
 PRIORITY = 800
 
+#: Key prefix of items without a key field: each is its own entry, never looked up.
+ANONYMOUS = "item:"
+
 
 def _text(value: Any) -> str:
     if value is None:
@@ -87,7 +90,7 @@ class SimhashPipeline:
         value = adapter.get(field) if field else None
         # Without a key every item is its own entry: an identical item is then a duplicate,
         # never a "new version" of the first one.
-        return str(value) if value else f"item:{uuid.uuid4().hex}"
+        return str(value) if value else f"{ANONYMOUS}{uuid.uuid4().hex}"
 
     async def process_item(self, item: Any, spider: Any = None) -> Any:
         adapter = ItemAdapter(item)
@@ -114,6 +117,13 @@ class SimhashPipeline:
         if not self.config.drop_duplicates:
             return item
         self._inc("dropped")
+        if not key.startswith(ANONYMOUS):  # keyed by a field: worth a lookup later
+            try:
+                await self.index.call(
+                    lambda index: index.record_drop(key, match.key, match.distance)
+                )
+            except BackendUnavailable:
+                pass
         await send_signal(self.crawler, signals.item_dropped, item=item, info=info)
         raise DropItem(f"near-duplicate of item {match.key} (distance {match.distance})")
 

@@ -187,7 +187,12 @@ def test_hand_wired_mark_only_mode_and_request_meta(
     assert not (tmp_path / ".scrapy").exists()
 
 
-def test_item_pipeline_drops_near_duplicate_items(http_site: SiteServer, tmp_path: Path) -> None:
+def test_item_pipeline_drops_near_duplicate_items(
+    http_site: SiteServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     pages = ["harbour.html", "harbour-copy.html", "orchard.html", "orchard-print.html",
              "telescope.html"]
     settings = {
@@ -207,10 +212,15 @@ def test_item_pipeline_drops_near_duplicate_items(http_site: SiteServer, tmp_pat
     urls = result.urls()
     assert len(result.items) == 3
     assert http_site.url("telescope.html") in urls
+    monkeypatch.chdir(tmp_path)
     for cluster in clusters:
         [kept] = urls & cluster
         [copy] = cluster - {kept}
         assert f"near-duplicate of item {kept}" in result.log, copy
+        # The items' own drop record says what the dropped item copied.
+        code, out = command(capsys, "lookup", copy, "--items")
+        assert code == 0
+        assert out.startswith(f"{copy}: near-duplicate of {kept} (distance ")
     assert all(len(item["fingerprint"]) == 16 for item in result.items)
     stats = result.simhash_stats()
     assert stats["simhash/items_seen"] == 5
