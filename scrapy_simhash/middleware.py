@@ -30,6 +30,7 @@ from scrapy_simhash._scrapy_glue import (
     guarded,
     guarded_index,
     index_kwargs,
+    record_drop,
     resolve,
     send_signal,
     validate_index,
@@ -234,7 +235,7 @@ class SimhashDownloaderMiddleware:
         if key != own:
             # Kept under the canonical URL it names: its own URL is a copy of that, which
             # `scrapy simhash lookup` should say as for any dropped copy.
-            await self._record_drop(own, key, 0)
+            await record_drop(self.index, own, key, 0)
         if observation.previous is not None:
             info["change_distance"] = self._hamming(observation.previous, fp)
             info["changed"] = info["change_distance"] > self.change_threshold
@@ -316,7 +317,7 @@ class SimhashDownloaderMiddleware:
             # lease ends. The record says what it copies, for `scrapy simhash lookup`.
             if info["key"] == own:
                 await self._forget_recrawl(own)
-            await self._record_drop(own, match.key, match.distance)
+            await record_drop(self.index, own, match.key, match.distance)
         if not self.config.drop_duplicates:
             logger.debug(
                 "Near-duplicate %s of %s (distance %d), kept (mark-only mode)",
@@ -364,16 +365,10 @@ class SimhashDownloaderMiddleware:
         info["renamed_from"] = match.key
         logger.debug("Cluster of %s is now named %s (SIMHASH_PREFER_URLS)", match.key, own)
         await self._forget_recrawl(match.key)
-        await self._record_drop(match.key, own, match.distance)
+        await record_drop(self.index, match.key, own, match.distance)
         if self.recrawl is not None and "cached" not in response.flags:
             await self._observe_recrawl(own, fp, response)
         return True
-
-    async def _record_drop(self, url: str, kept: str, distance: int) -> None:
-        try:
-            await self.index.call(lambda index: index.record_drop(url, kept, distance))
-        except BackendUnavailable:
-            return
 
     async def _observed(self, request: Request, response: Response, info: dict[str, Any]) -> None:
         await send_signal(

@@ -18,7 +18,13 @@ from scrapy.exceptions import DropItem, NotConfigured
 from scrapy_simhash import _scrapy_config as config
 from scrapy_simhash import signals
 from scrapy_simhash._scrapy_config import PipelineConfig
-from scrapy_simhash._scrapy_glue import guarded_index, index_kwargs, send_signal, validate_index
+from scrapy_simhash._scrapy_glue import (
+    guarded_index,
+    index_kwargs,
+    record_drop,
+    send_signal,
+    validate_index,
+)
 from scrapy_simhash._scrapy_guard import BackendUnavailable
 from scrapy_simhash._settings import get_bool
 from scrapy_simhash.exceptions import IndexBackendError
@@ -118,12 +124,7 @@ class SimhashPipeline:
             return item
         self._inc("dropped")
         if not key.startswith(ANONYMOUS):  # keyed by a field: worth a lookup later
-            try:
-                await self.index.call(
-                    lambda index: index.record_drop(key, match.key, match.distance)
-                )
-            except BackendUnavailable:
-                pass
+            await record_drop(self.index, key, match.key, match.distance)
         await send_signal(self.crawler, signals.item_dropped, item=item, info=info)
         raise DropItem(f"near-duplicate of item {match.key} (distance {match.distance})")
 
