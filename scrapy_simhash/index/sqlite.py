@@ -12,6 +12,7 @@ import logging
 import sqlite3
 import threading
 from contextlib import AbstractContextManager
+from typing import Any
 from urllib.parse import urlsplit
 
 from scrapy_simhash._sqlite import connect, immediate
@@ -242,15 +243,21 @@ class SqliteIndex(NearDuplicateIndex):
         except sqlite3.Error as exc:
             raise self._error("query", exc) from exc
 
-    def get(self, key: str) -> int | None:
+    def _row(self, action: str, sql: str, *params: object) -> tuple[Any, ...] | None:
+        """One row of a read in this namespace (``ns`` is the first parameter)."""
         try:
             with self._lock:
-                row = self._db.execute(
-                    "SELECT fp, seen FROM simhash_entries WHERE ns = ? AND key = ?",
-                    (self._ns, key),
+                row: tuple[Any, ...] | None = self._db.execute(
+                    sql, (self._ns, *params)
                 ).fetchone()
         except sqlite3.Error as exc:
-            raise self._error("get", exc) from exc
+            raise self._error(action, exc) from exc
+        return row
+
+    def get(self, key: str) -> int | None:
+        row = self._row(
+            "get", "SELECT fp, seen FROM simhash_entries WHERE ns = ? AND key = ?", key
+        )
         if row is None or self.config.expired(row[1], self.config.clock()):
             return None
         return int.from_bytes(row[0], "big")
@@ -320,27 +327,18 @@ class SqliteIndex(NearDuplicateIndex):
             )
 
     def drop_of(self, url: str) -> DropRecord | None:
-        try:
-            with self._lock:
-                row = self._db.execute(
-                    "SELECT kept, distance, at FROM simhash_drops WHERE ns = ? AND url = ?",
-                    (self._ns, url),
-                ).fetchone()
-        except sqlite3.Error as exc:
-            raise self._error("drop lookup", exc) from exc
+        row = self._row(
+            "drop lookup",
+            "SELECT kept, distance, at FROM simhash_drops WHERE ns = ? AND url = ?",
+            url,
+        )
         if row is None or self.config.drop_expired(row[2], self.config.clock()):
             return None
         return DropRecord(url, row[0], int(row[1]), int(row[2]))
 
     def drop_count(self) -> int:
-        try:
-            with self._lock:
-                row = self._db.execute(
-                    "SELECT COUNT(*) FROM simhash_drops WHERE ns = ?", (self._ns,)
-                ).fetchone()
-        except sqlite3.Error as exc:
-            raise self._error("drop count", exc) from exc
-        return int(row[0])
+        row = self._row("drop count", "SELECT COUNT(*) FROM simhash_drops WHERE ns = ?")
+        return int(row[0]) if row else 0
 
     def remove(self, key: str) -> bool:
         try:
@@ -357,14 +355,8 @@ class SqliteIndex(NearDuplicateIndex):
             raise self._error("clear", exc) from exc
 
     def count(self) -> int:
-        try:
-            with self._lock:
-                row = self._db.execute(
-                    "SELECT COUNT(*) FROM simhash_entries WHERE ns = ?", (self._ns,)
-                ).fetchone()
-        except sqlite3.Error as exc:
-            raise self._error("count", exc) from exc
-        return int(row[0])
+        row = self._row("count", "SELECT COUNT(*) FROM simhash_entries WHERE ns = ?")
+        return int(row[0]) if row else 0
 
     def purge_expired(self) -> int:
         ttl = self.config.ttl_secs
