@@ -306,11 +306,11 @@ class SimhashDownloaderMiddleware:
         info["distance"] = match.distance
         if self.config.drop_duplicates and self.config.follow_duplicate_links:
             info[FOLLOW_ONLY] = True
+        renamed = await self._prefer(response, info, match, own, fp)  # before the signals
         await send_signal(
             self.crawler, signals.near_duplicate, request=request, response=response, info=info
         )
         await self._observed(request, response, info)
-        renamed = await self._prefer(response, info, match, own, fp)
         if not renamed and own != match.key:
             # A copy is not scheduled for revisits: its content is tracked under the page
             # it copies, and a URL claimed from the due queue must not return when its

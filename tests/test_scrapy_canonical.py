@@ -167,6 +167,12 @@ def test_without_declarations_the_preferred_url_names_the_cluster() -> None:
         with harness() as h:
             results = [h.fetch(url, story(ORCHARD)) for url in order]
             assert sum(isinstance(r, HtmlResponse) for r, _ in results) == 1, order
+            # The clean URL's own arrival names the cluster (reports see it in the signal's
+            # info), unless it arrived first and was kept under its own name anyway.
+            clean_info = next(info for url, (_, info) in zip(order, results, strict=True) if url == clean)
+            assert clean_info["key"] == clean
+            if order[0] != clean:
+                assert clean_info["renamed_from"] == clean_info["duplicate_of"] != clean
             assert h.index("count") == 1
             assert h.index("get", clean) is not None, order
             # Each other URL leads to the clean one (a record may name an intermediate
