@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:  # ``demo_site`` and ``demo_news`` live next to this file
@@ -70,6 +71,17 @@ def reset_recrawl_history(settings: Any, url: str) -> None:
         store.close()
 
 
+def scheduled_paths(settings: Any, url: str, site: str) -> list[str]:
+    """Every URL the recrawl store schedules, as site paths (what the next round revisits)."""
+    store = open_recrawl_store(url, namespace=namespace(settings, NewsSpider.name))
+    try:
+        due = store.due(within=10 * 365 * 86400, limit=100_000)
+    finally:
+        store.close()
+    base = site.rstrip("/")
+    return sorted(unquote(d.url.removeprefix(base)) for d in due)
+
+
 def run_rounds(settings: Any, server: DemoServer, rounds: int, reset: bool) -> list[RoundReport]:
     """Crawl the site ``rounds`` times in one Scrapy process, moving it on in between."""
     process = AsyncCrawlerProcess(settings)  # installs the asyncio reactor
@@ -86,6 +98,9 @@ def run_rounds(settings: Any, server: DemoServer, rounds: int, reset: bool) -> l
                 crawler = Crawler(NewsSpider, round_settings)
                 recorder = Recorder(crawler, round_no, server.url)
                 await process.crawl(crawler, site=server.url)
+                recorder.report.schedule = scheduled_paths(
+                    round_settings, index_url(round_settings), server.url
+                )
                 reports.append(recorder.report)
         finally:
             reactor.stop()  # type: ignore[misc]

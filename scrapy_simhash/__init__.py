@@ -14,6 +14,7 @@ __all__ = [
     "Addon",
     "SimhashDownloaderMiddleware",
     "SimhashPipeline",
+    "SimhashSpiderMiddleware",
     "__version__",
 ]
 
@@ -21,9 +22,11 @@ _LAZY = {
     "Addon": "scrapy_simhash.addon",
     "SimhashDownloaderMiddleware": "scrapy_simhash.middleware",
     "SimhashPipeline": "scrapy_simhash.pipeline",
+    "SimhashSpiderMiddleware": "scrapy_simhash._scrapy_spidermw",
 }
 
 if TYPE_CHECKING:
+    from scrapy_simhash._scrapy_spidermw import SimhashSpiderMiddleware
     from scrapy_simhash.addon import Addon
     from scrapy_simhash.middleware import SimhashDownloaderMiddleware
     from scrapy_simhash.pipeline import SimhashPipeline

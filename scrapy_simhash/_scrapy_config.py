@@ -20,6 +20,7 @@ from scrapy_simhash._settings import (
     get_list,
     get_str,
 )
+from scrapy_simhash.canonical import PREFERENCE_RULES, check_rules
 
 #: Content types considered by default: pages a person reads as text.
 DEFAULT_CONTENT_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
@@ -91,6 +92,9 @@ class MiddlewareConfig:
     body_cache_size: int
     canonicalize_keys: bool
     skip_unchanged: bool
+    use_canonical: bool
+    follow_duplicate_links: bool
+    prefer_urls: tuple[str, ...]
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> MiddlewareConfig:
@@ -106,6 +110,9 @@ class MiddlewareConfig:
             body_cache_size=get_int(settings, "SIMHASH_BODY_CACHE_ENTRIES", 4096, minimum=0),
             canonicalize_keys=get_bool(settings, "SIMHASH_CANONICALIZE_KEYS", False),
             skip_unchanged=get_bool(settings, "SIMHASH_SKIP_UNCHANGED", False),
+            use_canonical=get_bool(settings, "SIMHASH_USE_CANONICAL", True),
+            follow_duplicate_links=get_bool(settings, "SIMHASH_FOLLOW_DUPLICATE_LINKS", False),
+            prefer_urls=check_rules(get_list(settings, "SIMHASH_PREFER_URLS", PREFERENCE_RULES)),
         )
 
 

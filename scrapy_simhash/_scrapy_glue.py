@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -9,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy_simhash._redis import mask_url
 from scrapy_simhash._scrapy_config import GuardConfig
-from scrapy_simhash._scrapy_guard import BACKEND_ERRORS, Guarded, scrub
+from scrapy_simhash._scrapy_guard import BACKEND_ERRORS, BackendUnavailable, Guarded, scrub
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -99,3 +100,9 @@ async def send_signal(crawler: Crawler, signal: object, **kwargs: Any) -> None:
     from scrapy.utils.defer import maybe_deferred_to_future
 
     await maybe_deferred_to_future(manager.send_catch_log_deferred(signal, **kwargs))
+
+
+async def record_drop(index: Guarded[Any], url: str, kept: str, distance: int) -> None:
+    """Record a dropped near-duplicate; an unavailable index only loses the record."""
+    with contextlib.suppress(BackendUnavailable):
+        await index.call(lambda backend: backend.record_drop(url, kept, distance))

@@ -1,7 +1,8 @@
 """Scrapy add-on: ``ADDONS = {"scrapy_simhash.Addon": 0}`` turns everything on.
 
-It installs the downloader middleware (priority 540) and the item pipeline (800) unless the
-project lists them itself, and sets defaults at "addon" priority, so ``settings.py``, spider
+It installs the downloader middleware (priority 540), the spider middleware that drops the
+items of near-duplicates passed only for their links (50) and the item pipeline (800)
+unless the project lists them itself, and sets defaults at "addon" priority, so ``settings.py``, spider
 ``custom_settings`` and ``-s`` still win. With no configuration the index is an embedded
 SQLite file in the project's ``.scrapy/`` directory and near-duplicates are pages within 3 bits.
 """
@@ -31,6 +32,8 @@ class Addon:
     def update_settings(self, settings: Settings) -> None:
         if not get_bool(settings, "SIMHASH_ENABLED", True):
             raise NotConfigured("SIMHASH_ENABLED is False: near-duplicate detection is off")
+        from scrapy_simhash._scrapy_spidermw import PRIORITY as SPIDER_MW_PRIORITY
+        from scrapy_simhash._scrapy_spidermw import SimhashSpiderMiddleware
         from scrapy_simhash.middleware import PRIORITY as MIDDLEWARE_PRIORITY
         from scrapy_simhash.middleware import SimhashDownloaderMiddleware
         from scrapy_simhash.pipeline import PRIORITY as PIPELINE_PRIORITY
@@ -40,6 +43,9 @@ class Addon:
             settings.set(name, value, priority="addon")
         settings.setdefault_in_component_priority_dict(
             "DOWNLOADER_MIDDLEWARES", SimhashDownloaderMiddleware, MIDDLEWARE_PRIORITY
+        )
+        settings.setdefault_in_component_priority_dict(
+            "SPIDER_MIDDLEWARES", SimhashSpiderMiddleware, SPIDER_MW_PRIORITY
         )
         # The pipeline disables itself (NotConfigured, logged) until SIMHASH_ITEM_FIELDS is set.
         if settings.get("SIMHASH_ITEM_FIELDS"):

@@ -42,7 +42,8 @@ class SimhashCommand(ScrapyCommand):
     def long_desc(self) -> str:
         return (
             "stats: number of fingerprints in the index. "
-            "lookup URL: the fingerprint stored for URL. "
+            "lookup URL: the fingerprint stored for URL, or the page it was dropped as a "
+            "near-duplicate of. "
             "similar URL|FILE: stored pages within SIMHASH_MAX_DISTANCE bits of a stored URL "
             "or of a local HTML file. The index and namespace are those a crawl of this "
             "project uses (SIMHASH_INDEX_URL, SIMHASH_NAMESPACE or the spider name)."
@@ -114,17 +115,13 @@ def _run(action: str, target: str, settings: Settings, opts: argparse.Namespace)
         if action == "stats":
             print(f"index: {mask_url(url)}  namespace: {options['namespace']}")
             print(f"fingerprints: {len(index)}")
+            print(f"drop records: {index.drop_count()}")
             for name, value in sorted(index.stats().as_dict().items()):
                 print(f"{name}: {value}")
             return 0
         key = _key(target, settings)
         if action == "lookup":
-            fp = index.get(key)
-            if fp is None:
-                print(f"{key}: not in the index")
-                return 1
-            print(f"{key}: {to_hex(fp, bits)}")
-            return 0
+            return _lookup(index, key, bits)
         # similar
         if os.path.isfile(target):
             page = fingerprinter.fingerprint_page(Path(target).read_bytes())
@@ -147,6 +144,32 @@ def _run(action: str, target: str, settings: Settings, opts: argparse.Namespace)
         if not matches:
             print("no near-duplicates")
         return 0
+
+
+def _lookup(index: Any, key: str, bits: int) -> int:
+    """What the index knows of a URL: its fingerprint, or the page it was dropped as a copy of."""
+    import time
+
+    from scrapy_simhash.fingerprint import to_hex
+    from scrapy_simhash.index.drops import kept_name
+
+    fp = index.get(key)
+    if fp is not None:
+        print(f"{key}: {to_hex(fp, bits)}")
+    record = index.drop_of(key)
+    if record is not None:
+        when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(record.at))
+        name = kept_name(index.drop_of, key) or record.kept
+        kept = index.get(name)
+        now = f", now named {name}" if name != record.kept else ""
+        print(
+            f"{key}: near-duplicate of {record.kept} (distance {record.distance}, "
+            f"dropped {when}{now})" + (f"; {name}: {to_hex(kept, bits)}" if kept else "")
+        )
+    if fp is None and record is None:
+        print(f"{key}: not in the index")
+        return 1
+    return 0
 
 
 def _key(target: str, settings: Settings) -> str:

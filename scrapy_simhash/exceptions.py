@@ -21,3 +21,12 @@ class IndexBackendError(SimhashError):
 
 class IndexMismatchError(ConfigurationError):
     """An existing index was built with another fingerprint scheme, width or band layout."""
+
+
+def __getattr__(name: str) -> object:
+    """``NearDuplicate`` subclasses Scrapy's ``IgnoreRequest``: imported on first use only."""
+    if name == "NearDuplicate":
+        from scrapy_simhash._scrapy_errors import NearDuplicate
+
+        return NearDuplicate
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

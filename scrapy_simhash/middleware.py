@@ -23,18 +23,23 @@ from scrapy.http import TextResponse
 from scrapy_simhash import _scrapy_config as config
 from scrapy_simhash import signals
 from scrapy_simhash._redis import mask_url
+from scrapy_simhash._scrapy_canonical import CanonicalKeys
 from scrapy_simhash._scrapy_config import MiddlewareConfig
+from scrapy_simhash._scrapy_errors import NearDuplicate
 from scrapy_simhash._scrapy_glue import (
     guarded,
     guarded_index,
     index_kwargs,
+    record_drop,
     resolve,
     send_signal,
     validate_index,
 )
 from scrapy_simhash._scrapy_guard import BackendUnavailable, Guarded
+from scrapy_simhash._scrapy_spidermw import FOLLOW_ONLY
 from scrapy_simhash._scrapy_workers import FingerprintRunner
 from scrapy_simhash._settings import get_bool
+from scrapy_simhash.canonical import preferred
 from scrapy_simhash.exceptions import IndexBackendError
 
 if TYPE_CHECKING:
@@ -43,6 +48,7 @@ if TYPE_CHECKING:
     from scrapy.http import Response
 
     from scrapy_simhash.fingerprint import PageFingerprint
+    from scrapy_simhash.index import Observation
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +70,9 @@ class SimhashDownloaderMiddleware:
         self.crawler = crawler
         self.stats = crawler.stats
         self.config = MiddlewareConfig.from_settings(settings)
+        self.keys = CanonicalKeys(
+            use_canonical=self.config.use_canonical, canonicalize=self.config.canonicalize_keys
+        )
         self.runner = FingerprintRunner(
             FingerprintConfig.from_settings(settings),
             workers=self.config.workers,
@@ -164,14 +173,7 @@ class SimhashDownloaderMiddleware:
         return None
 
     def _key(self, request: Request, response: Response) -> str:
-        key = request.meta.get("simhash_key")
-        if key:
-            return str(key)
-        if self.config.canonicalize_keys:
-            from w3lib.url import canonicalize_url
-
-            return canonicalize_url(response.url)
-        return response.url
+        return self.keys.keys(request, response)[0]
 
     async def process_response(
         self, request: Request, response: Response, spider: Any = None
@@ -195,7 +197,7 @@ class SimhashDownloaderMiddleware:
         self._inc("pages")
         if cached:
             self._inc("cached")
-        key = self._key(request, response)
+        key, own = self.keys.keys(request, response)
         info: dict[str, Any] = {
             "key": key,
             "fingerprint": None,
@@ -214,26 +216,31 @@ class SimhashDownloaderMiddleware:
                 notes = "; ".join(page.notes)
                 info["reason"] = f"{page.reason or 'no text'}" + (f" ({notes})" if notes else "")
             if self.recrawl is not None and not cached:
-                await self._observe_recrawl(key, None, response)
+                await self._observe_recrawl(key, None, response, own=key == own)
             await self._observed(request, response, info)
             return response
         info["fingerprint"] = self._to_hex(fp, self.bits)
 
         try:
-            observation = await self.index.call(lambda index: index.observe(key, fp))
+            observation, key = await self._observe(key, own, fp)
         except BackendUnavailable as exc:
             info["reason"] = f"index unavailable: {exc}"
             await self._observed(request, response, info)
             return self._index_failed(response, str(exc))
+        info["key"] = key
 
         if observation.match is not None:
-            return await self._duplicate(request, response, info, observation.match, fp)
+            return await self._duplicate(request, response, info, observation.match, own, fp)
         self._inc("unique")
+        if key != own:
+            # Kept under the canonical URL it names: its own URL is a copy of that, which
+            # `scrapy simhash lookup` should say as for any dropped copy.
+            await record_drop(self.index, own, key, 0)
         if observation.previous is not None:
             info["change_distance"] = self._hamming(observation.previous, fp)
             info["changed"] = info["change_distance"] > self.change_threshold
         if self.recrawl is not None and not cached:
-            visit = await self._observe_recrawl(key, fp, response)
+            visit = await self._observe_recrawl(key, fp, response, own=key == own)
             if visit is not None:
                 info["changed"] = visit.changed
                 if visit.distance is not None:
@@ -245,6 +252,28 @@ class SimhashDownloaderMiddleware:
             self._inc("skipped_unchanged")
             raise IgnoreRequest(f"unchanged since the last visit: {key}")
         return response
+
+    async def _observe(self, key: str, own: str, fp: int) -> tuple[Observation, str]:
+        """Ask the index about a page; return the answer and the key it is filed under.
+
+        A page keyed by a canonical URL other than its own (or by one another URL stored
+        earlier in this crawl) is a claim: what is stored under that key is its match.
+        """
+        if not self.keys.needs_claim(key, own):
+            return await self.index.call(lambda index: index.observe(key, fp)), key
+        observation = await self.index.call(lambda index: index.claim(key, fp))
+        if observation.match is None and not observation.stored:
+            # The key holds other content: a page naming a canonical URL it does not copy
+            # (a paginated or misdeclared page) is filed under its own URL, and the
+            # canonical URL itself replaces what a misdeclaring page stored under it.
+            observation = await self.index.call(lambda index: index.observe(own, fp))
+            if key == own:  # nor is that page's fetch a visit of this one
+                observation = observation._replace(previous=None)
+                await self._forget_recrawl(key)
+            key = own
+        if observation.stored:
+            self.keys.stored_by(key, own)
+        return observation, key
 
     async def _fingerprint(
         self, response: Response, info: dict[str, Any]
@@ -269,18 +298,26 @@ class SimhashDownloaderMiddleware:
         response: Response,
         info: dict[str, Any],
         match: Any,
+        own: str,
         fp: int,
     ) -> Response:
         self._inc("duplicate")
         info["duplicate_of"] = match.key
         info["distance"] = match.distance
+        if self.config.drop_duplicates and self.config.follow_duplicate_links:
+            info[FOLLOW_ONLY] = True
+        renamed = await self._prefer(response, info, match, own, fp)  # before the signals
         await send_signal(
             self.crawler, signals.near_duplicate, request=request, response=response, info=info
         )
         await self._observed(request, response, info)
-        # A copy is not scheduled for revisits: its content is tracked under the page it
-        # copies, and a URL claimed from the due queue must not return when its lease ends.
-        await self._forget_recrawl(info["key"])
+        if not renamed and own != match.key:
+            # A copy is not scheduled for revisits: its content is tracked under the page
+            # it copies, and a URL claimed from the due queue must not return when its
+            # lease ends. The record says what it copies, for `scrapy simhash lookup`.
+            if info["key"] == own:
+                await self._forget_recrawl(own)
+            await record_drop(self.index, own, match.key, match.distance)
         if not self.config.drop_duplicates:
             logger.debug(
                 "Near-duplicate %s of %s (distance %d), kept (mark-only mode)",
@@ -288,11 +325,50 @@ class SimhashDownloaderMiddleware:
             )
             return response
         self._inc("dropped")
+        if self.config.follow_duplicate_links:
+            logger.debug(
+                "Near-duplicate %s of %s (distance %d): passed for its links, items dropped",
+                response.url, match.key, match.distance,
+            )
+            return response
         logger.debug(
             "Dropped near-duplicate %s of %s (distance %d)",
             response.url, match.key, match.distance,
         )
-        raise IgnoreRequest(f"near-duplicate of {match.key} (distance {match.distance})")
+        raise NearDuplicate(response.url, match.key, match.distance)
+
+    async def _prefer(
+        self, response: Response, info: dict[str, Any], match: Any, own: str, fp: int
+    ) -> bool:
+        """Name the cluster by this copy's URL if SIMHASH_PREFER_URLS ranks it better.
+
+        Only between URLs no page declared canonical: the index entry is renamed (the
+        stored fingerprint, of the page the spider received, stays), the former name is
+        recorded as a copy, and recrawl scheduling moves to this URL. The page itself is
+        still a near-duplicate: its cluster already reached the spider.
+        """
+        rules = self.config.prefer_urls
+        if (
+            not rules
+            or info["key"] != own
+            or own == match.key
+            or self.keys.is_declared(match.key)
+            or not preferred(own, match.key, rules)
+        ):
+            return False
+        try:
+            renamed = await self.index.call(lambda index: index.rename(match.key, own))
+        except BackendUnavailable:
+            return False
+        if not renamed:
+            return False
+        info["renamed_from"] = match.key
+        logger.debug("Cluster of %s is now named %s (SIMHASH_PREFER_URLS)", match.key, own)
+        await self._forget_recrawl(match.key)
+        await record_drop(self.index, match.key, own, match.distance)
+        if self.recrawl is not None and "cached" not in response.flags:
+            await self._observe_recrawl(own, fp, response)
+        return True
 
     async def _observed(self, request: Request, response: Response, info: dict[str, Any]) -> None:
         await send_signal(
@@ -320,10 +396,14 @@ class SimhashDownloaderMiddleware:
         except BackendUnavailable:
             return
 
-    async def _observe_recrawl(self, key: str, fp: int | None, response: Response) -> Any:
+    async def _observe_recrawl(
+        self, key: str, fp: int | None, response: Response, *, own: bool = True
+    ) -> Any:
+        """Record a fetch under ``key``; validators only come from the key's own URL (a
+        copy's ETag would be sent to the canonical URL)."""
         if self.recrawl is None:
             return None
-        headers = response.headers
+        headers = response.headers if own else {}
         etag = headers.get(b"ETag")
         modified = headers.get(b"Last-Modified")
         try:

@@ -18,7 +18,13 @@ from scrapy.exceptions import DropItem, NotConfigured
 from scrapy_simhash import _scrapy_config as config
 from scrapy_simhash import signals
 from scrapy_simhash._scrapy_config import PipelineConfig
-from scrapy_simhash._scrapy_glue import guarded_index, index_kwargs, send_signal, validate_index
+from scrapy_simhash._scrapy_glue import (
+    guarded_index,
+    index_kwargs,
+    record_drop,
+    send_signal,
+    validate_index,
+)
 from scrapy_simhash._scrapy_guard import BackendUnavailable
 from scrapy_simhash._settings import get_bool
 from scrapy_simhash.exceptions import IndexBackendError
@@ -30,6 +36,9 @@ logger = logging.getLogger(__name__)
 
 #: Priority in ITEM_PIPELINES used by the add-on: late, after cleaning pipelines.
 PRIORITY = 800
+
+#: Key prefix of items without a key field: each is its own entry, never looked up.
+ANONYMOUS = "item:"
 
 
 def _text(value: Any) -> str:
@@ -87,7 +96,7 @@ class SimhashPipeline:
         value = adapter.get(field) if field else None
         # Without a key every item is its own entry: an identical item is then a duplicate,
         # never a "new version" of the first one.
-        return str(value) if value else f"item:{uuid.uuid4().hex}"
+        return str(value) if value else f"{ANONYMOUS}{uuid.uuid4().hex}"
 
     async def process_item(self, item: Any, spider: Any = None) -> Any:
         adapter = ItemAdapter(item)
@@ -114,6 +123,8 @@ class SimhashPipeline:
         if not self.config.drop_duplicates:
             return item
         self._inc("dropped")
+        if not key.startswith(ANONYMOUS):  # keyed by a field: worth a lookup later
+            await record_drop(self.index, key, match.key, match.distance)
         await send_signal(self.crawler, signals.item_dropped, item=item, info=info)
         raise DropItem(f"near-duplicate of item {match.key} (distance {match.distance})")
 

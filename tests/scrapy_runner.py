@@ -5,10 +5,12 @@ the crawl gets the asyncio reactor and a fresh Scrapy whatever reactor the test 
 and several processes can share one Redis index the way a distributed crawl does.
 
 SPEC is a JSON file: ``{"spider": "pages" | "redis" | "links", "settings": {...}, "requests":
-[{"url", "meta", "headers"}], "item_text": bool}``. Requests are fetched in the listed order when
-``CONCURRENT_REQUESTS`` is 1 (each gets a lower priority than the previous one). The "links"
-spider crawls as a site crawl does: it fetches the ``start_urls`` of the spec (index pages, not
-fingerprinted) and follows their links, one item per linked page that reaches it.
+[{"url", "meta", "headers"}], "item_text": bool, "follow": bool}``. Requests are fetched in the
+listed order when ``CONCURRENT_REQUESTS`` is 1 (each gets a lower priority than the previous
+one). ``follow``: the "pages" spider also follows every link and reports errbacks as items
+with an ``errback`` field. The "links" spider crawls as a site crawl does: it fetches the
+``start_urls`` of the spec (index pages, not fingerprinted) and follows their links, one item
+per linked page that reaches it.
 """
 
 from __future__ import annotations
@@ -59,10 +61,24 @@ class PagesSpider(scrapy.Spider):
                 priority=-i,
                 dont_filter=True,
                 callback=self.parse,
+                errback=self.failed if self.spec.get("follow") else None,
             )
 
     def parse(self, response: Any) -> Any:
         yield _item(response, bool(self.spec.get("item_text")))
+        if self.spec.get("follow"):  # same-site links, each followed once
+            for href in response.css("a::attr(href)").getall():
+                yield response.follow(href, callback=self.parse, errback=self.failed)
+
+    def failed(self, failure: Any) -> Any:
+        """Errbacks see what was dropped as a near-duplicate, and of what."""
+        exc = failure.value
+        yield {
+            "url": failure.request.url,
+            "errback": type(exc).__name__,
+            "kept_url": getattr(exc, "kept_url", None),
+            "distance": getattr(exc, "distance", None),
+        }
 
 
 class LinksSpider(scrapy.Spider):

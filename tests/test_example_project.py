@@ -129,6 +129,12 @@ def test_ground_truth_check_names_missed_copies_and_wrong_drops() -> None:
     missed.duplicate_of = None
     misattributed.duplicate_of = "/about.html"
     pages.append(PageResult("/tag/ocean/", duplicate_of="/section/science/", distance=2))
+    # A copy that arrived first stands for its original, filed under the original's URL;
+    # the original is then a copy of itself: both right.
+    second = list(clusters)[1]
+    stand_in = next(p for p in pages if p.path == clusters[second]["print"])
+    stand_in.duplicate_of, stand_in.key = None, second
+    pages[1].duplicate_of = second
     report = RoundReport(1, pages=pages)
 
     check = check_against_site(report)
@@ -139,6 +145,12 @@ def test_ground_truth_check_names_missed_copies_and_wrong_drops() -> None:
     text = "\n".join(format_round(report))
     assert f"Ground truth: {total - 2} of {total} copies recognised" in text
     assert "1 distinct pages taken for copies" in text
+    assert "(kept: print)" in text
+    # A copy kept under its own URL while its original is kept too: one story, two pages.
+    stand_in.key = ""
+    pages[1].duplicate_of = None
+    check = check_against_site(RoundReport(1, pages=pages))
+    assert stand_in.path in check["missed"]
 
 
 # -- the demo, crawling for real ---------------------------------------------------------------
@@ -164,17 +176,26 @@ def assert_demo_decisions(data: dict[str, Any], stdout: str) -> None:
         site = DemoSite(round=report["round"])
         pages = {p["path"]: p for p in report["pages"]}
         kept = {path for path, p in pages.items() if p["duplicate_of"] is None}
+        # Per story, not per URL: whichever of its URLs arrived first, exactly one is kept,
+        # filed under the original (canonical) URL, and every other one is a copy of that.
         for original, copies in site.clusters().items():
-            assert original in kept, f"round {report['round']}: {original} was not kept"
-            for kind, path in copies.items():
-                assert pages[path]["duplicate_of"] == original, (kind, path, pages.get(path))
-            # exactly one page per story survives
-            assert kept & {original, *copies.values()} == {original}
+            cluster = {original, *copies.values()}
+            [survivor] = kept & cluster
+            assert pages[survivor]["key"] == original, (report["round"], survivor)
+            for path in cluster - {survivor}:
+                assert pages[path]["duplicate_of"] == original, (path, pages.get(path))
+                assert pages[path]["key"] == original, (path, pages.get(path))
         for path in [*site.listing_paths(), LIVE_PATH, LETTER_PATH, ABOUT_PATH]:
             assert path in kept, f"round {report['round']}: {path} should be kept"
         copies_total = sum(len(c) for c in site.clusters().values())
         assert len(report["pages"]) - len(kept) == copies_total  # nothing else dropped
         assert report["items"] == len(site.articles) + 2  # + the live blog and the letter
+        # The recrawl schedule names each page once, by its canonical URL: no copy URLs.
+        schedule = set(report["schedule"])
+        assert len(schedule) == len(kept)
+        assert schedule == {pages[path]["key"] for path in kept}
+        assert not schedule & {path for c in site.clusters().values() for path in c.values()}
+    assert stdout.count("Recrawl schedule: 29 URLs, 0 of them copies") == 2
     second = {p["path"]: p for p in rounds[1]["pages"]}
     assert second[LIVE_PATH]["changed"] is True
     assert second[LIVE_PATH]["change_distance"] > 3

@@ -257,3 +257,157 @@ def test_unknown_url_scheme_lists_the_known_ones() -> None:
     with pytest.raises(ConfigurationError) as info:
         open_index("mongodb://user:secret@host/db")
     assert "secret" not in str(info.value)
+
+
+# -- claims: a page naming another URL as its canonical one -------------------------------------
+
+
+def test_claiming_a_key_matches_its_own_entry_and_refuses_a_different_one(
+    make: Callable[..., Any],
+) -> None:
+    index = make()
+    fp = 0x0123_4567_89AB_CDEF
+    # Nothing under the key yet: the claim stores the page there.
+    assert index.claim("https://a.example/story", fp) == Observation(None, None, True)
+    assert index.get("https://a.example/story") == fp
+    # A copy claiming the same key finds the stored page, itself included.
+    near = flip(fp, 3, 9)
+    assert index.claim("https://a.example/story", near) == Observation(
+        Match("https://a.example/story", fp, 2), None, False
+    )
+    # Far from what the key holds: a conflict, nothing replaced.
+    far = fp ^ 0xFFFF_FFFF
+    assert index.claim("https://a.example/story", far) == Observation(None, fp, False)
+    assert index.get("https://a.example/story") == fp
+    # Another key within k is a match too, as with observe.
+    assert index.claim("https://a.example/other", near).match == Match(
+        "https://a.example/story", fp, 2
+    )
+    assert len(index) == 1
+
+
+def test_an_expired_entry_does_not_hold_a_claimed_key(make: Callable[..., Any]) -> None:
+    clock = Clock()
+    index = make(ttl_secs=10, clock=clock)
+    index.observe("k", 5)
+    clock.now += 11
+    assert index.claim("k", 1 << 50) == Observation(None, None, True)
+    assert index.get("k") == 1 << 50
+
+
+# -- the record of dropped near-duplicates ------------------------------------------------------
+
+
+def test_drop_records_say_what_a_dropped_url_copies(make: Callable[..., Any]) -> None:
+    clock = Clock()
+    index = make(clock=clock)
+    assert index.drop_of("https://a.example/print/1") is None
+    index.record_drop("https://a.example/print/1", "https://a.example/1", 2)
+    record = index.drop_of("https://a.example/print/1")
+    assert record == ("https://a.example/print/1", "https://a.example/1", 2, int(clock.now))
+    assert (record.kept, record.distance) == ("https://a.example/1", 2)
+    # Dropped again: the newer record replaces the old one.
+    clock.now += 5
+    index.record_drop("https://a.example/print/1", "https://a.example/2", 0)
+    assert index.drop_of("https://a.example/print/1") == (
+        "https://a.example/print/1", "https://a.example/2", 0, int(clock.now)
+    )
+    key = "https://例子.测试/新闻?id=1&q=ü"
+    index.record_drop(key, "https://例子.测试/原文", 3)
+    assert index.drop_of(key).kept == "https://例子.测试/原文"
+    assert index.drop_count() == 2
+    # Drop records are not index entries: nothing matches, nothing counts.
+    assert len(index) == 0
+    index.clear()
+    assert index.drop_count() == 0
+    assert index.drop_of(key) is None
+
+
+def test_drop_records_are_bounded_by_count_oldest_first(make: Callable[..., Any]) -> None:
+    clock = Clock()
+    index = make(clock=clock, drop_max_entries=5)
+    for i in range(12):
+        clock.now += 1
+        index.record_drop(f"https://a.example/copy/{i}", "https://a.example/orig", 1)
+    # SQLite trims in batches of max/16 (here every record); all backends end at the cap.
+    assert index.drop_count() == 5
+    assert [index.drop_of(f"https://a.example/copy/{i}") is None for i in range(12)] == [
+        True
+    ] * 7 + [False] * 5
+
+
+def test_drop_records_expire(make: Callable[..., Any]) -> None:
+    clock = Clock()
+    index = make(clock=clock, drop_ttl_secs=100)
+    index.record_drop("old", "kept", 1)
+    clock.now += 60
+    index.record_drop("young", "kept", 1)
+    clock.now += 50  # "old" is 110 s old, "young" 50 s
+    assert index.drop_of("old") is None
+    assert index.drop_of("young") is not None
+    # New records sweep expired ones away (SQLite every 1024 records, the others at once).
+    for i in range(1030):
+        index.record_drop(f"new-{i}", "kept", 1)
+    assert index.drop_count() == 1031
+
+
+def test_drop_records_can_be_turned_off(make: Callable[..., Any]) -> None:
+    index = make(drop_max_entries=0)
+    index.record_drop("copy", "kept", 1)
+    assert index.drop_of("copy") is None
+    assert index.drop_count() == 0
+
+
+def test_drop_records_of_namespaces_are_separate(make: Callable[..., Any]) -> None:
+    one = make(namespace="site-one")
+    two = make(namespace="site-two")
+    one.record_drop("copy", "kept-one", 1)
+    assert two.drop_of("copy") is None
+    two.record_drop("copy", "kept-two", 2)
+    assert one.drop_of("copy").kept == "kept-one"
+    two.clear()
+    assert one.drop_of("copy").kept == "kept-one"
+
+
+def test_drop_records_persist_until_a_reset(make: Callable[..., Any]) -> None:
+    make().record_drop("copy", "kept", 1)
+    if make.backend not in PERSISTENT:  # type: ignore[attr-defined]
+        assert make().drop_of("copy") is None  # memory:// keeps nothing between handles
+        return
+    assert make().drop_of("copy") == ("copy", "kept", 1, make().drop_of("copy").at)
+    assert make(reset=True).drop_of("copy") is None
+
+
+def test_rename_moves_an_entry_to_another_key(make: Callable[..., Any]) -> None:
+    clock = Clock()
+    index = make(clock=clock)
+    fp = 0x0F0F_F0F0_1234_5678
+    index.observe("https://a.example/print/1", fp)
+    index.observe("https://a.example/other", 0xFFFF_0000_0000_FFFF)
+    index.observe("stale", 0xAAAA_AAAA_5555_5555)
+    assert index.rename("https://a.example/print/1", "https://a.example/1") is True
+    assert index.get("https://a.example/print/1") is None
+    assert index.get("https://a.example/1") == fp
+    assert index.query(flip(fp, 1)) == [Match("https://a.example/1", fp, 1)]
+    assert index.observe("copy", flip(fp, 2)).match == Match("https://a.example/1", fp, 1)
+    # A page under the new key is replaced, and a missing old key renames nothing.
+    assert index.rename("https://a.example/1", "stale") is True
+    assert index.query(0xAAAA_AAAA_5555_5555) == []
+    assert index.get("stale") == fp
+    assert index.rename("missing", "anything") is False
+    assert index.rename("missing", "stale") is False  # nothing moved, nothing lost
+    assert index.get("stale") == fp
+    assert len(index) == 2
+    # A renamed entry is removed like any other: its band records go too.
+    assert index.remove("stale") is True
+    assert index.query(fp) == []
+    # Many renames through every entry bucket keep the index whole.
+    rng = random.Random(5)
+    fps = {f"k{i}": rng.getrandbits(64) for i in range(40)}
+    for key, value in fps.items():
+        index.observe(key, value)
+    for key in fps:
+        assert index.rename(key, f"renamed-{key}")
+    assert all(index.get(f"renamed-{key}") == value for key, value in fps.items())
+    assert all(index.query(value)[0].key == f"renamed-{key}" for key, value in fps.items())
+    assert len(index) == 41

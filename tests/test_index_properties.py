@@ -15,7 +15,14 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, rule
 
 from scrapy_simhash.exceptions import ConfigurationError
-from scrapy_simhash.index import BandLayout, Match, choose_layout, open_index, split_bands
+from scrapy_simhash.index import (
+    BandLayout,
+    Match,
+    Observation,
+    choose_layout,
+    open_index,
+    split_bands,
+)
 from scrapy_simhash.index.layout import candidate_layouts
 
 fingerprints = st.integers(min_value=0, max_value=(1 << 64) - 1)
@@ -170,6 +177,29 @@ class IndexModel(RuleBasedStateMachine):
             assert observed.match is None
             assert observed.previous == self.model.get(key)
             self.model[key] = fingerprint
+
+    @rule(key=keys, base=keys, flips=st.lists(st.integers(0, 63), max_size=5))
+    def claim(self, key: str, base: str, flips: list[int]) -> None:
+        fingerprint = self.model.get(base, 0)
+        for position in flips:
+            fingerprint ^= 1 << position
+        matches = self._brute(fingerprint, None)  # the claimed key's own entry counts
+        observed = self.index.claim(key, fingerprint)
+        if matches:
+            assert observed == Observation(matches[0], None, False)
+        elif key in self.model:
+            assert observed == Observation(None, self.model[key], False)
+        else:
+            assert observed == Observation(None, None, True)
+            self.model[key] = fingerprint
+
+    @rule(old=keys, new=keys)
+    def rename(self, old: str, new: str) -> None:
+        assert self.index.rename(old, new) == (old in self.model)
+        if old in self.model:
+            fingerprint = self.model.pop(old)
+            self.model.pop(new, None)
+            self.model[new] = fingerprint
 
     @rule(key=keys)
     def remove(self, key: str) -> None:

@@ -131,6 +131,8 @@ def test_settings_become_open_index_arguments(tmp_path: Path) -> None:
         "expected_size": None,
         "ttl_secs": None,
         "reset": False,
+        "drop_ttl_secs": 30 * 86400.0,
+        "drop_max_entries": 1_000_000,
         "options": {},
     }
     options = index_options_from_settings(
@@ -143,6 +145,8 @@ def test_settings_become_open_index_arguments(tmp_path: Path) -> None:
             "SIMHASH_INDEX_TTL_SECS": "86400",
             "SIMHASH_INDEX_RESET": "true",
             "SIMHASH_INDEX_OPTIONS": '{"timeout": 2}',
+            "SIMHASH_DROP_RECORD_TTL_SECS": "0",
+            "SIMHASH_DROP_RECORD_MAX_ENTRIES": "500",
         }
     )
     assert options["tables"] == 21
@@ -151,6 +155,7 @@ def test_settings_become_open_index_arguments(tmp_path: Path) -> None:
         assert index.layout.name == "7x2"
         assert index.config.ttl_secs == 86400
         assert index.config.namespace == "news"
+        assert (index.config.drop_ttl_secs, index.config.drop_max_entries) == (None, 500)
     with pytest.raises(ConfigurationError, match="SIMHASH_MAX_DISTANCE"):
         index_options_from_settings({"SIMHASH_MAX_DISTANCE": "many"})
     with pytest.raises(ConfigurationError, match=r"memory:// takes no options.*retries"):

@@ -1,8 +1,8 @@
 """What a crawl decided, page by page, and the demo's readable summary of it.
 
 ``Recorder`` listens to scrapy-simhash's ``page_observed`` signal, whose ``info`` dict says for
-every fetched page whether it was kept or dropped (and as a copy of what), and whether it
-changed since the last crawl. The summary then checks those decisions against the demo
+every fetched page whether it was kept or dropped (and as a copy of what), under which key
+(the canonical URL the page names) and whether it changed since the last crawl. The summary then checks those decisions against the demo
 site's ground truth, so a reader sees both what happened and that it was right.
 """
 
@@ -27,14 +27,23 @@ KIND_LEGEND = {
 
 @dataclass
 class PageResult:
-    """The middleware's decision about one fetched page (site-relative paths)."""
+    """The middleware's decision about one fetched page (site-relative paths).
+
+    ``key`` is what the index files the page under: its canonical URL (empty: its own path).
+    """
 
     path: str
     duplicate_of: str | None = None
+    key: str = ""
     distance: int | None = None
     changed: bool | None = None
     change_distance: int | None = None
     reason: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The URL the page is known by: its canonical URL."""
+        return self.key or self.path
 
 
 @dataclass
@@ -47,6 +56,8 @@ class RoundReport:
     seconds: float = 0.0
     pages: list[PageResult] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
+    #: URLs the recrawl store schedules after this round (site-relative).
+    schedule: list[str] = field(default_factory=list)
 
     @property
     def kept(self) -> list[PageResult]:
@@ -87,6 +98,7 @@ class Recorder:
         self.report.pages.append(
             PageResult(
                 path=self._path(response.url),
+                key=self._path(info.get("key") or response.url),
                 duplicate_of=None if duplicate_of is None else self._path(duplicate_of),
                 distance=info.get("distance"),
                 changed=info.get("changed"),
@@ -105,19 +117,32 @@ class Recorder:
 
 
 def check_against_site(report: RoundReport) -> dict[str, list[str]]:
-    """Compare a round's decisions with the site's ground truth (which pages copy which)."""
+    """Compare a round's decisions with the site's ground truth (which pages copy which).
+
+    Judged per story, not per URL: whichever of its URLs arrived first, exactly one page of
+    the story must be kept, under the original's URL, and every other one dropped as a copy
+    of the original.
+    """
     clusters = DemoSite(round=report.round).clusters()
     caught, wrong_original, missed = [], [], []
     for original, copies in clusters.items():
-        for path in copies.values():
-            page = report.page(path)
-            if page is None or page.duplicate_of is None:
-                missed.append(path)
+        members = [report.page(path) for path in (original, *copies.values())]
+        fetched = [page for page in members if page is not None]
+        # The page kept under the original's URL stands for the story (the original itself,
+        # or a copy that arrived first); every other URL must be a copy of the original.
+        named = [p for p in fetched if p.duplicate_of is None and p.name == original]
+        stand_in = named[0] if named else None
+        for page in fetched:
+            if page is stand_in:
+                continue
+            if page.duplicate_of is None:
+                missed.append(page.path)
             elif page.duplicate_of != original:
-                wrong_original.append(f"{path} -> {page.duplicate_of}")
+                wrong_original.append(f"{page.path} -> {page.duplicate_of}")
             else:
-                caught.append(path)
-    known = {path for c in clusters.values() for path in c.values()}
+                caught.append(page.path)
+        missed += [path for path, page in zip(copies.values(), members[1:], strict=True) if page is None]
+    known = {path for o, c in clusters.items() for path in (o, *c.values())}
     false = [f"{p.path} -> {p.duplicate_of}" for p in report.duplicates if p.path not in known]
     return {
         "caught": caught,
@@ -129,19 +154,21 @@ def check_against_site(report: RoundReport) -> dict[str, list[str]]:
 
 def _duplicate_lines(report: RoundReport) -> list[str]:
     """One line per kept page: the copies dropped as its duplicates, by kind and distance."""
-    kinds = {
-        path: kind
-        for copies in DemoSite(round=report.round).clusters().values()
-        for kind, path in copies.items()
-    }
+    clusters = DemoSite(round=report.round).clusters()
+    kinds = {path: kind for copies in clusters.values() for kind, path in copies.items()}
+    kinds.update(dict.fromkeys(clusters, "original"))
     order = {kind: i for i, kind in enumerate(KIND_LEGEND)}
     groups: dict[str, list[tuple[int, str]]] = {}
     for page in report.duplicates:
         label = kinds.get(page.path, page.path)
         entry = (order.get(label, len(order)), f"{label} {page.distance}")
         groups.setdefault(page.duplicate_of or "", []).append(entry)
+    for page in report.kept:  # a copy that arrived first is kept under the original's URL
+        if page.name != page.path:
+            label = kinds.get(page.path, page.path)
+            groups.setdefault(page.name, []).append((-1, f"(kept: {label})"))
     width = max((len(k) for k in groups), default=0)
-    lines = ["  Near-duplicates, by the page kept (Hamming distance in bits):"]
+    lines = ["  Near-duplicates, by the page kept, under its canonical URL (distance in bits):"]
     for kept in sorted(groups):
         copies = " · ".join(text for _, text in sorted(groups[kept]))
         lines.append(f"    {kept:{width}s}  {copies}")
@@ -190,9 +217,15 @@ def format_round(report: RoundReport) -> list[str]:
         lines.extend(f"      {p.path}: {p.reason}" for p in no_text)
     if any(p.changed is not None for p in report.kept):  # an earlier crawl to compare with
         lines.extend(_change_lines(report))
-    if report.round == 1:  # later rounds find the same copies again
-        lines.append("")
-        lines.extend(_duplicate_lines(report))
+    lines.append("")
+    lines.extend(_duplicate_lines(report))
+    if report.schedule:
+        copies = {p for c in DemoSite(round=report.round).clusters().values() for p in c.values()}
+        listed = sum(1 for url in report.schedule if url in copies)
+        lines.append(
+            f"  Recrawl schedule: {len(report.schedule)} URLs, {listed} of them copies "
+            "(every story is scheduled under its canonical URL)"
+        )
     check = check_against_site(report)
     total = len(check["caught"]) + len(check["missed"]) + len(check["wrong_original"])
     lines.append(

@@ -144,6 +144,7 @@ def print_page(story: Story, url: str, charset: str = "utf-8") -> str:
 <html lang="{story.lang}">
 <head><meta http-equiv="Content-Type" content="text/html; charset={charset}"><title>{e(story.title)}</title>
 <meta property="og:type" content="article">
+<link rel="canonical" href="{e(url)}">
 <style>body{{font:12pt Times,serif;margin:2cm}} .noprint{{display:none}}</style></head>
 <body onload="window.print()">
 <header class="printhead">{SITE_NAME} · printed from {e(url)}</header>

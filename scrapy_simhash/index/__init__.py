@@ -19,6 +19,7 @@ from scrapy_simhash.index.base import (
     NearDuplicateIndex,
     Observation,
 )
+from scrapy_simhash.index.drops import DropRecord
 from scrapy_simhash.index.layout import BandLayout, choose_layout, split_bands
 from scrapy_simhash.index.registry import (
     BACKENDS,
@@ -34,6 +35,7 @@ __all__ = [
     "DEFAULT_URL",
     "AsyncNearDuplicateIndex",
     "BandLayout",
+    "DropRecord",
     "IndexConfig",
     "IndexStats",
     "Match",

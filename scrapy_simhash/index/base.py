@@ -16,6 +16,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from scrapy_simhash.exceptions import ConfigurationError, IndexMismatchError
+from scrapy_simhash.index.drops import DROP_MAX_ENTRIES, DROP_TTL_SECS, DropRecord
 from scrapy_simhash.index.layout import SUPPORTED_BITS, BandLayout, check_distance, choose_layout
 
 if TYPE_CHECKING:
@@ -74,6 +75,9 @@ class IndexConfig:
     ttl_secs: float | None = None
     reset: bool = False
     clock: Callable[[], float] = field(default=time.time, compare=False)
+    #: The record of dropped near-duplicates is bounded by age and by count (0 = no record).
+    drop_ttl_secs: float | None = DROP_TTL_SECS
+    drop_max_entries: int = DROP_MAX_ENTRIES
 
     def __post_init__(self) -> None:
         if self.bits not in SUPPORTED_BITS:
@@ -85,10 +89,22 @@ class IndexConfig:
             )
         if self.ttl_secs is not None and self.ttl_secs <= 0:
             raise ConfigurationError(f"ttl_secs must be positive or None, got {self.ttl_secs}")
+        if self.drop_ttl_secs is not None and self.drop_ttl_secs <= 0:
+            raise ConfigurationError(
+                f"drop_ttl_secs must be positive or None, got {self.drop_ttl_secs}"
+            )
+        if self.drop_max_entries < 0:
+            raise ConfigurationError(
+                f"drop_max_entries must be 0 (no record) or more, got {self.drop_max_entries}"
+            )
 
     def expired(self, seen: int, now: float) -> bool:
         """Whether an entry last seen at ``seen`` (whole seconds) has aged out at ``now``."""
         return self.ttl_secs is not None and now - seen > self.ttl_secs
+
+    def drop_expired(self, at: int, now: float) -> bool:
+        """Whether a drop record made at ``at`` (whole seconds) has aged out at ``now``."""
+        return self.drop_ttl_secs is not None and now - at > self.drop_ttl_secs
 
     def new_layout(self) -> BandLayout:
         """Layout for a fresh index built with this configuration."""
@@ -210,6 +226,47 @@ class NearDuplicateIndex(ABC):
     def observe(self, key: str, fingerprint: int) -> Observation:
         """Atomically find the closest match under another key, else store/replace ``key``."""
 
+    def claim(self, key: str, fingerprint: int) -> Observation:
+        """Like :meth:`observe`, but a fingerprint already stored under ``key`` counts too.
+
+        For a page that names ``key`` as its canonical URL while being fetched under
+        another: a stored ``key`` within k is its match; a stored ``key`` further away is a
+        conflict (nothing stored, ``previous`` is that fingerprint); otherwise the page is
+        stored under ``key``. Backends here do it atomically; this default is not.
+        """
+        match = closest(self.query(fingerprint))
+        if match is not None:
+            return Observation(match, None, False)
+        stored = self.get(key)
+        if stored is not None:
+            return Observation(None, stored, False)
+        return self.observe(key, fingerprint)
+
+    def rename(self, old: str, new: str) -> bool:
+        """Move the entry of ``old`` to ``new`` (same fingerprint; an entry under ``new`` is
+        replaced); tell whether ``old`` was stored. Backends here do it atomically."""
+        fingerprint = self.get(old)
+        if fingerprint is None:
+            return False
+        self.remove(old)
+        self.remove(new)
+        return self.observe(new, fingerprint).stored
+
+    def record_drop(self, url: str, kept: str, distance: int) -> None:  # noqa: B027 (optional)
+        """Remember that ``url`` was dropped as a copy of ``kept`` (bounded by the
+        ``drop_*`` configuration; a later drop of ``url`` replaces the record).
+
+        Backends registered without a record of their own keep nothing.
+        """
+
+    def drop_of(self, url: str) -> DropRecord | None:
+        """The live drop record of ``url``, if it was dropped as a near-duplicate."""
+        return None
+
+    def drop_count(self) -> int:
+        """Drop records stored, including expired ones not yet purged."""
+        return 0
+
     @abstractmethod
     def query(self, fingerprint: int) -> list[Match]:
         """Every live stored fingerprint within k, closest first (ties by key)."""
@@ -269,6 +326,34 @@ class AsyncNearDuplicateIndex(ABC):
 
     @abstractmethod
     async def observe(self, key: str, fingerprint: int) -> Observation: ...
+
+    async def claim(self, key: str, fingerprint: int) -> Observation:
+        """See :meth:`NearDuplicateIndex.claim` (this default is not atomic)."""
+        match = closest(await self.query(fingerprint))
+        if match is not None:
+            return Observation(match, None, False)
+        stored = await self.get(key)
+        if stored is not None:
+            return Observation(None, stored, False)
+        return await self.observe(key, fingerprint)
+
+    async def rename(self, old: str, new: str) -> bool:
+        """See :meth:`NearDuplicateIndex.rename` (this default is not atomic)."""
+        fingerprint = await self.get(old)
+        if fingerprint is None:
+            return False
+        await self.remove(old)
+        await self.remove(new)
+        return (await self.observe(new, fingerprint)).stored
+
+    async def record_drop(self, url: str, kept: str, distance: int) -> None:  # noqa: B027
+        """See :meth:`NearDuplicateIndex.record_drop`."""
+
+    async def drop_of(self, url: str) -> DropRecord | None:
+        return None
+
+    async def drop_count(self) -> int:
+        return 0
 
     @abstractmethod
     async def query(self, fingerprint: int) -> list[Match]: ...

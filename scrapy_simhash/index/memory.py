@@ -19,6 +19,7 @@ from scrapy_simhash.index.base import (
     closest,
     ordered,
 )
+from scrapy_simhash.index.drops import DropRecord, MemoryDrops
 
 
 class MemoryIndex(NearDuplicateIndex):
@@ -35,6 +36,7 @@ class MemoryIndex(NearDuplicateIndex):
         self._largest = (1 << config.bits) - 1
         self._ttl = config.ttl_secs is not None
         self._clock = config.clock
+        self._drops = MemoryDrops(config.drop_ttl_secs, config.drop_max_entries)
 
     def _candidates(self, fingerprint: int, exclude: str | None, now: float) -> list[Match]:
         """Live matches within k except ``exclude``; expired ones met on the way are dropped.
@@ -73,15 +75,25 @@ class MemoryIndex(NearDuplicateIndex):
         return fingerprint
 
     def observe(self, key: str, fingerprint: int) -> Observation:
+        return self._observe(key, fingerprint, claim=False)
+
+    def claim(self, key: str, fingerprint: int) -> Observation:
+        return self._observe(key, fingerprint, claim=True)
+
+    def _observe(self, key: str, fingerprint: int, *, claim: bool) -> Observation:
         if type(key) is not str or not key:
             check_key(key)
         if type(fingerprint) is not int or not 0 <= fingerprint <= self._largest:
             check_fingerprint(fingerprint, self.config.bits)
         now = self._clock()
         with self._lock:
-            found = self._candidates(fingerprint, key, now)
+            found = self._candidates(fingerprint, None if claim else key, now)
             if found:
                 return Observation(closest(found), None, False)
+            if claim:
+                held = self._entries.get(key)
+                if held is not None and not (self._ttl and self.config.expired(held[1], now)):
+                    return Observation(None, held[0], False)
             old = self._entries.get(key)
             previous = None
             if old is not None:
@@ -118,8 +130,35 @@ class MemoryIndex(NearDuplicateIndex):
         with self._lock:
             return self._unlink(key) is not None
 
+    def rename(self, old: str, new: str) -> bool:
+        check_key(new)
+        with self._lock:
+            entry = self._entries.get(old)
+            if entry is None:
+                return False
+            self._unlink(new)
+            self._unlink(old)
+            for table, mask in self._pairs:
+                band = entry[0] & mask
+                table.setdefault(band, {})[new] = entry[0]
+            self._entries[new] = entry
+            return True
+
+    def record_drop(self, url: str, kept: str, distance: int) -> None:
+        check_key(url)
+        with self._lock:
+            self._drops.record(url, kept, distance, self._clock())
+
+    def drop_of(self, url: str) -> DropRecord | None:
+        with self._lock:
+            return self._drops.get(url, self._clock())
+
+    def drop_count(self) -> int:
+        return len(self._drops)
+
     def clear(self) -> None:
         with self._lock:
+            self._drops.clear()
             self._entries.clear()
             for table in self._tables:
                 table.clear()

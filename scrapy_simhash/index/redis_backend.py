@@ -46,11 +46,17 @@ from scrapy_simhash.index.base import (
     closest,
     ordered,
 )
+from scrapy_simhash.index.drops import TRIM_BATCH, DropRecord, pack_record, unpack_record
 from scrapy_simhash.index.layout import BandLayout
 
 logger = logging.getLogger(__name__)
 
 SCRIPT = resources.files("scrapy_simhash.resources").joinpath("simhash_index.lua").read_text()
+#: Records a dropped near-duplicate (sent with EVAL: drops are rare next to pages, and the
+#: server caches the compiled script anyway).
+DROPS_SCRIPT = (
+    resources.files("scrapy_simhash.resources").joinpath("simhash_drops.lua").read_text()
+)
 
 #: Records per band group and entries per entry bucket aimed at when sizing a new index:
 #: a Redis key costs ~80 bytes, so ~64 records spread it to ~1 byte each, while the strings
@@ -64,8 +70,9 @@ MAX_ENTRY_BITS = 16
 #: Version of the Redis key layout, recorded with the index; other versions are refused.
 REDIS_FORMAT = 2
 _SCAN_BATCH = 1000
-#: Key kinds holding index data (band groups, entry records, key texts), as opposed to "m".
-_DATA_KINDS = (b"b", b"e", b"u")
+#: Key kinds holding index data (band groups, entry records, key texts, drop records and
+#: their order), as opposed to "m".
+_DATA_KINDS = (b"b", b"e", b"u", b"d", b"q")
 #: Connections per client; async callers beyond this wait for a free one instead of
 #: failing with redis-py's "Too many connections".
 DEFAULT_MAX_CONNECTIONS = 64
@@ -131,6 +138,7 @@ class _Codec:
         self.entry_size = self.width + 12  # key id, fingerprint, last seen
         self.prefix = f"simhash:{{{config.namespace}}}:".encode()
         self.meta = self.prefix + b"m"
+        self.drop_keys = [self.prefix + b"d", self.prefix + b"q"]
         self.layout = config.new_layout()
         self.ebits = key_bits(config.expected_size, MAX_ENTRY_BITS)
         self.gbits = key_bits(config.expected_size, self.layout.key_bits)
@@ -183,7 +191,9 @@ class _Codec:
         bucket = int.from_bytes(ident[:4], "big") >> (32 - self.ebits) if self.ebits else 0
         return self.prefix + b"e" + bucket.to_bytes(2, "big")
 
-    def args(self, mode: str, fingerprint: int = 0, key: str = "", ident: bytes = b"") -> list[bytes]:
+    def args(
+        self, mode: str, fingerprint: int = 0, key: str = "", ident: bytes = b"", *extra: bytes
+    ) -> list[bytes]:
         text = key.encode("utf-8", "surrogatepass")
         return [
             mode.encode(),
@@ -193,7 +203,13 @@ class _Codec:
             fingerprint.to_bytes(self.width, "big"),
             ident or (xxhash.xxh3_64_digest(text) if text else b""),
             text,
+            *extra,
         ]
+
+    @staticmethod
+    def rename_args(new: str) -> tuple[bytes, bytes, bytes]:
+        """Arguments after the old key: (no id override), the new key's id and text."""
+        return b"", key_id(new), new.encode("utf-8", "surrogatepass")
 
     def entries(self, bucket: bytes | None) -> Iterable[tuple[bytes, int, int]]:
         """(key id, fingerprint, last seen) of each entry record of an entry bucket."""
@@ -216,7 +232,30 @@ class _Codec:
                 int(flat[i + 2]),
             )
 
+    def drop_args(self, url: str, kept: str, distance: int) -> list[Any] | None:
+        """EVAL arguments recording a drop, or None when the record is off."""
+        config = self.config
+        if config.drop_max_entries <= 0:
+            return None
+        now = config.clock()
+        value = pack_record(DropRecord(url, kept, distance, int(now)))
+        return [
+            DROPS_SCRIPT, 2, *self.drop_keys, key_id(url), value, repr(float(now)),
+            repr(float(config.drop_ttl_secs or 0)), config.drop_max_entries, TRIM_BATCH,
+        ]
+
+    def drop(self, url: str, value: bytes | None) -> DropRecord | None:
+        """The live record of ``url`` from its stored value (a colliding id is no record)."""
+        if not value:
+            return None
+        record = unpack_record(value)
+        if record.url != url or self.config.drop_expired(record.at, self.config.clock()):
+            return None
+        return record
+
     def observation(self, reply: list[Any]) -> Observation:
+        if int(reply[0]) == 2:  # claim: another fingerprint already holds the key
+            return Observation(None, int.from_bytes(reply[1], "big"), False)
         if int(reply[0]) == 1:
             return Observation(closest(self.matches(reply[1:])), None, False)
         previous = reply[1] if len(reply) > 1 else None
@@ -317,9 +356,41 @@ class RedisIndex(NearDuplicateIndex):
         check_fingerprint(fingerprint, self.config.bits)
         return self._codec.observation(self._run("observe", fingerprint, key))
 
+    def claim(self, key: str, fingerprint: int) -> Observation:
+        check_key(key)
+        check_fingerprint(fingerprint, self.config.bits)
+        return self._codec.observation(self._run("claim", fingerprint, key))
+
     def query(self, fingerprint: int) -> list[Match]:
         check_fingerprint(fingerprint, self.config.bits)
         return ordered(self._codec.matches(self._run("query", fingerprint)))
+
+    def rename(self, old: str, new: str) -> bool:
+        check_key(new)
+        return bool(self._run("rename", 0, old, *self._codec.rename_args(new)))
+
+    def record_drop(self, url: str, kept: str, distance: int) -> None:
+        check_key(url)
+        args = self._codec.drop_args(url, kept, distance)
+        if args is None:
+            return
+        try:
+            self._client.execute_command("EVAL", *args)
+        except self._errors as exc:
+            raise self._codec.error("record drop", exc) from exc
+
+    def drop_of(self, url: str) -> DropRecord | None:
+        try:
+            value = self._client.hget(self._codec.drop_keys[0], key_id(url))
+        except self._errors as exc:
+            raise self._codec.error("drop lookup", exc) from exc
+        return self._codec.drop(url, value)
+
+    def drop_count(self) -> int:
+        try:
+            return int(self._client.hlen(self._codec.drop_keys[0]))
+        except self._errors as exc:
+            raise self._codec.error("drop count", exc) from exc
 
     def get(self, key: str) -> int | None:
         ident = key_id(key)
@@ -507,9 +578,42 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
         check_fingerprint(fingerprint, self.config.bits)
         return self._codec.observation(await self._run("observe", fingerprint, key))
 
+    async def claim(self, key: str, fingerprint: int) -> Observation:
+        check_key(key)
+        check_fingerprint(fingerprint, self.config.bits)
+        return self._codec.observation(await self._run("claim", fingerprint, key))
+
     async def query(self, fingerprint: int) -> list[Match]:
         check_fingerprint(fingerprint, self.config.bits)
         return ordered(self._codec.matches(await self._run("query", fingerprint)))
+
+    async def rename(self, old: str, new: str) -> bool:
+        check_key(new)
+        return bool(await self._run("rename", 0, old, *self._codec.rename_args(new)))
+
+    async def record_drop(self, url: str, kept: str, distance: int) -> None:
+        check_key(url)
+        args = self._codec.drop_args(url, kept, distance)
+        if args is None:
+            return
+        try:
+            async with self._slots:
+                await self._client.execute_command("EVAL", *args)
+        except self._errors as exc:
+            raise self._codec.error("record drop", exc) from exc
+
+    async def drop_of(self, url: str) -> DropRecord | None:
+        try:
+            value = await self._client.hget(self._codec.drop_keys[0], key_id(url))
+        except self._errors as exc:
+            raise self._codec.error("drop lookup", exc) from exc
+        return self._codec.drop(url, value)
+
+    async def drop_count(self) -> int:
+        try:
+            return int(await self._client.hlen(self._codec.drop_keys[0]))
+        except self._errors as exc:
+            raise self._codec.error("drop count", exc) from exc
 
     async def get(self, key: str) -> int | None:
         ident = key_id(key)

@@ -23,6 +23,7 @@ from scrapy_simhash.index.base import (
     NearDuplicateIndex,
     Observation,
 )
+from scrapy_simhash.index.drops import DROP_MAX_ENTRIES, DROP_TTL_SECS, DropRecord
 from scrapy_simhash.index.sqlite import DEFAULT_URL
 
 T = TypeVar("T")
@@ -100,6 +101,8 @@ def open_index(
     ttl_secs: float | None = None,
     reset: bool = False,
     clock: Callable[[], float] = time.time,
+    drop_ttl_secs: float | None = DROP_TTL_SECS,
+    drop_max_entries: int = DROP_MAX_ENTRIES,
     options: dict[str, Any] | None = None,
     **backend_options: Any,
 ) -> NearDuplicateIndex:
@@ -107,14 +110,15 @@ def open_index(
 
     ``scheme`` is the fingerprinter's scheme id: reopening with another one raises
     :class:`~scrapy_simhash.exceptions.IndexMismatchError`, as do other ``bits`` or an
-    explicit other ``tables``. ``reset=True`` wipes the namespace first. ``options`` and
+    explicit other ``tables``. ``reset=True`` wipes the namespace first. ``drop_ttl_secs``
+    and ``drop_max_entries`` bound the record of dropped near-duplicates. ``options`` and
     extra keywords go to the backend (Redis: redis-py client options plus ``retries``;
     SQLite: ``timeout``, ``synchronous``).
     """
     url, config, merged = _prepare(
         url, options, backend_options, bits=bits, max_distance=max_distance, scheme=scheme,
         namespace=namespace, tables=tables, expected_size=expected_size, ttl_secs=ttl_secs,
-        reset=reset, clock=clock,
+        reset=reset, clock=clock, drop_ttl_secs=drop_ttl_secs, drop_max_entries=drop_max_entries,
     )
     return BACKENDS[_scheme(url)](url, config, **merged)
 
@@ -131,6 +135,8 @@ async def open_async_index(
     ttl_secs: float | None = None,
     reset: bool = False,
     clock: Callable[[], float] = time.time,
+    drop_ttl_secs: float | None = DROP_TTL_SECS,
+    drop_max_entries: int = DROP_MAX_ENTRIES,
     options: dict[str, Any] | None = None,
     **backend_options: Any,
 ) -> AsyncNearDuplicateIndex:
@@ -142,7 +148,7 @@ async def open_async_index(
     url, config, merged = _prepare(
         url, options, backend_options, bits=bits, max_distance=max_distance, scheme=scheme,
         namespace=namespace, tables=tables, expected_size=expected_size, ttl_secs=ttl_secs,
-        reset=reset, clock=clock,
+        reset=reset, clock=clock, drop_ttl_secs=drop_ttl_secs, drop_max_entries=drop_max_entries,
     )
     kind = _scheme(url)
     if BACKENDS[kind] is _redis:
@@ -173,8 +179,23 @@ class AsyncIndexAdapter(AsyncNearDuplicateIndex):
     async def observe(self, key: str, fingerprint: int) -> Observation:
         return await self._call(self.sync.observe, key, fingerprint)
 
+    async def claim(self, key: str, fingerprint: int) -> Observation:
+        return await self._call(self.sync.claim, key, fingerprint)
+
     async def query(self, fingerprint: int) -> list[Match]:
         return await self._call(self.sync.query, fingerprint)
+
+    async def rename(self, old: str, new: str) -> bool:
+        return await self._call(self.sync.rename, old, new)
+
+    async def record_drop(self, url: str, kept: str, distance: int) -> None:
+        await self._call(self.sync.record_drop, url, kept, distance)
+
+    async def drop_of(self, url: str) -> DropRecord | None:
+        return await self._call(self.sync.drop_of, url)
+
+    async def drop_count(self) -> int:
+        return await self._call(self.sync.drop_count)
 
     async def get(self, key: str) -> int | None:
         return await self._call(self.sync.get, key)

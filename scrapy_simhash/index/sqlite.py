@@ -12,6 +12,7 @@ import logging
 import sqlite3
 import threading
 from contextlib import AbstractContextManager
+from typing import Any
 from urllib.parse import urlsplit
 
 from scrapy_simhash._sqlite import connect, immediate
@@ -28,6 +29,7 @@ from scrapy_simhash.index.base import (
     closest,
     ordered,
 )
+from scrapy_simhash.index.drops import DropRecord
 from scrapy_simhash.index.layout import BandLayout
 
 logger = logging.getLogger(__name__)
@@ -43,6 +45,9 @@ CREATE TABLE IF NOT EXISTS simhash_entries (
 CREATE TABLE IF NOT EXISTS simhash_bands (
     ns INTEGER NOT NULL, tbl INTEGER NOT NULL, band INTEGER NOT NULL, key TEXT NOT NULL,
     PRIMARY KEY (ns, tbl, band, key)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS simhash_drops (
+    ns INTEGER NOT NULL, url TEXT NOT NULL, kept TEXT NOT NULL, distance INTEGER NOT NULL,
+    at INTEGER NOT NULL, PRIMARY KEY (ns, url)) WITHOUT ROWID;
 """
 
 _PROBE = (
@@ -50,6 +55,8 @@ _PROBE = (
     "ON e.ns = b.ns AND e.key = b.key WHERE b.ns = ? AND b.tbl = ? AND b.band = ?"
 )
 _MASK64 = (1 << 64) - 1
+#: Drop records between two trims of the record table at most.
+TRIM_EVERY = 1024
 #: Backend options (SIMHASH_INDEX_OPTIONS) this backend accepts.
 OPTIONS = ("timeout", "synchronous")
 
@@ -87,6 +94,9 @@ class SqliteIndex(NearDuplicateIndex):
         self._bytes = config.bits // 8
         path = sqlite_path(url)
         self._lock = threading.RLock()
+        # Drop records since the last trim: the table is trimmed to its bounds (a scan of
+        # the namespace's records) every max_entries/16 records, at most every TRIM_EVERY.
+        self._since_trim = 0
         try:
             self._db = connect(path, timeout_secs=timeout, synchronous=synchronous)
             with self._write():
@@ -133,9 +143,13 @@ class SqliteIndex(NearDuplicateIndex):
     def _delete_namespace(self, ns: int) -> None:
         self._db.execute("DELETE FROM simhash_entries WHERE ns = ?", (ns,))
         self._db.execute("DELETE FROM simhash_bands WHERE ns = ?", (ns,))
+        self._db.execute("DELETE FROM simhash_drops WHERE ns = ?", (ns,))
 
-    def _candidates(self, fingerprint: int, exclude: str | None, now: float) -> list[Match]:
-        """Live matches within k (except ``exclude``); an observe also drops expired ones."""
+    def _candidates(
+        self, fingerprint: int, exclude: str | None, now: float, *, claim: bool = False
+    ) -> list[Match]:
+        """Live matches within k (except ``exclude``, unless claiming it); an observe also
+        drops expired ones."""
         limit = self.config.max_distance
         found: dict[str, Match] = {}
         expired: set[str] = set()
@@ -143,7 +157,7 @@ class SqliteIndex(NearDuplicateIndex):
         for table, band in enumerate(self.layout.keys(fingerprint)):
             params += (self._ns, table, _band_int(band))
         for key, blob, seen in self._db.execute(self._probe, params):
-            if key == exclude or key in found:
+            if (key == exclude and not claim) or key in found:
                 continue
             other = int.from_bytes(blob, "big")
             distance = (fingerprint ^ other).bit_count()
@@ -176,18 +190,26 @@ class SqliteIndex(NearDuplicateIndex):
         return fingerprint
 
     def observe(self, key: str, fingerprint: int) -> Observation:
+        return self._observe(key, fingerprint, claim=False)
+
+    def claim(self, key: str, fingerprint: int) -> Observation:
+        return self._observe(key, fingerprint, claim=True)
+
+    def _observe(self, key: str, fingerprint: int, *, claim: bool) -> Observation:
         check_key(key)
         check_fingerprint(fingerprint, self.config.bits)
         now = self.config.clock()
         try:
             with self._write() as db:
-                match = closest(self._candidates(fingerprint, key, now))
+                match = closest(self._candidates(fingerprint, key, now, claim=claim))
                 if match is not None:
                     return Observation(match, None, False)
                 row = db.execute(
                     "SELECT fp, seen FROM simhash_entries WHERE ns = ? AND key = ?",
                     (self._ns, key),
                 ).fetchone()
+                if claim and row is not None and not self.config.expired(row[1], now):
+                    return Observation(None, int.from_bytes(row[0], "big"), False)
                 previous = None
                 same = False
                 if row is not None:
@@ -221,18 +243,102 @@ class SqliteIndex(NearDuplicateIndex):
         except sqlite3.Error as exc:
             raise self._error("query", exc) from exc
 
-    def get(self, key: str) -> int | None:
+    def _row(self, action: str, sql: str, *params: object) -> tuple[Any, ...] | None:
+        """One row of a read in this namespace (``ns`` is the first parameter)."""
         try:
             with self._lock:
-                row = self._db.execute(
-                    "SELECT fp, seen FROM simhash_entries WHERE ns = ? AND key = ?",
-                    (self._ns, key),
+                row: tuple[Any, ...] | None = self._db.execute(
+                    sql, (self._ns, *params)
                 ).fetchone()
         except sqlite3.Error as exc:
-            raise self._error("get", exc) from exc
+            raise self._error(action, exc) from exc
+        return row
+
+    def get(self, key: str) -> int | None:
+        row = self._row(
+            "get", "SELECT fp, seen FROM simhash_entries WHERE ns = ? AND key = ?", key
+        )
         if row is None or self.config.expired(row[1], self.config.clock()):
             return None
         return int.from_bytes(row[0], "big")
+
+    def rename(self, old: str, new: str) -> bool:
+        check_key(new)
+        try:
+            with self._write() as db:
+                row = db.execute(
+                    "SELECT fp, seen FROM simhash_entries WHERE ns = ? AND key = ?",
+                    (self._ns, old),
+                ).fetchone()
+                if row is None:
+                    return False
+                self._unlink(new)
+                self._unlink(old)
+                db.execute(
+                    "INSERT INTO simhash_entries (ns, key, fp, seen) VALUES (?, ?, ?, ?)",
+                    (self._ns, new, row[0], row[1]),
+                )
+                db.executemany(
+                    "INSERT INTO simhash_bands (ns, tbl, band, key) VALUES (?, ?, ?, ?)",
+                    [
+                        (self._ns, table, _band_int(band), new)
+                        for table, band in enumerate(
+                            self.layout.keys(int.from_bytes(row[0], "big"))
+                        )
+                    ],
+                )
+                return True
+        except sqlite3.Error as exc:
+            raise self._error("rename", exc) from exc
+
+    def record_drop(self, url: str, kept: str, distance: int) -> None:
+        check_key(url)
+        limit = self.config.drop_max_entries
+        if limit <= 0:
+            return
+        now = self.config.clock()
+        try:
+            with self._write() as db:
+                db.execute(
+                    "INSERT OR REPLACE INTO simhash_drops (ns, url, kept, distance, at) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (self._ns, url, kept, distance, int(now)),
+                )
+                self._since_trim += 1
+                if self._since_trim >= max(1, min(TRIM_EVERY, limit // 16)):
+                    self._since_trim = 0
+                    self._trim_drops(db, limit, now)
+        except sqlite3.Error as exc:
+            raise self._error("record drop", exc) from exc
+
+    def _trim_drops(self, db: sqlite3.Connection, limit: int, now: float) -> None:
+        """Delete expired records, then the oldest beyond ``limit``."""
+        ttl = self.config.drop_ttl_secs
+        if ttl is not None:
+            db.execute("DELETE FROM simhash_drops WHERE ns = ? AND at < ?", (self._ns, now - ttl))
+        (count,) = db.execute(
+            "SELECT COUNT(*) FROM simhash_drops WHERE ns = ?", (self._ns,)
+        ).fetchone()
+        if count > limit:
+            db.execute(
+                "DELETE FROM simhash_drops WHERE ns = ? AND url IN (SELECT url FROM "
+                "simhash_drops WHERE ns = ? ORDER BY at, url LIMIT ?)",
+                (self._ns, self._ns, count - limit),
+            )
+
+    def drop_of(self, url: str) -> DropRecord | None:
+        row = self._row(
+            "drop lookup",
+            "SELECT kept, distance, at FROM simhash_drops WHERE ns = ? AND url = ?",
+            url,
+        )
+        if row is None or self.config.drop_expired(row[2], self.config.clock()):
+            return None
+        return DropRecord(url, row[0], int(row[1]), int(row[2]))
+
+    def drop_count(self) -> int:
+        row = self._row("drop count", "SELECT COUNT(*) FROM simhash_drops WHERE ns = ?")
+        return int(row[0]) if row else 0
 
     def remove(self, key: str) -> bool:
         try:
@@ -249,14 +355,8 @@ class SqliteIndex(NearDuplicateIndex):
             raise self._error("clear", exc) from exc
 
     def count(self) -> int:
-        try:
-            with self._lock:
-                row = self._db.execute(
-                    "SELECT COUNT(*) FROM simhash_entries WHERE ns = ?", (self._ns,)
-                ).fetchone()
-        except sqlite3.Error as exc:
-            raise self._error("count", exc) from exc
-        return int(row[0])
+        row = self._row("count", "SELECT COUNT(*) FROM simhash_entries WHERE ns = ?")
+        return int(row[0]) if row else 0
 
     def purge_expired(self) -> int:
         ttl = self.config.ttl_secs

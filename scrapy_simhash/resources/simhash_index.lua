@@ -22,9 +22,12 @@
 -- which over-allocate up to 2x.
 --
 -- KEYS[1] meta hash. Replies list matches as flat (key text, fingerprint, distance, id).
--- ARGV: 1 mode (observe|query|remove|expire), 2 prefix, 3 band masks, 4 group masks,
+-- "claim" is observe for a page naming `key` as its canonical URL: the entry already under
+-- `key` counts as a match too, and a different fingerprint there is a conflict (reply
+-- {2, stored fingerprint}, nothing stored).
+-- ARGV: 1 mode (observe|claim|rename|query|remove|expire), 2 prefix, 3 band masks, 4 group masks,
 --       5 entry bucket bits, 6 max distance, 7 now, 8 ttl (0 = none), 9 fingerprint
---       (zeros when unused), 10 key id, 11 key text
+--       (zeros when unused), 10 key id, 11 key text; rename adds 12 new key id, 13 its text
 
 local mode = ARGV[1]
 local prefix = ARGV[2]
@@ -268,9 +271,10 @@ local function flatten(matches, out)
   return out
 end
 
-if mode == 'observe' then
+if mode == 'observe' or mode == 'claim' then
+  local claim = mode == 'claim'
   local words = words_of(fp)
-  local found, names, contents, starts = scan(words, me, true)
+  local found, names, contents, starts = scan(words, (not claim) and me or nil, true)
   if #found > 0 then
     -- Every match at the smallest distance; the client breaks ties by key text.
     local best = limit + 1
@@ -291,6 +295,9 @@ if mode == 'observe' then
   local ek = prefix .. 'e' .. eb
   local es = redis.call('GET', ek) or ''
   local r = find_record(es, me, 0, ER)
+  if claim and r and not expired(unpack('>I4', es, r + 8 + FPB)) then
+    return { 2, sub(es, r + 8, r + 7 + FPB) }
+  end
   local stamp = pack('>I4', math.floor(now))
   local previous = false
   local same = false
@@ -320,6 +327,37 @@ if mode == 'observe' then
     end
   end
   return { 0, previous }
+elseif mode == 'rename' then
+  -- Move the entry of key id `me` to key id ARGV[12] (text ARGV[13]), fingerprint and last
+  -- seen unchanged; an entry already under the new key is dropped first. Only the entry
+  -- record, the key text and table 1's entry bucket move: the band records name the
+  -- fingerprint, which stays.
+  local new, text = ARGV[12], ARGV[13]
+  local neb = entry_bucket(new)
+  local eb = entry_bucket(me)
+  local ek = prefix .. 'e' .. eb
+  local es = redis.call('GET', ek)
+  if not (es and find_record(es, me, 0, ER)) then
+    return 0
+  end
+  if new ~= me and drop(neb, new) then
+    es = redis.call('GET', ek) -- the same bucket may have lost a record
+  end
+  local r = find_record(es, me, 0, ER)
+  local record = sub(es, r + 8, r + ER - 1) -- fingerprint .. last seen
+  local f = sub(record, 1, FPB)
+  put(ek, sub(es, 1, r - 1) .. sub(es, r + ER))
+  local uk = prefix .. 'u' .. eb
+  redis.call('LSET', uk, (r - 1) / ER, '')
+  redis.call('LREM', uk, 1, '')
+  local nek = prefix .. 'e' .. neb
+  redis.call('SET', nek, (redis.call('GET', nek) or '') .. new .. record)
+  redis.call('RPUSH', prefix .. 'u' .. neb, text)
+  local gk = group_key(1, words_of(f))
+  local s = redis.call('GET', gk)
+  local p = find_record(s, f, 0, REC1)
+  redis.call('SET', gk, sub(s, 1, p + FPB - 1) .. neb .. sub(s, p + REC1))
+  return 1
 elseif mode == 'query' then
   return flatten((scan(words_of(fp), nil, false)), {})
 elseif mode == 'remove' or mode == 'expire' then

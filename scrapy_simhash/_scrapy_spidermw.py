@@ -1,0 +1,55 @@
+"""Spider middleware: near-duplicates whose links are followed yield no items.
+
+With ``SIMHASH_FOLLOW_DUPLICATE_LINKS`` the downloader middleware lets a near-duplicate
+reach the spider's callback instead of dropping it, so links found only on a copy (a
+mirror that arrived first, a print view linking to the next part) are still followed. The
+items such a callback yields are dropped here: requests pass, so "one page per cluster"
+still holds for what the crawl produces.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+
+logger = logging.getLogger(__name__)
+
+#: Priority in SPIDER_MIDDLEWARES used by the add-on: close to the spider (runs first on
+#: its output), so later middlewares never see an item of a copy.
+PRIORITY = 50
+
+#: ``response.meta["simhash"]`` key set on near-duplicates passed only for their links.
+FOLLOW_ONLY = "links_only"
+
+
+class SimhashSpiderMiddleware:
+    """Drop the items of near-duplicates that reached the callback for their links."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.stats = crawler.stats
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> SimhashSpiderMiddleware:
+        return cls(crawler)
+
+    async def process_spider_output(
+        self, response: Response, result: AsyncIterator[Any], spider: Any = None
+    ) -> AsyncIterator[Any]:
+        info = response.meta.get("simhash") if response.request is not None else None
+        links_only = bool(info and info.get(FOLLOW_ONLY))
+        async for output in result:
+            if not links_only or isinstance(output, Request):
+                yield output
+                continue
+            self.stats.inc_value("simhash/duplicate_items_dropped")
+            logger.debug(
+                "Dropped an item of near-duplicate %s (copy of %s)",
+                response.url, info.get("duplicate_of") if info else None,
+            )

@@ -1,0 +1,196 @@
+"""Which URL names a page: the canonical URL a site declares for it.
+
+Sites publish one article under many URLs (print and AMP views, tracking parameters, session
+ids) and most say which one is the real one, with ``<link rel="canonical" href="...">`` in
+the page or a ``Link: <...>; rel="canonical"`` header. Keying the index by that URL makes the
+index, the drop record, recrawl scheduling and reports speak of the same URL whichever copy
+happened to be fetched first.
+
+A declaration is only believed within one site: a page cannot claim another site's URL
+(scrapers and hijacked pages do exactly that). "One site" is the registrable domain,
+approximated without a public-suffix list: the last two labels of the host, or the last
+three when the last two are a known multi-part suffix such as ``co.uk`` or a known shared
+host such as ``github.io``; IP addresses and single-label hosts must match exactly. The
+approximation errs on the side of "same site" only for unlisted shared-host suffixes.
+
+When the page and the header disagree, neither is believed (as search engines do with
+conflicting hints): the page keeps its own URL.
+
+Pages that declare nothing still come in copies; ``url_rank`` orders such copies by a
+configurable preference (no print/AMP view, fewer parameters), so the cluster can be named
+by its cleanest URL whichever copy arrived first.
+"""
+
+from __future__ import annotations
+
+import html
+import ipaddress
+import re
+from collections.abc import Callable, Iterable
+from urllib.parse import SplitResult, urljoin, urlsplit, urlunsplit
+
+#: Two-label suffixes under which each name is a separate site (a small, common subset of
+#: the public-suffix list: country second-level domains and shared hosting).
+MULTI_PART_SUFFIXES = frozenset(
+    ["co.uk", "org.uk", "ac.uk", "gov.uk", "me.uk", "net.uk", "ltd.uk", "plc.uk", "com.au", "net.au", "org.au", "edu.au", "gov.au", "co.nz", "org.nz", "govt.nz", "co.jp", "ne.jp", "or.jp", "ac.jp", "go.jp", "co.kr", "or.kr", "go.kr", "com.cn", "net.cn", "org.cn", "gov.cn", "edu.cn", "ac.cn", "com.hk", "org.hk", "com.tw", "org.tw", "edu.tw", "com.sg", "com.my", "co.id", "co.in", "net.in", "org.in", "co.th", "co.za", "org.za", "com.br", "net.br", "org.br", "com.ar", "com.mx", "com.tr", "com.ua", "co.il", "github.io", "gitlab.io", "blogspot.com", "wordpress.com", "tumblr.com", "herokuapp.com", "appspot.com", "netlify.app", "vercel.app", "pages.dev", "web.app", "firebaseapp.com", "azurewebsites.net", "cloudfront.net", "s3.amazonaws.com"]
+)
+
+#: The document head is where a canonical link belongs; scanning stops at the body.
+HEAD_SCAN_CHARS = 65536
+
+_LINK_TAG = re.compile(r"<link\b([^>]*)>", re.IGNORECASE)
+_HEAD_END = re.compile(r"</head\s*>|<body[\s>]", re.IGNORECASE)
+_ATTRIBUTE = re.compile(
+    r"""([^\s=/>"']+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+)))?""", re.DOTALL
+)
+_HEADER_LINK = re.compile(r"<([^>]*)>\s*((?:;[^,<]*)*)")
+_HEADER_PARAM = re.compile(r""";\s*([^\s=;]+)\s*=\s*(?:"([^"]*)"|([^\s;,]+))""")
+
+
+def _attributes(text: str) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for name, double, single, bare in _ATTRIBUTE.findall(text):
+        found.setdefault(name.lower(), html.unescape(double or single or bare))
+    return found
+
+
+def html_canonical(document: str) -> str | None:
+    """The ``href`` of the first ``<link rel="canonical">`` in the head of ``document``."""
+    head = document[:HEAD_SCAN_CHARS]
+    end = _HEAD_END.search(head)
+    if end is not None:
+        head = head[: end.start()]
+    for match in _LINK_TAG.finditer(head):
+        attributes = _attributes(match.group(1))
+        if "canonical" in attributes.get("rel", "").lower().split():
+            href = attributes.get("href", "").strip()
+            if href:
+                return href
+    return None
+
+
+def header_canonical(values: Iterable[str]) -> str | None:
+    """The target of the first ``rel="canonical"`` link in ``Link`` header values."""
+    for value in values:
+        for target, params in _HEADER_LINK.findall(value):
+            for name, quoted, bare in _HEADER_PARAM.findall(params):
+                rels = (quoted or bare).lower().split()
+                if name.lower() == "rel" and "canonical" in rels and target.strip():
+                    return str(target).strip()
+    return None
+
+
+def site_of(host: str) -> str:
+    """The registrable domain of ``host``, as approximated in the module docstring."""
+    host = host.lower().rstrip(".")
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        pass
+    else:
+        return host
+    labels = host.split(".")
+    if len(labels) <= 2:
+        return host
+    keep = 3 if ".".join(labels[-2:]) in MULTI_PART_SUFFIXES else 2
+    return ".".join(labels[-keep:])
+
+
+def same_site(url: str, other: str) -> bool:
+    """Whether two http(s) URLs belong to one site (scheme and port may differ)."""
+    try:
+        a, b = urlsplit(url).hostname, urlsplit(other).hostname
+    except ValueError:
+        return False
+    return bool(a) and bool(b) and site_of(a or "") == site_of(b or "")
+
+
+def _absolute(page_url: str, href: str) -> str | None:
+    try:
+        parts = urlsplit(urljoin(page_url, href.strip()))
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return None
+    return urlunsplit((parts.scheme, parts.netloc, parts.path or "/", parts.query, ""))
+
+
+def declared_canonical(
+    page_url: str, *, document: str | None = None, link_headers: Iterable[str] = ()
+) -> str | None:
+    """The canonical URL a page declares for itself, if it is believable.
+
+    ``None`` when the page declares none, the page and the header disagree, or the target is
+    not an http(s) URL of the same site. A page declaring itself returns its own URL (with
+    any fragment removed).
+    """
+    declared = [
+        _absolute(page_url, href)
+        for href in (
+            html_canonical(document) if document else None,
+            header_canonical(link_headers),
+        )
+        if href
+    ]
+    if not declared or None in declared or len(set(declared)) > 1:
+        return None
+    target = declared[0]
+    if target is None or not same_site(page_url, target):
+        return None
+    return target
+
+
+#: Path segments and query parameters that mark a print or AMP view of a page.
+VIEW_MARKERS = frozenset({"print", "printable", "amp"})
+
+#: Rules naming which of two copies represents their cluster, best first (see url_rank).
+PREFERENCE_RULES = ("no_print_amp", "fewer_params")
+
+
+def _view_flag(parts: SplitResult) -> int:
+    segments = {s.lower() for s in parts.path.split("/")}
+    names = {pair.split("=", 1)[0].lower() for pair in parts.query.split("&") if pair}
+    return int(bool((segments | names) & VIEW_MARKERS))
+
+
+def _params(parts: SplitResult) -> int:
+    query = len([pair for pair in parts.query.split("&") if pair])
+    return query + parts.path.count(";")
+
+
+_RULES: dict[str, Callable[[SplitResult], int]] = {
+    "no_print_amp": _view_flag,
+    "fewer_params": _params,
+}
+
+
+def check_rules(rules: Iterable[str]) -> tuple[str, ...]:
+    """``rules`` if every one is known, else a ConfigurationError naming the known ones."""
+    from scrapy_simhash.exceptions import ConfigurationError
+
+    chosen = tuple(rules)
+    unknown = [rule for rule in chosen if rule not in _RULES]
+    if unknown:
+        raise ConfigurationError(
+            f"unknown URL preference rule(s) {unknown}: use any of {', '.join(_RULES)}"
+        )
+    return chosen
+
+
+def url_rank(url: str, rules: Iterable[str] = PREFERENCE_RULES) -> tuple[int, ...]:
+    """Sort key of a URL among copies of one page, lower is better: ``no_print_amp`` puts
+    URLs without a ``print``/``amp`` path segment or parameter first, ``fewer_params`` those
+    with fewer query and ``;`` path parameters (tracking and session ids)."""
+    parts = urlsplit(url)
+    return tuple(_RULES[rule](parts) for rule in rules)
+
+
+def preferred(candidate: str, current: str, rules: Iterable[str] = PREFERENCE_RULES) -> bool:
+    """Whether ``candidate`` should represent a cluster now named by ``current``: strictly
+    better by the rules, and on the same site (a copy elsewhere never takes a site's page)."""
+    chosen = tuple(rules)
+    return (
+        bool(chosen)
+        and same_site(candidate, current)
+        and url_rank(candidate, chosen) < url_rank(current, chosen)
+    )

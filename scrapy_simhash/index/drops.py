@@ -1,0 +1,111 @@
+"""The record of dropped near-duplicates: which URL copied which, how closely, and when.
+
+A dropped page leaves nothing in the index itself (it is not stored, so it cannot match
+later pages in its own name), yet people ask "why is this URL missing?" and later features
+(skipping the fetch of known copies, reports) need the answer. Each backend keeps one
+record per dropped URL in the namespace's own store, replaced when the URL is dropped again.
+
+The record is bounded twice: by age (``drop_ttl_secs``; expired records stop answering and
+are deleted as new ones arrive) and by count (``drop_max_entries``; the oldest records go
+first). The memory backend is here; SQLite and Redis keep theirs next to their index data.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import NamedTuple
+
+#: Thirty days: long enough for a monthly recrawl to still know its copies.
+DROP_TTL_SECS = 30 * 86400.0
+#: A million records: about 200 MB of Redis or 150 MB of SQLite with ~60-byte URLs at most.
+DROP_MAX_ENTRIES = 1_000_000
+#: Expired or excess records deleted per new record at most, so one call never stalls.
+TRIM_BATCH = 16
+
+_HEAD = struct.Struct(">IBH")  # time, distance, length of the kept URL
+
+
+class DropRecord(NamedTuple):
+    """``url`` was dropped as a near-duplicate of ``kept`` at ``at`` (Unix seconds)."""
+
+    url: str
+    kept: str
+    distance: int
+    at: int
+
+
+#: Records followed at most from a URL to the page now naming its cluster.
+MAX_HOPS = 8
+
+
+def kept_name(drop_of: Callable[[str], DropRecord | None], url: str) -> str | None:
+    """The URL now naming the cluster ``url`` was dropped from, following renamed clusters
+    (a copy dropped in favour of a URL that later became a copy of a preferred one).
+    ``drop_of`` is a blocking index's method; ``None`` when ``url`` has no record."""
+    record = drop_of(url)
+    if record is None:
+        return None
+    name, seen = record.kept, {url}
+    for _ in range(MAX_HOPS):
+        if name in seen:
+            break
+        seen.add(name)
+        onward = drop_of(name)
+        if onward is None:
+            break
+        name = onward.kept
+    return name
+
+
+def pack_record(record: DropRecord) -> bytes:
+    """Compact value of a record (Redis): 7 bytes plus the two URLs."""
+    kept = record.kept.encode("utf-8", "surrogatepass")
+    url = record.url.encode("utf-8", "surrogatepass")
+    return _HEAD.pack(record.at, min(record.distance, 255), len(kept)) + kept + url
+
+
+def unpack_record(data: bytes) -> DropRecord:
+    at, distance, size = _HEAD.unpack_from(data)
+    start = _HEAD.size
+    kept = data[start : start + size].decode("utf-8", "surrogatepass")
+    url = data[start + size :].decode("utf-8", "surrogatepass")
+    return DropRecord(url, kept, distance, at)
+
+
+class MemoryDrops:
+    """Drop records of one in-process index, oldest first (a refreshed record moves last)."""
+
+    def __init__(self, ttl_secs: float | None, max_entries: int) -> None:
+        self.ttl_secs = ttl_secs
+        self.max_entries = max_entries
+        self._records: OrderedDict[str, DropRecord] = OrderedDict()
+
+    def _expired(self, record: DropRecord, now: float) -> bool:
+        return self.ttl_secs is not None and now - record.at > self.ttl_secs
+
+    def record(self, url: str, kept: str, distance: int, now: float) -> None:
+        if self.max_entries <= 0:
+            return
+        self._records.pop(url, None)
+        self._records[url] = DropRecord(url, kept, distance, int(now))
+        while len(self._records) > self.max_entries:
+            self._records.popitem(last=False)
+        for _ in range(TRIM_BATCH):
+            oldest = next(iter(self._records.values()))
+            if not self._expired(oldest, now):
+                break
+            self._records.popitem(last=False)
+
+    def get(self, url: str, now: float) -> DropRecord | None:
+        record = self._records.get(url)
+        if record is None or self._expired(record, now):
+            return None
+        return record
+
+    def clear(self) -> None:
+        self._records.clear()
+
+    def __len__(self) -> int:
+        return len(self._records)

@@ -1,0 +1,205 @@
+"""The canonical URL names a cluster whichever copy arrives first; drops are recorded.
+
+The middleware runs in-process (tests/scrapy_inprocess.py), so each test chooses the order
+in which copies arrive, and assertions hold for every order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scrapy import Request
+from scrapy.exceptions import IgnoreRequest
+from scrapy.http import HtmlResponse
+
+from scrapy_simhash._scrapy_spidermw import SimhashSpiderMiddleware
+from scrapy_simhash.exceptions import NearDuplicate
+from scrapy_simhash.index.drops import kept_name
+from scrapy_simhash.recrawl import open_recrawl_store
+from tests.scrapy_inprocess import HARBOUR, ORCHARD, harness, story
+
+SITE = "https://news.example.com"
+ORIGINAL = f"{SITE}/news/harbour.html"
+COPIES = {
+    ORIGINAL: story(HARBOUR, canonical="/news/harbour.html"),
+    f"{SITE}/print/news/harbour.html": story(HARBOUR, canonical="/news/harbour.html"),
+    f"{SITE}/amp/news/harbour.html": story(HARBOUR[:3] + HARBOUR[3:], canonical=ORIGINAL),
+    f"{SITE}/news/harbour.html?utm_source=share": story(HARBOUR, canonical="/news/harbour.html"),
+}
+
+
+@pytest.mark.parametrize("order", list(itertools.permutations(COPIES))[::5])
+def test_the_canonical_url_names_the_cluster_whichever_copy_arrives_first(
+    order: tuple[str, ...],
+) -> None:
+    with harness() as h:
+        results = [h.fetch(url, COPIES[url]) for url in order]
+        passed = [url for url, (r, _) in zip(order, results, strict=True) if isinstance(r, HtmlResponse)]
+        assert passed == [order[0]]  # exactly one page of the cluster reaches the spider
+        for url, (result, info) in zip(order[1:], results[1:], strict=True):
+            assert isinstance(result, NearDuplicate), url
+            assert isinstance(result, IgnoreRequest)  # errbacks written for Scrapy still work
+            assert (result.url, result.kept_url, result.distance) == (url, ORIGINAL, 0)
+            assert info["duplicate_of"] == ORIGINAL
+        assert all(info["key"] == ORIGINAL for _, info in results)
+        # The index holds the story under its canonical URL only, and every other URL
+        # fetched is recorded as a copy of it.
+        assert h.index("count") == 1
+        assert h.index("get", ORIGINAL) is not None
+        for url in COPIES:
+            record = h.index("drop_of", url)
+            if url == ORIGINAL:
+                assert record is None
+            else:
+                assert (record.url, record.kept) == (url, ORIGINAL), url
+        assert h.stat("unique") == 1
+        assert h.stat("dropped") == len(COPIES) - 1
+
+
+def test_a_canonical_url_on_another_site_is_not_believed() -> None:
+    with harness() as h:
+        hijack = story(ORCHARD, canonical="https://elsewhere.example.net/orchard.html")
+        result, info = h.fetch(f"{SITE}/news/orchard.html", hijack)
+        assert isinstance(result, HtmlResponse)
+        assert info["key"] == f"{SITE}/news/orchard.html"
+        assert h.index("get", "https://elsewhere.example.net/orchard.html") is None
+
+
+def test_a_page_naming_a_canonical_it_does_not_copy_keeps_its_own_url() -> None:
+    """Paginated pages often name page 1 as canonical: page 2 is still a page of its own."""
+    with harness() as h:
+        first, _ = h.fetch(f"{SITE}/news/long.html", story(HARBOUR))
+        page_two_url = f"{SITE}/news/long.html?page=2"
+        second, info = h.fetch(page_two_url, story(ORCHARD, canonical="/news/long.html"))
+        assert isinstance(first, HtmlResponse)
+        assert isinstance(second, HtmlResponse)
+        assert info["key"] == page_two_url
+        assert h.index("get", page_two_url) is not None
+        assert h.index("drop_of", page_two_url) is None
+
+
+def test_the_canonical_page_replaces_what_a_misdeclared_page_stored_under_its_url() -> None:
+    with harness() as h:
+        h.fetch(f"{SITE}/news/long.html?page=2", story(ORCHARD, canonical="/news/long.html"))
+        result, info = h.fetch(f"{SITE}/news/long.html", story(HARBOUR))
+        assert isinstance(result, HtmlResponse)
+        assert info["key"] == f"{SITE}/news/long.html"
+        assert info["changed"] is None  # its first visit, not a change of the other page
+        assert h.index("query", h.index("get", f"{SITE}/news/long.html"))[0].key == (
+            f"{SITE}/news/long.html"
+        )
+
+
+def test_a_link_header_names_the_canonical_url_too() -> None:
+    with harness() as h:
+        h.fetch(ORIGINAL, story(HARBOUR))
+        header = {"Link": f'<{ORIGINAL}>; rel="canonical"'}
+        result, info = h.fetch(f"{SITE}/files/harbour.html", story(HARBOUR), headers=header)
+        assert isinstance(result, NearDuplicate)
+        assert info["key"] == ORIGINAL
+
+
+def test_canonical_keys_can_be_turned_off() -> None:
+    with harness(SIMHASH_USE_CANONICAL=False, SIMHASH_PREFER_URLS="") as h:
+        print_url = f"{SITE}/print/news/harbour.html"
+        h.fetch(print_url, COPIES[print_url])
+        result, info = h.fetch(ORIGINAL, COPIES[ORIGINAL])
+        assert isinstance(result, NearDuplicate)
+        assert (info["key"], info["duplicate_of"]) == (ORIGINAL, print_url)
+        assert h.index("drop_of", ORIGINAL).kept == print_url
+
+
+def test_recrawl_and_a_second_crawl_speak_of_the_canonical_url(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'index.sqlite3'}"
+    print_url = f"{SITE}/print/news/harbour.html"
+    settings = {"SIMHASH_INDEX_URL": url, "SIMHASH_RECRAWL_ENABLED": True}
+    with harness(**settings) as h:  # round 1: the print view arrives first
+        h.fetch(print_url, COPIES[print_url])
+        assert isinstance(h.fetch(ORIGINAL, COPIES[ORIGINAL])[0], NearDuplicate)
+    with harness(**settings) as h:  # round 2: the canonical URL first, then the copy
+        result, info = h.fetch(ORIGINAL, COPIES[ORIGINAL])
+        assert isinstance(result, HtmlResponse)
+        assert info["changed"] is False  # a re-fetch of the same story
+        assert isinstance(h.fetch(print_url, COPIES[print_url])[0], NearDuplicate)
+    store = open_recrawl_store(url, namespace="inprocess")
+    try:
+        assert [due.url for due in store.due(within=10**9)] == [ORIGINAL]
+        assert store.get(ORIGINAL).visits == 2
+        assert store.get(print_url) is None
+    finally:
+        store.close()
+
+
+def test_follow_mode_passes_copies_to_the_callback_and_drops_their_items() -> None:
+    with harness(SIMHASH_FOLLOW_DUPLICATE_LINKS=True) as h:
+        h.fetch(f"{SITE}/mirror/harbour.html", story(HARBOUR))
+        response, info = h.fetch(ORIGINAL, story(HARBOUR, links=["/news/next.html"]))
+        assert isinstance(response, HtmlResponse)  # reaches the callback ...
+        assert info["duplicate_of"] == f"{SITE}/mirror/harbour.html"
+        assert info["links_only"] is True  # ... for its links only
+        assert h.stat("dropped") == 1
+        spider_mw = SimhashSpiderMiddleware(h.crawler)
+        response.request.meta["simhash"] = info
+
+        async def callback_output() -> Any:
+            yield {"url": response.url}
+            yield Request(f"{SITE}/news/next.html")
+
+        async def run() -> list[Any]:
+            out = spider_mw.process_spider_output(response, callback_output())
+            return [x async for x in out]
+
+        passed = asyncio.new_event_loop().run_until_complete(run())
+        assert [type(x).__name__ for x in passed] == ["Request"]
+        assert h.crawler.stats.get_value("simhash/duplicate_items_dropped") == 1
+
+
+def test_without_declarations_the_preferred_url_names_the_cluster() -> None:
+    """No canonical link: the print view or the tracking link arriving first is still
+    filed under the clean URL once that arrives, and only one page reaches the spider."""
+    clean = f"{SITE}/news/orchard.html"
+    urls = [f"{SITE}/print/news/orchard.html", f"{SITE}/news/orchard.html?utm_source=x", clean]
+    for order in itertools.permutations(urls):
+        with harness() as h:
+            results = [h.fetch(url, story(ORCHARD)) for url in order]
+            assert sum(isinstance(r, HtmlResponse) for r, _ in results) == 1, order
+            # The clean URL's own arrival names the cluster (reports see it in the signal's
+            # info), unless it arrived first and was kept under its own name anyway.
+            clean_info = next(info for url, (_, info) in zip(order, results, strict=True) if url == clean)
+            assert clean_info["key"] == clean
+            if order[0] != clean:
+                assert clean_info["renamed_from"] == clean_info["duplicate_of"] != clean
+            assert h.index("count") == 1
+            assert h.index("get", clean) is not None, order
+            # Each other URL leads to the clean one (a record may name an intermediate
+            # name that was itself renamed later: lookups follow the chain).
+            for url in urls:
+                if url != clean:
+                    found = kept_name(lambda u: h.index("drop_of", u), url)
+                    assert found == clean, (order, url)
+            assert h.index("drop_of", clean) is None
+
+
+def test_a_declared_canonical_url_is_never_renamed_by_preference() -> None:
+    with harness() as h:
+        declared = f"{SITE}/news/orchard.html?id=7"
+        h.fetch(declared, story(ORCHARD, canonical=declared))
+        result, info = h.fetch(f"{SITE}/orchard", story(ORCHARD))
+        assert isinstance(result, NearDuplicate)
+        assert result.kept_url == declared
+        assert "renamed_from" not in info
+        assert h.index("get", declared) is not None
+
+
+def test_url_preference_can_be_turned_off() -> None:
+    with harness(SIMHASH_PREFER_URLS=[]) as h:
+        h.fetch(f"{SITE}/print/news/orchard.html", story(ORCHARD))
+        h.fetch(f"{SITE}/news/orchard.html", story(ORCHARD))
+        assert h.index("get", f"{SITE}/print/news/orchard.html") is not None
+        assert h.index("drop_of", f"{SITE}/news/orchard.html").kept == (
+            f"{SITE}/print/news/orchard.html"
+        )
