@@ -549,10 +549,23 @@ _MAX_WEIGHT = 10.0 + 25 + 25
 
 
 def _final_score(el: etree._Element, frame: _Frame) -> float:
+    """Paragraph score plus the semantic hints, less the share of link text.
+
+    A positive hint counts in full only for a container of at least _HINTED_SCORE of
+    prose: an <article class="post-teaser"> beside a real article holds a paragraph or
+    two, and must not win on its name alone.
+    """
     chars: int = frame[_CHARS]
     density = frame[_LINK] / chars if chars else 0.0
     score: float = frame[_SCORE]
-    return (score + _weight(el)) * (1.0 - density)
+    weight = _weight(el)
+    if weight > 0 and score < _HINTED_SCORE:
+        weight *= score / _HINTED_SCORE
+    return (score + weight) * (1.0 - density)
+
+
+# The paragraph score (about two paragraphs) from which semantic hints count in full.
+_HINTED_SCORE = 5.0
 
 
 def _best(walk: _Walk) -> tuple[float, etree._Element]:

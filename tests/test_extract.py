@@ -528,3 +528,24 @@ def test_byte_order_marks_and_their_mojibake_are_not_text() -> None:
     assert "\u00ff\u00fe" not in main.text
     assert "\u00ef\u00bb\u00bf" not in main.text
     assert "Real words here." in main.text
+
+
+def test_teasers_named_like_posts_do_not_win_over_the_article() -> None:
+    """A content-like name (<article class="post_teaser">) lifts only containers of prose."""
+    story = "".join(
+        f"<p>Paragraph {n} of the report on the river harbour, its ferries, its cranes "
+        f"and the people who work there through the winter months.</p>"
+        for n in range(6)
+    )
+    teasers = "".join(
+        f"<li><article class='post_teaser'><p>Teaser {n}: summer sale and the newest "
+        f"dresses of the season, picked for you by our editors.</p></article></li>"
+        for n in range(3)
+    )
+    page = (
+        f"<html><body><main><section><div class='wysiwyg'>{story}</div></section></main>"
+        f"<div><ul>{teasers}</ul></div></body></html>"
+    )
+    main = extract_main_text(page.encode())
+    assert "river harbour" in main.text
+    assert "Teaser" not in main.text
