@@ -36,6 +36,8 @@ from _pages import data_dir
 
 from scrapy_simhash.cli import parse_setting
 from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
+from scrapy_simhash.index.layout import choose_layout
+from scrapy_simhash.index.settings import index_options_from_settings
 
 KS = range(13)
 SAME_TEMPLATE = ("same_template", "same_template_swap")
@@ -95,8 +97,13 @@ def fingerprint_files(
 
 
 class Scorer:
-    def __init__(self, fps: dict[str, int | None]) -> None:
+    """Predicts near-duplicates by distance, or as the index does when ``band_masks`` are
+    given: within k bits and sharing a band of the index's layout (every pair within its
+    exact distance shares one; pairs further out only sometimes)."""
+
+    def __init__(self, fps: dict[str, int | None], band_masks: tuple[int, ...] = ()) -> None:
         self.fps = fps
+        self.band_masks = band_masks
 
     def distance(self, pair: LabelledPair) -> int | None:
         a, b = self.fps[Path(pair.a).name], self.fps[Path(pair.b).name]
@@ -104,7 +111,14 @@ class Scorer:
 
     def hit(self, pair: LabelledPair, k: int) -> bool:
         d = self.distance(pair)
-        return d is not None and d <= k
+        if d is None or d > k:
+            return False
+        if not self.band_masks:
+            return True
+        a, b = self.fps[Path(pair.a).name], self.fps[Path(pair.b).name]
+        assert a is not None
+        assert b is not None
+        return any((a ^ b) & mask == 0 for mask in self.band_masks)
 
     def scores(self, pairs: list[LabelledPair], k: int) -> dict[str, float]:
         tp = fp = fn = same = 0
@@ -122,10 +136,10 @@ class Scorer:
         return {"P": precision, "R": recall, "F1": f1, "same": same}
 
 
-def report(pairs: list[LabelledPair], scorer: Scorer, k: int, misses: int) -> None:
+def report(pairs: list[LabelledPair], scorer: Scorer, index: Scorer, k: int, misses: int) -> None:
     same_n = sum(p.same_template for p in pairs)
     print(f"\n## all languages: {len(pairs)} pairs, {sum(p.positive for p in pairs)} positive\n")
-    print(" k |     P      R     F1  same-template FP")
+    print(" k |     P      R     F1  same-template FP   (by distance)")
     for kk in KS:
         s = scorer.scores(pairs, kk)
         mark = "  <- default" if kk == k else ""
@@ -133,6 +147,11 @@ def report(pairs: list[LabelledPair], scorer: Scorer, k: int, misses: int) -> No
             f"{kk:2d} | {s['P']:.3f}  {s['R']:.3f}  {s['F1']:.3f}  "
             f"{int(s['same']):3d}/{same_n}{mark}"
         )
+    s = index.scores(pairs, k)
+    print(
+        f"\nas the index decides at k={k} (bands of its layout): P {s['P']:.3f}  "
+        f"R {s['R']:.3f}  F1 {s['F1']:.3f}  same-template FP {int(s['same'])}/{same_n}"
+    )
     print(f"\n## at k={k}: recall per kind and strength (positives), hit rate (negatives)\n")
     groups: dict[tuple[bool, str, str], list[LabelledPair]] = defaultdict(list)
     for pair in pairs:
@@ -193,7 +212,10 @@ def main() -> int:
         print(f"skipped: pair benchmark not found at {root} (set SIMHASH_BENCH_DATA)")
         return 0
     overrides = dict(args.settings)
-    k = args.k if args.k is not None else int(overrides.get("SIMHASH_MAX_DISTANCE", 3))
+    index_options = index_options_from_settings(overrides)
+    k = args.k if args.k is not None else index_options["max_distance"]
+    exact = min(index_options["exact_distance"], k)
+    masks = choose_layout(64, exact).masks
     pairs = load_pairs(root)
     files = sorted({root / p.a for p in pairs} | {root / p.b for p in pairs})
     print(f"# pair benchmark: {len(files)} files, overrides {overrides or 'none'}")
@@ -213,7 +235,8 @@ def main() -> int:
             reasons[(reason or "?").split(" (")[0]] += 1
     for reason, count in sorted(reasons.items(), key=lambda x: -x[1]):
         print(f"  no fingerprint: {count:4d}  {reason}")
-    report(pairs, Scorer(fps), k, args.misses)
+    print(f"default k={k}; the index's bands find every pair within {exact} bits")
+    report(pairs, Scorer(fps), Scorer(fps, masks), k, args.misses)
     if args.json:
         args.json.write_text(
             json.dumps({n: [None if f is None else f"{f:x}", r] for n, (f, r) in results.items()})

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from scrapy.exceptions import NotConfigured
 
 from scrapy_simhash._settings import get_bool
+from scrapy_simhash.index.settings import DEFAULT_MAX_DISTANCE
 
 if TYPE_CHECKING:
     from scrapy.settings import Settings
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 #: Defaults the add-on applies; anything set elsewhere overrides them.
 DEFAULTS: dict[str, object] = {
     "SIMHASH_DROP_DUPLICATES": True,
-    "SIMHASH_MAX_DISTANCE": 3,
+    "SIMHASH_MAX_DISTANCE": DEFAULT_MAX_DISTANCE,
     "SIMHASH_ON_INDEX_ERROR": "pass",
 }
 

@@ -177,7 +177,7 @@ def test_compare_explains_the_difference(site: Path) -> None:
     result = run("compare", str(site / "news" / "a.html"), str(site / "garden.html"))
     assert result.returncode == 0, result.stderr
     text = result.stdout.decode()
-    assert "different at k=3" in text
+    assert "different at k=5" in text
     assert "only in A: " in text
     only_a = text.split("only in A: ")[1].splitlines()[0]
     only_b = text.split("only in B: ")[1].splitlines()[0]
@@ -197,9 +197,12 @@ def test_compare_json_of_near_duplicates(site: Path) -> None:
     assert report["only_a"] == report["only_b"] == []
 
 
-def test_threshold_comes_from_settings_unless_k_is_given(site: Path) -> None:
-    pages = (str(site / "news" / "a.html"), str(site / "garden.html"))
+def test_threshold_comes_from_settings_unless_k_is_given(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("\n".join(PARAGRAPHS), encoding="utf-8")
+    (tmp_path / "b.txt").write_text("\n".join(PARAGRAPHS[:3] + OTHER[:2]), encoding="utf-8")
+    pages = (str(tmp_path / "a.txt"), str(tmp_path / "b.txt"))
     distance = json.loads(run("compare", "--json", *pages).stdout)["distance"]
+    assert 0 < distance <= 31  # a setting holds at most 31 (half of 64 bits)
     at = json.loads(run("compare", "--json", "-s", f"SIMHASH_MAX_DISTANCE={distance}", *pages).stdout)
     assert (at["k"], at["near_duplicate"]) == (distance, True)
     overridden = json.loads(

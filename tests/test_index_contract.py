@@ -66,6 +66,24 @@ def test_first_page_is_stored_and_a_near_duplicate_is_reported(make: Callable[..
     assert len(index) == 2
 
 
+def test_matches_beyond_the_exact_distance_are_found_when_they_share_a_band(
+    make: Callable[..., Any],
+) -> None:
+    """Bands for k=3 (four 16-bit bands) with matches accepted up to 4 bits."""
+    index = make(max_distance=4, exact_distance=3)
+    assert index.layout.name == "4x1"
+    fp = 0x0123_4567_89AB_CDEF
+    index.observe("kept", fp)
+    # 4 bits, all in the first band: the other three bands are equal, so it is found.
+    assert index.check_and_add("near", flip(fp, 0, 1, 2, 3)) == Match("kept", fp, 4)
+    # 4 bits, one in each band: no band is equal, so it is not found (the documented miss).
+    assert index.check_and_add("spread", flip(fp, 0, 16, 32, 48)) is None
+    # 5 bits are never a match, even within one band.
+    assert index.check_and_add("far", flip(fp, 0, 1, 2, 3, 4)) is None
+    # Within the exact distance every pair is found, wherever its bits are.
+    assert index.check_and_add("exact", flip(fp, 1, 17, 33)) == Match("kept", fp, 3)
+
+
 def test_readding_a_key_replaces_its_fingerprint(make: Callable[..., Any]) -> None:
     index = make()
     old = 0xFFFF_0000_FFFF_0000
@@ -237,8 +255,10 @@ def test_reopening_with_another_configuration_raises(make: Callable[..., Any]) -
         make(scheme="s1", bits=128)
     with pytest.raises(IndexMismatchError, match="4 tables"):
         make(scheme="s1", tables=10)
-    with pytest.raises(IndexMismatchError, match="distances <= 3"):
+    with pytest.raises(IndexMismatchError, match="every distance <= 3"):
         make(scheme="s1", max_distance=4)
+    # Accepting 4 bits on bands built for 3 is what the stored layout serves.
+    assert make(scheme="s1", max_distance=4, exact_distance=3).layout.name == "4x1"
     # A different size hint keeps the stored layout; a smaller k is served by it too.
     again = make(scheme="s1", expected_size=10_000_000, max_distance=2)
     assert again.layout.name == "4x1"

@@ -125,7 +125,8 @@ def test_unreachable_server_at_open_is_a_backend_error(own_redis: RedisServer) -
 def test_settings_become_open_index_arguments(tmp_path: Path) -> None:
     assert index_options_from_settings({}) == {
         "url": None,
-        "max_distance": 3,
+        "max_distance": 5,
+        "exact_distance": 3,
         "namespace": "default",
         "tables": None,
         "expected_size": None,
@@ -139,6 +140,7 @@ def test_settings_become_open_index_arguments(tmp_path: Path) -> None:
         {
             "SIMHASH_INDEX_URL": f"sqlite:///{tmp_path}/settings.sqlite3",
             "SIMHASH_MAX_DISTANCE": "5",
+            "SIMHASH_INDEX_EXACT_DISTANCE": "5",
             "SIMHASH_NAMESPACE": "news",
             "SIMHASH_INDEX_TABLES": "21",
             "SIMHASH_INDEX_EXPECTED_PAGES": "1000000",
@@ -158,6 +160,9 @@ def test_settings_become_open_index_arguments(tmp_path: Path) -> None:
         assert (index.config.drop_ttl_secs, index.config.drop_max_entries) == (None, 500)
     with pytest.raises(ConfigurationError, match="SIMHASH_MAX_DISTANCE"):
         index_options_from_settings({"SIMHASH_MAX_DISTANCE": "many"})
+    with pytest.raises(ConfigurationError, match="SIMHASH_INDEX_EXACT_DISTANCE"):
+        index_options_from_settings({"SIMHASH_MAX_DISTANCE": "2", "SIMHASH_INDEX_EXACT_DISTANCE": "3"})
+    assert index_options_from_settings({"SIMHASH_MAX_DISTANCE": "0"})["exact_distance"] == 0
     with pytest.raises(ConfigurationError, match=r"memory:// takes no options.*retries"):
         open_index("memory://", options={"retries": 2})
     with pytest.raises(ConfigurationError, match="sqlite:// does not take option"):

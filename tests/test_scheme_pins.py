@@ -39,7 +39,7 @@ PAGES = {
     ),
 }
 
-PINNED_SCHEME = "sh2-64-aa0874c1"
+PINNED_SCHEME = "sh2-64-a78bcba7"
 PINNED = {"en": "33302c08259419c9", "zh": "0b1f430891156b3b", "mixed": "ae3c1c1c040ac8ba"}
 
 

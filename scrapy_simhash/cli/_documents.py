@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scrapy_simhash._settings import get_int
 from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter, PageFingerprint, to_hex
 
 STDIN = "-"
@@ -147,7 +146,7 @@ def add_distance_option(parser: Any) -> None:
         "-k",
         type=int,
         default=None,
-        help="maximum Hamming distance of near-duplicates (default: SIMHASH_MAX_DISTANCE, 3)",
+        help="maximum Hamming distance of near-duplicates (default: SIMHASH_MAX_DISTANCE, 5)",
     )
 
 
@@ -155,7 +154,9 @@ def max_distance(args: Any, settings: dict[str, Any]) -> int:
     """``-k`` when given, else ``SIMHASH_MAX_DISTANCE`` as a crawl would read it."""
     if args.k is not None:
         return int(args.k)
-    return get_int(settings, "SIMHASH_MAX_DISTANCE", 3, minimum=0)
+    from scrapy_simhash.index.settings import max_distance_from_settings
+
+    return max_distance_from_settings(settings)
 
 
 def add_text_option(parser: Any) -> None:

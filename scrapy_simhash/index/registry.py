@@ -93,6 +93,7 @@ def open_index(
     url: str | None = None,
     *,
     max_distance: int = 3,
+    exact_distance: int | None = None,
     bits: int = 64,
     scheme: str = "",
     namespace: str = "default",
@@ -108,6 +109,9 @@ def open_index(
 ) -> NearDuplicateIndex:
     """Open (creating if needed) the index at ``url``; ``None`` is the embedded SQLite file.
 
+    ``max_distance`` is the largest distance of a match; every match within
+    ``exact_distance`` (default: ``max_distance``) is found, matches further out only when
+    they share a band with the page (see ``IndexConfig.band_distance``).
     ``scheme`` is the fingerprinter's scheme id: reopening with another one raises
     :class:`~scrapy_simhash.exceptions.IndexMismatchError`, as do other ``bits`` or an
     explicit other ``tables``. ``reset=True`` wipes the namespace first. ``drop_ttl_secs``
@@ -116,7 +120,8 @@ def open_index(
     SQLite: ``timeout``, ``synchronous``).
     """
     url, config, merged = _prepare(
-        url, options, backend_options, bits=bits, max_distance=max_distance, scheme=scheme,
+        url, options, backend_options, bits=bits, max_distance=max_distance, exact_distance=exact_distance,
+        scheme=scheme,
         namespace=namespace, tables=tables, expected_size=expected_size, ttl_secs=ttl_secs,
         reset=reset, clock=clock, drop_ttl_secs=drop_ttl_secs, drop_max_entries=drop_max_entries,
     )
@@ -127,6 +132,7 @@ async def open_async_index(
     url: str | None = None,
     *,
     max_distance: int = 3,
+    exact_distance: int | None = None,
     bits: int = 64,
     scheme: str = "",
     namespace: str = "default",
@@ -146,7 +152,8 @@ async def open_async_index(
     other backends run in a worker thread so the event loop never waits on the disk.
     """
     url, config, merged = _prepare(
-        url, options, backend_options, bits=bits, max_distance=max_distance, scheme=scheme,
+        url, options, backend_options, bits=bits, max_distance=max_distance, exact_distance=exact_distance,
+        scheme=scheme,
         namespace=namespace, tables=tables, expected_size=expected_size, ttl_secs=ttl_secs,
         reset=reset, clock=clock, drop_ttl_secs=drop_ttl_secs, drop_max_entries=drop_max_entries,
     )
