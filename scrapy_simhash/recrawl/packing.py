@@ -166,7 +166,7 @@ def pack(
         body += _F64.pack(last_fetch)
         if first_fetch is not None:
             age = last_fetch - first_fetch
-            if age >= 0 and age == int(age):
+            if age >= 0 and age == int(age) and last_fetch - int(age) == first_fetch:
                 flags |= _FIRST
                 body += _varint(int(age))
             else:
