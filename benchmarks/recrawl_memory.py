@@ -51,7 +51,8 @@ def template_state(with_validators: bool) -> Any:
         store.observe("https://example.com/", fp, **extra)
         now[0] += rng.uniform(2, 30) * 3600
     state = store.get("https://example.com/")
-    assert state is not None and len(state.history) == 32, state
+    assert state is not None
+    assert len(state.history) == 32, state
     return state
 
 

@@ -340,7 +340,8 @@ def test_observation_intervals_are_kept_within_a_thousandth(secs: float) -> None
     assert kept == quantize_interval(kept)  # on the grid: reads back as written
     if secs >= 1.0:
         assert kept == pytest.approx(secs, rel=1e-3)
-    assert quantize_interval(HOUR) == HOUR and quantize_interval(DAY) == DAY
+    assert quantize_interval(HOUR) == HOUR
+    assert quantize_interval(DAY) == DAY
 
 
 _FLOATS = st.floats(min_value=0, max_value=4e9, allow_nan=False)
