@@ -32,8 +32,10 @@ def test_due_add_list_claim(store_url: str, tmp_path: Path, capsys: pytest.Captu
     assert capsys.readouterr().out.strip().endswith("http://a/1")
     assert main(["due", "--index-url", store_url, "--namespace", "n"]) == 0
     assert capsys.readouterr().out.strip().endswith("http://a/2")  # a/1 is leased
-    assert main(["due", "--index-url", store_url, "--namespace", "other"]) == 0
-    assert capsys.readouterr().out == ""
+    assert main(["due", "--index-url", store_url, "--namespace", "other"]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "no recrawl state in namespace 'other'" in err
 
 
 def test_due_reads_store_and_namespace_from_settings(

@@ -177,6 +177,15 @@ class RecrawlStore:
     def config(self) -> RecrawlConfig:
         return self._rules.config
 
+    @property
+    def url(self) -> str | None:
+        """The store URL (None: the embedded SQLite default)."""
+        return self._rules.url
+
+    @property
+    def namespace(self) -> str:
+        return self._rules.namespace
+
     def _call(self, func: Callable[..., T], *args: Any) -> T:
         try:
             return func(*args)
