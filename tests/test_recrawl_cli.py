@@ -89,6 +89,23 @@ def test_schedule_explains_one_page(store_url: str, capsys: pytest.CaptureFixtur
     assert main(["schedule", "http://nope", "--index-url", store_url]) == 1
 
 
+def test_schedule_says_why_a_url_is_not_visited(
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with open_recrawl_store(store_url, namespace="n") as store:
+        store.add(["http://a/new"])
+        for _ in range(3):
+            store.observe("http://a/gone", None, status=404)
+        store.observe("http://a/busy", None, status=503)
+    base = ["--index-url", store_url, "--namespace", "n"]
+    assert main(["schedule", "http://a/new", *base]) == 0
+    assert "not fetched yet: queued" in capsys.readouterr().out
+    assert main(["schedule", "http://a/gone", *base]) == 0
+    assert 'retired after 3 "not found" answers in a row' in capsys.readouterr().out
+    assert main(["schedule", "http://a/busy", *base]) == 0
+    assert "1 failed fetch(es) in a row: retrying with backoff" in capsys.readouterr().out
+
+
 def test_simulate_prints_policies_and_draws_png(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

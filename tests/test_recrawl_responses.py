@@ -8,10 +8,12 @@ through its own recrawl store.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Response
@@ -136,3 +138,25 @@ def test_requests_opted_out_are_not_recorded(tmp_path: Path) -> None:
         assert await state(mw) is None
 
     drive(mw, scenario)
+
+
+def test_index_reset_clears_the_recrawl_state_and_says_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    mw = middleware(tmp_path)
+
+    async def scenario() -> None:
+        await respond(mw, 200, PAGE)
+        await respond(mw, 404)
+        assert await state(mw) is not None
+
+    drive(mw, scenario)
+    with caplog.at_level(logging.INFO, logger="scrapy_simhash.reset"):
+        again = middleware(tmp_path, SIMHASH_INDEX_RESET=True)
+    assert "namespace 't' cleared: 1 fingerprints, 1 recrawl states" in caplog.text
+
+    async def after() -> None:
+        assert await state(again) is None
+        assert await again.index.call(lambda index: index.count()) == 0
+
+    drive(again, after)

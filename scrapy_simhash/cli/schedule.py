@@ -94,6 +94,9 @@ def _next_visit(report: dict[str, Any]) -> str:
 
 def render(report: dict[str, Any]) -> str:
     """Format :func:`describe` for a terminal."""
+    if not report["visits"]:
+        return (f"{report['url']}\n  not fetched yet: queued, due {when(report['next_due'])} "
+                f"(in {duration(report['due_in_secs'])})")
     changed = "".join("X" if h["changed"] else "." for h in report["history"])
     lines = [
         report["url"],
