@@ -8,7 +8,8 @@ in the due queue) and measured again:
 
 * SQLite: size of the database file (WAL checkpointed) divided by the URLs;
 * Redis: growth of ``INFO memory`` ``used_memory`` divided by the URLs (a private
-  redis-server on a free loopback port, started and stopped here).
+  redis-server on a free loopback port, started and stopped here);
+* memory (``memory://``, for tests and the simulator): Python heap growth (tracemalloc).
 
 "beyond URL" subtracts the mean URL length: the URL must be stored once anyway.
 
@@ -99,6 +100,29 @@ def sqlite_bytes(pages: list[Any], workdir: Path) -> tuple[float, float]:
     return sizes[0] / len(pages), sizes[1] / len(pages)
 
 
+def memory_bytes(pages: list[Any]) -> tuple[float, float]:
+    import tracemalloc
+
+    sizes = []
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        store = open_recrawl_store("memory://", namespace="bench")
+        # Own objects per page, as observed states have (not one history shared by all).
+        store._backend.add([
+            dataclasses.replace(p, history=tuple((t * 1.0, c) for t, c in p.history))
+            for p in pages
+        ])
+        sizes.append(tracemalloc.get_traced_memory()[0] - base)
+        sizes.append(sizes[0])  # updates replace objects by objects of the same size
+    finally:
+        tracemalloc.stop()
+    # The URL strings are shared with the caller's pages, so not traced: add them back.
+    url_bytes = sum(sys.getsizeof(p.url) for p in pages)
+    sizes = [size + url_bytes for size in sizes]
+    return sizes[0] / len(pages), sizes[1] / len(pages)
+
+
 def _sqlite_size(path: Path) -> int:
     db = sqlite3.connect(path)
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -165,7 +189,8 @@ def main() -> int:
             size = len(packed()) if packed else len(template.to_json())
             print(f"{label + f' ({size} B packed)':<26}", end="")
             results = [("sqlite", sqlite_bytes(pages, workdir)),
-                       ("redis", redis_bytes(pages, workdir))]
+                       ("redis", redis_bytes(pages, workdir)),
+                       ("memory", memory_bytes(pages))]
             for i, (backend, figures) in enumerate(results):
                 lead = "" if i == 0 else " " * 26
                 if figures is None:
