@@ -1,4 +1,4 @@
-"""The compact binary form of a page's recrawl state (about 70 bytes with 32 observations).
+"""The compact binary form of a page's recrawl state (104 bytes with 32 observations).
 
 A crawl of 100M URLs keeps one state per URL, so every byte here is a gigabyte there. The
 state is packed with :mod:`struct`: flags say which optional fields follow, counters are
