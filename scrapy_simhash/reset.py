@@ -2,8 +2,9 @@
 
 ``SIMHASH_INDEX_RESET`` and ``scrapy simhash reset`` both come here, so a reset can never
 leave one kind of state behind: the near-duplicate index (which is rebuilt with the
-current settings) and the recrawl schedule. A new kind of per-namespace state adds one
-function to :data:`PARTS`; it then takes part in every reset and in its report.
+current settings) with its record of dropped copies, and the recrawl schedule. A new kind
+of per-namespace state adds one function to :data:`PARTS`; it then takes part in every
+reset and in its report.
 """
 
 from __future__ import annotations
@@ -32,33 +33,35 @@ class Cleared:
         return f"{self.count} {self.what}"
 
 
-#: ``(url, namespace, index options) -> Cleared``; ``url`` None is the embedded SQLite file.
-ResetPart = Callable[[str | None, str, Mapping[str, Any]], Cleared]
+#: ``(url, namespace, index options) -> what it cleared``; ``url`` None is the embedded
+#: SQLite file.
+ResetPart = Callable[[str | None, str, Mapping[str, Any]], list[Cleared]]
 
 
-def _index(url: str | None, namespace: str, options: Mapping[str, Any]) -> Cleared:
+def _index(url: str | None, namespace: str, options: Mapping[str, Any]) -> list[Cleared]:
+    """The fingerprints and the drop record: a backend keeps both in the namespace's index."""
     from scrapy_simhash.index import open_index
 
     kwargs = {**options, "namespace": namespace, "reset": False}
-    count: int | None = None
+    counts: tuple[int | None, int | None] = (None, None)
     note = ""
     try:
         with open_index(url, **kwargs) as index:
-            count = index.count()
+            counts = (index.count(), index.drop_count())
     except IndexMismatchError:
         note = "built with other settings"
     # Reopening with reset=True wipes the namespace and records the current settings.
     open_index(url, **{**kwargs, "reset": True}).close()
-    return Cleared("fingerprints", count, note)
+    return [Cleared("fingerprints", counts[0], note), Cleared("drop records", counts[1], note)]
 
 
-def _recrawl(url: str | None, namespace: str, options: Mapping[str, Any]) -> Cleared:
+def _recrawl(url: str | None, namespace: str, options: Mapping[str, Any]) -> list[Cleared]:
     from scrapy_simhash.recrawl import open_recrawl_store
 
     with open_recrawl_store(url, namespace=namespace) as store:
         count = store.count()
         store.clear()
-    return Cleared("recrawl states", count)
+    return [Cleared("recrawl states", count)]
 
 
 #: Every kind of state a namespace holds, cleared in this order.
@@ -75,7 +78,7 @@ def reset_namespace(
     """
     options = dict(index_options or {})
     options.pop("url", None)
-    cleared = [part(url, namespace, options) for part in PARTS]
+    cleared = [item for part in PARTS for item in part(url, namespace, options)]
     logger.info(
         "SimHash state of namespace %r cleared: %s", namespace, ", ".join(map(str, cleared))
     )

@@ -118,6 +118,7 @@ def test_scrapy_simhash_reads_custom_settings_and_resets_everything(
     with open_index(url, namespace="gazette", scheme=scheme) as index:
         index.observe("http://news/1", 0x1234)
         index.observe("http://news/2", 0xFFFF_0000_0000)
+        index.record_drop("http://news/1?print", "http://news/1", 0)
     with open_recrawl_store(url, namespace="gazette") as store:
         store.observe("http://news/1", 0x1234)
     code, out = simhash_command(capsys, "stats", "--spider", "news")
@@ -128,11 +129,13 @@ def test_scrapy_simhash_reads_custom_settings_and_resets_everything(
     code, out = simhash_command(capsys, "reset", "--spider", "news")
     assert code == 0
     assert "cleared 2 fingerprints" in out
+    assert "cleared 1 drop records" in out
     assert "cleared 1 recrawl states" in out
     with open_recrawl_store(url, namespace="gazette") as store:
         assert len(store) == 0
     code, out = simhash_command(capsys, "stats", "--spider", "news")
     assert "fingerprints: 0" in out
+    assert "drop records: 0" in out
 
 
 def test_mismatched_index_names_the_command_that_resets_it(
