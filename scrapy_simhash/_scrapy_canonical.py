@@ -46,6 +46,12 @@ class CanonicalKeys:
             return canonicalize_url(url)
         return url
 
+    def url_key(self, request: Request, url: str) -> str:
+        """The key of a fetched URL itself, whatever its body declares (for answers with no
+        page to read, such as a 404 or a failed download)."""
+        forced = request.meta.get("simhash_key")
+        return str(forced) if forced else self._normal(url)
+
     def keys(self, request: Request, response: Response) -> tuple[str, str]:
         """(index key, the key of the fetched URL itself): they differ for a page naming
         another URL as canonical. ``meta["simhash_key"]`` overrides both."""

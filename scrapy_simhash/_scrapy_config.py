@@ -36,18 +36,36 @@ def default_workers() -> int:
     return min(2, max(0, (os.cpu_count() or 1) - 1))
 
 
-def default_index_url() -> str:
-    """Embedded SQLite index in the project data dir, created on demand."""
-    from scrapy.utils.project import data_path
+def default_index_url(*, create: bool = True) -> str:
+    """Embedded SQLite index in the project data dir (found from ``scrapy.cfg`` in this
+    folder or a parent), its directory created on demand: never by a read-only command."""
+    if create:
+        from scrapy.utils.project import data_path
 
-    path = os.path.abspath(data_path(DEFAULT_INDEX_FILE))
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+        path = os.path.abspath(data_path(DEFAULT_INDEX_FILE))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    else:
+        path = os.path.abspath(os.path.join(_data_dir(), DEFAULT_INDEX_FILE))
     return f"sqlite:///{path}"
 
 
-def index_url(settings: Mapping[str, Any]) -> str:
+def _data_dir() -> str:
+    """Scrapy's project data dir (``project_data_dir``) without creating it."""
+    from scrapy.utils.conf import closest_scrapy_cfg, get_config
+    from scrapy.utils.project import inside_project
+
+    if not inside_project():
+        return ".scrapy"
+    cfg = get_config()
+    if cfg.has_option("datadir", "default"):
+        return str(cfg.get("datadir", "default"))
+    found = closest_scrapy_cfg()
+    return os.path.join(os.path.dirname(found), ".scrapy") if found else ".scrapy"
+
+
+def index_url(settings: Mapping[str, Any], *, create: bool = True) -> str:
     """The index URL a crawl in this project uses (``SIMHASH_INDEX_URL`` or the default)."""
-    return get_str(settings, "SIMHASH_INDEX_URL", None) or default_index_url()
+    return get_str(settings, "SIMHASH_INDEX_URL", None) or default_index_url(create=create)
 
 
 def namespace(settings: Mapping[str, Any], spider_name: str | None) -> str:

@@ -40,14 +40,19 @@ def validate_index(url: str, kwargs: Mapping[str, Any]) -> None:
 
     A mismatched configuration (another SIMHASH_BITS or tokenizer than the one the index was
     built with) then stops the crawl at start-up with the index's own explanation, instead of
-    failing on every page; ``SIMHASH_INDEX_RESET`` is applied here. An unreachable backend
+    failing on every page; ``SIMHASH_INDEX_RESET`` is applied here, to all the state of the
+    namespace (index and recrawl schedule), and logs what it cleared. An unreachable backend
     is only a warning: the crawl may start before Redis does, and the error policy handles
     the pages meanwhile.
     """
     from scrapy_simhash.index import open_index
+    from scrapy_simhash.reset import reset_namespace
 
     try:
-        open_index(url, **kwargs).close()
+        if kwargs.get("reset"):
+            reset_namespace(url, str(kwargs["namespace"]), kwargs)
+        else:
+            open_index(url, **kwargs).close()
     except BACKEND_ERRORS as exc:
         logger.warning(
             "SimHash index at %s is not reachable at start-up (%s); will retry during the crawl",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import multiprocessing
+import time
 from collections import OrderedDict
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -38,10 +39,15 @@ def _init_worker(config: FingerprintConfig) -> None:
     _worker_fingerprinter.fingerprint_text("warm up the tokenizer 预热分词词典")
 
 
-def _fingerprint_in_worker(body: bytes, content_type: str | None) -> PageFingerprint:
+def _fingerprint_in_worker(
+    body: bytes, content_type: str | None
+) -> tuple[PageFingerprint, float]:
+    """Fingerprint in a worker; also return the CPU seconds it took there."""
     if _worker_fingerprinter is None:  # pragma: no cover - the initializer always runs first
         raise RuntimeError("worker not initialised")
-    return _worker_fingerprinter.fingerprint_page(body, content_type=content_type)
+    started = time.thread_time()
+    page = _worker_fingerprinter.fingerprint_page(body, content_type=content_type)
+    return page, time.thread_time() - started
 
 
 def _noop() -> None:
@@ -66,6 +72,9 @@ class FingerprintRunner:
         self.inline_max_bytes = inline_max_bytes
         self.cache_size = cache_size
         self.cache_hits = 0
+        #: Bodies fingerprinted (not served from the cache) and the CPU seconds they took.
+        self.computed = 0
+        self.cpu_secs = 0.0
         self._cache: OrderedDict[tuple[bytes, str | None], asyncio.Future[PageFingerprint]] = (
             OrderedDict()
         )
@@ -106,12 +115,23 @@ class FingerprintRunner:
             self._cache.pop(key, None)  # do not remember failures
             raise
 
+    def _inline(self, body: bytes, content_type: str | None) -> PageFingerprint:
+        started = time.thread_time()
+        try:
+            return self.fingerprinter.fingerprint_page(body, content_type=content_type)
+        finally:
+            self._count(time.thread_time() - started)
+
+    def _count(self, cpu_secs: float) -> None:
+        self.computed += 1
+        self.cpu_secs += cpu_secs
+
     async def _compute(self, body: bytes, content_type: str | None) -> PageFingerprint:
         if self._pool is None or len(body) < self.inline_max_bytes:
-            return self.fingerprinter.fingerprint_page(body, content_type=content_type)
+            return self._inline(body, content_type)
         loop = asyncio.get_running_loop()
         try:
-            return await loop.run_in_executor(
+            page, cpu_secs = await loop.run_in_executor(
                 self._pool, _fingerprint_in_worker, body, content_type
             )
         except BrokenProcessPool:
@@ -122,7 +142,9 @@ class FingerprintRunner:
             pool, self._pool = self._pool, None
             if pool is not None:
                 pool.shutdown(wait=False, cancel_futures=True)
-            return self.fingerprinter.fingerprint_page(body, content_type=content_type)
+            return self._inline(body, content_type)
+        self._count(cpu_secs)
+        return page
 
     def close(self) -> None:
         """Stop the workers; pending pages are cancelled, a running one finishes first."""

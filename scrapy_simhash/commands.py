@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from scrapy_simhash import _scrapy_config as config
+from scrapy_simhash import _scrapy_project
 from scrapy_simhash._redis import mask_url
 from scrapy_simhash._scrapy_glue import index_kwargs
 from scrapy_simhash._settings import get_bool
@@ -23,7 +23,7 @@ from scrapy_simhash.exceptions import SimhashError
 if TYPE_CHECKING:
     from scrapy.settings import Settings
 
-ACTIONS = ("stats", "lookup", "similar")
+ACTIONS = ("stats", "lookup", "similar", "reset")
 
 
 class SimhashCommand(ScrapyCommand):
@@ -34,10 +34,10 @@ class SimhashCommand(ScrapyCommand):
     default_settings: ClassVar[dict[str, Any]] = {"LOG_LEVEL": "WARNING"}
 
     def syntax(self) -> str:
-        return "stats | lookup URL | similar URL|FILE [options]"
+        return "stats | lookup URL | similar URL|FILE | reset [options]"
 
     def short_desc(self) -> str:
-        return "Inspect the SimHash near-duplicate index (stats, lookup, similar)"
+        return "Inspect or reset the SimHash state (stats, lookup, similar, reset)"
 
     def long_desc(self) -> str:
         return (
@@ -45,14 +45,21 @@ class SimhashCommand(ScrapyCommand):
             "lookup URL: the fingerprint stored for URL, or the page it was dropped as a "
             "near-duplicate of. "
             "similar URL|FILE: stored pages within SIMHASH_MAX_DISTANCE bits of a stored URL "
-            "or of a local HTML file. The index and namespace are those a crawl of this "
-            "project uses (SIMHASH_INDEX_URL, SIMHASH_NAMESPACE or the spider name)."
+            "or of a local HTML file. "
+            "reset: clear everything the namespace holds (index and recrawl schedule) and "
+            "rebuild the index with the current settings. The store, namespace and settings "
+            "are those a crawl of the spider uses (the project found from scrapy.cfg in this "
+            "folder or a parent, the spider's custom_settings, -s options; SIMHASH_INDEX_URL, "
+            "SIMHASH_NAMESPACE or the spider name)."
         )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
         parser.add_argument(
             "--spider", metavar="NAME", help="namespace of this spider (default: the only spider)"
+        )
+        parser.add_argument(
+            "--namespace", metavar="NAME", help="this namespace (default: the spider's)"
         )
         parser.add_argument(
             "--items", action="store_true", help="use the item pipeline's index, not the pages'"
@@ -62,8 +69,8 @@ class SimhashCommand(ScrapyCommand):
         if not args or args[0] not in ACTIONS:
             raise UsageError(f"first argument must be one of {', '.join(ACTIONS)}")
         action, rest = args[0], args[1:]
-        if (action == "stats") != (not rest) or len(rest) > 1:
-            raise UsageError("stats takes no argument; lookup and similar take exactly one")
+        if (action in ("stats", "reset")) != (not rest) or len(rest) > 1:
+            raise UsageError("stats and reset take no argument; lookup and similar take one")
         if self.settings is None:  # set by scrapy.cmdline before run()
             raise UsageError("settings are not loaded")
         try:
@@ -73,26 +80,8 @@ class SimhashCommand(ScrapyCommand):
             self.exitcode = 2
 
 
-def _spider_names(settings: Settings) -> list[str]:
-    try:
-        from scrapy.spiderloader import get_spider_loader
-
-        return sorted(get_spider_loader(settings).list())
-    except Exception:  # noqa: BLE001 (spider modules that fail to import: no default)
-        return []
-
-
-def _namespace(settings: Settings, opts: argparse.Namespace) -> str:
-    spider = opts.spider
-    if spider is None and not settings.get("SIMHASH_NAMESPACE"):
-        names = _spider_names(settings)
-        if len(names) > 1:
-            raise UsageError(
-                f"this project has several spiders ({', '.join(names)}): pass --spider NAME "
-                "or -s SIMHASH_NAMESPACE=..."
-            )
-        spider = names[0] if names else None
-    ns = config.namespace(settings, spider)
+def _namespace(settings: Settings, spider: str | None, opts: argparse.Namespace) -> str:
+    ns = _scrapy_project.namespace(settings, spider, opts.namespace)
     return f"{ns}:items" if opts.items else ns
 
 
@@ -105,12 +94,18 @@ def _run(action: str, target: str, settings: Settings, opts: argparse.Namespace)
     )
     from scrapy_simhash.index import open_index
 
+    settings, spider = _scrapy_project.crawl_settings(
+        opts.spider, base=settings, namespace_given=bool(opts.namespace)
+    )
     fingerprinter = Fingerprinter(FingerprintConfig.from_settings(settings))
-    url = config.index_url(settings)
     bits = fingerprinter.bits
     options = index_kwargs(
-        settings, namespace=_namespace(settings, opts), bits=bits, scheme=fingerprinter.scheme
+        settings, namespace=_namespace(settings, spider, opts), bits=bits,
+        scheme=fingerprinter.scheme,
     )
+    if action == "reset":
+        return _reset(settings, options)
+    url = _scrapy_project.existing_index_url(settings)
     with open_index(url, **options) as index:
         if action == "stats":
             print(f"index: {mask_url(url)}  namespace: {options['namespace']}")
@@ -169,6 +164,22 @@ def _lookup(index: Any, key: str, bits: int) -> int:
     if fp is None and record is None:
         print(f"{key}: not in the index")
         return 1
+    return 0
+
+
+def _reset(settings: Settings, options: dict[str, Any]) -> int:
+    from scrapy_simhash.reset import reset_namespace
+
+    namespace = options["namespace"]
+    try:
+        url = _scrapy_project.existing_index_url(settings)
+    except SimhashError as exc:
+        print(f"nothing to reset: {exc}")
+        return 0
+    cleared = reset_namespace(url, namespace, options)
+    print(f"namespace {namespace!r} of {mask_url(url)} reset:")
+    for part in cleared:
+        print(f"  cleared {part}")
     return 0
 
 

@@ -13,7 +13,6 @@ scheduling, never a duplicate of itself.
 from __future__ import annotations
 
 import logging
-import time
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals as scrapy_signals
@@ -140,6 +139,7 @@ class SimhashDownloaderMiddleware:
         self.runner.close()
         if self.runner.cache_hits:
             self.stats.set_value("simhash/body_cache_hits", self.runner.cache_hits)
+        self._cpu_stats()
         await self.index.aclose()
         if self.recrawl is not None:
             await self.recrawl.aclose()
@@ -152,6 +152,16 @@ class SimhashDownloaderMiddleware:
                 "no_text", "index_error",
             )),
         )
+
+    def _cpu_stats(self) -> None:
+        """CPU time spent fingerprinting (reactor thread and workers), not wall time:
+        wall time of concurrent pages overlaps and includes waiting for a worker."""
+        pages = self.runner.computed
+        if not pages:
+            return
+        total_us = int(self.runner.cpu_secs * 1_000_000)
+        self.stats.set_value("simhash/fingerprint_cpu_us", total_us)
+        self.stats.set_value("simhash/fingerprint_cpu_us_per_page", total_us // pages)
 
     # -- per response ------------------------------------------------------------------------
 
@@ -172,26 +182,19 @@ class SimhashDownloaderMiddleware:
             return "content_type"
         return None
 
-    def _key(self, request: Request, response: Response) -> str:
-        return self.keys.keys(request, response)[0]
-
     async def process_response(
         self, request: Request, response: Response, spider: Any = None
     ) -> Response:
         cached = "cached" in response.flags
-        if response.status == 304 and not cached and self.recrawl is not None:
-            if not request.meta.get("dont_simhash"):
-                await self._observe_recrawl(self._key(request, response), None, response)
-            return response
         skip = self._skip_reason(request, response)
+        if skip == "status" and not cached:
+            # 304, 404, 5xx...: no page to fingerprint, but the schedule must hear of it.
+            await self._record_status(request, response)
         if skip is not None:
-            self._inc(f"skipped/{skip}")
+            if response.status != 304:
+                self._inc(f"skipped/{skip}")
             return response
-        started = time.perf_counter()
-        try:
-            return await self._handle(request, response, cached)
-        finally:
-            self._inc("time_us", int((time.perf_counter() - started) * 1_000_000))
+        return await self._handle(request, response, cached)
 
     async def _handle(self, request: Request, response: Response, cached: bool) -> Response:
         self._inc("pages")
@@ -388,6 +391,34 @@ class SimhashDownloaderMiddleware:
             )
         return response
 
+    async def _record_status(self, request: Request, response: Response) -> None:
+        if self.recrawl is None or request.meta.get("dont_simhash"):
+            return
+        # The URL's own key: an error page's canonical link must not mark its target.
+        key = self.keys.url_key(request, response.url)
+        visit = await self._observe_recrawl(key, None, response)
+        if visit is None:
+            return
+        if visit.changed is False:  # a 304 after a known version: an unchanged visit
+            self._inc("unchanged")
+        if visit.outcome != "fetched":
+            self._inc(f"recrawl/{visit.outcome}")
+
+    async def process_exception(
+        self, request: Request, exception: BaseException, spider: Any = None
+    ) -> None:
+        """Record a download that failed for good (retries exhausted) as status 0."""
+        if (
+            self.recrawl is None
+            or isinstance(exception, IgnoreRequest)
+            or request.meta.get("dont_simhash")
+        ):
+            return
+        key = self.keys.url_key(request, request.url)
+        visit = await self._recrawl_observe(key, None, 0, None, None)
+        if visit is not None:
+            self._inc(f"recrawl/{visit.outcome}")
+
     async def _forget_recrawl(self, key: str) -> None:
         if self.recrawl is None:
             return
@@ -400,20 +431,28 @@ class SimhashDownloaderMiddleware:
         self, key: str, fp: int | None, response: Response, *, own: bool = True
     ) -> Any:
         """Record a fetch under ``key``; validators only come from the key's own URL (a
-        copy's ETag would be sent to the canonical URL)."""
-        if self.recrawl is None:
-            return None
-        headers = response.headers if own else {}
+        copy's ETag would be sent to the canonical URL) and from a page, not an error."""
+        ok = 200 <= response.status < 300 or response.status == 304
+        headers = response.headers if own and ok else {}
         etag = headers.get(b"ETag")
         modified = headers.get(b"Last-Modified")
+        return await self._recrawl_observe(
+            key,
+            fp,
+            response.status,
+            etag.decode("latin-1") if etag else None,
+            modified.decode("latin-1") if modified else None,
+        )
+
+    async def _recrawl_observe(
+        self, key: str, fp: int | None, status: int, etag: str | None, modified: str | None
+    ) -> Any:
+        if self.recrawl is None:
+            return None
         try:
             return await self.recrawl.call(
                 lambda store: store.observe(
-                    key,
-                    fp,
-                    status=response.status,
-                    etag=etag.decode("latin-1") if etag else None,
-                    last_modified=modified.decode("latin-1") if modified else None,
+                    key, fp, status=status, etag=etag, last_modified=modified
                 )
             )
         except BackendUnavailable:

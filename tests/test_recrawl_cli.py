@@ -32,8 +32,10 @@ def test_due_add_list_claim(store_url: str, tmp_path: Path, capsys: pytest.Captu
     assert capsys.readouterr().out.strip().endswith("http://a/1")
     assert main(["due", "--index-url", store_url, "--namespace", "n"]) == 0
     assert capsys.readouterr().out.strip().endswith("http://a/2")  # a/1 is leased
-    assert main(["due", "--index-url", store_url, "--namespace", "other"]) == 0
-    assert capsys.readouterr().out == ""
+    assert main(["due", "--index-url", store_url, "--namespace", "other"]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "no recrawl state in namespace 'other'" in err
 
 
 def test_due_reads_store_and_namespace_from_settings(
@@ -85,6 +87,23 @@ def test_schedule_explains_one_page(store_url: str, capsys: pytest.CaptureFixtur
     assert report["history"] == [{"after_secs": 3600.0, "changed": True}]
     assert report["rate_per_day"] > 1.0  # one change within an hour beats the 1/day prior
     assert main(["schedule", "http://nope", "--index-url", store_url]) == 1
+
+
+def test_schedule_says_why_a_url_is_not_visited(
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with open_recrawl_store(store_url, namespace="n") as store:
+        store.add(["http://a/new"])
+        for _ in range(3):
+            store.observe("http://a/gone", None, status=404)
+        store.observe("http://a/busy", None, status=503)
+    base = ["--index-url", store_url, "--namespace", "n"]
+    assert main(["schedule", "http://a/new", *base]) == 0
+    assert "not fetched yet: queued" in capsys.readouterr().out
+    assert main(["schedule", "http://a/gone", *base]) == 0
+    assert 'retired after 3 "not found" answers in a row' in capsys.readouterr().out
+    assert main(["schedule", "http://a/busy", *base]) == 0
+    assert "1 failed fetch(es) in a row: retrying with backoff" in capsys.readouterr().out
 
 
 def test_simulate_prints_policies_and_draws_png(

@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import math
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
 from scrapy_simhash.recrawl import (
+    PageState,
     RecrawlConfig,
     RecrawlStore,
     open_async_recrawl_store,
     open_recrawl_store,
 )
+from scrapy_simhash.recrawl.packing import as_float32, quantize_interval
 from tests.redis_servers import RedisServer
 
 HOUR = 3600.0
@@ -244,3 +250,170 @@ def test_redis_outage_then_recovery(own_redis: RedisServer, clock: Clock) -> Non
     own_redis.start()  # no persistence: the server comes back empty
     assert store.observe("u", A).visits == 1
     store.close()
+
+
+def test_not_found_backs_off_then_retires_and_a_success_revives(
+    store: RecrawlStore, clock: Clock
+) -> None:
+    store.observe("u", A)
+    outcomes = []
+    for _ in range(3):
+        clock.now += DAY
+        outcomes.append(store.observe("u", None, status=404))
+    assert [v.outcome for v in outcomes] == ["missing", "missing", "retired"]
+    # Each miss waits twice as long (SIMHASH_RECRAWL_ERROR_RETRY_SECS doubling).
+    assert outcomes[1].interval_secs == 2 * outcomes[0].interval_secs == 2 * HOUR
+    state = store.get("u")
+    assert state is not None
+    assert (state.retired, state.misses, state.status, state.rate) == (True, 3, 404, 0.0)
+    assert state.fingerprint == A  # the last known version is kept
+    assert store.due(within=1e12) == []  # never handed out again
+    clock.now += DAY
+    back = store.observe("u", A)
+    assert back.outcome == "fetched"
+    assert back.changed is False  # compared with the version before the misses
+    state = store.get("u")
+    assert state is not None
+    assert (state.retired, state.misses, state.failures) == (False, 0, 0)
+    assert [d.url for d in store.due(within=back.interval_secs + 1)] == ["u"]
+
+
+def test_server_errors_and_failed_downloads_back_off_without_touching_history(
+    store: RecrawlStore, clock: Clock
+) -> None:
+    store.observe("u", A)
+    clock.now += HOUR
+    store.observe("u", B)
+    before = store.get("u")
+    assert before is not None
+    waits = []
+    for status in (503, 0, 500, 500):  # 0: the download failed (timeout, DNS, reset)
+        clock.now += HOUR
+        visit = store.observe("u", None, status=status)
+        assert (visit.outcome, visit.changed) == ("failed", None)
+        waits.append(visit.interval_secs)
+    assert waits == [HOUR, 2 * HOUR, 4 * HOUR, 8 * HOUR]
+    state = store.get("u")
+    assert state is not None
+    assert (state.history, state.rate, state.changes) == (before.history, before.rate, 1)
+    assert (state.failures, state.misses, state.retired, state.status) == (4, 0, False, 500)
+    assert [d.url for d in store.due(within=8 * HOUR)] == ["u"]
+    clock.now += 8 * HOUR
+    ok = store.observe("u", B)
+    assert ok.changed is False
+    state = store.get("u")
+    assert state is not None
+    assert state.failures == 0
+    # The gap since the last comparison is one observation, errors in between or not.
+    assert state.history[-1] == (12 * HOUR, False)
+
+
+def test_misses_never_retire_when_retirement_is_off(store_url: str, clock: Clock) -> None:
+    config = RecrawlConfig(retire_after_misses=0, max_interval_secs=4 * HOUR)
+    with open_recrawl_store(store_url, namespace="keep", config=config, clock=clock) as store:
+        store.clear()
+        visits = [store.observe("u", None, status=410) for _ in range(5)]
+    assert {v.outcome for v in visits} == {"missing"}
+    assert visits[-1].interval_secs == 4 * HOUR  # the backoff stops at the largest interval
+
+
+def test_urls_not_fetched_for_the_expiry_are_forgotten_when_due(
+    store_url: str, clock: Clock
+) -> None:
+    config = RecrawlConfig(expire_after_secs=10 * DAY, retire_after_misses=1)
+    with open_recrawl_store(store_url, namespace="exp", config=config, clock=clock) as store:
+        store.clear()
+        store.add(["seed"])
+        store.observe("fresh", A)
+        store.observe("gone", None, status=410)  # retired at once: due when it expires
+        clock.now += 11 * DAY
+        store.observe("fresh", A)
+        claimed = store.claim_due(10, within=30 * DAY)
+        assert [d.url for d in claimed] == ["fresh"]
+        assert (store.get("seed"), store.get("gone")) == (None, None)
+        assert len(store) == 1
+
+
+@pytest.mark.parametrize("secs", [0.0, 0.1, 1.0, 59.0, HOUR, 1.5 * DAY, 7 * DAY, 400 * DAY])
+def test_observation_intervals_are_kept_within_a_thousandth(secs: float) -> None:
+    kept = quantize_interval(secs)
+    assert kept == quantize_interval(kept)  # on the grid: reads back as written
+    if secs >= 1.0:
+        assert kept == pytest.approx(secs, rel=1e-3)
+    assert quantize_interval(HOUR) == HOUR
+    assert quantize_interval(DAY) == DAY
+
+
+_FLOATS = st.floats(min_value=0, max_value=4e9, allow_nan=False)
+_TEXT = st.text(max_size=40)
+
+
+@given(
+    fingerprint=st.one_of(st.none(), st.integers(0, 2**64 - 1), st.integers(2**64, 2**128 - 1)),
+    times=st.tuples(_FLOATS, _FLOATS, _FLOATS) | st.none(),
+    due=_FLOATS | st.just(math.inf),
+    counts=st.tuples(*(st.integers(0, 10**6) for _ in range(4))),
+    floats=st.tuples(_FLOATS, st.floats(0, 1e3, allow_nan=False)),
+    etag=st.none() | _TEXT,
+    modified=st.none() | _TEXT | st.just("Tue, 14 May 2024 08:12:31 GMT"),
+    status=st.none() | st.integers(0, 999),
+    retired=st.booleans(),
+    history=st.lists(st.tuples(_FLOATS, st.booleans()), max_size=40),
+)
+@settings(max_examples=300, deadline=None)
+def test_packed_state_reads_back_exactly(
+    fingerprint: int | None,
+    times: tuple[float, float, float] | None,
+    due: float,
+    counts: tuple[int, int, int, int],
+    floats: tuple[float, float],
+    etag: str | None,
+    modified: str | None,
+    status: int | None,
+    retired: bool,
+    history: list[tuple[float, bool]],
+) -> None:
+    first, last, compared = times or (None, None, None)
+    state = PageState(
+        url="u",
+        fingerprint=fingerprint,
+        first_fetch=first,
+        last_fetch=last,
+        last_compared=compared,
+        visits=counts[0],
+        changes=counts[1],
+        interval_secs=as_float32(floats[0]),
+        next_due=due,
+        rate=as_float32(floats[1]),
+        etag=etag,
+        last_modified=modified,
+        status=status,
+        history=tuple((quantize_interval(t), c) for t, c in history),
+        misses=counts[2],
+        failures=counts[3],
+        retired=retired,
+    )
+    assert PageState.from_bytes("u", state.to_bytes()) == state
+
+
+def test_states_of_earlier_versions_are_read_and_migrated(tmp_path: Path, clock: Clock) -> None:
+    path = tmp_path / "old.sqlite3"
+    db = sqlite3.connect(path)
+    db.execute(
+        "CREATE TABLE simhash_recrawl (namespace TEXT NOT NULL, url TEXT NOT NULL, "
+        "due REAL NOT NULL, bucket INTEGER, state TEXT NOT NULL, PRIMARY KEY (namespace, url))"
+    )
+    legacy = (
+        '{"u":"http://x/a","fp":"123abc","ff":10.0,"lf":20.0,"lc":20.0,"v":2,"c":1,'
+        '"i":3600.0,"d":3620.0,"r":1e-05,"e":"\\"t\\"","m":null,"s":200,"h":[[10.0,1]]}'
+    )
+    db.execute("INSERT INTO simhash_recrawl VALUES ('old', 'http://x/a', 3620.0, 1, ?)", (legacy,))
+    db.commit()
+    db.close()
+    with open_recrawl_store(f"sqlite:///{path}", namespace="old", clock=clock) as store:
+        state = store.get("http://x/a")
+        assert [(d.url, d.due, d.etag) for d in store.due()] == [("http://x/a", 3620.0, '"t"')]
+    assert state is not None
+    assert (state.fingerprint, state.visits, state.etag, state.history) == (
+        0x123ABC, 2, '"t"', ((10.0, True),)
+    )

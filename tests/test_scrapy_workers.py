@@ -17,16 +17,20 @@ def test_worker_process_gives_the_inline_fingerprints() -> None:
                                                       "broken.html", "fake-html.bin")]
     inline = Fingerprinter(CONFIG)
 
-    async def scenario() -> list[object]:
+    async def scenario() -> tuple[list[object], int, float]:
         runner = FingerprintRunner(CONFIG, workers=1, inline_max_bytes=0)
         runner.start()
         try:
-            return list(await asyncio.gather(*(runner.fingerprint(p, "text/html") for p in pages)))
+            pages_out = await asyncio.gather(*(runner.fingerprint(p, "text/html") for p in pages))
+            return list(pages_out), runner.computed, runner.cpu_secs
         finally:
             runner.close()
 
-    results = asyncio.run(scenario())
+    results, computed, cpu_secs = asyncio.run(scenario())
     assert results == [inline.fingerprint_page(p, content_type="text/html") for p in pages]
+    # The workers report their own CPU time: what a page cost, not how long it waited.
+    assert computed == len(pages)
+    assert cpu_secs > 0
 
 
 def test_identical_bodies_are_fingerprinted_once() -> None:

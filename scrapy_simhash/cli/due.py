@@ -10,7 +10,7 @@ from typing import Any
 from scrapy_simhash._redis import mask_url, sync_client
 from scrapy_simhash.cli import settings_from_args
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
-from scrapy_simhash.recrawl.cli_support import add_store_options, open_store, when
+from scrapy_simhash.recrawl.cli_support import add_store_options, open_store, when, where
 
 
 def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -48,7 +48,9 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.limit < 1:
         raise ConfigurationError("--limit must be at least 1")
-    with open_store(args, settings_from_args(args)) as store:
+    if args.push_redis_key:
+        _push_target(args)  # a bad target is an error before anything is claimed
+    with open_store(args, settings_from_args(args), create=bool(args.add)) as store:
         if args.add:
             added = store.add(_read_urls(args.add))
             print(f"queued {added} new URL(s)", file=sys.stderr)
@@ -60,6 +62,10 @@ def run(args: argparse.Namespace) -> int:
             if args.claim
             else store.due(within=args.within, limit=args.limit)
         )
+        if not due and not store.count():
+            print(f"no recrawl state in {where(store)} (another spider's? pass --spider "
+                  "NAME or --namespace NAME)", file=sys.stderr)
+            return 1
     for item in due:
         if args.json:
             print(json.dumps({"url": item.url, "due": item.due, "visits": item.visits,
@@ -75,12 +81,17 @@ def _read_urls(path: str) -> list[str]:
         return [line.strip() for line in stream if line.strip() and not line.startswith("#")]
 
 
-def _push(args: argparse.Namespace, due: list[Any]) -> int:
+def _push_target(args: argparse.Namespace) -> str:
     target = args.redis or args.index_url
     if not target or target.split(":", 1)[0] not in ("redis", "rediss", "unix"):
         raise ConfigurationError(
             "--push-redis-key needs --redis redis://host:port/db (the scrapy-redis server)"
         )
+    return str(target)
+
+
+def _push(args: argparse.Namespace, due: list[Any]) -> int:
+    target = _push_target(args)
     urls = [item.url for item in due]
     if urls:
         client = sync_client(target)

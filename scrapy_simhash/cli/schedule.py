@@ -8,7 +8,13 @@ import time
 from typing import Any
 
 from scrapy_simhash.cli import settings_from_args
-from scrapy_simhash.recrawl.cli_support import add_store_options, duration, open_store, when
+from scrapy_simhash.recrawl.cli_support import (
+    add_store_options,
+    duration,
+    open_store,
+    when,
+    where,
+)
 from scrapy_simhash.recrawl.config import DAY
 from scrapy_simhash.recrawl.estimate import irregular_rate
 from scrapy_simhash.recrawl.policy import freshness
@@ -36,8 +42,10 @@ def run(args: argparse.Namespace) -> int:
     with open_store(args, settings_from_args(args)) as store:
         state = store.get(args.url)
         policy = store.config.effective_policy
+        place = where(store)
     if state is None:
-        print(f"{args.url}: not in the recrawl store (never fetched or another namespace)")
+        print(f"{args.url}: not in {place} (never fetched, or another spider's: pass "
+              "--spider NAME)")
         return 1
     report = describe(state, policy)
     if args.json:
@@ -57,6 +65,9 @@ def describe(state: PageState, policy: str) -> dict[str, Any]:
         "first_fetch": state.first_fetch,
         "last_fetch": state.last_fetch,
         "last_status": state.status,
+        "misses": state.misses,
+        "failures": state.failures,
+        "retired": state.retired,
         "fingerprint": None if state.fingerprint is None else format(state.fingerprint, "x"),
         "etag": state.etag,
         "last_modified": state.last_modified,
@@ -71,8 +82,21 @@ def describe(state: PageState, policy: str) -> dict[str, Any]:
     }
 
 
+def _next_visit(report: dict[str, Any]) -> str:
+    if report["retired"]:
+        return f"  retired after {report['misses']} \"not found\" answers in a row: not revisited"
+    failing = (
+        f" ({report['failures']} failed fetch(es) in a row: retrying with backoff)"
+        if report["failures"] else ""
+    )
+    return f"  next visit {when(report['next_due'])} (in {duration(report['due_in_secs'])}){failing}"
+
+
 def render(report: dict[str, Any]) -> str:
     """Format :func:`describe` for a terminal."""
+    if not report["visits"]:
+        return (f"{report['url']}\n  not fetched yet: queued, due {when(report['next_due'])} "
+                f"(in {duration(report['due_in_secs'])})")
     changed = "".join("X" if h["changed"] else "." for h in report["history"])
     lines = [
         report["url"],
@@ -84,7 +108,7 @@ def render(report: dict[str, Any]) -> str:
         f"{report['mle_rate_per_day_without_prior']:.3g}/day from history alone"),
         (f"  policy {report['policy']}: every {duration(report['interval_secs'])}, "
         f"expected freshness {report['expected_freshness']:.2f}"),
-        f"  next visit {when(report['next_due'])} (in {duration(report['due_in_secs'])})",
+        _next_visit(report),
         (f"  validators: ETag {report['etag'] or '-'}, Last-Modified "
         f"{report['last_modified'] or '-'}"),
     ]

@@ -156,12 +156,9 @@ class IndexConfig:
         except (ValueError, KeyError, TypeError) as exc:
             raise IndexMismatchError(
                 f"{where} holds an index record this version cannot read ({exc}); "
-                "use another namespace or clear it"
+                f"{reset_hint(self.namespace)}"
             ) from None
-        fix = (
-            "use another namespace (SIMHASH_NAMESPACE) or rebuild it from scratch with "
-            "open_index(..., reset=True) (SIMHASH_INDEX_RESET=true)"
-        )
+        fix = reset_hint(self.namespace)
         if data.get("format") != FORMAT_VERSION:
             raise IndexMismatchError(
                 f"{where} was written in index format {data.get('format')}, this version "
@@ -184,6 +181,16 @@ class IndexConfig:
                 f"{where} was created with {', '.join(differences)}; {fix}"
             )
         return layout, data
+
+
+def reset_hint(namespace: str) -> str:
+    """The exact ways out of a mismatched index, for error messages."""
+    return (
+        f"to rebuild namespace {namespace!r} with the current settings, run "
+        f"`scrapy simhash reset --namespace {namespace}` in the project folder (or crawl once "
+        "with `-s SIMHASH_INDEX_RESET=True`; from Python: open_index(..., reset=True)); "
+        "to keep it, use another SIMHASH_NAMESPACE"
+    )
 
 
 def check_fingerprint(fingerprint: int, bits: int) -> int:

@@ -45,6 +45,7 @@ from scrapy_simhash.index.base import (
     check_key,
     closest,
     ordered,
+    reset_hint,
 )
 from scrapy_simhash.index.drops import TRIM_BATCH, DropRecord, pack_record, unpack_record
 from scrapy_simhash.index.layout import BandLayout
@@ -159,9 +160,7 @@ class _Codec:
         if data.get("redis_format") != REDIS_FORMAT:
             raise IndexMismatchError(
                 f"{where} holds an index in Redis layout {data.get('redis_format', 1)}, this "
-                f"version reads layout {REDIS_FORMAT}; rebuild it with open_index(..., "
-                "reset=True) (SIMHASH_INDEX_RESET=true) or use another namespace "
-                "(SIMHASH_NAMESPACE)"
+                f"version reads layout {REDIS_FORMAT}; {reset_hint(self.config.namespace)}"
             )
         self.set_layout(layout, int(data["entry_bits"]), int(data["group_bits"]))
 

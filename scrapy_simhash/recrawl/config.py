@@ -45,6 +45,13 @@ class RecrawlConfig:
     lease_secs: float = 600.0
     #: How often the budget policy re-solves its Lagrange multiplier over all pages.
     rebalance_secs: float = 300.0
+    #: "Not found" answers (404, 410) in a row that retire a URL for good (0 = never).
+    retire_after_misses: int = 3
+    #: Wait before retrying a URL whose fetch failed (error, timeout, 5xx, 404); doubled
+    #: after each further failure in a row, up to ``max_interval_secs``.
+    error_retry_secs: float = 3600.0
+    #: Forget a URL not fetched for this long when it comes due (0 = keep forever).
+    expire_after_secs: float = 0.0
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -70,6 +77,8 @@ class RecrawlConfig:
             ("CHANGE_DISTANCE", self.change_distance),
             ("BUDGET_PER_DAY", self.budget_per_day),
             ("HISTORY_SIZE", self.history_size - 1),
+            ("RETIRE_AFTER_MISSES", self.retire_after_misses),
+            ("EXPIRE_AFTER_SECS", self.expire_after_secs),
         ):
             if value < 0:
                 raise ConfigurationError(f"SIMHASH_RECRAWL_{name} is out of range: {value}")
@@ -78,6 +87,7 @@ class RecrawlConfig:
             ("PRIOR_RATE_PER_DAY", self.prior_rate_per_day),
             ("PRIOR_WEIGHT", self.prior_weight),
             ("LEASE_SECS", self.lease_secs),
+            ("ERROR_RETRY_SECS", self.error_retry_secs),
         ):
             if value <= 0:
                 raise ConfigurationError(f"SIMHASH_RECRAWL_{name} must be > 0, got {value}")
@@ -119,4 +129,11 @@ class RecrawlConfig:
             history_size=get_int(settings, p + "HISTORY_SIZE", d.history_size, minimum=1),
             lease_secs=get_float(settings, p + "LEASE_SECS", d.lease_secs),
             rebalance_secs=get_float(settings, p + "REBALANCE_SECS", d.rebalance_secs, minimum=0),
+            retire_after_misses=get_int(
+                settings, p + "RETIRE_AFTER_MISSES", d.retire_after_misses, minimum=0
+            ),
+            error_retry_secs=get_float(settings, p + "ERROR_RETRY_SECS", d.error_retry_secs),
+            expire_after_secs=get_float(
+                settings, p + "EXPIRE_AFTER_SECS", d.expire_after_secs, minimum=0
+            ),
         )

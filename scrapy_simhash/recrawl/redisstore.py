@@ -1,7 +1,7 @@
 """Recrawl store in Redis or Redis Cluster, next to the near-duplicate index.
 
 Layout per namespace (one hash tag, so Lua scripts may touch all three keys in a cluster):
-``simhash:recrawl:{ns}:state`` (hash URL -> JSON state), ``...:due`` (sorted set URL ->
+``simhash:recrawl:{ns}:state`` (hash URL -> packed state, see ``packing``), ``...:due`` (sorted set URL ->
 next hand-out time) and ``...:hist`` (hash rate bucket -> pages, for the budget policy).
 
 Updates are optimistic: read the state, compute the new one in Python (the estimators are
@@ -54,6 +54,7 @@ local urls = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'WITHSCORES',
 local out = {}
 for i = 1, #urls, 2 do
   redis.call('ZADD', KEYS[2], ARGV[3], urls[i])
+  out[#out + 1] = urls[i]
   out[#out + 1] = redis.call('HGET', KEYS[1], urls[i]) or ''
   out[#out + 1] = urls[i + 1]
 end
@@ -82,17 +83,19 @@ def _bucket_arg(state: PageState | None) -> str:
     return "" if bucket is None else str(bucket)
 
 
-def _decode(raw: bytes | str | None) -> PageState | None:
-    return PageState.from_json(raw) if raw else None
+def _decode(url: bytes | str, raw: bytes | None) -> PageState | None:
+    if not raw:
+        return None
+    return PageState.from_bytes(url.decode() if isinstance(url, bytes) else url, raw)
 
 
 def _update_args(url: str, raw: bytes | None, new: PageState) -> list[Any]:
     return [
         url,
         raw or b"",
-        new.to_json(),
+        new.to_bytes(),
         repr(new.next_due),
-        _bucket_arg(_decode(raw)),
+        _bucket_arg(_decode(url, raw)),
         _bucket_arg(new),
     ]
 
@@ -100,17 +103,22 @@ def _update_args(url: str, raw: bytes | None, new: PageState) -> list[Any]:
 def _add_args(states: list[PageState]) -> list[Any]:
     args: list[Any] = []
     for s in states:
-        args += [s.url, s.to_json(), repr(s.next_due), _bucket_arg(s)]
+        args += [s.url, s.to_bytes(), repr(s.next_due), _bucket_arg(s)]
     return args
 
 
-def _pairs(raw: list[Any]) -> list[tuple[PageState, float]]:
+def _triples(raw: list[Any]) -> list[tuple[PageState, float]]:
+    """Decode ``url, state, score`` triples, skipping URLs whose state vanished."""
     out = []
-    for blob, score in zip(raw[::2], raw[1::2], strict=True):
-        state = _decode(blob)
+    for url, blob, score in zip(raw[::3], raw[1::3], raw[2::3], strict=True):
+        state = _decode(url, blob)
         if state is not None:
             out.append((state, float(score)))
     return out
+
+
+def _due_triples(rows: list[Any], blobs: list[Any]) -> list[Any]:
+    return [x for blob, (url, score) in zip(blobs, rows, strict=True) for x in (url, blob, score)]
 
 
 def _histogram(raw: dict[Any, Any]) -> dict[int, int]:
@@ -137,20 +145,20 @@ class RedisBackend:
     def update(self, url: str, step: Step) -> PageState:
         for _ in range(_RETRIES):
             raw = self._client.hget(self._keys[0], url)
-            new = step(_decode(raw))
+            new = step(_decode(url, raw))
             if self._update(keys=self._keys, args=_update_args(url, raw, new)):
                 return new
         raise _Conflict(f"{url} kept changing under {_RETRIES} concurrent updates")
 
     def get(self, url: str) -> PageState | None:
-        return _decode(self._client.hget(self._keys[0], url))
+        return _decode(url, self._client.hget(self._keys[0], url))
 
     def add(self, states: list[PageState]) -> int:
         return int(self._add(keys=self._keys, args=_add_args(states))) if states else 0
 
     def claim(self, now: float, limit: int, lease_until: float) -> list[tuple[PageState, float]]:
         raw = self._claim(keys=self._keys, args=[repr(now), limit, repr(lease_until)])
-        return _pairs(raw)
+        return _triples(raw)
 
     def due(self, until: float, limit: int) -> list[tuple[PageState, float]]:
         rows = self._client.zrangebyscore(
@@ -159,7 +167,7 @@ class RedisBackend:
         if not rows:
             return []
         blobs = self._client.hmget(self._keys[0], [url for url, _ in rows])
-        return _pairs([x for blob, (_, score) in zip(blobs, rows, strict=True) for x in (blob, score)])
+        return _triples(_due_triples(rows, blobs))
 
     def remove(self, url: str) -> bool:
         state = self.get(url)
@@ -195,13 +203,13 @@ class AsyncRedisBackend:
     async def update(self, url: str, step: Step) -> PageState:
         for _ in range(_RETRIES):
             raw = await self._client.hget(self._keys[0], url)
-            new = step(_decode(raw))
+            new = step(_decode(url, raw))
             if await self._update(keys=self._keys, args=_update_args(url, raw, new)):
                 return new
         raise _Conflict(f"{url} kept changing under {_RETRIES} concurrent updates")
 
     async def get(self, url: str) -> PageState | None:
-        return _decode(await self._client.hget(self._keys[0], url))
+        return _decode(url, await self._client.hget(self._keys[0], url))
 
     async def add(self, states: list[PageState]) -> int:
         return int(await self._add(keys=self._keys, args=_add_args(states))) if states else 0
@@ -210,7 +218,7 @@ class AsyncRedisBackend:
         self, now: float, limit: int, lease_until: float
     ) -> list[tuple[PageState, float]]:
         raw = await self._claim(keys=self._keys, args=[repr(now), limit, repr(lease_until)])
-        return _pairs(raw)
+        return _triples(raw)
 
     async def due(self, until: float, limit: int) -> list[tuple[PageState, float]]:
         rows = await self._client.zrangebyscore(
@@ -219,7 +227,7 @@ class AsyncRedisBackend:
         if not rows:
             return []
         blobs = await self._client.hmget(self._keys[0], [url for url, _ in rows])
-        return _pairs([x for blob, (_, score) in zip(blobs, rows, strict=True) for x in (blob, score)])
+        return _triples(_due_triples(rows, blobs))
 
     async def remove(self, url: str) -> bool:
         state = await self.get(url)

@@ -13,6 +13,8 @@ import sqlite3
 import threading
 from contextlib import AbstractContextManager
 
+import xxhash
+
 from scrapy_simhash._sqlite import connect, immediate
 from scrapy_simhash.index.sqlite import DEFAULT_URL, sqlite_path
 from scrapy_simhash.recrawl.backend import Step, rate_bucket
@@ -21,16 +23,34 @@ from scrapy_simhash.recrawl.state import PageState
 logger = logging.getLogger(__name__)
 
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS simhash_recrawl (
-    namespace TEXT NOT NULL,
+CREATE TABLE IF NOT EXISTS simhash_recrawl_namespaces (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE
+);
+CREATE TABLE IF NOT EXISTS simhash_recrawl_pages (
+    id INTEGER PRIMARY KEY,
+    ns INTEGER NOT NULL,
     url TEXT NOT NULL,
     due REAL NOT NULL,
     bucket INTEGER,
-    state TEXT NOT NULL,
-    PRIMARY KEY (namespace, url)
+    state BLOB NOT NULL
 );
-CREATE INDEX IF NOT EXISTS simhash_recrawl_due ON simhash_recrawl (namespace, due);
+CREATE INDEX IF NOT EXISTS simhash_recrawl_pages_due ON simhash_recrawl_pages (ns, due);
 """
+
+#: Rows a URL's id may be probed over when its hash collides with another URL's.
+_PROBES = 16
+
+_COLUMNS = "ns, url, due, bucket, state"
+
+
+def url_id(namespace: str, url: str) -> int:
+    """Return the row id a URL hashes to (62 bits, so the probe range never overflows).
+
+    The row id *is* the lookup key, so the URL is stored once: an index on the URL would
+    store it a second time, the largest part of a row.
+    """
+    return int(xxhash.xxh3_64_intdigest(f"{namespace}\0{url}".encode("utf-8", "surrogatepass")) >> 2)
 
 
 def path_from_url(url: str | None) -> str:
@@ -39,7 +59,12 @@ def path_from_url(url: str | None) -> str:
 
 
 class SqliteBackend:
-    """One connection, serialised by a lock so an async wrapper may call it from a thread."""
+    """One connection, serialised by a lock so an async wrapper may call it from a thread.
+
+    Rows are keyed by a hash of the URL (probed linearly on a collision) and hold the URL
+    once, the queue time (indexed per namespace), the rate bucket for the budget policy
+    and the packed state.
+    """
 
     errors: tuple[type[BaseException], ...] = (sqlite3.Error, OSError)
 
@@ -48,94 +73,146 @@ class SqliteBackend:
         self._lock = threading.Lock()
         self._db = connect(path, timeout_secs=busy_timeout_secs)
         self._db.executescript(_SCHEMA)
+        with self._write() as db:
+            self._ns = _namespace_id(db, namespace)
+            _migrate_json_table(db)
         logger.debug("recrawl store in SQLite file %s, namespace %r", path, namespace)
 
     def _write(self) -> AbstractContextManager[sqlite3.Connection]:
         return immediate(self._db, self._lock)
 
-    def _load(self, url: str) -> PageState | None:
-        row = self._db.execute(
-            "SELECT state FROM simhash_recrawl WHERE namespace = ? AND url = ?",
-            (self._namespace, url),
-        ).fetchone()
-        return None if row is None else PageState.from_json(row[0])
+    def _find(self, url: str) -> tuple[int | None, int, PageState | None]:
+        return _find(self._db, self._namespace, self._ns, url)
+
+    def _write_row(self, row_id: int, state: PageState) -> None:
+        self._db.execute(
+            f"INSERT OR REPLACE INTO simhash_recrawl_pages (id, {_COLUMNS}) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (row_id, self._ns, state.url, state.next_due, rate_bucket(state.rate),
+             state.to_bytes()),
+        )
 
     def update(self, url: str, step: Step) -> PageState:
-        with self._write() as db:
-            new = step(self._load(url))
-            db.execute(
-                "INSERT OR REPLACE INTO simhash_recrawl (namespace, url, due, bucket, state) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (self._namespace, url, new.next_due, rate_bucket(new.rate), new.to_json()),
-            )
+        with self._write():
+            _, row_id, old = self._find(url)
+            new = step(old)
+            self._write_row(row_id, new)
             return new
 
     def get(self, url: str) -> PageState | None:
         with self._lock:
-            return self._load(url)
+            return self._find(url)[2]
 
     def add(self, states: list[PageState]) -> int:
-        with self._write() as db:
-            before = db.total_changes
-            db.executemany(
-                "INSERT OR IGNORE INTO simhash_recrawl (namespace, url, due, bucket, state) "
-                "VALUES (?, ?, ?, ?, ?)",
-                [
-                    (self._namespace, s.url, s.next_due, rate_bucket(s.rate), s.to_json())
-                    for s in states
-                ],
-            )
-            return db.total_changes - before
+        added = 0
+        with self._write():
+            for state in states:
+                found, row_id, _ = self._find(state.url)
+                if found is None:
+                    self._write_row(row_id, state)
+                    added += 1
+        return added
 
-    def _due(self, until: float, limit: int) -> list[tuple[PageState, float]]:
+    def _due(self, until: float, limit: int) -> list[tuple[int, PageState, float]]:
         rows = self._db.execute(
-            "SELECT state, due FROM simhash_recrawl WHERE namespace = ? AND due <= ? "
-            "ORDER BY due LIMIT ?",
-            (self._namespace, until, limit),
+            "SELECT id, url, state, due FROM simhash_recrawl_pages WHERE ns = ? AND due <= ? "
+            "ORDER BY due, url LIMIT ?",
+            (self._ns, until, limit),
         ).fetchall()
-        return [(PageState.from_json(state), due) for state, due in rows]
+        return [
+            (int(row_id), PageState.from_bytes(url, blob), float(due))
+            for row_id, url, blob, due in rows
+        ]
 
     def claim(self, now: float, limit: int, lease_until: float) -> list[tuple[PageState, float]]:
         with self._write() as db:
             claimed = self._due(now, limit)
             db.executemany(
-                "UPDATE simhash_recrawl SET due = ? WHERE namespace = ? AND url = ?",
-                [(lease_until, self._namespace, state.url) for state, _ in claimed],
+                "UPDATE simhash_recrawl_pages SET due = ? WHERE id = ?",
+                [(lease_until, row_id) for row_id, _, _ in claimed],
             )
-            return claimed
+            return [(state, due) for _, state, due in claimed]
 
     def due(self, until: float, limit: int) -> list[tuple[PageState, float]]:
         with self._lock:
-            return self._due(until, limit)
+            return [(state, due) for _, state, due in self._due(until, limit)]
 
     def remove(self, url: str) -> bool:
         with self._write() as db:
-            cursor = db.execute(
-                "DELETE FROM simhash_recrawl WHERE namespace = ? AND url = ?",
-                (self._namespace, url),
-            )
-            return cursor.rowcount > 0
+            found, _, _ = self._find(url)
+            if found is None:
+                return False
+            db.execute("DELETE FROM simhash_recrawl_pages WHERE id = ?", (found,))
+            return True
 
     def count(self) -> int:
         with self._lock:
             row = self._db.execute(
-                "SELECT COUNT(*) FROM simhash_recrawl WHERE namespace = ?", (self._namespace,)
+                "SELECT COUNT(*) FROM simhash_recrawl_pages WHERE ns = ?", (self._ns,)
             ).fetchone()
             return int(row[0])
 
     def clear(self) -> None:
         with self._write() as db:
-            db.execute("DELETE FROM simhash_recrawl WHERE namespace = ?", (self._namespace,))
+            db.execute("DELETE FROM simhash_recrawl_pages WHERE ns = ?", (self._ns,))
 
     def rate_histogram(self) -> dict[int, int]:
         with self._lock:
             rows = self._db.execute(
-                "SELECT bucket, COUNT(*) FROM simhash_recrawl "
-                "WHERE namespace = ? AND bucket IS NOT NULL GROUP BY bucket",
-                (self._namespace,),
+                "SELECT bucket, COUNT(*) FROM simhash_recrawl_pages "
+                "WHERE ns = ? AND bucket IS NOT NULL GROUP BY bucket",
+                (self._ns,),
             ).fetchall()
             return {int(bucket): int(n) for bucket, n in rows}
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _namespace_id(db: sqlite3.Connection, name: str) -> int:
+    db.execute("INSERT OR IGNORE INTO simhash_recrawl_namespaces (name) VALUES (?)", (name,))
+    row = db.execute("SELECT id FROM simhash_recrawl_namespaces WHERE name = ?", (name,))
+    return int(row.fetchone()[0])
+
+
+def _find(
+    db: sqlite3.Connection, namespace: str, ns: int, url: str
+) -> tuple[int | None, int, PageState | None]:
+    """Return the row id holding ``url`` (None if absent), the id to write it at, its state."""
+    first = url_id(namespace, url)
+    rows = db.execute(
+        "SELECT id, ns, url, state FROM simhash_recrawl_pages WHERE id >= ? AND id < ?",
+        (first, first + _PROBES),
+    ).fetchall()
+    taken = set()
+    for row_id, row_ns, row_url, blob in rows:
+        if row_ns == ns and row_url == url:
+            return int(row_id), int(row_id), PageState.from_bytes(url, blob)
+        taken.add(row_id)
+    for candidate in range(first, first + _PROBES):
+        if candidate not in taken:
+            return None, candidate, None
+    raise sqlite3.IntegrityError(f"{_PROBES} stored URLs share the hash of {url}")
+
+
+def _migrate_json_table(db: sqlite3.Connection) -> None:
+    """Move the JSON rows of versions before 0.2 (table ``simhash_recrawl``) to packed rows."""
+    old = db.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'simhash_recrawl'"
+    ).fetchone()
+    if old is None:
+        return
+    for name, url, due, text in db.execute(
+        "SELECT namespace, url, due, state FROM simhash_recrawl"
+    ).fetchall():
+        ns = _namespace_id(db, name)
+        found, row_id, _ = _find(db, name, ns, url)
+        if found is None:
+            state = PageState.from_json(text)
+            db.execute(
+                f"INSERT INTO simhash_recrawl_pages (id, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
+                (row_id, ns, url, due, rate_bucket(state.rate), state.to_bytes()),
+            )
+    db.execute("DROP TABLE simhash_recrawl")
+    logger.info("recrawl store: moved the JSON states of an earlier version to packed rows")

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, replace
-from typing import Any
 
 from scrapy_simhash.recrawl.config import RecrawlConfig
 from scrapy_simhash.recrawl.estimate import Observation, estimate_rate
+from scrapy_simhash.recrawl.packing import as_float32, pack, quantize_interval, unpack
 from scrapy_simhash.recrawl.policy import (
     budget_frequency,
     interval_for_freshness,
@@ -39,33 +39,50 @@ class PageState:
     rate: float = 0.0
     etag: str | None = None
     last_modified: str | None = None
+    #: Status of the last response (0: no response, the download failed).
     status: int | None = None
     #: Recent ``(seconds since previous comparison, changed)`` pairs, oldest first.
     history: tuple[Observation, ...] = ()
+    #: Consecutive "not found" answers (404, 410) since the last successful fetch.
+    misses: int = 0
+    #: Consecutive unsuccessful fetches (errors, 5xx, misses): the retry backoff exponent.
+    failures: int = 0
+    #: Gone for good (SIMHASH_RECRAWL_RETIRE_AFTER_MISSES): never handed out again.
+    retired: bool = False
 
-    def to_json(self) -> str:
-        """Serialise compactly (fingerprints as hex so 128-bit values survive any store)."""
-        data: dict[str, Any] = {
-            "u": self.url,
-            "fp": None if self.fingerprint is None else format(self.fingerprint, "x"),
-            "ff": self.first_fetch,
-            "lf": self.last_fetch,
-            "lc": self.last_compared,
-            "v": self.visits,
-            "c": self.changes,
-            "i": self.interval_secs,
-            "d": self.next_due,
-            "r": self.rate,
-            "e": self.etag,
-            "m": self.last_modified,
-            "s": self.status,
-            "h": [[round(t, 3), int(c)] for t, c in self.history],
-        }
-        return json.dumps(data, separators=(",", ":"))
+    def to_bytes(self) -> bytes:
+        """Pack everything but the URL (the store's key) compactly: see ``packing``."""
+        return pack(
+            fingerprint=self.fingerprint,
+            first_fetch=self.first_fetch,
+            last_fetch=self.last_fetch,
+            last_compared=self.last_compared,
+            visits=self.visits,
+            changes=self.changes,
+            interval_secs=self.interval_secs,
+            next_due=self.next_due,
+            rate=self.rate,
+            etag=self.etag,
+            last_modified=self.last_modified,
+            status=self.status,
+            misses=self.misses,
+            failures=self.failures,
+            retired=self.retired,
+            history=self.history,
+        )
+
+    @classmethod
+    def from_bytes(cls, url: str, data: bytes | str) -> PageState:
+        """Read what :meth:`to_bytes` wrote (or the JSON of versions before 0.2)."""
+        if isinstance(data, str):
+            data = data.encode("utf-8", "surrogateescape")
+        if data[:1] == b"{":
+            return cls.from_json(data)
+        return cls(url=url, **unpack(data))  # type: ignore[arg-type]
 
     @classmethod
     def from_json(cls, text: str | bytes) -> PageState:
-        """Parse what :meth:`to_json` wrote."""
+        """Parse the JSON state that versions before 0.2 stored."""
         data = json.loads(text)
         fp = data.get("fp")
         return cls(
@@ -76,14 +93,35 @@ class PageState:
             last_compared=data.get("lc"),
             visits=int(data.get("v", 0)),
             changes=int(data.get("c", 0)),
-            interval_secs=float(data.get("i", 0.0)),
+            interval_secs=as_float32(float(data.get("i", 0.0))),
             next_due=float(data.get("d", 0.0)),
-            rate=float(data.get("r", 0.0)),
+            rate=as_float32(float(data.get("r", 0.0))),
             etag=data.get("e"),
             last_modified=data.get("m"),
             status=data.get("s"),
-            history=tuple((float(t), bool(c)) for t, c in data.get("h", ())),
+            history=tuple(
+                (quantize_interval(float(t)), bool(c)) for t, c in data.get("h", ())
+            ),
         )
+
+
+#: What one recorded response meant for the schedule (``Visit.outcome``, stats names).
+FETCHED, NOT_MODIFIED, MISSING, RETIRED, FAILED = (
+    "fetched", "not_modified", "missing", "retired", "failed",
+)
+#: Answers that say a URL is gone rather than failing for now.
+GONE_STATUSES = frozenset({404, 410})
+
+
+def classify(status: int) -> str:
+    """Return the outcome of a final response status (0: the download failed)."""
+    if status == 304:
+        return NOT_MODIFIED
+    if 200 <= status < 300:
+        return FETCHED
+    if status in GONE_STATUSES:
+        return MISSING
+    return FAILED
 
 
 @dataclass(frozen=True)
@@ -101,11 +139,13 @@ class Visit:
     #: Estimated substantive changes per day.
     rate_per_day: float
     previous_fingerprint: int | None
+    #: ``fetched``, ``not_modified``, ``missing``, ``retired`` or ``failed``.
+    outcome: str = FETCHED
 
 
 @dataclass(frozen=True)
 class Fetch:
-    """One fetch result handed to :func:`advance`."""
+    """One fetch result handed to :func:`advance` (status 0: no response at all)."""
 
     fingerprint: int | None
     status: int = 200
@@ -123,18 +163,26 @@ def next_interval(
     """Return the clamped interval until the next visit under the configured policy.
 
     ``multiplier`` is the budget policy's Lagrange multiplier (per-second units); without
-    one yet (an empty store) the budget policy falls back to the freshness target.
+    one yet (an empty store) the budget policy falls back to the freshness target. The
+    result is a float32, as stored, so a state reads back exactly as it was computed.
     """
     policy = config.effective_policy
     if policy == "fixed":
-        return config.clamp(config.default_interval_secs)
-    if policy == "nutch":
-        start = previous_interval or config.default_interval_secs
-        return config.clamp(nutch_interval(start, changed))
-    if policy == "budget" and multiplier is not None and math.isfinite(multiplier):
+        interval = config.default_interval_secs
+    elif policy == "nutch":
+        interval = nutch_interval(previous_interval or config.default_interval_secs, changed)
+    elif policy == "budget" and multiplier is not None and math.isfinite(multiplier):
         frequency = budget_frequency(rate, multiplier)
-        return config.clamp(1.0 / frequency if frequency > 0 else math.inf)
-    return config.clamp(interval_for_freshness(rate, config.target_freshness))
+        interval = 1.0 / frequency if frequency > 0 else math.inf
+    else:
+        interval = interval_for_freshness(rate, config.target_freshness)
+    return as_float32(config.clamp(interval))
+
+
+def retry_interval(config: RecrawlConfig, failures: int) -> float:
+    """Return the wait after ``failures`` unsuccessful fetches in a row: doubling each time."""
+    exponent = min(max(failures - 1, 0), 64)
+    return as_float32(config.clamp(config.error_retry_secs * 2.0**exponent))
 
 
 def advance(
@@ -149,15 +197,20 @@ def advance(
 
     A 304 counts as "unchanged"; a fetch with no fingerprint (too little text) compares
     nothing and leaves the comparison base as it was, so the next real fingerprint is
-    measured against the last one known, over the whole time since.
+    measured against the last one known, over the whole time since. A failed fetch
+    (error, 5xx, 404) tells nothing about change: it only schedules a retry, later after
+    each failure in a row, and enough "not found" answers in a row retire the URL.
     """
     old = state or PageState(url=url)
+    outcome = classify(fetch.status)
+    if outcome in (MISSING, FAILED):
+        return _failed(old, url, fetch, now, config, outcome)
     changed: bool | None = None
     distance: int | None = None
     fingerprint = old.fingerprint
     history = old.history
     last_compared = old.last_compared
-    if fetch.status == 304 and old.last_compared is not None:
+    if outcome == NOT_MODIFIED and old.last_compared is not None:
         changed = False
     elif fetch.fingerprint is not None:
         if old.fingerprint is not None:
@@ -165,11 +218,12 @@ def advance(
             changed = distance > config.change_distance
         fingerprint = fetch.fingerprint
     if changed is not None and last_compared is not None:
-        history = (*history, (max(0.0, now - last_compared), changed))[-config.history_size :]
-    if fetch.status == 304 or fetch.fingerprint is not None:
+        elapsed = quantize_interval(max(0.0, now - last_compared))
+        history = (*history, (elapsed, changed))[-config.history_size :]
+    if outcome == NOT_MODIFIED or fetch.fingerprint is not None:
         last_compared = now
-    rate = estimate_rate(
-        history, prior_rate=config.prior_rate, prior_weight=config.prior_weight
+    rate = as_float32(
+        estimate_rate(history, prior_rate=config.prior_rate, prior_weight=config.prior_weight)
     )
     interval = next_interval(config, rate, old.interval_secs or None, changed, multiplier)
     new = replace(
@@ -187,16 +241,56 @@ def advance(
         last_modified=fetch.last_modified if fetch.last_modified is not None else old.last_modified,
         status=fetch.status,
         history=history,
+        misses=0,
+        failures=0,
+        retired=False,
     )
-    visit = Visit(
-        url=url,
+    return new, _visit(new, old, outcome, changed, distance)
+
+
+def _failed(
+    old: PageState, url: str, fetch: Fetch, now: float, config: RecrawlConfig, outcome: str
+) -> tuple[PageState, Visit]:
+    misses = old.misses + 1 if outcome == MISSING else old.misses
+    failures = old.failures + 1
+    retired = 0 < config.retire_after_misses <= misses
+    if retired:
+        # Out of the queue for good; with an expiry, back in it once to be forgotten.
+        interval = config.expire_after_secs or math.inf
+        outcome = RETIRED
+    else:
+        interval = retry_interval(config, failures)
+    new = replace(
+        old,
+        first_fetch=old.first_fetch if old.first_fetch is not None else now,
+        last_fetch=now,
+        # Keep the comparison base: the next real fetch is measured over the whole gap.
+        last_compared=old.last_compared,
+        visits=old.visits + 1,
+        interval_secs=interval,
+        next_due=now + interval,
+        # A retired page no longer takes a share of the budget.
+        rate=0.0 if retired else old.rate,
+        status=fetch.status,
+        misses=misses,
+        failures=failures,
+        retired=retired,
+    )
+    return new, _visit(new, old, outcome, None, None)
+
+
+def _visit(
+    new: PageState, old: PageState, outcome: str, changed: bool | None, distance: int | None
+) -> Visit:
+    return Visit(
+        url=new.url,
         changed=changed,
         distance=distance,
         next_due=new.next_due,
-        interval_secs=interval,
+        interval_secs=new.interval_secs,
         visits=new.visits,
         changes=new.changes,
-        rate_per_day=rate * 86400.0,
+        rate_per_day=new.rate * 86400.0,
         previous_fingerprint=old.fingerprint,
+        outcome=outcome,
     )
-    return new, visit

@@ -135,6 +135,24 @@ class _Scheduler:
         now = self.clock()
         return now, now + (self.config.lease_secs if lease_secs is None else lease_secs)
 
+    def split_expired(
+        self, claimed: list[tuple[PageState, float]], now: float
+    ) -> tuple[list[tuple[PageState, float]], list[str]]:
+        """Separate claimed URLs not fetched for ``expire_after_secs`` (to forget) from the rest."""
+        expiry = self.config.expire_after_secs
+        if not expiry:
+            return claimed, []
+        keep, expired = [], []
+        for state, due in claimed:
+            seen = state.last_fetch if state.last_fetch is not None else state.next_due
+            if now - seen >= expiry:
+                expired.append(state.url)
+            else:
+                keep.append((state, due))
+        if expired:
+            logger.debug("recrawl: %d URL(s) not fetched for %.0fs forgotten", len(expired), expiry)
+        return keep, expired
+
     def seeds(self, urls: Iterable[str], due: float | None) -> list[PageState]:
         when = self.clock() if due is None else due
         return [PageState(url=u, next_due=when) for u in urls]
@@ -158,6 +176,15 @@ class RecrawlStore:
     @property
     def config(self) -> RecrawlConfig:
         return self._rules.config
+
+    @property
+    def url(self) -> str | None:
+        """The store URL (None: the embedded SQLite default)."""
+        return self._rules.url
+
+    @property
+    def namespace(self) -> str:
+        return self._rules.namespace
 
     def _call(self, func: Callable[..., T], *args: Any) -> T:
         try:
@@ -192,10 +219,15 @@ class RecrawlStore:
         """Lease up to ``limit`` URLs due now (or within ``within`` seconds), earliest first.
 
         A leased URL is handed out again when the lease expires unless ``observe`` has
-        recorded its fetch first.
+        recorded its fetch first. With ``expire_after_secs``, a due URL not fetched for that
+        long is forgotten instead of handed out (so a batch may hold fewer than ``limit``).
         """
         now, lease_until = self._rules.lease(lease_secs)
-        return _page_due(self._call(self._backend.claim, now + within, limit, lease_until))
+        claimed = self._call(self._backend.claim, now + within, limit, lease_until)
+        live, expired = self._rules.split_expired(claimed, now)
+        for url in expired:
+            self._call(self._backend.remove, url)
+        return _page_due(live)
 
     def due(self, *, within: float = 0.0, limit: int = 1000) -> list[DueUrl]:
         """List URLs due within ``within`` seconds, earliest first, without leasing them."""
@@ -281,9 +313,11 @@ class AsyncRecrawlStore:
     ) -> list[DueUrl]:
         """Lease up to ``limit`` URLs due now (or within ``within`` seconds), earliest first."""
         now, lease_until = self._rules.lease(lease_secs)
-        return _page_due(
-            await self._call(self._backend.claim, now + within, limit, lease_until)
-        )
+        claimed = await self._call(self._backend.claim, now + within, limit, lease_until)
+        live, expired = self._rules.split_expired(claimed, now)
+        for url in expired:
+            await self._call(self._backend.remove, url)
+        return _page_due(live)
 
     async def due(self, *, within: float = 0.0, limit: int = 1000) -> list[DueUrl]:
         """List URLs due within ``within`` seconds, earliest first, without leasing them."""

@@ -1,0 +1,159 @@
+"""The command lines act on the state a crawl of the chosen spider wrote, and nothing else.
+
+A real Scrapy project is laid out in a temporary folder (``scrapy.cfg``, a settings module,
+two spiders, one with ``custom_settings``); the commands run in-process from a subfolder,
+as a user would, and read what the recrawl store and index hold.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from scrapy.settings import Settings
+
+from scrapy_simhash.cli import main
+from scrapy_simhash.commands import SimhashCommand
+from scrapy_simhash.index import open_index
+from scrapy_simhash.recrawl import open_recrawl_store
+
+SPIDERS = '''
+import scrapy
+
+class News(scrapy.Spider):
+    name = "news"
+    custom_settings = {"SIMHASH_NAMESPACE": "gazette"}
+
+class Blog(scrapy.Spider):
+    name = "blog"
+'''
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A two-spider project; the test runs in its ``docs/`` subfolder."""
+    module = f"proj_{uuid.uuid4().hex[:8]}"  # fresh module names: nothing cached between tests
+    package = tmp_path / module
+    (package / "spiders").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "settings.py").write_text(
+        f"SPIDER_MODULES = ['{module}.spiders']\nSIMHASH_TOKENIZER = 'rjieba'\n"
+    )
+    (package / "spiders" / "__init__.py").write_text(SPIDERS)
+    (tmp_path / "scrapy.cfg").write_text(f"[settings]\ndefault = {module}.settings\n")
+    (tmp_path / "docs").mkdir()
+    monkeypatch.chdir(tmp_path / "docs")
+    monkeypatch.setenv("SCRAPY_SETTINGS_MODULE", "unset")  # restored (unset) after the test
+    monkeypatch.delenv("SCRAPY_SETTINGS_MODULE")
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    return tmp_path
+
+
+def state_file(project: Path) -> Path:
+    return project / ".scrapy" / "simhash" / "index.sqlite3"
+
+
+def test_read_only_commands_never_create_a_store(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["due", "--spider", "news"]) == 2
+    assert main(["schedule", "http://x/1", "--spider", "news"]) == 2
+    err = capsys.readouterr().err
+    assert f"no SimHash state at {state_file(project)}" in err
+    assert not (project / ".scrapy").exists()
+    assert not (project / "docs" / ".scrapy").exists()
+
+
+def test_due_and_schedule_use_the_spiders_settings_and_namespace(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{state_file(project)}"
+    with open_recrawl_store(url, namespace="gazette") as store:  # what a crawl of news wrote
+        store.add(["http://news/1"])
+        store.observe("http://news/2", 1)
+    assert main(["due", "--spider", "news"]) == 0
+    assert capsys.readouterr().out.strip().endswith("http://news/1")
+    assert main(["schedule", "http://news/2", "--spider", "news"]) == 0
+    assert "visits 1" in capsys.readouterr().out
+    # The other spider has its own namespace, empty: said, not silently printed as nothing.
+    assert main(["due", "--spider", "blog"]) == 1
+    assert "no recrawl state in namespace 'blog'" in capsys.readouterr().err
+    assert main(["due", "--spider", "nope"]) == 2
+    assert "no spider named 'nope' in this project; its spiders: blog, news" in (
+        capsys.readouterr().err
+    )
+    assert main(["due"]) == 2
+    assert "several spiders (blog, news)" in capsys.readouterr().err
+
+
+def simhash_command(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    from scrapy.utils.project import get_project_settings
+
+    cmd = SimhashCommand()
+    cmd.settings = get_project_settings()
+    cmd.settings.setdict(SimhashCommand.default_settings, priority="command")
+    parser = argparse.ArgumentParser()
+    cmd.add_options(parser)
+    opts, positional = parser.parse_known_args(list(args))
+    cmd.process_options(positional, opts)
+    capsys.readouterr()
+    cmd.run(positional, opts)
+    return int(cmd.exitcode), capsys.readouterr().out
+
+
+def test_scrapy_simhash_reads_custom_settings_and_resets_everything(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = simhash_command(capsys, "stats", "--spider", "news")
+    assert code == 2
+    assert "no SimHash state" in out
+    assert not state_file(project).exists()
+    url = f"sqlite:///{state_file(project)}"
+    from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
+
+    scheme = Fingerprinter(FingerprintConfig(tokenizer="rjieba")).scheme
+    with open_index(url, namespace="gazette", scheme=scheme) as index:
+        index.observe("http://news/1", 0x1234)
+        index.observe("http://news/2", 0xFFFF_0000_0000)
+        index.record_drop("http://news/1?print", "http://news/1", 0)
+    with open_recrawl_store(url, namespace="gazette") as store:
+        store.observe("http://news/1", 0x1234)
+    code, out = simhash_command(capsys, "stats", "--spider", "news")
+    assert (code, "namespace: gazette" in out, "fingerprints: 2" in out) == (0, True, True)
+    code, out = simhash_command(capsys, "stats", "--spider", "nope")
+    assert code == 2
+    assert "no spider named 'nope'" in out
+    code, out = simhash_command(capsys, "reset", "--spider", "news")
+    assert code == 0
+    assert "cleared 2 fingerprints" in out
+    assert "cleared 1 drop records" in out
+    assert "cleared 1 recrawl states" in out
+    with open_recrawl_store(url, namespace="gazette") as store:
+        assert len(store) == 0
+    code, out = simhash_command(capsys, "stats", "--spider", "news")
+    assert "fingerprints: 0" in out
+    assert "drop records: 0" in out
+
+
+def test_mismatched_index_names_the_command_that_resets_it(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{state_file(project)}"
+    open_index(url, namespace="gazette", scheme="another tokenizer").close()
+    code, out = simhash_command(capsys, "stats", "--spider", "news")
+    assert code == 2
+    assert "`scrapy simhash reset --namespace gazette`" in out
+    code, out = simhash_command(capsys, "reset", "--namespace", "gazette")
+    assert "cleared fingerprints (built with other settings)" in out
+    assert simhash_command(capsys, "stats", "--spider", "news")[0] == 0
+
+
+def test_plain_settings_object_has_no_project(tmp_path: Path) -> None:
+    from scrapy_simhash._scrapy_project import crawl_settings
+
+    settings, spider = crawl_settings("pages", base=Settings({"SIMHASH_NAMESPACE": "x"}))
+    assert spider == "pages"  # outside a project the name is only a namespace
+    assert settings["SIMHASH_NAMESPACE"] == "x"
