@@ -9,28 +9,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+from scrapy_simhash._redact import mask_url
+
 if TYPE_CHECKING:
     import redis
     import redis.asyncio
 
+__all__ = ["REDIS_SCHEMES", "async_client", "is_cluster_url", "mask_url", "sync_client"]
+
 #: URL schemes served by Redis; ``+cluster`` selects the cluster client.
 REDIS_SCHEMES = ("redis", "rediss", "unix", "redis+cluster", "rediss+cluster")
-
-
-def mask_url(url: str) -> str:
-    """Return ``url`` with any password replaced by ``***`` (user names stay visible)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparseable url>"
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    netloc = f"{user}:***@{host}"
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
 def is_cluster_url(url: str) -> bool:
