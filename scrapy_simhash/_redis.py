@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from scrapy_simhash._redact import mask_url
+from scrapy_simhash._redact import mask_url, scrub
+from scrapy_simhash.exceptions import ConfigurationError
 
 if TYPE_CHECKING:
     import redis
@@ -37,9 +38,12 @@ def sync_client(url: str, **options: Any) -> redis.Redis | redis.RedisCluster:
     """Build a blocking client for ``url`` (cluster when the scheme ends in ``+cluster``)."""
     import redis as redis_sync
 
-    if is_cluster_url(url):
-        return redis_sync.RedisCluster.from_url(_plain_url(url), **options)
-    return redis_sync.Redis.from_url(url, **options)
+    try:
+        if is_cluster_url(url):
+            return redis_sync.RedisCluster.from_url(_plain_url(url), **options)
+        return redis_sync.Redis.from_url(url, **options)
+    except ValueError as exc:
+        raise _bad_url(url, exc) from None
 
 
 def async_client(
@@ -48,6 +52,14 @@ def async_client(
     """Build an asyncio client; call it inside the running loop that will use it."""
     import redis.asyncio as redis_async
 
-    if is_cluster_url(url):
-        return redis_async.RedisCluster.from_url(_plain_url(url), **options)
-    return redis_async.Redis.from_url(url, **options)
+    try:
+        if is_cluster_url(url):
+            return redis_async.RedisCluster.from_url(_plain_url(url), **options)
+        return redis_async.Redis.from_url(url, **options)
+    except ValueError as exc:
+        raise _bad_url(url, exc) from None
+
+
+def _bad_url(url: str, exc: ValueError) -> ConfigurationError:
+    """redis-py's own ValueError for a URL it cannot read (a port that is not a number)."""
+    return ConfigurationError(f"invalid Redis URL {mask_url(url)}: {scrub(str(exc), url)}")

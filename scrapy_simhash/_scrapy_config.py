@@ -29,6 +29,8 @@ DEFAULT_CONTENT_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
 DEFAULT_INDEX_FILE = "simhash/index.sqlite3"
 
 ON_ERROR_CHOICES = ("pass", "drop", "raise")
+#: What happens when the index turns out to be built with another configuration mid-crawl.
+ON_MISMATCH_CHOICES = ("close", "pass")
 
 
 def default_workers() -> int:
@@ -95,6 +97,7 @@ class MiddlewareConfig:
     use_canonical: bool
     follow_duplicate_links: bool
     prefer_urls: tuple[str, ...]
+    on_mismatch: str = "close"
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> MiddlewareConfig:
@@ -113,6 +116,9 @@ class MiddlewareConfig:
             use_canonical=get_bool(settings, "SIMHASH_USE_CANONICAL", True),
             follow_duplicate_links=get_bool(settings, "SIMHASH_FOLLOW_DUPLICATE_LINKS", False),
             prefer_urls=check_rules(get_list(settings, "SIMHASH_PREFER_URLS", PREFERENCE_RULES)),
+            on_mismatch=get_choice(
+                settings, "SIMHASH_ON_INDEX_MISMATCH", "close", ON_MISMATCH_CHOICES
+            ),
         )
 
 

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from scrapy_simhash._redis import mask_url
+from scrapy_simhash._failures import permanent_reason
+from scrapy_simhash._redact import mask_url, scrub
 from scrapy_simhash._scrapy_config import GuardConfig
-from scrapy_simhash._scrapy_guard import BACKEND_ERRORS, BackendUnavailable, Guarded, scrub
+from scrapy_simhash._scrapy_guard import BACKEND_ERRORS, BackendUnavailable, Guarded
+from scrapy_simhash.exceptions import ConfigurationError
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -42,13 +45,20 @@ def validate_index(url: str, kwargs: Mapping[str, Any]) -> None:
     built with) then stops the crawl at start-up with the index's own explanation, instead of
     failing on every page; ``SIMHASH_INDEX_RESET`` is applied here. An unreachable backend
     is only a warning: the crawl may start before Redis does, and the error policy handles
-    the pages meanwhile.
+    the pages meanwhile. A failure no retry can fix (a wrong password, a missing database,
+    a read-only replica or file) is not an outage: it stops the crawl here, with the reason.
     """
     from scrapy_simhash.index import open_index
 
     try:
         open_index(url, **kwargs).close()
     except BACKEND_ERRORS as exc:
+        reason = permanent_reason(exc)
+        if reason is not None:
+            raise ConfigurationError(
+                f"SimHash index at {mask_url(url)} cannot be used: {scrub(reason, url)}; fix "
+                "SIMHASH_INDEX_URL (or SIMHASH_ENABLED=False to crawl without it)"
+            ) from None
         logger.warning(
             "SimHash index at %s is not reachable at start-up (%s); will retry during the crawl",
             mask_url(url), scrub(str(exc), url),
@@ -83,6 +93,12 @@ def guarded_index(
     # SIMHASH_INDEX_RESET applies once, at start-up (validate_index): a reconnection after
     # an outage must not wipe the index again.
     reopen = {**kwargs, "reset": False} if "reset" in kwargs else dict(kwargs)
+    if url.startswith("sqlite:"):
+        # SQLite gives up waiting for another process's write lock just before the call's
+        # timeout, so the error says "database is locked" and no thread stays blocked.
+        options = dict(reopen.get("options") or {})
+        options.setdefault("timeout", config.timeout * 0.9)
+        reopen["options"] = options
 
     async def opener() -> Any:
         return await resolve(open_async_index(url, **reopen))
@@ -103,6 +119,51 @@ async def send_signal(crawler: Crawler, signal: object, **kwargs: Any) -> None:
 
 
 async def record_drop(index: Guarded[Any], url: str, kept: str, distance: int) -> None:
-    """Record a dropped near-duplicate; an unavailable index only loses the record."""
-    with contextlib.suppress(BackendUnavailable):
+    """Record a dropped near-duplicate; an unavailable (or, found mid-crawl, unusable)
+    index only loses the record."""
+    with contextlib.suppress(BackendUnavailable, ConfigurationError):
         await index.call(lambda backend: backend.record_drop(url, kept, distance))
+
+
+def check_crawl_settings(settings: Any) -> None:
+    """Refuse a crawl the add-on cannot serve; warn about misspelt ``SIMHASH_*`` names.
+
+    Without the asyncio reactor the middleware's coroutines cannot run: every page would
+    log an error and nothing would be deduplicated, so the crawl stops at start-up instead.
+    """
+    from scrapy.utils.reactor import is_asyncio_reactor_installed
+
+    from scrapy_simhash._setting_names import unknown_settings
+
+    try:
+        asyncio_reactor = is_asyncio_reactor_installed()
+    except RuntimeError:  # no reactor installed yet: not inside a crawl
+        asyncio_reactor = True
+    if not asyncio_reactor:
+        raise ConfigurationError(
+            "scrapy-simhash needs Scrapy's asyncio reactor, but TWISTED_REACTOR is "
+            f"{settings.get('TWISTED_REACTOR')!r}: set TWISTED_REACTOR = "
+            "'twisted.internet.asyncioreactor.AsyncioSelectorReactor' (Scrapy's default), "
+            "or SIMHASH_ENABLED = False"
+        )
+    for message in unknown_settings(name for name in settings if isinstance(name, str)):
+        logger.warning("scrapy-simhash: %s", message)
+
+
+def close_spider(crawler: Crawler, reason: str) -> None:
+    """Ask the engine to close the spider, without waiting (callers are inside a download,
+    which the close itself waits for)."""
+    engine = crawler.engine
+    if engine is None:
+        return
+    close_async = getattr(engine, "close_spider_async", None)
+    if close_async is not None:
+        task = asyncio.ensure_future(close_async(reason=reason))
+        _CLOSING.add(task)
+        task.add_done_callback(_CLOSING.discard)
+        return
+    if crawler.spider is not None:
+        engine.close_spider(crawler.spider, reason)
+
+
+_CLOSING: set[asyncio.Future[Any]] = set()

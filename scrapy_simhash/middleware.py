@@ -27,6 +27,8 @@ from scrapy_simhash._scrapy_canonical import CanonicalKeys
 from scrapy_simhash._scrapy_config import MiddlewareConfig
 from scrapy_simhash._scrapy_errors import NearDuplicate
 from scrapy_simhash._scrapy_glue import (
+    check_crawl_settings,
+    close_spider,
     guarded,
     guarded_index,
     index_kwargs,
@@ -40,7 +42,7 @@ from scrapy_simhash._scrapy_spidermw import FOLLOW_ONLY
 from scrapy_simhash._scrapy_workers import FingerprintRunner
 from scrapy_simhash._settings import get_bool
 from scrapy_simhash.canonical import preferred
-from scrapy_simhash.exceptions import IndexBackendError
+from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError, InvalidKeyError
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -63,6 +65,7 @@ class SimhashDownloaderMiddleware:
         settings = crawler.settings
         if not get_bool(settings, "SIMHASH_ENABLED", True):
             raise NotConfigured("SIMHASH_ENABLED is False: near-duplicate detection is off")
+        check_crawl_settings(settings)
         from scrapy_simhash.fingerprint import FingerprintConfig, hamming, to_hex
 
         self._hamming = hamming
@@ -91,6 +94,7 @@ class SimhashDownloaderMiddleware:
             self.index_url, kwargs, self.config.guard, lambda: self._inc("index_error")
         )
         self.recrawl = self._open_recrawl(settings)
+        self._unusable_reported = False
         crawler.signals.connect(self._spider_opened, signal=scrapy_signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=scrapy_signals.spider_closed)
 
@@ -144,6 +148,19 @@ class SimhashDownloaderMiddleware:
         if self.recrawl is not None:
             await self.recrawl.aclose()
         get = self.stats.get_value
+        unchecked = get("simhash/index_unusable", 0)
+        if unchecked:
+            logger.error(
+                "SimHash: %d page(s) passed unchecked because the index cannot be used as "
+                "configured (simhash/index_unusable)", unchecked,
+            )
+        lost = get("simhash/recrawl_lost", 0)
+        if lost:
+            logger.warning(
+                "SimHash: %d recrawl observation(s) lost while the recrawl store was "
+                "unavailable (simhash/recrawl_error); those pages keep their earlier schedule",
+                lost,
+            )
         logger.info(
             "SimHash: %d pages checked, %d unique, %d near-duplicates (%d dropped), "
             "%d changed, %d unchanged, %d without text, %d index errors",
@@ -173,6 +190,7 @@ class SimhashDownloaderMiddleware:
         return None
 
     def _key(self, request: Request, response: Response) -> str:
+        """The index key (raises InvalidKeyError for one no backend can store)."""
         return self.keys.keys(request, response)[0]
 
     async def process_response(
@@ -181,7 +199,12 @@ class SimhashDownloaderMiddleware:
         cached = "cached" in response.flags
         if response.status == 304 and not cached and self.recrawl is not None:
             if not request.meta.get("dont_simhash"):
-                await self._observe_recrawl(self._key(request, response), None, response)
+                try:
+                    key = self._key(request, response)
+                except InvalidKeyError as exc:
+                    self._invalid_key(response, exc)
+                    return response
+                await self._observe_recrawl(key, None, response)
             return response
         skip = self._skip_reason(request, response)
         if skip is not None:
@@ -197,9 +220,14 @@ class SimhashDownloaderMiddleware:
         self._inc("pages")
         if cached:
             self._inc("cached")
-        key, own = self.keys.keys(request, response)
+        invalid = None
+        try:
+            key, own = self.keys.keys(request, response)
+        except InvalidKeyError as exc:
+            key = own = ""
+            invalid = self._invalid_key(response, exc)
         info: dict[str, Any] = {
-            "key": key,
+            "key": key or None,
             "fingerprint": None,
             "duplicate_of": None,
             "distance": None,
@@ -208,6 +236,10 @@ class SimhashDownloaderMiddleware:
             "reason": None,
         }
         request.meta["simhash"] = info  # becomes response.meta once Scrapy binds them
+        if invalid is not None:
+            info["reason"] = invalid
+            await self._observed(request, response, info)
+            return response
         page = await self._fingerprint(response, info)
         fp = page.fingerprint if page is not None else None
         if fp is None:
@@ -225,8 +257,16 @@ class SimhashDownloaderMiddleware:
             observation, key = await self._observe(key, own, fp)
         except BackendUnavailable as exc:
             info["reason"] = f"index unavailable: {exc}"
+            if self.recrawl is not None and not cached:
+                # The visit still counts for recrawl scheduling (the store may be up when
+                # the index is not); if it fails too, it is counted as lost.
+                await self._observe_recrawl(key, fp, response)
             await self._observed(request, response, info)
             return self._index_failed(response, str(exc))
+        except ConfigurationError as exc:  # not an outage: see _index_unusable
+            info["reason"] = f"index unusable: {exc}"
+            await self._observed(request, response, info)
+            return self._index_unusable(response, exc)
         info["key"] = key
 
         if observation.match is not None:
@@ -358,7 +398,7 @@ class SimhashDownloaderMiddleware:
             return False
         try:
             renamed = await self.index.call(lambda index: index.rename(match.key, own))
-        except BackendUnavailable:
+        except (BackendUnavailable, ConfigurationError):  # the copy is still dropped
             return False
         if not renamed:
             return False
@@ -388,13 +428,42 @@ class SimhashDownloaderMiddleware:
             )
         return response
 
+    def _index_unusable(self, response: Response, exc: ConfigurationError) -> Response:
+        """The index came back built with another configuration (after an outage, say).
+
+        Every later page would fail the same way, so by default the spider is closed with
+        the mismatch as its reason; SIMHASH_ON_INDEX_MISMATCH=pass lets pages through
+        unchecked instead, loudly. Either way this page reaches the spider.
+        """
+        self._inc("index_unusable")
+        if not self._unusable_reported:
+            self._unusable_reported = True
+            if self.config.on_mismatch == "close":
+                logger.error(
+                    "SimHash index cannot be used as configured; closing the spider "
+                    "(SIMHASH_ON_INDEX_MISMATCH=pass lets pages through unchecked): %s", exc,
+                )
+                close_spider(self.crawler, f"simhash_index_mismatch: {exc}")
+            else:
+                logger.error(
+                    "SimHash index cannot be used as configured; every page from now on "
+                    "passes UNCHECKED (SIMHASH_ON_INDEX_MISMATCH=pass): %s", exc,
+                )
+        return response
+
+    def _invalid_key(self, response: Response, exc: InvalidKeyError) -> str:
+        """A key no backend can store fails this page's check alone; the page passes."""
+        self._inc("invalid_key")
+        logger.warning("SimHash cannot check %s, passing it: %s", response.url, exc)
+        return f"invalid key: {exc}"
+
     async def _forget_recrawl(self, key: str) -> None:
         if self.recrawl is None:
             return
         try:
             await self.recrawl.call(lambda store: store.remove(key))
-        except BackendUnavailable:
-            return
+        except (BackendUnavailable, ConfigurationError):
+            self._inc("recrawl_lost")
 
     async def _observe_recrawl(
         self, key: str, fp: int | None, response: Response, *, own: bool = True
@@ -416,5 +485,10 @@ class SimhashDownloaderMiddleware:
                     last_modified=modified.decode("latin-1") if modified else None,
                 )
             )
-        except BackendUnavailable:
+        except (BackendUnavailable, ConfigurationError) as exc:
+            # Counted in simhash/recrawl_error by the guard (ConfigurationError here) and
+            # summed up at the close.
+            if isinstance(exc, ConfigurationError):
+                self._inc("recrawl_error")
+            self._inc("recrawl_lost")
             return None

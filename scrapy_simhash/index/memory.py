@@ -15,11 +15,11 @@ from scrapy_simhash.index.base import (
     Observation,
     bucket_stats,
     check_fingerprint,
-    check_key,
     closest,
     ordered,
 )
 from scrapy_simhash.index.drops import DropRecord, MemoryDrops
+from scrapy_simhash.index.keys import check_key
 
 
 class MemoryIndex(NearDuplicateIndex):

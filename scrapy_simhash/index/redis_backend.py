@@ -31,6 +31,7 @@ from typing import Any
 
 import xxhash
 
+from scrapy_simhash._redact import scrub
 from scrapy_simhash._redis import async_client, mask_url, sync_client
 from scrapy_simhash.exceptions import IndexBackendError, IndexMismatchError
 from scrapy_simhash.index.base import (
@@ -42,11 +43,11 @@ from scrapy_simhash.index.base import (
     Observation,
     bucket_stats,
     check_fingerprint,
-    check_key,
     closest,
     ordered,
 )
 from scrapy_simhash.index.drops import TRIM_BATCH, DropRecord, pack_record, unpack_record
+from scrapy_simhash.index.keys import check_key
 from scrapy_simhash.index.layout import BandLayout
 
 logger = logging.getLogger(__name__)
@@ -286,10 +287,7 @@ class _Codec:
         ]
 
     def error(self, action: str, exc: BaseException) -> IndexBackendError:
-        detail = str(exc)
-        password = _password(self.url)
-        if password:
-            detail = detail.replace(password, "***")
+        detail = scrub(str(exc), self.url)
         masked = mask_url(self.url)
         # DEBUG only: the error is raised to the caller, whose logging is throttled (a crawl
         # during an outage would otherwise log one ERROR per page).
@@ -310,13 +308,11 @@ class _Codec:
         )
 
 
-def _password(url: str) -> str | None:
-    from urllib.parse import urlsplit
+def _no_record(exc: BaseException) -> bool:
+    """Whether the script refused because the configuration record is missing."""
+    from redis.exceptions import ResponseError
 
-    try:
-        return urlsplit(url).password
-    except ValueError:
-        return None
+    return isinstance(exc, ResponseError) and str(exc).startswith("NORECORD")
 
 
 def _redis_errors() -> tuple[type[BaseException], ...]:
@@ -347,9 +343,21 @@ class RedisIndex(NearDuplicateIndex):
 
     def _run(self, action: str, *args: Any) -> Any:
         try:
-            return self._script(keys=[self._codec.meta], args=self._codec.args(action, *args))
+            try:
+                return self._script(keys=[self._codec.meta], args=self._codec.args(action, *args))
+            except self._errors as exc:
+                if not _no_record(exc):
+                    raise
+                self._restore_record()
+                return self._script(keys=[self._codec.meta], args=self._codec.args(action, *args))
         except self._errors as exc:
             raise self._codec.error(action, exc) from exc
+
+    def _restore_record(self) -> None:
+        """Write this index's record back (the server lost it), or adopt the one another
+        process wrote meanwhile: IndexMismatchError if that one differs."""
+        self._client.hsetnx(self._codec.meta, "config", self._codec.record())
+        self._codec.adopt(self._client.hget(self._codec.meta, "config"))
 
     def observe(self, key: str, fingerprint: int) -> Observation:
         check_key(key)
@@ -512,7 +520,7 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
         index.layout = codec.layout
         return index
 
-    async def _run(self, action: str, *args: Any) -> Any:
+    async def _run(self, action: str, *args: Any, restored: bool = False) -> Any:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending.append((self._codec.args(action, *args), future))
         if self._senders < self._max_senders:
@@ -523,6 +531,13 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
         try:
             return await future
         except self._errors as exc:
+            if _no_record(exc) and not restored:
+                try:
+                    await self._client.hsetnx(self._codec.meta, "config", self._codec.record())
+                    self._codec.adopt(await self._client.hget(self._codec.meta, "config"))
+                except self._errors as again:
+                    raise self._codec.error(action, again) from again
+                return await self._run(action, *args, restored=True)
             raise self._codec.error(action, exc) from exc
 
     async def _send(self) -> None:

@@ -29,6 +29,13 @@
 --       5 entry bucket bits, 6 max distance, 7 now, 8 ttl (0 = none), 9 fingerprint
 --       (zeros when unused), 10 key id, 11 key text; rename adds 12 new key id, 13 its text
 
+-- A server restarted without persistence loses the configuration record while clients
+-- keep writing: refuse, so the client writes its record back (or learns that another
+-- process already wrote a different one) before any entry is stored without it.
+if redis.call('HEXISTS', KEYS[1], 'config') == 0 then
+  return redis.error_reply('NORECORD the index configuration record is missing')
+end
+
 local mode = ARGV[1]
 local prefix = ARGV[2]
 local masks_s = ARGV[3]
