@@ -37,6 +37,9 @@ KNOWN_SETTINGS = frozenset(
     ]
 )
 
+_PREFIX = len("SIMHASH_")
+_SUFFIXES = sorted(name[_PREFIX:] for name in KNOWN_SETTINGS)
+
 
 def unknown_settings(names: Iterable[str]) -> list[str]:
     """One message per ``SIMHASH_*`` name that is not a setting, naming the closest one."""
@@ -44,7 +47,8 @@ def unknown_settings(names: Iterable[str]) -> list[str]:
     for name in sorted({n for n in names if n.upper().startswith("SIMHASH_")}):
         if name in KNOWN_SETTINGS:
             continue
-        close = difflib.get_close_matches(name.upper(), KNOWN_SETTINGS, n=1, cutoff=0.6)
-        hint = f"; did you mean {close[0]}?" if close else ""
+        # Compared without the shared prefix, which would make every name look close.
+        close = difflib.get_close_matches(name.upper()[_PREFIX:], _SUFFIXES, n=1, cutoff=0.6)
+        hint = f"; did you mean SIMHASH_{close[0]}?" if close else ""
         messages.append(f"unknown setting {name} is ignored{hint}")
     return messages

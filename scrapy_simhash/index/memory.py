@@ -81,7 +81,7 @@ class MemoryIndex(NearDuplicateIndex):
         return self._observe(key, fingerprint, claim=True)
 
     def _observe(self, key: str, fingerprint: int, *, claim: bool) -> Observation:
-        if type(key) is not str or not key:
+        if type(key) is not str or not key or not key.isascii():
             check_key(key)
         if type(fingerprint) is not int or not 0 <= fingerprint <= self._largest:
             check_fingerprint(fingerprint, self.config.bits)

@@ -143,6 +143,7 @@ class _Codec:
         self.layout = config.new_layout()
         self.ebits = key_bits(config.expected_size, MAX_ENTRY_BITS)
         self.gbits = key_bits(config.expected_size, self.layout.key_bits)
+        self.record_id = b""
 
     def record(self) -> str:
         return self.config.record(
@@ -157,6 +158,8 @@ class _Codec:
             )
         where = f"namespace {self.config.namespace!r} on {mask_url(self.url)}"
         layout, data = self.config.adopt(stored.decode(), where)
+        # The digest of the record in place, which every script call names (see the script).
+        self.record_id = xxhash.xxh3_64_hexdigest(stored).encode()
         if data.get("redis_format") != REDIS_FORMAT:
             raise IndexMismatchError(
                 f"{where} holds an index in Redis layout {data.get('redis_format', 1)}, this "
@@ -205,6 +208,7 @@ class _Codec:
             ident or (xxhash.xxh3_64_digest(text) if text else b""),
             text,
             *extra,
+            self.record_id,
         ]
 
     @staticmethod
@@ -335,8 +339,7 @@ class RedisIndex(NearDuplicateIndex):
             self._script = self._client.register_script(SCRIPT)
             if config.reset:
                 self._delete(b"")
-            self._client.hsetnx(self._codec.meta, "config", self._codec.record())
-            self._codec.adopt(self._client.hget(self._codec.meta, "config"))
+            self._restore_record()
         except self._errors as exc:
             raise self._codec.error("open", exc) from exc
         self.layout = self._codec.layout
@@ -354,10 +357,12 @@ class RedisIndex(NearDuplicateIndex):
             raise self._codec.error(action, exc) from exc
 
     def _restore_record(self) -> None:
-        """Write this index's record back (the server lost it), or adopt the one another
-        process wrote meanwhile: IndexMismatchError if that one differs."""
-        self._client.hsetnx(self._codec.meta, "config", self._codec.record())
-        self._codec.adopt(self._client.hget(self._codec.meta, "config"))
+        """Write this index's record (at creation, or back after the server lost it), or
+        adopt the one in place: IndexMismatchError if that one differs."""
+        meta = self._codec.meta
+        self._client.hsetnx(meta, "config", self._codec.record())
+        self._codec.adopt(self._client.hget(meta, "config"))
+        self._client.hset(meta, "cid", self._codec.record_id)
 
     def observe(self, key: str, fingerprint: int) -> Observation:
         check_key(key)
@@ -509,8 +514,7 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
         try:
             if config.reset:
                 await index._delete(b"")
-            await index._client.hsetnx(codec.meta, "config", codec.record())
-            codec.adopt(await index._client.hget(codec.meta, "config"))
+            await index._restore_record()
         except index._errors as exc:
             await index.close()
             raise codec.error("open", exc) from exc
@@ -533,12 +537,18 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
         except self._errors as exc:
             if _no_record(exc) and not restored:
                 try:
-                    await self._client.hsetnx(self._codec.meta, "config", self._codec.record())
-                    self._codec.adopt(await self._client.hget(self._codec.meta, "config"))
+                    await self._restore_record()
                 except self._errors as again:
                     raise self._codec.error(action, again) from again
                 return await self._run(action, *args, restored=True)
             raise self._codec.error(action, exc) from exc
+
+    async def _restore_record(self) -> None:
+        """Async twin of :meth:`RedisIndex._restore_record`."""
+        meta = self._codec.meta
+        await self._client.hsetnx(meta, "config", self._codec.record())
+        self._codec.adopt(await self._client.hget(meta, "config"))
+        await self._client.hset(meta, "cid", self._codec.record_id)
 
     async def _send(self) -> None:
         """Drain the queue in pipelines of at most :data:`MAX_BATCH` script calls."""
