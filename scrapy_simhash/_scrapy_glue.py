@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,10 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
+
+#: The oldest Scrapy the crawl tests pass with (setup.cfg declares the same; .ci/min_scrapy.py
+#: runs them against it).
+MIN_SCRAPY = (2, 13, 2)
 
 
 async def resolve(value: Any) -> Any:
@@ -131,10 +136,17 @@ def check_crawl_settings(settings: Any) -> None:
     Without the asyncio reactor the middleware's coroutines cannot run: every page would
     log an error and nothing would be deduplicated, so the crawl stops at start-up instead.
     """
+    import scrapy
     from scrapy.utils.reactor import is_asyncio_reactor_installed
 
     from scrapy_simhash._setting_names import unknown_settings
 
+    version = tuple(int(part) for part in re.findall(r"\d+", scrapy.__version__)[:3])
+    if version < MIN_SCRAPY:
+        raise ConfigurationError(
+            f"scrapy-simhash needs Scrapy {'.'.join(map(str, MIN_SCRAPY))} or later, this is "
+            f"{scrapy.__version__} (older releases fail in ways that hide the real error)"
+        )
     try:
         asyncio_reactor = is_asyncio_reactor_installed()
     except RuntimeError:  # no reactor installed yet: not inside a crawl

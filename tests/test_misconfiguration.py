@@ -299,3 +299,10 @@ def test_workers_exit_when_the_crawl_is_killed(tmp_path: Path) -> None:
     while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(_alive(pid) for pid in workers)
+
+
+def test_the_minimum_scrapy_is_declared_once() -> None:
+    from scrapy_simhash._scrapy_glue import MIN_SCRAPY
+
+    setup = (REPO / "setup.cfg").read_text()
+    assert f"Scrapy>={'.'.join(map(str, MIN_SCRAPY))}\n" in setup
