@@ -38,12 +38,10 @@ def sync_client(url: str, **options: Any) -> redis.Redis | redis.RedisCluster:
     """Build a blocking client for ``url`` (cluster when the scheme ends in ``+cluster``)."""
     import redis as redis_sync
 
-    try:
-        if is_cluster_url(url):
-            return redis_sync.RedisCluster.from_url(_plain_url(url), **options)
-        return redis_sync.Redis.from_url(url, **options)
-    except ValueError as exc:
-        raise _bad_url(url, exc) from None
+    client: redis.Redis | redis.RedisCluster = _from_url(
+        redis_sync.Redis, redis_sync.RedisCluster, url, options
+    )
+    return client
 
 
 def async_client(
@@ -52,10 +50,17 @@ def async_client(
     """Build an asyncio client; call it inside the running loop that will use it."""
     import redis.asyncio as redis_async
 
+    client: redis.asyncio.Redis | redis.asyncio.RedisCluster = _from_url(
+        redis_async.Redis, redis_async.RedisCluster, url, options
+    )
+    return client
+
+
+def _from_url(single: Any, cluster: Any, url: str, options: dict[str, Any]) -> Any:
     try:
         if is_cluster_url(url):
-            return redis_async.RedisCluster.from_url(_plain_url(url), **options)
-        return redis_async.Redis.from_url(url, **options)
+            return cluster.from_url(_plain_url(url), **options)
+        return single.from_url(url, **options)
     except ValueError as exc:
         raise _bad_url(url, exc) from None
 

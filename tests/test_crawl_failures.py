@@ -73,7 +73,9 @@ def test_without_the_asyncio_reactor_the_crawl_refuses_to_start(
     assert "asyncio reactor" in result.errors[0]
 
 
-def _outage_then_other_index(site: SiteServer, server: RedisServer) -> None:
+def _mismatch_crawl(
+    site: SiteServer, server: RedisServer, tmp: Path, **settings: Any
+) -> CrawlResult:
     """Redis is down at start; it comes back holding a 128-bit index of this namespace."""
     server.stop()
     scheme = Fingerprinter(FingerprintConfig(tokenizer="rjieba", bits=128)).scheme
@@ -83,15 +85,15 @@ def _outage_then_other_index(site: SiteServer, server: RedisServer) -> None:
         open_index(server.url, namespace="pages", bits=128, scheme=scheme).close()
 
     site.hooks["/telescope.html"] = come_back
+    return crawl(site, tmp, PAGES, SIMHASH_INDEX_URL=server.url,
+                 SIMHASH_INDEX_RETRY_AFTER_SECS=0, SIMHASH_RECRAWL_ENABLED=False, **settings)
 
 
 @pytest.mark.redis
 def test_an_index_that_comes_back_built_differently_closes_the_spider(
     http_site: SiteServer, own_redis: RedisServer, tmp_path: Path
 ) -> None:
-    _outage_then_other_index(http_site, own_redis)
-    result = crawl(http_site, tmp_path, PAGES, SIMHASH_INDEX_URL=own_redis.url,
-                   SIMHASH_INDEX_RETRY_AFTER_SECS=0, SIMHASH_RECRAWL_ENABLED=False)
+    result = _mismatch_crawl(http_site, own_redis, tmp_path)
     assert result.errors == []
     assert result.stats["finish_reason"].startswith("simhash_index_mismatch: ")
     assert "bits 128 (now 64)" in result.stats["finish_reason"]
@@ -108,10 +110,7 @@ def test_an_index_that_comes_back_built_differently_closes_the_spider(
 def test_an_index_mismatch_may_let_pages_through_loudly(
     http_site: SiteServer, own_redis: RedisServer, tmp_path: Path
 ) -> None:
-    _outage_then_other_index(http_site, own_redis)
-    result = crawl(http_site, tmp_path, PAGES, SIMHASH_INDEX_URL=own_redis.url,
-                   SIMHASH_INDEX_RETRY_AFTER_SECS=0, SIMHASH_RECRAWL_ENABLED=False,
-                   SIMHASH_ON_INDEX_MISMATCH="pass")
+    result = _mismatch_crawl(http_site, own_redis, tmp_path, SIMHASH_ON_INDEX_MISMATCH="pass")
     assert result.errors == []
     assert result.stats["finish_reason"] == "finished"
     assert result.urls() == {http_site.url(p) for p in PAGES}
