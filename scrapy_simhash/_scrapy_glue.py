@@ -179,3 +179,24 @@ def close_spider(crawler: Crawler, reason: str) -> None:
 
 
 _CLOSING: set[asyncio.Future[Any]] = set()
+
+
+def report_unusable_index(crawler: Crawler, policy: str, exc: Exception) -> None:
+    """The index turned out (after an outage, say) to be built with another configuration.
+
+    Every later page would fail the same way, so with ``policy`` "close" the spider is
+    closed with the mismatch as its reason; with "pass" pages go through unchecked, said
+    once as an ERROR. Callers report the first occurrence only.
+    """
+    if policy == "close":
+        logger.error(
+            "SimHash index cannot be used as configured; closing the spider "
+            "(SIMHASH_ON_INDEX_MISMATCH=pass lets pages through unchecked): %s", exc,
+        )
+        close_spider(crawler, f"simhash_index_mismatch: {exc}")
+    else:
+        logger.error(
+            "SimHash index cannot be used as configured; every page from now on passes "
+            "UNCHECKED (SIMHASH_ON_INDEX_MISMATCH=pass): %s", exc,
+        )
+

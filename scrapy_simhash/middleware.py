@@ -28,11 +28,11 @@ from scrapy_simhash._scrapy_config import MiddlewareConfig
 from scrapy_simhash._scrapy_errors import NearDuplicate
 from scrapy_simhash._scrapy_glue import (
     check_crawl_settings,
-    close_spider,
     guarded,
     guarded_index,
     index_kwargs,
     record_drop,
+    report_unusable_index,
     resolve,
     send_signal,
     validate_index,
@@ -429,26 +429,12 @@ class SimhashDownloaderMiddleware:
         return response
 
     def _index_unusable(self, response: Response, exc: ConfigurationError) -> Response:
-        """The index came back built with another configuration (after an outage, say).
-
-        Every later page would fail the same way, so by default the spider is closed with
-        the mismatch as its reason; SIMHASH_ON_INDEX_MISMATCH=pass lets pages through
-        unchecked instead, loudly. Either way this page reaches the spider.
-        """
+        """The index cannot be used as configured: SIMHASH_ON_INDEX_MISMATCH decides (see
+        ``report_unusable_index``); this page reaches the spider either way."""
         self._inc("index_unusable")
         if not self._unusable_reported:
             self._unusable_reported = True
-            if self.config.on_mismatch == "close":
-                logger.error(
-                    "SimHash index cannot be used as configured; closing the spider "
-                    "(SIMHASH_ON_INDEX_MISMATCH=pass lets pages through unchecked): %s", exc,
-                )
-                close_spider(self.crawler, f"simhash_index_mismatch: {exc}")
-            else:
-                logger.error(
-                    "SimHash index cannot be used as configured; every page from now on "
-                    "passes UNCHECKED (SIMHASH_ON_INDEX_MISMATCH=pass): %s", exc,
-                )
+            report_unusable_index(self.crawler, self.config.on_mismatch, exc)
         return response
 
     def _invalid_key(self, response: Response, exc: InvalidKeyError) -> str:
