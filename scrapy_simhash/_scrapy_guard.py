@@ -21,6 +21,7 @@ from scrapy_simhash._redact import mask_url, scrub
 from scrapy_simhash.exceptions import (
     ConfigurationError,
     IndexBackendError,
+    IndexMismatchError,
     InvalidKeyError,
     SimhashError,
 )
@@ -109,7 +110,7 @@ class Guarded(Generic[T]):
         except InvalidKeyError:
             raise
         except ConfigurationError as exc:
-            if self._backend is None:
+            if self._backend is None or isinstance(exc, IndexMismatchError):
                 self.unusable = exc
             raise
         except Exception as exc:  # noqa: BLE001 - logged by _failed, policy applied by caller
