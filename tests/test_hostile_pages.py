@@ -87,9 +87,8 @@ def test_role_caches_are_bounded_by_size() -> None:
             assert all(len(key) <= extract._MAX_CACHED_KEY for key in cache)
 
 
-def test_text_handed_to_the_tokenizer_is_bounded(
-    fingerprinter: Fingerprinter, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_text_handed_to_the_tokenizer_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    fingerprinter = Fingerprinter(FingerprintConfig(tokenizer="rjieba", cjk_features="words"))
     tokenizer = get_tokenizer("rjieba", False)  # the instance the fingerprinter uses
     calls: list[str] = []
     real_cut = tokenizer.cut
