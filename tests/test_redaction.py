@@ -7,6 +7,7 @@ a number. The property test generates the password.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import io
@@ -19,11 +20,13 @@ from urllib.parse import quote
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scrapy.settings import Settings
 
 from scrapy_simhash._redact import mask_url, scrub
 from scrapy_simhash._scrapy_glue import validate_index
 from scrapy_simhash._scrapy_guard import BackendUnavailable, Guarded
 from scrapy_simhash.cli import main as cli_main
+from scrapy_simhash.commands import SimhashCommand
 from scrapy_simhash.index import open_async_index, open_index
 from tests.redis_servers import free_port
 
@@ -131,9 +134,24 @@ def _everything_said_about(url: str, tmp: Path) -> str:
             (tmp / "urls.txt").write_text("https://example.com/a\n")
             cli_main(["due", "--index-url", store, "--add", str(tmp / "urls.txt")])
             cli_main(["due", "--index-url", store, "--push-redis-key", "k", "--redis", url])
+            attempt(lambda: _scrapy_simhash_stats(url))
         said += [out.getvalue(), err.getvalue(), f"simhash/index_error={errors}"]
     said += logs.lines
     return "\n".join(said)
+
+
+def _scrapy_simhash_stats(url: str) -> None:
+    """``scrapy simhash stats`` in this process, on ``url``."""
+    command = SimhashCommand()
+    command.settings = Settings(SimhashCommand.default_settings)
+    parser = argparse.ArgumentParser()
+    command.add_options(parser)
+    opts, positional = parser.parse_known_args(
+        ["stats", "--spider", "pages", "-s", f"SIMHASH_INDEX_URL={url}",
+         "-s", 'SIMHASH_INDEX_OPTIONS={"retries": 0}']
+    )
+    command.process_options(positional, opts)
+    command.run(positional, opts)
 
 
 @settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
