@@ -124,10 +124,16 @@ def test_misspelt_settings_are_named_with_the_closest_one() -> None:
     ]
 
 
-def test_known_settings_are_the_readme_settings() -> None:
+def test_known_settings_are_the_readme_settings_and_those_the_code_reads() -> None:
     readme = (REPO / "README.md").read_text()
     documented = set(re.findall(r"^\| `(SIMHASH_[A-Z0-9_]+)`", readme, re.MULTILINE))
     assert documented == KNOWN_SETTINGS
+    read = {
+        name
+        for path in (REPO / "scrapy_simhash").rglob("*.py")
+        for name in re.findall(r"\"(SIMHASH_[A-Z0-9_]*[A-Z0-9])\"", path.read_text())
+    }
+    assert read <= KNOWN_SETTINGS
 
 
 # -- keys ------------------------------------------------------------------------------------
