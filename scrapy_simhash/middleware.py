@@ -65,7 +65,6 @@ class SimhashDownloaderMiddleware:
         settings = crawler.settings
         if not get_bool(settings, "SIMHASH_ENABLED", True):
             raise NotConfigured("SIMHASH_ENABLED is False: near-duplicate detection is off")
-        check_crawl_settings(settings)
         from scrapy_simhash.fingerprint import FingerprintConfig, hamming, to_hex
 
         self._hamming = hamming
@@ -100,6 +99,11 @@ class SimhashDownloaderMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SimhashDownloaderMiddleware:
+        """Scrapy's way in: a crawl that cannot work (no asyncio reactor, an old Scrapy)
+        stops here, and misspelt settings are named. Tests that drive the middleware from
+        their own event loop build it directly."""
+        if get_bool(crawler.settings, "SIMHASH_ENABLED", True):
+            check_crawl_settings(crawler.settings)
         return cls(crawler)
 
     def _open_recrawl(self, settings: Any) -> Guarded[Any] | None:
