@@ -18,7 +18,12 @@ import venv
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-TESTS = ["tests/test_scrapy_crawl.py", "tests/test_recrawl_crawl.py", "tests/test_crawl_failures.py"]
+TESTS = [
+    "tests/test_scrapy_crawl.py",
+    "tests/test_recrawl_crawl.py",
+    "tests/test_crawl_failures.py",
+    "tests/test_scrapy_follow.py",
+]
 TEST_DEPS = ["pytest>=8", "pytest-twisted>=1.14", "hypothesis>=6.100", "rjieba>=0.2"]
 #: Scrapy 2.13 predates Twisted 26, which removed a private API it imports: an environment
 #: that pins the old Scrapy runs the Twisted of its time.

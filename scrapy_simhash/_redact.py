@@ -98,8 +98,8 @@ def scrub(text: str, *urls: str | None) -> str:
     """Remove the passwords of ``urls`` from ``text`` (exception messages can quote URLs).
 
     Each URL is first replaced whole by its masked form; then any other occurrence of a
-    password is replaced where it stands as a word of its own. A short password is not
-    replaced inside longer words: turning "connecting" into "conn***cting" would reveal it.
+    password is replaced. A short password is replaced only where it stands as a word of
+    its own: turning "connecting" into "conn***cting" would reveal it.
     """
     try:
         found: set[str] = set()
@@ -110,8 +110,21 @@ def scrub(text: str, *urls: str | None) -> str:
                 text = text.replace(url, mask_url(url))
             found |= secrets(url)
         for secret in sorted(found, key=len, reverse=True):
-            pattern = r"(?<![0-9A-Za-z])" + re.escape(secret) + r"(?![0-9A-Za-z])"
-            text = re.sub(pattern, MASK, text)
+            text = re.sub(_pattern(secret), MASK, text)
         return text
     except Exception:  # noqa: BLE001 - a message that cannot be cleaned is not shown
         return "<message hidden: it could not be cleaned of passwords>"
+
+
+#: Passwords shorter than this are masked only as whole words (see scrub).
+SHORT_SECRET = 8
+
+
+def _pattern(secret: str) -> str:
+    text = re.escape(secret)
+    if len(secret) >= SHORT_SECRET:
+        return text
+    before = r"(?<!\w)" if secret[0].isalnum() or secret[0] == "_" else ""
+    after = r"(?!\w)" if secret[-1].isalnum() or secret[-1] == "_" else ""
+    return before + text + after
+

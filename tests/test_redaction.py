@@ -70,6 +70,9 @@ def test_a_short_password_is_not_masked_inside_other_words() -> None:
     text = f"Error connecting to {url}: the server sent e"
     assert scrub(text, url) == "Error connecting to redis://:***@db.example/0: the server sent ***"
     assert "conn***cting" not in scrub("connecting", url)
+    # Edges that are not word characters need no word boundary; long passwords go anywhere.
+    assert scrub("a-x-b", "redis://:-x-@db.example/0") == "a***b"
+    assert scrub("xhunter2222y", "redis://:hunter2222@db.example/0") == "x***y"
 
 
 class _Collect(logging.Handler):
