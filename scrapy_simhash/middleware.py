@@ -264,7 +264,7 @@ class SimhashDownloaderMiddleware:
             if self.recrawl is not None and not cached:
                 # The visit still counts for recrawl scheduling (the store may be up when
                 # the index is not); if it fails too, it is counted as lost.
-                await self._observe_recrawl(key, fp, response)
+                await self._observe_recrawl(key, fp, response, own=key == own)
             await self._observed(request, response, info)
             return self._index_failed(response, str(exc))
         except ConfigurationError as exc:  # not an outage: see _index_unusable
@@ -452,8 +452,8 @@ class SimhashDownloaderMiddleware:
             return
         try:
             await self.recrawl.call(lambda store: store.remove(key))
-        except (BackendUnavailable, ConfigurationError):
-            self._inc("recrawl_lost")
+        except (BackendUnavailable, ConfigurationError) as exc:
+            self._recrawl_lost(exc)
 
     async def _observe_recrawl(
         self, key: str, fp: int | None, response: Response, *, own: bool = True
@@ -476,9 +476,12 @@ class SimhashDownloaderMiddleware:
                 )
             )
         except (BackendUnavailable, ConfigurationError) as exc:
-            # Counted in simhash/recrawl_error by the guard (ConfigurationError here) and
-            # summed up at the close.
-            if isinstance(exc, ConfigurationError):
-                self._inc("recrawl_error")
-            self._inc("recrawl_lost")
+            self._recrawl_lost(exc)
             return None
+
+    def _recrawl_lost(self, exc: Exception) -> None:
+        """A recrawl update that did not happen: counted (simhash/recrawl_error by the guard
+        for outages, here for the rest) and summed up in a WARNING at the close."""
+        if isinstance(exc, ConfigurationError):
+            self._inc("recrawl_error")
+        self._inc("recrawl_lost")
