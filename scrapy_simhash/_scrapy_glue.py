@@ -199,4 +199,3 @@ def report_unusable_index(crawler: Crawler, policy: str, exc: Exception) -> None
             "SimHash index cannot be used as configured; every page from now on passes "
             "UNCHECKED (SIMHASH_ON_INDEX_MISMATCH=pass): %s", exc,
         )
-
