@@ -9,28 +9,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+from scrapy_simhash._redact import mask_url, scrub
+from scrapy_simhash.exceptions import ConfigurationError
+
 if TYPE_CHECKING:
     import redis
     import redis.asyncio
 
+__all__ = ["REDIS_SCHEMES", "async_client", "is_cluster_url", "mask_url", "sync_client"]
+
 #: URL schemes served by Redis; ``+cluster`` selects the cluster client.
 REDIS_SCHEMES = ("redis", "rediss", "unix", "redis+cluster", "rediss+cluster")
-
-
-def mask_url(url: str) -> str:
-    """Return ``url`` with any password replaced by ``***`` (user names stay visible)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparseable url>"
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    netloc = f"{user}:***@{host}"
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
 def is_cluster_url(url: str) -> bool:
@@ -49,9 +38,10 @@ def sync_client(url: str, **options: Any) -> redis.Redis | redis.RedisCluster:
     """Build a blocking client for ``url`` (cluster when the scheme ends in ``+cluster``)."""
     import redis as redis_sync
 
-    if is_cluster_url(url):
-        return redis_sync.RedisCluster.from_url(_plain_url(url), **options)
-    return redis_sync.Redis.from_url(url, **options)
+    client: redis.Redis | redis.RedisCluster = _from_url(
+        redis_sync.Redis, redis_sync.RedisCluster, url, options
+    )
+    return client
 
 
 def async_client(
@@ -60,6 +50,21 @@ def async_client(
     """Build an asyncio client; call it inside the running loop that will use it."""
     import redis.asyncio as redis_async
 
-    if is_cluster_url(url):
-        return redis_async.RedisCluster.from_url(_plain_url(url), **options)
-    return redis_async.Redis.from_url(url, **options)
+    client: redis.asyncio.Redis | redis.asyncio.RedisCluster = _from_url(
+        redis_async.Redis, redis_async.RedisCluster, url, options
+    )
+    return client
+
+
+def _from_url(single: Any, cluster: Any, url: str, options: dict[str, Any]) -> Any:
+    try:
+        if is_cluster_url(url):
+            return cluster.from_url(_plain_url(url), **options)
+        return single.from_url(url, **options)
+    except ValueError as exc:
+        raise _bad_url(url, exc) from None
+
+
+def _bad_url(url: str, exc: ValueError) -> ConfigurationError:
+    """redis-py's own ValueError for a URL it cannot read (a port that is not a number)."""
+    return ConfigurationError(f"invalid Redis URL {mask_url(url)}: {scrub(str(exc), url)}")

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.http import HtmlResponse, TextResponse
 
 from scrapy_simhash.canonical import HEAD_SCAN_CHARS, declared_canonical
+from scrapy_simhash.index.keys import index_key
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -43,21 +44,23 @@ class CanonicalKeys:
         if self.canonicalize:
             from w3lib.url import canonicalize_url
 
-            return canonicalize_url(url)
-        return url
+            url = canonicalize_url(url)
+        return index_key(url)
 
     def url_key(self, request: Request, url: str) -> str:
         """The key of a fetched URL itself, whatever its body declares (for answers with no
-        page to read, such as a 404 or a failed download)."""
+        page to read, such as a 404 or a failed download); InvalidKeyError as ``keys``."""
         forced = request.meta.get("simhash_key")
-        return str(forced) if forced else self._normal(url)
+        return index_key(str(forced)) if forced else self._normal(url)
 
     def keys(self, request: Request, response: Response) -> tuple[str, str]:
         """(index key, the key of the fetched URL itself): they differ for a page naming
-        another URL as canonical. ``meta["simhash_key"]`` overrides both."""
+        another URL as canonical. ``meta["simhash_key"]`` overrides both. Keys are checked
+        and capped in length (``index_key``): InvalidKeyError for one no backend can store."""
         forced = request.meta.get("simhash_key")
         if forced:
-            return str(forced), str(forced)
+            key = index_key(str(forced))
+            return key, key
         own = self._normal(response.url)
         canonical = self._declaration(response) if self.use_canonical else None
         if not canonical:

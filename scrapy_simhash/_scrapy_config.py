@@ -29,6 +29,8 @@ DEFAULT_CONTENT_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
 DEFAULT_INDEX_FILE = "simhash/index.sqlite3"
 
 ON_ERROR_CHOICES = ("pass", "drop", "raise")
+#: What happens when the index turns out to be built with another configuration mid-crawl.
+ON_MISMATCH_CHOICES = ("close", "pass")
 
 
 def default_workers() -> int:
@@ -73,6 +75,11 @@ def namespace(settings: Mapping[str, Any], spider_name: str | None) -> str:
     return get_str(settings, "SIMHASH_NAMESPACE", None) or spider_name or "default"
 
 
+def on_mismatch(settings: Mapping[str, Any]) -> str:
+    """``SIMHASH_ON_INDEX_MISMATCH``: what pages meet once the index turns out unusable."""
+    return get_choice(settings, "SIMHASH_ON_INDEX_MISMATCH", "close", ON_MISMATCH_CHOICES)
+
+
 def content_type_matches(content_type: str, allowed: tuple[str, ...]) -> bool:
     """Match a Content-Type header value against prefixes such as ``text/html``."""
     media = content_type.split(";", 1)[0].strip().lower()
@@ -113,6 +120,7 @@ class MiddlewareConfig:
     use_canonical: bool
     follow_duplicate_links: bool
     prefer_urls: tuple[str, ...]
+    on_mismatch: str = "close"
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> MiddlewareConfig:
@@ -131,6 +139,7 @@ class MiddlewareConfig:
             use_canonical=get_bool(settings, "SIMHASH_USE_CANONICAL", True),
             follow_duplicate_links=get_bool(settings, "SIMHASH_FOLLOW_DUPLICATE_LINKS", False),
             prefer_urls=check_rules(get_list(settings, "SIMHASH_PREFER_URLS", PREFERENCE_RULES)),
+            on_mismatch=on_mismatch(settings),
         )
 
 
@@ -144,6 +153,7 @@ class PipelineConfig:
     fingerprint_field: str | None
     drop_duplicates: bool
     guard: GuardConfig
+    on_mismatch: str = "close"
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> PipelineConfig:
@@ -154,4 +164,5 @@ class PipelineConfig:
             fingerprint_field=get_str(settings, "SIMHASH_ITEM_FINGERPRINT_FIELD", None),
             drop_duplicates=get_bool(settings, "SIMHASH_DROP_DUPLICATES", True),
             guard=GuardConfig.from_settings(settings),
+            on_mismatch=on_mismatch(settings),
         )

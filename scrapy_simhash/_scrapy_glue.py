@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import inspect
 import logging
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from scrapy_simhash._redis import mask_url
+from scrapy_simhash._failures import permanent_reason
+from scrapy_simhash._redact import mask_url, scrub
 from scrapy_simhash._scrapy_config import GuardConfig
-from scrapy_simhash._scrapy_guard import BACKEND_ERRORS, BackendUnavailable, Guarded, scrub
+from scrapy_simhash._scrapy_guard import BACKEND_ERRORS, BackendUnavailable, Guarded
+from scrapy_simhash.exceptions import ConfigurationError
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
+
+#: The oldest Scrapy the crawl tests pass with (setup.cfg declares the same; .ci/min_scrapy.py
+#: runs them against it).
+MIN_SCRAPY = (2, 13, 2)
 
 
 async def resolve(value: Any) -> Any:
@@ -43,7 +51,8 @@ def validate_index(url: str, kwargs: Mapping[str, Any]) -> None:
     failing on every page; ``SIMHASH_INDEX_RESET`` is applied here, to all the state of the
     namespace (index and recrawl schedule), and logs what it cleared. An unreachable backend
     is only a warning: the crawl may start before Redis does, and the error policy handles
-    the pages meanwhile.
+    the pages meanwhile. A failure no retry can fix (a wrong password, a missing database,
+    a read-only replica or file) is not an outage: it stops the crawl here, with the reason.
     """
     from scrapy_simhash.index import open_index
     from scrapy_simhash.reset import reset_namespace
@@ -54,6 +63,12 @@ def validate_index(url: str, kwargs: Mapping[str, Any]) -> None:
         else:
             open_index(url, **kwargs).close()
     except BACKEND_ERRORS as exc:
+        reason = permanent_reason(exc)
+        if reason is not None:
+            raise ConfigurationError(
+                f"SimHash index at {mask_url(url)} cannot be used: {scrub(reason, url)}; fix "
+                "SIMHASH_INDEX_URL (or SIMHASH_ENABLED=False to crawl without it)"
+            ) from None
         logger.warning(
             "SimHash index at %s is not reachable at start-up (%s); will retry during the crawl",
             mask_url(url), scrub(str(exc), url),
@@ -88,6 +103,12 @@ def guarded_index(
     # SIMHASH_INDEX_RESET applies once, at start-up (validate_index): a reconnection after
     # an outage must not wipe the index again.
     reopen = {**kwargs, "reset": False} if "reset" in kwargs else dict(kwargs)
+    if url.startswith("sqlite:"):
+        # SQLite gives up waiting for another process's write lock just before the call's
+        # timeout, so the error says "database is locked" and no thread stays blocked.
+        options = dict(reopen.get("options") or {})
+        options.setdefault("timeout", config.timeout * 0.9)
+        reopen["options"] = options
 
     async def opener() -> Any:
         return await resolve(open_async_index(url, **reopen))
@@ -108,6 +129,78 @@ async def send_signal(crawler: Crawler, signal: object, **kwargs: Any) -> None:
 
 
 async def record_drop(index: Guarded[Any], url: str, kept: str, distance: int) -> None:
-    """Record a dropped near-duplicate; an unavailable index only loses the record."""
-    with contextlib.suppress(BackendUnavailable):
+    """Record a dropped near-duplicate; an unavailable (or, found mid-crawl, unusable)
+    index only loses the record."""
+    with contextlib.suppress(BackendUnavailable, ConfigurationError):
         await index.call(lambda backend: backend.record_drop(url, kept, distance))
+
+
+def check_crawl_settings(settings: Any) -> None:
+    """Refuse a crawl the add-on cannot serve; warn about misspelt ``SIMHASH_*`` names.
+
+    Without the asyncio reactor the middleware's coroutines cannot run: every page would
+    log an error and nothing would be deduplicated, so the crawl stops at start-up instead.
+    """
+    import scrapy
+    from scrapy.utils.reactor import is_asyncio_reactor_installed
+
+    from scrapy_simhash._setting_names import unknown_settings
+
+    version = tuple(int(part) for part in re.findall(r"\d+", scrapy.__version__)[:3])
+    if version < MIN_SCRAPY:
+        raise ConfigurationError(
+            f"scrapy-simhash needs Scrapy {'.'.join(map(str, MIN_SCRAPY))} or later, this is "
+            f"{scrapy.__version__} (older releases fail in ways that hide the real error)"
+        )
+    try:
+        asyncio_reactor = is_asyncio_reactor_installed()
+    except RuntimeError:  # no reactor installed yet: not inside a crawl
+        asyncio_reactor = True
+    if not asyncio_reactor:
+        raise ConfigurationError(
+            "scrapy-simhash needs Scrapy's asyncio reactor, but TWISTED_REACTOR is "
+            f"{settings.get('TWISTED_REACTOR')!r}: set TWISTED_REACTOR = "
+            "'twisted.internet.asyncioreactor.AsyncioSelectorReactor' (Scrapy's default), "
+            "or SIMHASH_ENABLED = False"
+        )
+    for message in unknown_settings(name for name in settings if isinstance(name, str)):
+        logger.warning("scrapy-simhash: %s", message)
+
+
+def close_spider(crawler: Crawler, reason: str) -> None:
+    """Ask the engine to close the spider, without waiting (callers are inside a download,
+    which the close itself waits for)."""
+    engine = crawler.engine
+    if engine is None:
+        return
+    close_async = getattr(engine, "close_spider_async", None)
+    if close_async is not None:
+        task = asyncio.ensure_future(close_async(reason=reason))
+        _CLOSING.add(task)
+        task.add_done_callback(_CLOSING.discard)
+        return
+    if crawler.spider is not None:
+        engine.close_spider(crawler.spider, reason)
+
+
+_CLOSING: set[asyncio.Future[Any]] = set()
+
+
+def report_unusable_index(crawler: Crawler, policy: str, exc: Exception) -> None:
+    """The index turned out (after an outage, say) to be built with another configuration.
+
+    Every later page would fail the same way, so with ``policy`` "close" the spider is
+    closed with the mismatch as its reason; with "pass" pages go through unchecked, said
+    once as an ERROR. Callers report the first occurrence only.
+    """
+    if policy == "close":
+        logger.error(
+            "SimHash index cannot be used as configured; closing the spider "
+            "(SIMHASH_ON_INDEX_MISMATCH=pass lets pages through unchecked): %s", exc,
+        )
+        close_spider(crawler, f"simhash_index_mismatch: {exc}")
+    else:
+        logger.error(
+            "SimHash index cannot be used as configured; every page from now on passes "
+            "UNCHECKED (SIMHASH_ON_INDEX_MISMATCH=pass): %s", exc,
+        )

@@ -16,10 +16,15 @@ import time
 import traceback
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar
-from urllib.parse import urlsplit
 
-from scrapy_simhash._redis import mask_url
-from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError, SimhashError
+from scrapy_simhash._redact import mask_url, scrub
+from scrapy_simhash.exceptions import (
+    ConfigurationError,
+    IndexBackendError,
+    IndexMismatchError,
+    InvalidKeyError,
+    SimhashError,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -49,19 +54,6 @@ def _backend_errors() -> tuple[type[BaseException], ...]:
 
 
 BACKEND_ERRORS = _backend_errors()
-
-
-def scrub(text: str, url: str) -> str:
-    """Remove the password of ``url`` from ``text`` (exception messages can quote URLs)."""
-    try:
-        password = urlsplit(url).password
-    except ValueError:
-        password = None
-    marker = "\x00url\x00"
-    text = text.replace(url, marker)
-    if password:
-        text = text.replace(password, "***")
-    return text.replace(marker, mask_url(url))
 
 
 class Guarded(Generic[T]):
@@ -94,28 +86,39 @@ class Guarded(Generic[T]):
         self._unlogged = 0  # errors not yet reported in a log line
         self._last_log = float("-inf")
         self.closed = False
+        #: Set when opening the backend raised ConfigurationError: it cannot be used as
+        #: configured (another fingerprint scheme, say), and reopening will not change that.
+        self.unusable: ConfigurationError | None = None
 
     async def call(self, operation: Callable[[T], Awaitable[R]]) -> R:
         """Run ``operation(backend)``; raise ``BackendUnavailable`` instead of its errors.
 
-        ``ConfigurationError`` (a mismatched index, say) is not an outage and propagates.
+        ``ConfigurationError`` (a mismatched index, say) is not an outage and propagates;
+        one from opening the backend is remembered and raised again by every later call.
+        ``InvalidKeyError`` fails that one call alone.
         """
         if self.closed:
             raise BackendUnavailable(f"{self.what} is closed")
+        if self.unusable is not None:
+            raise self.unusable
         try:
             backend = await self._get()
             result = await asyncio.wait_for(operation(backend), self._timeout)
         except BackendUnavailable:
             self._failed(None)
             raise
-        except ConfigurationError:
+        except InvalidKeyError:
+            raise
+        except ConfigurationError as exc:
+            if self._backend is None or isinstance(exc, IndexMismatchError):
+                self.unusable = exc
             raise
         except Exception as exc:  # noqa: BLE001 - logged by _failed, policy applied by caller
             # Outages (BACKEND_ERRORS) and anything unexpected from a backend alike: the page
             # must not be lost to it. The first one is logged with its traceback.
             self._failed(exc)
             await self._discard()
-            raise BackendUnavailable(scrub(str(exc) or type(exc).__name__, self.url)) from None
+            raise BackendUnavailable(self._describe(exc)) from None
         self._recovered()
         return result
 
@@ -144,9 +147,10 @@ class Guarded(Generic[T]):
         if exc is not None and self._errors == 1:
             detail = scrub("".join(traceback.format_exception(exc)), self.url)
             logger.error(
-                "%s at %s failed (SIMHASH_ON_INDEX_ERROR decides what happens to pages; "
+                "%s at %s failed: %s (SIMHASH_ON_INDEX_ERROR decides what happens to pages; "
                 "retrying every %.1fs):\n%s",
-                self.what, mask_url(self.url), self._retry_after, detail.rstrip(),
+                self.what, mask_url(self.url), self._describe(exc), self._retry_after,
+                detail.rstrip(),
             )
             self._unlogged = 0
             self._last_log = now
@@ -154,10 +158,32 @@ class Guarded(Generic[T]):
             logger.error(
                 "%s at %s still failing: %d errors in the last %.0fs (last: %s)",
                 self.what, mask_url(self.url), self._unlogged, now - self._last_log,
-                scrub(str(exc), self.url) if exc is not None else "retry pause",
+                self._describe(exc) if exc is not None else "retry pause",
             )
             self._unlogged = 0
             self._last_log = now
+
+    def _describe(self, exc: BaseException) -> str:
+        """A one-line account of a failure, never empty and free of passwords.
+
+        A timeout has no message of its own; on SQLite it nearly always means another
+        process holds the write lock, which is what the user needs to read.
+        """
+        if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) and not str(exc):
+            text = f"no answer within {self._timeout:g}s (SIMHASH_INDEX_TIMEOUT_SECS)"
+            if self.url.startswith("sqlite:"):
+                text = (
+                    f"database is locked: {text}; another process holds the SQLite write "
+                    "lock or the disk is stalled"
+                )
+            return text
+        message = scrub(str(exc), self.url) or type(exc).__name__
+        if "database is locked" in message:
+            message += (
+                f" (waited {self._timeout:g}s, SIMHASH_INDEX_TIMEOUT_SECS; another process "
+                "holds the SQLite write lock)"
+            )
+        return message
 
     def _recovered(self) -> None:
         if self._errors:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import multiprocessing
+import os
+import threading
 import time
 from collections import OrderedDict
 from concurrent.futures import ProcessPoolExecutor
@@ -29,10 +31,33 @@ logger = logging.getLogger(__name__)
 
 _worker_fingerprinter: Fingerprinter | None = None
 
+#: How often a worker checks that the crawl that started it is still alive (seconds).
+PARENT_CHECK_SECS = 1.0
 
-def _init_worker(config: FingerprintConfig) -> None:
+
+def _exit_with_parent(parent: int, interval: float) -> None:
+    """End this worker once its parent is gone (SIGKILL of the crawl, an OOM kill).
+
+    A pool only stops its workers when the parent shuts it down; a parent killed outright
+    never does, and each worker (a tokenizer dictionary, ~100 MB) would live on. The
+    orphan is re-parented, so a changed parent pid means the crawl is gone.
+    """
+    while True:
+        time.sleep(interval)
+        if os.getppid() != parent:
+            os._exit(0)
+
+
+def _init_worker(config: FingerprintConfig, check_secs: float = PARENT_CHECK_SECS) -> None:
     global _worker_fingerprinter
     from scrapy_simhash.fingerprint import Fingerprinter
+
+    threading.Thread(
+        target=_exit_with_parent,
+        args=(os.getppid(), check_secs),
+        name="simhash-parent-watch",
+        daemon=True,
+    ).start()
 
     _worker_fingerprinter = Fingerprinter(config)
     # Load the tokenizer's dictionary now rather than inside the first page's time budget.

@@ -101,10 +101,16 @@ def get_list(
     value = _raw(settings, name, list(default))
     if isinstance(value, str):
         text = value.strip()
-        if text.startswith("["):
-            value = json.loads(text)
-        else:
+        if not text.startswith("["):
             return [part.strip() for part in text.split(",") if part.strip()]
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigurationError(
+                f"{name} must be a JSON list or comma-separated values, got {text!r}: {exc}"
+            ) from None
+    if isinstance(value, Mapping) or not isinstance(value, list | tuple | set | frozenset):
+        raise ConfigurationError(f"{name} must be a list, got {value!r}")
     return [str(part) for part in value]
 
 

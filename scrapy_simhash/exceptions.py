@@ -30,3 +30,11 @@ def __getattr__(name: str) -> object:
 
         return NearDuplicate
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class InvalidKeyError(ConfigurationError):
+    """A key no backend can store (empty, or not encodable as UTF-8: a lone surrogate).
+
+    Bad input from one request: that call fails, the index stays in use for every other
+    request, on every backend alike.
+    """

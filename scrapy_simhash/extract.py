@@ -214,18 +214,32 @@ def _token_role(token: str) -> int:
     return _STRONG if _STRONG_NEGATIVE.search(token) else -1
 
 
+class _RoleCache(dict[str, int]):
+    """A dict that counts the characters of its keys, so it can be bounded by size."""
+
+    chars = 0
+
+
 # Roles of class tokens and of whole class/id strings seen so far. They repeat across the
 # elements and pages of a site, so nearly every element is judged by a dict lookup. Each
-# cache is cleared when full, so that unique ids ("post-123456") cannot grow it forever.
-_TOKEN_ROLES: dict[str, int] = {}
-_ROLES: dict[str, int] = {}
+# cache is cleared when full, by count or by the characters of its keys, so that unique
+# ids ("post-123456") or hostile pages of unique long class names cannot grow it without
+# bound; names longer than _MAX_CACHED_KEY are judged every time and never kept.
+_TOKEN_ROLES = _RoleCache()
+_ROLES = _RoleCache()
 _MAX_CACHED = 65536
+_MAX_CACHED_CHARS = 1_000_000
+_MAX_CACHED_KEY = 256
 
 
-def _remember(cache: dict[str, int], key: str, value: int) -> int:
-    if len(cache) >= _MAX_CACHED:
+def _remember(cache: _RoleCache, key: str, value: int) -> int:
+    if len(key) > _MAX_CACHED_KEY:
+        return value
+    if len(cache) >= _MAX_CACHED or cache.chars + len(key) > _MAX_CACHED_CHARS:
         cache.clear()
+        cache.chars = 0
     cache[key] = value
+    cache.chars += len(key)
     return value
 
 
@@ -326,6 +340,9 @@ _C1_AS_CP1252 = {
 # id="B:n"> (a Suspense boundary) or <template id="P:n"> (a placeholder).
 _STREAMED_TARGET = re.compile(r"[BP]:(\d+)")
 _CLOSING_ROOT = re.compile(rb"</(?:[bB][oO][dD][yY]|[hH][tT][mM][lL])\s*>")
+# huge_tree: without it libxml2 silently drops everything nested 256 or more elements deep
+# (a template that never closes its <div>s reduces every article to the shared shallow
+# text, and distinct articles become copies) and text nodes over 10 MB.
 _PARSER = etree.HTMLParser(
     encoding="utf-8",
     remove_comments=True,
@@ -333,6 +350,14 @@ _PARSER = etree.HTMLParser(
     no_network=True,
     recover=True,
     collect_ids=False,
+    huge_tree=True,
+)
+# Even with huge_tree, libxml2 stops at 2048 levels. Pages that deep are nearly always
+# unclosed wrappers; parsed again without these tags, their text is all there.
+_NESTING_TAGS = re.compile(
+    rb"</?(?:div|span|font|section|article|center|small|big|b|i|u|em|strong|blockquote"
+    rb"|table|tbody|tr|td|ul|ol|dl|dd|a)(?:\s[^>]*)?/?>",
+    re.IGNORECASE,
 )
 
 # A frame holds the measurements of one element during the walk, as a list because the
@@ -838,8 +863,9 @@ def _title(root: etree._Element) -> str:
     return _clean_title(title, headline)
 
 
-def _parse(data: bytes) -> etree._Element | None:
-    """Parse UTF-8 bytes; None when there is nothing to parse."""
+def _parse(data: bytes, notes: list[str] | None = None) -> etree._Element | None:
+    """Parse UTF-8 bytes; None when there is nothing to parse, or when nesting too deep
+    to parse even without wrapper tags would lose text (said in ``notes``)."""
     if b"\x00" in data:
         data = data.replace(b"\x00", b"")
     if data.isspace() or not data:
@@ -849,9 +875,27 @@ def _parse(data: bytes) -> etree._Element | None:
     # ends in </html>). Without them the parser closes body and html at the end anyway.
     data = _CLOSING_ROOT.sub(b"", data)
     try:
-        return etree.fromstring(data, _PARSER)
+        root = etree.fromstring(data, _PARSER)
+        if not _too_deep():
+            return root
+        root = etree.fromstring(_NESTING_TAGS.sub(b" ", data), _PARSER)
     except etree.LxmlError:
         return None
+    if not _too_deep():
+        if notes is not None:
+            notes.append("nested deeper than 2048 elements; parsed without wrapper tags")
+        return root
+    if notes is not None:
+        notes.append("nested deeper than 2048 elements: text would be lost, not fingerprinted")
+    return None
+
+
+def _too_deep() -> bool:
+    """Whether the last parse stopped at libxml2's nesting limit (dropping the rest)."""
+    return any(
+        error.type_name == "ERR_RESOURCE_LIMIT" or "Excessive depth" in error.message
+        for error in _PARSER.error_log
+    )
 
 
 def _place_streamed_segments(root: etree._Element) -> None:
@@ -898,7 +942,7 @@ def _detach(el: etree._Element) -> None:
 
 
 def _extract(data: bytes, encoding: str, notes: list[str]) -> MainText:
-    root = _parse(data)
+    root = _parse(data, notes)
     if root is None:
         notes.append("no HTML content")
         return MainText("", "", encoding, tuple(notes))

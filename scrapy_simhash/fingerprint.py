@@ -40,6 +40,8 @@ FORMAT_VERSION = 2
 # Weights are multiplied by this and rounded: sums of integers below 2**53 are exact in
 # float64 whatever the order.
 _FIXED_POINT = 1024.0
+#: Main text beyond this many characters is not tokenized (a long book chapter is ~100k).
+MAX_FEATURE_CHARS = 300_000
 _WIDTHS = (64, 128)
 _HEX = re.compile("[0-9a-f]{1,32}")
 # Offset of each digest byte position in the (position, byte value) weight table.
@@ -245,14 +247,22 @@ class Fingerprinter:
         encoding: str = "",
         notes: tuple[str, ...] = (),
     ) -> PageFingerprint:
-        """Fingerprint already-extracted main text, with the reason when there is none."""
+        """Fingerprint already-extracted main text, with the reason when there is none.
+
+        Only the first MAX_FEATURE_CHARS characters are tokenized: the cost of a page
+        must not grow without bound with a hostile body.
+        """
+        chars = len(text)
+        if chars > MAX_FEATURE_CHARS:
+            text = text[:MAX_FEATURE_CHARS]
+            notes = (*notes, f"features taken from the first {MAX_FEATURE_CHARS} characters")
         reason = self.too_short(text, title)
         fingerprint = None
         if reason is None:
             fingerprint = self.fingerprint_features(self.features(text, title))
             if fingerprint is None:
                 reason = "no features left after dropping stop words and numbers"
-        return PageFingerprint(fingerprint, title, len(text), encoding, reason, notes)
+        return PageFingerprint(fingerprint, title, chars, encoding, reason, notes)
 
     def fingerprint_page(
         self, body: bytes | str, *, content_type: str | None = None

@@ -26,10 +26,12 @@ from scrapy_simhash._scrapy_canonical import CanonicalKeys
 from scrapy_simhash._scrapy_config import MiddlewareConfig
 from scrapy_simhash._scrapy_errors import NearDuplicate
 from scrapy_simhash._scrapy_glue import (
+    check_crawl_settings,
     guarded,
     guarded_index,
     index_kwargs,
     record_drop,
+    report_unusable_index,
     resolve,
     send_signal,
     validate_index,
@@ -39,7 +41,7 @@ from scrapy_simhash._scrapy_spidermw import FOLLOW_ONLY
 from scrapy_simhash._scrapy_workers import FingerprintRunner
 from scrapy_simhash._settings import get_bool
 from scrapy_simhash.canonical import preferred
-from scrapy_simhash.exceptions import IndexBackendError
+from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError, InvalidKeyError
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -90,11 +92,17 @@ class SimhashDownloaderMiddleware:
             self.index_url, kwargs, self.config.guard, lambda: self._inc("index_error")
         )
         self.recrawl = self._open_recrawl(settings)
+        self._unusable_reported = False
         crawler.signals.connect(self._spider_opened, signal=scrapy_signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=scrapy_signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SimhashDownloaderMiddleware:
+        """Scrapy's way in: a crawl that cannot work (no asyncio reactor, an old Scrapy)
+        stops here, and misspelt settings are named. Tests that drive the middleware from
+        their own event loop build it directly."""
+        if get_bool(crawler.settings, "SIMHASH_ENABLED", True):
+            check_crawl_settings(crawler.settings)
         return cls(crawler)
 
     def _open_recrawl(self, settings: Any) -> Guarded[Any] | None:
@@ -144,6 +152,19 @@ class SimhashDownloaderMiddleware:
         if self.recrawl is not None:
             await self.recrawl.aclose()
         get = self.stats.get_value
+        unchecked = get("simhash/index_unusable", 0)
+        if unchecked:
+            logger.error(
+                "SimHash: %d page(s) passed unchecked because the index cannot be used as "
+                "configured (simhash/index_unusable)", unchecked,
+            )
+        lost = get("simhash/recrawl_lost", 0)
+        if lost:
+            logger.warning(
+                "SimHash: %d recrawl observation(s) lost while the recrawl store was "
+                "unavailable (simhash/recrawl_error); those pages keep their earlier schedule",
+                lost,
+            )
         logger.info(
             "SimHash: %d pages checked, %d unique, %d near-duplicates (%d dropped), "
             "%d changed, %d unchanged, %d without text, %d index errors",
@@ -200,9 +221,14 @@ class SimhashDownloaderMiddleware:
         self._inc("pages")
         if cached:
             self._inc("cached")
-        key, own = self.keys.keys(request, response)
+        invalid = None
+        try:
+            key, own = self.keys.keys(request, response)
+        except InvalidKeyError as exc:
+            key = own = ""
+            invalid = self._invalid_key(response, exc)
         info: dict[str, Any] = {
-            "key": key,
+            "key": key or None,
             "fingerprint": None,
             "duplicate_of": None,
             "distance": None,
@@ -211,6 +237,10 @@ class SimhashDownloaderMiddleware:
             "reason": None,
         }
         request.meta["simhash"] = info  # becomes response.meta once Scrapy binds them
+        if invalid is not None:
+            info["reason"] = invalid
+            await self._observed(request, response, info)
+            return response
         page = await self._fingerprint(response, info)
         fp = page.fingerprint if page is not None else None
         if fp is None:
@@ -228,8 +258,16 @@ class SimhashDownloaderMiddleware:
             observation, key = await self._observe(key, own, fp)
         except BackendUnavailable as exc:
             info["reason"] = f"index unavailable: {exc}"
+            if self.recrawl is not None and not cached:
+                # The visit still counts for recrawl scheduling (the store may be up when
+                # the index is not); if it fails too, it is counted as lost.
+                await self._observe_recrawl(key, fp, response, own=key == own)
             await self._observed(request, response, info)
             return self._index_failed(response, str(exc))
+        except ConfigurationError as exc:  # not an outage: see _index_unusable
+            info["reason"] = f"index unusable: {exc}"
+            await self._observed(request, response, info)
+            return self._index_unusable(response, exc)
         info["key"] = key
 
         if observation.match is not None:
@@ -361,7 +399,7 @@ class SimhashDownloaderMiddleware:
             return False
         try:
             renamed = await self.index.call(lambda index: index.rename(match.key, own))
-        except BackendUnavailable:
+        except (BackendUnavailable, ConfigurationError):  # the copy is still dropped
             return False
         if not renamed:
             return False
@@ -395,7 +433,11 @@ class SimhashDownloaderMiddleware:
         if self.recrawl is None or request.meta.get("dont_simhash"):
             return
         # The URL's own key: an error page's canonical link must not mark its target.
-        key = self.keys.url_key(request, response.url)
+        try:
+            key = self.keys.url_key(request, response.url)
+        except InvalidKeyError as exc:
+            self._invalid_key(response, exc)
+            return
         visit = await self._observe_recrawl(key, None, response)
         if visit is None:
             return
@@ -414,18 +456,37 @@ class SimhashDownloaderMiddleware:
             or request.meta.get("dont_simhash")
         ):
             return
-        key = self.keys.url_key(request, request.url)
+        try:
+            key = self.keys.url_key(request, request.url)
+        except InvalidKeyError:
+            self._inc("invalid_key")
+            return
         visit = await self._recrawl_observe(key, None, 0, None, None)
         if visit is not None:
             self._inc(f"recrawl/{visit.outcome}")
+
+    def _index_unusable(self, response: Response, exc: ConfigurationError) -> Response:
+        """The index cannot be used as configured: SIMHASH_ON_INDEX_MISMATCH decides (see
+        ``report_unusable_index``); this page reaches the spider either way."""
+        self._inc("index_unusable")
+        if not self._unusable_reported:
+            self._unusable_reported = True
+            report_unusable_index(self.crawler, self.config.on_mismatch, exc)
+        return response
+
+    def _invalid_key(self, response: Response, exc: InvalidKeyError) -> str:
+        """A key no backend can store fails this page's check alone; the page passes."""
+        self._inc("invalid_key")
+        logger.warning("SimHash cannot check %s, passing it: %s", response.url, exc)
+        return f"invalid key: {exc}"
 
     async def _forget_recrawl(self, key: str) -> None:
         if self.recrawl is None:
             return
         try:
             await self.recrawl.call(lambda store: store.remove(key))
-        except BackendUnavailable:
-            return
+        except (BackendUnavailable, ConfigurationError) as exc:
+            self._recrawl_lost(exc)
 
     async def _observe_recrawl(
         self, key: str, fp: int | None, response: Response, *, own: bool = True
@@ -455,5 +516,13 @@ class SimhashDownloaderMiddleware:
                     key, fp, status=status, etag=etag, last_modified=modified
                 )
             )
-        except BackendUnavailable:
+        except (BackendUnavailable, ConfigurationError) as exc:
+            self._recrawl_lost(exc)
             return None
+
+    def _recrawl_lost(self, exc: Exception) -> None:
+        """A recrawl update that did not happen: counted (simhash/recrawl_error by the guard
+        for outages, here for the rest) and summed up in a WARNING at the close."""
+        if isinstance(exc, ConfigurationError):
+            self._inc("recrawl_error")
+        self._inc("recrawl_lost")

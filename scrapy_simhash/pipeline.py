@@ -22,12 +22,14 @@ from scrapy_simhash._scrapy_glue import (
     guarded_index,
     index_kwargs,
     record_drop,
+    report_unusable_index,
     send_signal,
     validate_index,
 )
 from scrapy_simhash._scrapy_guard import BackendUnavailable
 from scrapy_simhash._settings import get_bool
-from scrapy_simhash.exceptions import IndexBackendError
+from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError, InvalidKeyError
+from scrapy_simhash.index.keys import index_key
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -79,6 +81,7 @@ class SimhashPipeline:
         )
         validate_index(url, kwargs)
         self.index = guarded_index(url, kwargs, self.config.guard, lambda: self._inc("index_error"))
+        self._unusable_reported = False
         crawler.signals.connect(self._spider_closed, signal=scrapy_signals.spider_closed)
 
     @classmethod
@@ -96,7 +99,7 @@ class SimhashPipeline:
         value = adapter.get(field) if field else None
         # Without a key every item is its own entry: an identical item is then a duplicate,
         # never a "new version" of the first one.
-        return str(value) if value else f"{ANONYMOUS}{uuid.uuid4().hex}"
+        return index_key(str(value)) if value else f"{ANONYMOUS}{uuid.uuid4().hex}"
 
     async def process_item(self, item: Any, spider: Any = None) -> Any:
         adapter = ItemAdapter(item)
@@ -109,11 +112,21 @@ class SimhashPipeline:
             return item
         if self.config.fingerprint_field:
             adapter[self.config.fingerprint_field] = self._to_hex(fp, self.fingerprinter.bits)
-        key = self._key(adapter)
         try:
+            key = self._key(adapter)
             observation = await self.index.call(lambda index: index.observe(key, fp))
         except BackendUnavailable as exc:
             return self._index_failed(item, str(exc))
+        except InvalidKeyError as exc:  # this item's key alone: the item passes
+            self._inc("invalid_key")
+            logger.warning("SimHash cannot check an item, passing it: %s", exc)
+            return item
+        except ConfigurationError as exc:
+            self._inc("index_unusable")
+            if not self._unusable_reported:
+                self._unusable_reported = True
+                report_unusable_index(self.crawler, self.config.on_mismatch, exc)
+            return item
         match = observation.match
         if match is None:
             self._inc("unique")

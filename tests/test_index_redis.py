@@ -44,7 +44,7 @@ def test_each_page_costs_one_script_call(redis_url: str, asynchronous: bool) -> 
         assert stats.pop("evalsha") == 40
         # Everything else was run by the script inside Redis, or is this test's own admin
         # connection; no EVAL, SCRIPT LOAD or plain reads/writes came from the index.
-        inside_script = {"get", "set", "setrange", "del", "hincrby", "rpush", "lindex"}
+        inside_script = {"get", "set", "setrange", "del", "hincrby", "rpush", "lindex", "hget"}
         admin = {"config|resetstat", "info", "hello", "client|setinfo"}
         assert set(stats) <= inside_script | admin
     finally:

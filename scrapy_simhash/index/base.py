@@ -139,6 +139,7 @@ class IndexConfig:
             "bits": self.bits,
             "scheme": self.scheme,
             "layout": layout.name,
+            "ttl_secs": self.ttl_secs or 0,
             **extra,
         }
         return json.dumps(data, sort_keys=True)
@@ -169,6 +170,12 @@ class IndexConfig:
             differences.append(f"bits {layout.bits} (now {self.bits})")
         if data.get("scheme", "") != self.scheme:
             differences.append(f"fingerprint scheme {data.get('scheme')!r} (now {self.scheme!r})")
+        stored_ttl = float(data.get("ttl_secs") or 0)
+        if stored_ttl != float(self.ttl_secs or 0):
+            # One process purging entries another keeps forever would lose its pages.
+            differences.append(
+                f"TTL {stored_ttl:g}s (now {float(self.ttl_secs or 0):g}s; 0 = never expire)"
+            )
         if self.tables is not None and layout.tables != self.tables:
             differences.append(f"{layout.tables} tables (now {self.tables})")
         if layout.max_distance < self.band_distance:
@@ -206,12 +213,6 @@ def check_fingerprint(fingerprint: int, bits: int) -> int:
             "the same bits as the fingerprinter (SIMHASH_BITS)"
         )
     return fingerprint
-
-
-def check_key(key: str) -> str:
-    if not isinstance(key, str) or not key:
-        raise ConfigurationError(f"an index key must be a non-empty str, got {key!r}")
-    return key
 
 
 def closest(matches: Iterable[Match]) -> Match | None:

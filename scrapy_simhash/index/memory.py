@@ -15,11 +15,11 @@ from scrapy_simhash.index.base import (
     Observation,
     bucket_stats,
     check_fingerprint,
-    check_key,
     closest,
     ordered,
 )
 from scrapy_simhash.index.drops import DropRecord, MemoryDrops
+from scrapy_simhash.index.keys import check_key
 
 
 class MemoryIndex(NearDuplicateIndex):
@@ -81,7 +81,7 @@ class MemoryIndex(NearDuplicateIndex):
         return self._observe(key, fingerprint, claim=True)
 
     def _observe(self, key: str, fingerprint: int, *, claim: bool) -> Observation:
-        if type(key) is not str or not key:
+        if type(key) is not str or not key or not key.isascii():
             check_key(key)
         if type(fingerprint) is not int or not 0 <= fingerprint <= self._largest:
             check_fingerprint(fingerprint, self.config.bits)

@@ -31,6 +31,7 @@ from typing import Any
 
 import xxhash
 
+from scrapy_simhash._redact import scrub
 from scrapy_simhash._redis import async_client, mask_url, sync_client
 from scrapy_simhash.exceptions import IndexBackendError, IndexMismatchError
 from scrapy_simhash.index.base import (
@@ -42,12 +43,12 @@ from scrapy_simhash.index.base import (
     Observation,
     bucket_stats,
     check_fingerprint,
-    check_key,
     closest,
     ordered,
     reset_hint,
 )
 from scrapy_simhash.index.drops import TRIM_BATCH, DropRecord, pack_record, unpack_record
+from scrapy_simhash.index.keys import check_key
 from scrapy_simhash.index.layout import BandLayout
 
 logger = logging.getLogger(__name__)
@@ -143,6 +144,7 @@ class _Codec:
         self.layout = config.new_layout()
         self.ebits = key_bits(config.expected_size, MAX_ENTRY_BITS)
         self.gbits = key_bits(config.expected_size, self.layout.key_bits)
+        self.record_id = b""
 
     def record(self) -> str:
         return self.config.record(
@@ -157,6 +159,8 @@ class _Codec:
             )
         where = f"namespace {self.config.namespace!r} on {mask_url(self.url)}"
         layout, data = self.config.adopt(stored.decode(), where)
+        # The digest of the record in place, which every script call names (see the script).
+        self.record_id = xxhash.xxh3_64_hexdigest(stored).encode()
         if data.get("redis_format") != REDIS_FORMAT:
             raise IndexMismatchError(
                 f"{where} holds an index in Redis layout {data.get('redis_format', 1)}, this "
@@ -203,6 +207,7 @@ class _Codec:
             ident or (xxhash.xxh3_64_digest(text) if text else b""),
             text,
             *extra,
+            self.record_id,
         ]
 
     @staticmethod
@@ -285,10 +290,7 @@ class _Codec:
         ]
 
     def error(self, action: str, exc: BaseException) -> IndexBackendError:
-        detail = str(exc)
-        password = _password(self.url)
-        if password:
-            detail = detail.replace(password, "***")
+        detail = scrub(str(exc), self.url)
         masked = mask_url(self.url)
         # DEBUG only: the error is raised to the caller, whose logging is throttled (a crawl
         # during an outage would otherwise log one ERROR per page).
@@ -309,13 +311,11 @@ class _Codec:
         )
 
 
-def _password(url: str) -> str | None:
-    from urllib.parse import urlsplit
+def _no_record(exc: BaseException) -> bool:
+    """Whether the script refused because the configuration record is missing."""
+    from redis.exceptions import ResponseError
 
-    try:
-        return urlsplit(url).password
-    except ValueError:
-        return None
+    return isinstance(exc, ResponseError) and str(exc).startswith("NORECORD")
 
 
 def _redis_errors() -> tuple[type[BaseException], ...]:
@@ -338,17 +338,30 @@ class RedisIndex(NearDuplicateIndex):
             self._script = self._client.register_script(SCRIPT)
             if config.reset:
                 self._delete(b"")
-            self._client.hsetnx(self._codec.meta, "config", self._codec.record())
-            self._codec.adopt(self._client.hget(self._codec.meta, "config"))
+            self._restore_record()
         except self._errors as exc:
             raise self._codec.error("open", exc) from exc
         self.layout = self._codec.layout
 
     def _run(self, action: str, *args: Any) -> Any:
         try:
-            return self._script(keys=[self._codec.meta], args=self._codec.args(action, *args))
+            try:
+                return self._script(keys=[self._codec.meta], args=self._codec.args(action, *args))
+            except self._errors as exc:
+                if not _no_record(exc):
+                    raise
+                self._restore_record()
+                return self._script(keys=[self._codec.meta], args=self._codec.args(action, *args))
         except self._errors as exc:
             raise self._codec.error(action, exc) from exc
+
+    def _restore_record(self) -> None:
+        """Write this index's record (at creation, or back after the server lost it), or
+        adopt the one in place: IndexMismatchError if that one differs."""
+        meta = self._codec.meta
+        self._client.hsetnx(meta, "config", self._codec.record())
+        self._codec.adopt(self._client.hget(meta, "config"))
+        self._client.hset(meta, "cid", self._codec.record_id)
 
     def observe(self, key: str, fingerprint: int) -> Observation:
         check_key(key)
@@ -500,8 +513,7 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
         try:
             if config.reset:
                 await index._delete(b"")
-            await index._client.hsetnx(codec.meta, "config", codec.record())
-            codec.adopt(await index._client.hget(codec.meta, "config"))
+            await index._restore_record()
         except index._errors as exc:
             await index.close()
             raise codec.error("open", exc) from exc
@@ -511,7 +523,7 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
         index.layout = codec.layout
         return index
 
-    async def _run(self, action: str, *args: Any) -> Any:
+    async def _run(self, action: str, *args: Any, restored: bool = False) -> Any:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending.append((self._codec.args(action, *args), future))
         if self._senders < self._max_senders:
@@ -522,7 +534,20 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
         try:
             return await future
         except self._errors as exc:
+            if _no_record(exc) and not restored:
+                try:
+                    await self._restore_record()
+                except self._errors as again:
+                    raise self._codec.error(action, again) from again
+                return await self._run(action, *args, restored=True)
             raise self._codec.error(action, exc) from exc
+
+    async def _restore_record(self) -> None:
+        """Async twin of :meth:`RedisIndex._restore_record`."""
+        meta = self._codec.meta
+        await self._client.hsetnx(meta, "config", self._codec.record())
+        self._codec.adopt(await self._client.hget(meta, "config"))
+        await self._client.hset(meta, "cid", self._codec.record_id)
 
     async def _send(self) -> None:
         """Drain the queue in pipelines of at most :data:`MAX_BATCH` script calls."""

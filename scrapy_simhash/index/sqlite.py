@@ -25,11 +25,11 @@ from scrapy_simhash.index.base import (
     Observation,
     bucket_stats,
     check_fingerprint,
-    check_key,
     closest,
     ordered,
 )
 from scrapy_simhash.index.drops import DropRecord
+from scrapy_simhash.index.keys import check_key
 from scrapy_simhash.index.layout import BandLayout
 
 logger = logging.getLogger(__name__)

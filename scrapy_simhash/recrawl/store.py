@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
+from scrapy_simhash._redact import scrub
 from scrapy_simhash._redis import REDIS_SCHEMES, mask_url
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
 from scrapy_simhash.recrawl.backend import AsyncBackend, Backend, histogram_rates
@@ -76,9 +77,7 @@ def _scheme(url: str | None) -> str:
 def _wrap(url: str | None, exc: BaseException) -> IndexBackendError:
     where = mask_url(url) if url else "the embedded SQLite store"
     # The message of a backend error may repeat the URL, password included.
-    detail = str(exc)
-    if url:
-        detail = detail.replace(url, mask_url(url))
+    detail = scrub(str(exc), url)
     return IndexBackendError(f"recrawl store {where} failed: {type(exc).__name__}: {detail}")
 
 

@@ -27,7 +27,17 @@
 -- {2, stored fingerprint}, nothing stored).
 -- ARGV: 1 mode (observe|claim|rename|query|remove|expire), 2 prefix, 3 band masks, 4 group masks,
 --       5 entry bucket bits, 6 max distance, 7 now, 8 ttl (0 = none), 9 fingerprint
---       (zeros when unused), 10 key id, 11 key text; rename adds 12 new key id, 13 its text
+--       (zeros when unused), 10 key id, 11 key text; rename adds 12 new key id, 13 its text;
+--       last: digest of the configuration record
+
+-- A server restarted without persistence loses the configuration record while clients
+-- keep writing, and another process may then create the namespace with other settings.
+-- Every call names the record it was opened with (its last argument, a digest stored as
+-- "cid"): on any difference it refuses, and the client writes its record back or learns
+-- that another one is in place, before any entry is stored.
+if redis.call('HGET', KEYS[1], 'cid') ~= ARGV[#ARGV] then
+  return redis.error_reply('NORECORD the index configuration record is missing or changed')
+end
 
 local mode = ARGV[1]
 local prefix = ARGV[2]

@@ -1,0 +1,314 @@
+"""Permanent misconfiguration is told apart from an outage, against real servers and files;
+settings that cannot be read name themselves; bad keys fail one call on every backend; the
+index's configuration record survives a Redis restart without persistence; a locked SQLite
+file says so; fingerprint workers do not outlive their crawl.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from scrapy_simhash._scrapy_config import MiddlewareConfig
+from scrapy_simhash._scrapy_glue import guarded_index, index_kwargs, validate_index
+from scrapy_simhash._scrapy_guard import Guarded
+from scrapy_simhash._setting_names import KNOWN_SETTINGS, unknown_settings
+from scrapy_simhash.exceptions import (
+    ConfigurationError,
+    IndexBackendError,
+    IndexMismatchError,
+    InvalidKeyError,
+)
+from scrapy_simhash.index import open_async_index, open_index
+from scrapy_simhash.index.keys import MAX_KEY_CHARS, index_key
+from tests.redis_servers import RedisServer, free_port
+from tests.scrapy_runner import REPO
+
+NO_RETRY = {"options": {"retries": 0}}
+
+
+# -- permanent failures stop the crawl at start-up ------------------------------------------
+
+
+@pytest.mark.redis
+def test_wrong_password_and_missing_database_are_not_outages(own_redis: RedisServer) -> None:
+    client = redis.Redis.from_url(own_redis.url)
+    client.config_set("requirepass", "right")
+    client.close()
+    port = own_redis.port
+    for url, reason in [
+        (f"redis://:wrong@127.0.0.1:{port}/0", "authentication failed"),
+        (f"redis://127.0.0.1:{port}/0", "authentication failed"),
+        (f"redis://:right@127.0.0.1:{port}/99", "database number in the URL does not exist"),
+    ]:
+        with pytest.raises(ConfigurationError, match=reason) as caught:
+            validate_index(url, NO_RETRY)
+        assert "SIMHASH_INDEX_URL" in str(caught.value)
+        assert "wrong" not in str(caught.value)
+    validate_index(f"redis://:right@127.0.0.1:{port}/0", NO_RETRY)  # the right one works
+
+
+@pytest.mark.redis
+def test_a_read_only_replica_is_not_an_outage(own_redis: RedisServer) -> None:
+    client = redis.Redis.from_url(own_redis.url)
+    client.replicaof("127.0.0.1", free_port())  # a master that never answers
+    client.close()
+    with pytest.raises(ConfigurationError, match="read-only replica"):
+        validate_index(own_redis.url, NO_RETRY)
+
+
+def test_an_unreachable_server_is_an_outage(caplog: pytest.LogCaptureFixture) -> None:
+    url = RedisServer(Path("never-started")).url
+    with caplog.at_level(logging.WARNING):
+        validate_index(url, NO_RETRY)
+    assert "not reachable at start-up" in caplog.text
+
+
+@contextlib.contextmanager
+def read_only(directory: Path) -> Iterator[None]:
+    """Make ``directory`` unwritable, for root too (the immutable attribute)."""
+    directory.chmod(0o555)
+    immutable = os.geteuid() == 0
+    if immutable:
+        subprocess.run(["chattr", "+i", str(directory)], check=True)
+    try:
+        yield
+    finally:
+        if immutable:
+            subprocess.run(["chattr", "-i", str(directory)], check=True)
+        directory.chmod(0o755)
+
+
+def test_a_read_only_index_directory_is_not_an_outage(tmp_path: Path) -> None:
+    directory = tmp_path / "readonly"
+    directory.mkdir()
+    with read_only(directory):
+        for path in (directory / "index.sqlite3", directory / "sub" / "index.sqlite3"):
+            with pytest.raises(ConfigurationError, match="cannot be"):
+                validate_index(f"sqlite:///{path}", {})
+
+
+# -- settings --------------------------------------------------------------------------------
+
+
+def test_malformed_list_settings_name_themselves() -> None:
+    with pytest.raises(ConfigurationError, match="SIMHASH_CONTENT_TYPES must be a JSON list"):
+        MiddlewareConfig.from_settings({"SIMHASH_CONTENT_TYPES": "[bad"})
+    with pytest.raises(ConfigurationError, match="SIMHASH_CONTENT_TYPES must be a list"):
+        MiddlewareConfig.from_settings({"SIMHASH_CONTENT_TYPES": 5})
+    config = MiddlewareConfig.from_settings({"SIMHASH_CONTENT_TYPES": '["text/html"]'})
+    assert config.content_types == ("text/html",)
+
+
+def test_misspelt_settings_are_named_with_the_closest_one() -> None:
+    messages = unknown_settings(
+        ["SIMHASH_MAX_DISTANSE", "SIMHASH_INDEX_URL", "simhash_workers", "SIMHASH_ZZZ", "OTHER"]
+    )
+    assert messages == [
+        "unknown setting SIMHASH_MAX_DISTANSE is ignored; did you mean SIMHASH_MAX_DISTANCE?",
+        "unknown setting SIMHASH_ZZZ is ignored",
+        "unknown setting simhash_workers is ignored; did you mean SIMHASH_WORKERS?",
+    ]
+
+
+def test_known_settings_are_the_readme_settings_and_those_the_code_reads() -> None:
+    readme = (REPO / "README.md").read_text()
+    documented = set(re.findall(r"^\| `(SIMHASH_[A-Z0-9_]+)`", readme, re.MULTILINE))
+    assert documented == KNOWN_SETTINGS
+    read = {
+        name
+        for path in (REPO / "scrapy_simhash").rglob("*.py")
+        for name in re.findall(r"\"(SIMHASH_[A-Z0-9_]*[A-Z0-9])\"", path.read_text())
+    }
+    assert read <= KNOWN_SETTINGS
+
+
+# -- keys ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+def index_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "memory":
+        return "memory://"
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'index.sqlite3'}"
+    url: str = request.getfixturevalue("redis_url")
+    return url
+
+
+def test_a_bad_key_fails_one_call_alike_on_every_backend(index_url: str) -> None:
+    errors: list[int] = []
+
+    async def scenario() -> None:
+        guard = Guarded("SimHash index", index_url,
+                        lambda: open_async_index(index_url, namespace="keys"),
+                        timeout=5, retry_after=60, log_interval=60,
+                        on_error=lambda: errors.append(1))
+        with pytest.raises(InvalidKeyError, match="valid Unicode"):
+            await guard.call(lambda index: index.observe("https://a.example/\ud800", 1))
+        # Not an outage: the next page is checked at once.
+        observation = await guard.call(lambda index: index.observe("https://a.example/", 1))
+        assert observation.stored
+        await guard.aclose()
+
+    asyncio.run(scenario())
+    assert errors == []
+
+
+def test_long_keys_are_stored_hashed() -> None:
+    long_a = "https://a.example/?" + "x" * 1_000_000
+    long_b = long_a + "y"
+    stored_a, stored_b = index_key(long_a), index_key(long_b)
+    assert len(stored_a) == MAX_KEY_CHARS
+    assert stored_a != stored_b
+    assert stored_a.startswith("https://a.example/?xxx")
+    assert index_key("https://a.example/") == "https://a.example/"
+    with open_index("memory://") as index:
+        index.observe(stored_a, 1)
+        assert index.get(stored_a) == 1
+
+
+# -- the configuration record ----------------------------------------------------------------
+
+
+def test_ttl_is_part_of_the_recorded_configuration(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'index.sqlite3'}"
+    open_index(url, ttl_secs=3600).close()
+    with pytest.raises(IndexMismatchError, match="TTL 3600s"):
+        open_index(url)
+    open_index(url, ttl_secs=3600).close()
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_the_record_is_written_back_after_a_restart_without_persistence(
+    own_redis: RedisServer, asynchronous: bool
+) -> None:
+    url = own_redis.url
+
+    async def observe_after_restart() -> None:
+        index = await open_async_index(url, namespace="n", bits=64)
+        await index.observe("a", 1)
+        own_redis.stop()
+        own_redis.start()  # no persistence: everything is gone, the record too
+        # The pooled connection died with the server: one outage error, then it reconnects.
+        with contextlib.suppress(IndexBackendError):
+            await index.observe("b", 1 << 40)
+        assert (await index.observe("b", 1 << 40)).stored
+        await index.close()
+
+    if asynchronous:
+        asyncio.run(observe_after_restart())
+    else:
+        with open_index(url, namespace="n", bits=64) as index:
+            index.observe("a", 1)
+            own_redis.stop()
+            own_redis.start()
+            assert index.observe("b", 1 << 40).stored
+    with pytest.raises(IndexMismatchError, match="bits 64 \\(now 128\\)"):
+        open_index(url, namespace="n", bits=128)
+
+
+@pytest.mark.redis
+def test_a_process_finding_another_record_written_meanwhile_refuses(
+    own_redis: RedisServer,
+) -> None:
+    with open_index(own_redis.url, namespace="n", bits=64) as index:
+        index.observe("a", 1)
+        own_redis.stop()
+        own_redis.start()
+        open_index(own_redis.url, namespace="n", bits=128).close()  # first after the restart
+        with pytest.raises(IndexMismatchError):
+            index.observe("b", 2)
+
+
+# -- a locked SQLite file --------------------------------------------------------------------
+
+
+def test_a_locked_sqlite_file_says_so(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    url = f"sqlite:///{tmp_path / 'index.sqlite3'}"
+    settings = {"SIMHASH_INDEX_URL": url, "SIMHASH_INDEX_TIMEOUT_SECS": 0.3}
+    config = MiddlewareConfig.from_settings(settings).guard
+    kwargs = index_kwargs(settings, namespace="locked", bits=64, scheme="")
+    validate_index(url, kwargs)
+    holder = sqlite3.connect(str(tmp_path / "index.sqlite3"), isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+
+    async def scenario() -> None:
+        guard = guarded_index(url, kwargs, config, lambda: None)
+        for _ in range(2):
+            with contextlib.suppress(Exception):
+                await guard.call(lambda index: index.observe("a", 1))
+        await guard.aclose()
+
+    try:
+        with caplog.at_level(logging.ERROR, logger="scrapy_simhash._scrapy_guard"):
+            asyncio.run(scenario())
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    first = caplog.records[0].getMessage()
+    assert "database is locked" in first
+    assert "SIMHASH_INDEX_TIMEOUT_SECS" in first
+
+
+# -- fingerprint workers ---------------------------------------------------------------------
+
+_PARENT = """
+import sys
+from scrapy_simhash._scrapy_workers import FingerprintRunner
+from scrapy_simhash.fingerprint import FingerprintConfig
+import asyncio
+if __name__ == "__main__":
+    runner = FingerprintRunner(FingerprintConfig(tokenizer="rjieba"), workers=1,
+                               inline_max_bytes=0)
+    page = b"<html><body><p>" + b"words of a page " * 200 + b"</p></body></html>"
+    asyncio.run(runner.fingerprint(page, "text/html"))
+    print(*runner._pool._processes, flush=True)
+    sys.stdin.read()
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state not in "ZX"
+
+
+def test_workers_exit_when_the_crawl_is_killed(tmp_path: Path) -> None:
+    parent = subprocess.Popen(
+        [sys.executable, "-c", _PARENT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=tmp_path, text=True,
+    )
+    assert parent.stdout is not None
+    workers = [int(pid) for pid in parent.stdout.readline().split()]
+    assert workers
+    assert all(_alive(pid) for pid in workers)
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 5
+    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(pid) for pid in workers)
+
+
+def test_the_minimum_scrapy_is_declared_once() -> None:
+    from scrapy_simhash._scrapy_glue import MIN_SCRAPY
+
+    setup = (REPO / "setup.cfg").read_text()
+    assert f"Scrapy>={'.'.join(map(str, MIN_SCRAPY))}\n" in setup
