@@ -34,9 +34,10 @@ from _pairs import Corpus, Pair, build
 from scrapy_simhash.cli import parse_setting
 from scrapy_simhash.extract import extract_main_text
 from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
+from scrapy_simhash.index.settings import DEFAULT_MAX_DISTANCE
 
 KS = range(11)
-TARGET_K = 3
+TARGET_K = DEFAULT_MAX_DISTANCE  # the crawl's default k; -k changes it
 
 
 def fingerprint_all(
@@ -178,7 +179,11 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=20240501)
     parser.add_argument("--no-baselines", action="store_true")
     parser.add_argument("--no-extraction", action="store_true")
+    parser.add_argument("-k", type=int, default=None, help="k of the per-kind table and ratios")
     args = parser.parse_args()
+    global TARGET_K
+    if args.k is not None:
+        TARGET_K = args.k
     logging.getLogger("jieba").setLevel(logging.WARNING)
     pages = load_pages()
     overrides = dict(args.settings)

@@ -34,7 +34,9 @@ def middleware(tmp_path: Path, **settings: Any) -> SimhashDownloaderMiddleware:
         "SIMHASH_TOKENIZER": "rjieba",
         **settings,
     })
-    return SimhashDownloaderMiddleware.from_crawler(crawler)
+    # The constructor, as tests/scrapy_inprocess.py does: from_crawler also refuses a
+    # non-asyncio reactor, and pytest-twisted installs the default one in this process.
+    return SimhashDownloaderMiddleware(crawler)
 
 
 def drive(mw: SimhashDownloaderMiddleware, scenario: Callable[[], Awaitable[None]]) -> None:
