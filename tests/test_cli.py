@@ -177,7 +177,7 @@ def test_compare_explains_the_difference(site: Path) -> None:
     result = run("compare", str(site / "news" / "a.html"), str(site / "garden.html"))
     assert result.returncode == 0, result.stderr
     text = result.stdout.decode()
-    assert "different at k=5" in text
+    assert "different at k=4" in text
     assert "only in A: " in text
     only_a = text.split("only in A: ")[1].splitlines()[0]
     only_b = text.split("only in B: ")[1].splitlines()[0]

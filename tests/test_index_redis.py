@@ -125,7 +125,7 @@ def test_unreachable_server_at_open_is_a_backend_error(own_redis: RedisServer) -
 def test_settings_become_open_index_arguments(tmp_path: Path) -> None:
     assert index_options_from_settings({}) == {
         "url": None,
-        "max_distance": 5,
+        "max_distance": 4,
         "exact_distance": 3,
         "namespace": "default",
         "tables": None,

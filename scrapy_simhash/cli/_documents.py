@@ -146,7 +146,7 @@ def add_distance_option(parser: Any) -> None:
         "-k",
         type=int,
         default=None,
-        help="maximum Hamming distance of near-duplicates (default: SIMHASH_MAX_DISTANCE, 5)",
+        help="maximum Hamming distance of near-duplicates (default: SIMHASH_MAX_DISTANCE, 4)",
     )
 
 
