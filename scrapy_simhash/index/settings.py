@@ -11,8 +11,8 @@ from scrapy_simhash.index.drops import DROP_MAX_ENTRIES, DROP_TTL_SECS
 #: SIMHASH_MAX_DISTANCE: pages within 4 bits are near-duplicates. On the independent pair
 #: benchmark precision stays 0.999 at k=4 while recall goes from 0.902 at k=3 to 0.933 (5%
 #: edits 0.68 -> 0.84). k=5 gains a little more there (0.946), but on the product's own
-#: pair generator it matches 45% of Chinese pages with 40-50% of their text rewritten
-#: (k=4: a third fewer): a distinct page dropped is the one error a user cannot see.
+#: pair generator it matches 45% of Chinese pages with 40-50% of their text garbled (k=4
+#: 35%, k=3 23%): a distinct page dropped is the one error a user cannot see.
 DEFAULT_MAX_DISTANCE = 4
 #: SIMHASH_INDEX_EXACT_DISTANCE: the band layout is built for 3 bits (four tables), so every
 #: match within 3 bits is found, and those 4 bits away when one of the four bands is equal
