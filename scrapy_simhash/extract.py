@@ -750,8 +750,16 @@ def _widen(best: etree._Element, walk: _Walk) -> etree._Element:
     return best
 
 
-def _lines(containers: Iterable[etree._Element], stats: dict[etree._Element, _Frame]) -> str:
-    """Read containers out as text, one line per block, skipping link lists and h1."""
+def _lines(
+    containers: Iterable[etree._Element],
+    stats: dict[etree._Element, _Frame],
+    *,
+    link_density: float = _MAX_LINK_DENSITY,
+    links_only: bool = False,
+) -> str:
+    """Read containers out as text, one line per block, skipping h1 and blocks whose link
+    text exceeds ``link_density`` of their text (link lists). ``links_only`` reads link
+    lists too, but none that looks like navigation (kept by the walk for its size)."""
     lines: list[str] = []
     current: list[str] = []
     inline_tags = _INLINE_TAGS
@@ -765,11 +773,14 @@ def _lines(containers: Iterable[etree._Element], stats: dict[etree._Element, _Fr
                 if frame is None:
                     walker.skip_subtree()  # dropped as boilerplate, or not an element
                     continue
+                if links_only and (tag in _BOILERPLATE_TAGS or _names_role(el) < 0):
+                    walker.skip_subtree()
+                    continue
                 if tag not in inline_tags:
                     if current:
                         _flush(current, lines)
                     chars = frame[0]
-                    if tag == "h1" or (chars and frame[1] > chars * _MAX_LINK_DENSITY):
+                    if tag == "h1" or (chars and frame[1] > chars * link_density):
                         walker.skip_subtree()
                         continue
                 text = el.text
@@ -963,6 +974,13 @@ def _extract(data: bytes, encoding: str, notes: list[str]) -> MainText:
         if len(whole) > len(main):
             notes.append("no prose container; using all non-boilerplate text")
             main = whole
+        elif not main:
+            # A page of links and nothing else (an index, a catalogue): its links, outside
+            # the navigation and other boilerplate already dropped, are its content.
+            links = _drop_credits(_lines([body], walk.stats, link_density=1.0, links_only=True))
+            if links:
+                notes.append("only link lists; using their text")
+                main = links
     if not main:
         notes.append("no main text found")
     return MainText(_without_c1(title), _without_c1(main), encoding, tuple(notes))

@@ -549,3 +549,22 @@ def test_teasers_named_like_posts_do_not_win_over_the_article() -> None:
     main = extract_main_text(page.encode())
     assert "river harbour" in main.text
     assert "Teaser" not in main.text
+
+
+def test_a_page_of_links_only_is_read_as_its_links() -> None:
+    """An index or catalogue page has no prose; its links (outside the navigation) are it."""
+
+    def catalogue(subject: str, titles: list[str]) -> bytes:
+        links = "".join(f"<li><a href='/b/{n}'>{t}</a></li>" for n, t in enumerate(titles))
+        return (
+            f"<html><body><nav><a href='/'>Home</a> <a href='/browse'>Browse</a></nav>"
+            f"<h2>{subject}</h2><ul>{links}</ul></body></html>"
+        ).encode()
+
+    hinges = catalogue("Hardware", [f"Catalogue of brass hinges and locks, volume {n}" for n in range(12)])
+    main = extract_main_text(hinges)
+    assert "brass hinges" in main.text
+    assert "Browse" not in main.text
+    assert any("link" in note for note in main.notes)
+    nav_only = b"<html><body><nav><a href='/'>Home</a> <a href='/x'>Browse all</a></nav></body></html>"
+    assert extract_main_text(nav_only).text == ""
