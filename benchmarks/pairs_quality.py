@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _pages import data_dir
 
-from scrapy_simhash.cli import parse_setting
+from scrapy_simhash.cli import common_parser
 from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
 from scrapy_simhash.index.layout import choose_layout
 from scrapy_simhash.index.settings import index_options_from_settings
@@ -192,17 +192,12 @@ def report(pairs: list[LabelledPair], scorer: Scorer, index: Scorer, k: int, mis
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "-s",
-        "--set",
-        dest="settings",
-        action="append",
-        default=[],
-        type=parse_setting,
-        metavar="NAME=VALUE",
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("
+
+")[0], parents=[common_parser()]
     )
-    parser.add_argument("-k", type=int, default=None, help="default: SIMHASH_MAX_DISTANCE or 3")
+    parser.add_argument("-k", type=int, default=None, help="default: SIMHASH_MAX_DISTANCE as a crawl reads it")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes")
     parser.add_argument("--misses", type=int, default=0, help="list up to N errors of each kind")
     parser.add_argument("--json", type=Path, help="write fingerprints and reasons to this file")

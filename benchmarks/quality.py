@@ -31,7 +31,7 @@ from _baselines import jieba_md5, simhash_lib
 from _pages import Page, load_pages, overlap
 from _pairs import Corpus, Pair, build
 
-from scrapy_simhash.cli import parse_setting
+from scrapy_simhash.cli import common_parser
 from scrapy_simhash.extract import extract_main_text
 from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
 from scrapy_simhash.index.settings import DEFAULT_MAX_DISTANCE
@@ -160,15 +160,10 @@ def report_extraction(pages: list[Page], per_source: int | None) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "-s",
-        "--set",
-        dest="settings",
-        action="append",
-        default=[],
-        type=parse_setting,
-        metavar="NAME=VALUE",
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("
+
+")[0], parents=[common_parser()]
     )
     parser.add_argument(
         "--limit",
