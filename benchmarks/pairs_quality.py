@@ -193,9 +193,7 @@ def report(pairs: list[LabelledPair], scorer: Scorer, index: Scorer, k: int, mis
 
 def main() -> int:
     parser = argparse.ArgumentParser(
-        description=__doc__.split("
-
-")[0], parents=[common_parser()]
+        description=__doc__.split("\n\n")[0], parents=[common_parser()]
     )
     parser.add_argument("-k", type=int, default=None, help="default: SIMHASH_MAX_DISTANCE as a crawl reads it")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes")

@@ -161,9 +161,7 @@ def report_extraction(pages: list[Page], per_source: int | None) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(
-        description=__doc__.split("
-
-")[0], parents=[common_parser()]
+        description=__doc__.split("\n\n")[0], parents=[common_parser()]
     )
     parser.add_argument(
         "--limit",
