@@ -10,6 +10,7 @@ checkout. Usage: ``python3 .ci/min_scrapy.py`` from anywhere.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import subprocess
@@ -37,16 +38,26 @@ def minimum_scrapy() -> str:
     return match.group(1)
 
 
+def requirements() -> str:
+    """The install_requires block of setup.cfg (the environment is built once per block)."""
+    match = re.search(r"^install_requires =\n((?:[ \t]+\S.*\n)+)", (REPO / "setup.cfg").read_text(),
+                      re.MULTILINE)
+    return match.group(1) if match else ""
+
+
 def main() -> int:
     version = minimum_scrapy()
+    ready = f"{version}\n{requirements()}"
+    tag = hashlib.sha256(ready.encode()).hexdigest()[:8]  # new dependencies: a new environment
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    env_dir = cache / "scrapy-simhash" / f"venv-scrapy-{version}"
+    env_dir = cache / "scrapy-simhash" / f"venv-scrapy-{version}-{tag}"
     python = env_dir / "bin" / "python"
     pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    if not (env_dir / ".ready").exists():
+    marker = env_dir / ".ready"
+    if not marker.exists() or marker.read_text() != ready:
         venv.EnvBuilder(clear=True, with_pip=True).create(env_dir)
         subprocess.run([*pip, f"Scrapy=={version}", *ERA, *TEST_DEPS, str(REPO)], check=True)
-        (env_dir / ".ready").write_text(version)
+        marker.write_text(ready)
     else:  # the package itself may have changed (its entry points register 'scrapy simhash')
         subprocess.run([*pip, "--no-deps", "--force-reinstall", str(REPO)], check=True)
     found = subprocess.run(

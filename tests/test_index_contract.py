@@ -431,3 +431,31 @@ def test_rename_moves_an_entry_to_another_key(make: Callable[..., Any]) -> None:
     assert all(index.get(f"renamed-{key}") == value for key, value in fps.items())
     assert all(index.query(value)[0].key == f"renamed-{key}" for key, value in fps.items())
     assert len(index) == 41
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_keys_and_drop_records_can_be_listed(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """What a report reads: every live key and every live drop record, one pass each."""
+    clock = Clock()
+    url = _url(backend, request, tmp_path)
+    with open_index(url, clock=clock, ttl_secs=100, drop_ttl_secs=100) as index:
+        assert list(index.keys()) == [] and list(index.drops()) == []
+        rng = random.Random(7)
+        kept = {f"https://a.example/{i}": rng.getrandbits(64) for i in range(2500)}
+        kept["https://例子.测试/新闻?q=ü"] = rng.getrandbits(64)
+        for key, fingerprint in kept.items():
+            index.observe(key, fingerprint)
+        index.record_drop("https://a.example/print/1", "https://a.example/1", 2)
+        clock.now += 60
+        index.observe("https://a.example/late", rng.getrandbits(64))
+        index.record_drop("https://a.example/print/2", "https://a.example/2", 0)
+        assert sorted(index.keys()) == sorted([*kept, "https://a.example/late"])
+        assert sorted(index.drops()) == [
+            ("https://a.example/print/1", "https://a.example/1", 2, int(clock.now - 60)),
+            ("https://a.example/print/2", "https://a.example/2", 0, int(clock.now)),
+        ]
+        clock.now += 50  # the first batch and the first record have aged out
+        assert list(index.keys()) == ["https://a.example/late"]
+        assert [r.url for r in index.drops()] == ["https://a.example/print/2"]

@@ -113,13 +113,17 @@ def test_simulate_prints_policies_and_draws_png(
     argv = ["simulate", "--pages", "20", "--days", "6", "--warmup-days", "1", "--json",
             "--png", str(png), "--budgets", "0.5,2"]
     assert main(argv) == 0
-    results = json.loads(capsys.readouterr().out)
+    out, err = capsys.readouterr()
+    results = json.loads(out)
     assert len(results) == 6
     assert len({r["fetches"] for r in results}) == 1
     assert all(0.0 <= r["freshness"] <= 1.0 for r in results)
     data = png.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    assert struct.unpack(">II", data[16:24]) == (640, 400)
+    width, height = struct.unpack(">II", data[16:24])
+    assert width > height > 400  # a full figure with title, axes and legend
+    assert f"wrote {png}" in err
+    assert "policy runs" not in err  # stderr is not a terminal: no progress bar
 
 
 def test_simulate_reads_rates_and_rejects_bad_input(

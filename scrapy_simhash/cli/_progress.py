@@ -1,36 +1,45 @@
-"""A one-line progress bar on stderr, drawn only where a person is watching."""
+"""Progress bars (tqdm) on stderr, drawn only where a person is watching.
+
+A bar is useful on a terminal and noise in a pipe or a log file, so it is off unless
+stderr is a terminal (``force`` draws it anyway: ``dedup --progress``). Output on stdout
+is never touched, so piping a command's results stays clean either way.
+"""
 
 from __future__ import annotations
 
 import sys
-import time
-from typing import TextIO
+from collections.abc import Iterable, Iterator
+from typing import Any, TextIO, TypeVar
+
+T = TypeVar("T")
 
 
-class Progress:
-    """``[#####.....]  120/1000 files`` redrawn in place at most ten times a second."""
+def wanted(stream: TextIO | None = None, *, force: bool = False) -> bool:
+    """Whether to draw: ``force``, or ``stream`` (stderr) is a terminal."""
+    stream = stream or sys.stderr
+    try:
+        return force or stream.isatty()
+    except (AttributeError, ValueError):  # a closed or replaced stream
+        return force
 
-    def __init__(
-        self, total: int, *, enabled: bool, stream: TextIO | None = None, width: int = 30
-    ) -> None:
-        self.total = total
-        self.enabled = enabled and total > 0
-        self.stream = stream or sys.stderr
-        self.width = width
-        self.done = 0
-        self._drawn = 0.0
 
-    def advance(self, step: int = 1) -> None:
-        self.done += step
-        now = time.monotonic()
-        if self.enabled and (now - self._drawn >= 0.1 or self.done >= self.total):
-            self._drawn = now
-            filled = self.width * self.done // self.total
-            bar = "#" * filled + "." * (self.width - filled)
-            self.stream.write(f"\r[{bar}] {self.done}/{self.total} files")
-            self.stream.flush()
+def bar(total: int | None, what: str, *, force: bool = False, **options: Any) -> Any:
+    """A tqdm bar counting ``what`` (e.g. "files") up to ``total``; disabled off-terminal."""
+    from tqdm import tqdm
 
-    def close(self) -> None:
-        if self.enabled:
-            self.stream.write("\n")
-            self.stream.flush()
+    return tqdm(
+        total=total,
+        unit=f" {what}",
+        file=sys.stderr,
+        disable=not wanted(sys.stderr, force=force),
+        dynamic_ncols=True,
+        **options,
+    )
+
+
+def track(items: Iterable[T], total: int | None, what: str, *, force: bool = False) -> Iterator[T]:
+    """Yield ``items`` while a bar counts them."""
+    with bar(total, what, force=force) as progress:
+        for item in items:
+            yield item
+            progress.update(1)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +23,7 @@ from scrapy_simhash.cli._documents import (
     load,
     max_distance,
 )
-from scrapy_simhash.cli._progress import Progress
+from scrapy_simhash.cli._progress import track
 from scrapy_simhash.fingerprint import Fingerprinter, to_hex
 
 
@@ -66,12 +65,10 @@ def run(args: argparse.Namespace) -> int:
     fingerprinter = fingerprinter_from_settings(settings)
     k = max_distance(args, settings)
     paths = list(expand(args.paths))
-    progress = Progress(len(paths), enabled=args.progress or sys.stderr.isatty())
-    documents = []
-    for path in paths:
-        documents.append(load(fingerprinter, path, text=args.text))
-        progress.advance()
-    progress.close()
+    documents = [
+        load(fingerprinter, path, text=args.text)
+        for path in track(paths, len(paths), "files", force=args.progress)
+    ]
     groups = group(fingerprinter, documents, k)
     report = summarise(fingerprinter, documents, groups, k, show_all=args.all)
     print(json.dumps(report, ensure_ascii=False, indent=2) if args.json else render(report))

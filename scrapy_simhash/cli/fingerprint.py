@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from scrapy_simhash.cli import settings_from_args
+from scrapy_simhash.cli._progress import track
 from scrapy_simhash.cli._documents import (
     add_text_option,
     expand,
@@ -35,7 +36,8 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     fingerprinter = fingerprinter_from_settings(settings_from_args(args))
     failed = False
-    for path in expand(args.paths):
+    paths = list(expand(args.paths))
+    for path in track(paths, len(paths), "files"):
         document = load(fingerprinter, path, text=args.text)
         failed = failed or document.error is not None
         sys.stdout.write(json.dumps(document.as_json(fingerprinter.bits), ensure_ascii=False))

@@ -9,9 +9,9 @@ from dataclasses import asdict
 from typing import Any
 
 from scrapy_simhash.cli import settings_from_args
+from scrapy_simhash.cli._progress import bar
 from scrapy_simhash.exceptions import ConfigurationError
 from scrapy_simhash.recrawl.config import DAY, RecrawlConfig
-from scrapy_simhash.recrawl.png import PALETTE, line_chart
 from scrapy_simhash.recrawl.simulate import (
     Population,
     Result,
@@ -20,6 +20,9 @@ from scrapy_simhash.recrawl.simulate import (
     population_from_rates,
     synthetic_population,
 )
+
+#: Policies :func:`compare` runs per budget (the progress bar's unit).
+_POLICIES = 6
 
 #: Clamps wide enough not to distort the comparison, unless ``-s`` sets them.
 _SIMULATION_DEFAULTS = {
@@ -57,7 +60,8 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
     parser.add_argument("--trivial-per-day", type=float, default=24.0,
                         help="trivial changes a day on those pages (default 24)")
     parser.add_argument("--png", metavar="FILE",
-                        help="also draw freshness against budget for --budgets into FILE")
+                        help="also draw freshness against budget for --budgets into FILE "
+                        '(needs matplotlib: pip install "scrapy-simhash[plot]")')
     parser.add_argument("--budgets", default="0.25,0.5,1,2,4", metavar="F,F,...",
                         help="fetches per page per day drawn by --png")
     parser.add_argument("--json", action="store_true", help="print results as JSON")
@@ -71,7 +75,14 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigurationError(
             "--fetches-per-page-per-day must be > 0 and --days longer than --warmup-days"
         )
-    results = _run(args, population, config, args.fetches_per_page_per_day)
+    budgets = _budgets(args) if args.png else []
+    if args.png:
+        from scrapy_simhash.cli._plot import pyplot
+
+        pyplot()  # a missing matplotlib is said before minutes of simulation
+    with bar(_POLICIES * (1 + len(budgets)), "policy runs") as progress:
+        results = _run(args, population, config, args.fetches_per_page_per_day, progress)
+        curves = _curves(args, population, config, budgets, progress) if args.png else {}
     if args.json:
         print(json.dumps([asdict(r) for r in results], indent=2))
     else:
@@ -79,12 +90,16 @@ def run(args: argparse.Namespace) -> int:
               f"{args.fetches_per_page_per_day:g} fetches/page/day, seed {args.seed}")
         print(format_results(results))
     if args.png:
-        _draw(args, population, config)
+        _draw(args, curves, len(population))
     return 0
 
 
 def _run(
-    args: argparse.Namespace, population: Population, config: RecrawlConfig, per_page: float
+    args: argparse.Namespace,
+    population: Population,
+    config: RecrawlConfig,
+    per_page: float,
+    progress: Any,
 ) -> list[Result]:
     return compare(
         population,
@@ -93,6 +108,7 @@ def _run(
         warmup_days=args.warmup_days,
         seed=args.seed,
         config=config,
+        on_result=lambda _: progress.update(1),
     )
 
 
@@ -114,17 +130,60 @@ def _population(args: argparse.Namespace) -> Population:
     )
 
 
-def _draw(args: argparse.Namespace, population: Population, config: RecrawlConfig) -> None:
+def _budgets(args: argparse.Namespace) -> list[float]:
     try:
-        budgets = sorted(float(part) for part in args.budgets.split(","))
+        budgets = sorted({float(part) for part in args.budgets.split(",")})
     except ValueError:
         raise ConfigurationError("--budgets takes numbers separated by commas") from None
+    if not budgets or budgets[0] <= 0:
+        raise ConfigurationError("--budgets must be positive numbers")
+    return budgets
+
+
+def _curves(
+    args: argparse.Namespace,
+    population: Population,
+    config: RecrawlConfig,
+    budgets: list[float],
+    progress: Any,
+) -> dict[str, list[tuple[float, float]]]:
+    """Freshness of each policy at each budget."""
     curves: dict[str, list[tuple[float, float]]] = {}
     for budget in budgets:
-        for result in _run(args, population, config, budget):
+        for result in _run(args, population, config, budget, progress):
             curves.setdefault(result.policy, []).append((budget, result.freshness))
-    with open(args.png, "wb") as stream:
-        stream.write(line_chart(list(curves.values())))
-    legend = ", ".join(f"{name} = {colour}" for (colour, _), name in zip(PALETTE, curves, strict=False))
-    print(f"wrote {args.png}: freshness (0..1) against fetches/page/day "
-          f"{budgets[0]:g}..{budgets[-1]:g}; {legend}", file=sys.stderr)
+    return curves
+
+
+def _draw(args: argparse.Namespace, curves: dict[str, list[tuple[float, float]]],
+          pages: int) -> None:
+    from scrapy_simhash.cli._plot import pyplot, save
+
+    plt = pyplot()
+    figure, axes = plt.subplots(figsize=(8, 5))
+    for (name, points), marker in zip(curves.items(), "os^vDPX*", strict=False):
+        xs, ys = zip(*points, strict=True)
+        axes.plot(xs, ys, marker=marker, label=name)
+    axes.axvline(args.fetches_per_page_per_day, color="0.35", linestyle="--", linewidth=1)
+    axes.annotate(
+        f"budget of the printed table\n{args.fetches_per_page_per_day:g} fetches/page/day",
+        (args.fetches_per_page_per_day, 0.02), xytext=(4, 0), textcoords="offset points",
+        fontsize=8, color="0.3",
+    )
+    axes.set_xscale("log", base=2)
+    axes.xaxis.set_major_formatter(plt.FuncFormatter(lambda value, _: f"{value:g}"))
+    axes.set_xticks(sorted({x for points in curves.values() for x, _ in points}))
+    axes.set_ylim(0, 1)
+    axes.set_xlabel("fetch budget (fetches per page per day, log scale)")
+    axes.set_ylabel("freshness (share of time a page's copy is up to date, 0-1)")
+    axes.set_title(
+        f"Recrawl policies at equal fetch budgets: {pages} pages, {args.days:g} days "
+        f"({args.warmup_days:g} warm-up), seed {args.seed}", fontsize=10,
+    )
+    axes.grid(True, alpha=0.3)
+    axes.legend(title="policy", fontsize=8, loc="lower right")
+    figure.tight_layout()
+    save(figure, args.png)
+    print(f"wrote {args.png}: freshness against fetches/page/day "
+          f"{min(x for p in curves.values() for x, _ in p):g}.."
+          f"{max(x for p in curves.values() for x, _ in p):g}", file=sys.stderr)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -294,6 +294,17 @@ class NearDuplicateIndex(ABC):
     def drop_count(self) -> int:
         """Drop records stored, including expired ones not yet purged."""
         return 0
+
+    def keys(self) -> Iterator[str]:
+        """Every live stored key, in no set order: one pass over the store, for reports.
+
+        Backends registered without it say so (the report then cannot count kept pages).
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot list its keys")
+
+    def drops(self) -> Iterator[DropRecord]:
+        """Every live drop record, in no set order (none for a backend without a record)."""
+        return iter(())
 
     @abstractmethod
     def query(self, fingerprint: int) -> list[Match]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import struct
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 #: Thirty days: long enough for a monthly recrawl to still know its copies.
@@ -103,6 +103,10 @@ class MemoryDrops:
         if record is None or self._expired(record, now):
             return None
         return record
+
+    def live(self, now: float) -> Iterator[DropRecord]:
+        """The live records (a snapshot: callers may record more while iterating)."""
+        return (r for r in list(self._records.values()) if not self._expired(r, now))
 
     def clear(self) -> None:
         self._records.clear()

@@ -6,6 +6,7 @@ Nothing survives the process; a lock makes observe() atomic across threads.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 
 from scrapy_simhash.index.base import (
     IndexConfig,
@@ -155,6 +156,16 @@ class MemoryIndex(NearDuplicateIndex):
 
     def drop_count(self) -> int:
         return len(self._drops)
+
+    def keys(self) -> Iterator[str]:
+        now = self._clock()
+        with self._lock:
+            entries = list(self._entries.items())
+        return (key for key, (_, seen) in entries if not self.config.expired(seen, now))
+
+    def drops(self) -> Iterator[DropRecord]:
+        with self._lock:
+            return self._drops.live(self._clock())
 
     def clear(self) -> None:
         with self._lock:

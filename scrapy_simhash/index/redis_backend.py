@@ -25,7 +25,7 @@ import asyncio
 import hashlib
 import logging
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from importlib import resources
 from typing import Any
 
@@ -403,6 +403,28 @@ class RedisIndex(NearDuplicateIndex):
             return int(self._client.hlen(self._codec.drop_keys[0]))
         except self._errors as exc:
             raise self._codec.error("drop count", exc) from exc
+
+    def keys(self) -> Iterator[str]:
+        now, prefix = self.config.clock(), self._codec.prefix
+        try:
+            for name in list(self._keys(b"e")):
+                texts_key = prefix + b"u" + name[len(prefix) + 1 :]
+                bucket, texts = self._client.get(name), self._client.lrange(texts_key, 0, -1)
+                for (_, _, seen), text in zip(self._codec.entries(bucket), texts, strict=False):
+                    if not self.config.expired(seen, now):
+                        yield text.decode("utf-8", "surrogatepass")
+        except self._errors as exc:
+            raise self._codec.error("list keys", exc) from exc
+
+    def drops(self) -> Iterator[DropRecord]:
+        now = self.config.clock()
+        try:
+            for _, value in self._client.hscan_iter(self._codec.drop_keys[0], count=_SCAN_BATCH):
+                record = unpack_record(value)
+                if not self.config.drop_expired(record.at, now):
+                    yield record
+        except self._errors as exc:
+            raise self._codec.error("list drops", exc) from exc
 
     def get(self, key: str) -> int | None:
         ident = key_id(key)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from typing import Any
 from urllib.parse import urlsplit
@@ -57,6 +58,8 @@ _PROBE = (
 _MASK64 = (1 << 64) - 1
 #: Drop records between two trims of the record table at most.
 TRIM_EVERY = 1024
+#: Rows read per query when listing keys or drop records.
+PAGE_ROWS = 1000
 #: Backend options (SIMHASH_INDEX_OPTIONS) this backend accepts.
 OPTIONS = ("timeout", "synchronous")
 
@@ -339,6 +342,37 @@ class SqliteIndex(NearDuplicateIndex):
     def drop_count(self) -> int:
         row = self._row("drop count", "SELECT COUNT(*) FROM simhash_drops WHERE ns = ?")
         return int(row[0]) if row else 0
+
+    def _pages(self, action: str, sql: str) -> Iterator[tuple[Any, ...]]:
+        """Rows of ``sql`` (first column the key, ``?`` for ns and the last key seen) in
+        pages of :data:`PAGE_ROWS`, so a large namespace is never held in memory at once."""
+        after = ""
+        while True:
+            try:
+                with self._lock:
+                    rows = self._db.execute(sql, (self._ns, after, PAGE_ROWS)).fetchall()
+            except sqlite3.Error as exc:
+                raise self._error(action, exc) from exc
+            yield from rows
+            if len(rows) < PAGE_ROWS:
+                return
+            after = rows[-1][0]
+
+    def keys(self) -> Iterator[str]:
+        now = self.config.clock()
+        sql = ("SELECT key, seen FROM simhash_entries WHERE ns = ? AND key > ? ORDER BY key "
+               "LIMIT ?")
+        for key, seen in self._pages("list keys", sql):
+            if not self.config.expired(seen, now):
+                yield str(key)
+
+    def drops(self) -> Iterator[DropRecord]:
+        now = self.config.clock()
+        sql = ("SELECT url, kept, distance, at FROM simhash_drops WHERE ns = ? AND url > ? "
+               "ORDER BY url LIMIT ?")
+        for url, kept, distance, at in self._pages("list drops", sql):
+            if not self.config.drop_expired(at, now):
+                yield DropRecord(str(url), str(kept), int(distance), int(at))
 
     def remove(self, key: str) -> bool:
         try:

@@ -13,7 +13,7 @@ import heapq
 import math
 import random
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import Protocol
@@ -302,16 +302,25 @@ def compare(
     seed: int = 0,
     config: RecrawlConfig | None = None,
     policies: Sequence[SimPolicy] | None = None,
+    on_result: Callable[[Result], object] | None = None,
 ) -> list[Result]:
-    """Run every policy on the same drawn changes and the same number of fetches."""
+    """Run every policy on the same drawn changes and the same number of fetches.
+
+    ``on_result`` is called after each policy (a progress bar: a run takes seconds).
+    """
     changes = Changes.draw(population, days, seed)
     chosen = policies or standard_policies(
         population, budget_per_day, config or simulation_config()
     )
-    return [
-        run(p, population, changes, budget_per_day=budget_per_day, warmup_days=warmup_days)
-        for p in chosen
-    ]
+    results = []
+    for policy in chosen:
+        result = run(
+            policy, population, changes, budget_per_day=budget_per_day, warmup_days=warmup_days
+        )
+        results.append(result)
+        if on_result is not None:
+            on_result(result)
+    return results
 
 
 def simulation_config() -> RecrawlConfig:
