@@ -2,9 +2,10 @@
 
 A crawl reads the project's ``settings.py`` (found by ``scrapy.cfg`` in the current folder
 or a parent), then the spider's ``custom_settings``, then ``-s`` options; its namespace is
-``SIMHASH_NAMESPACE`` or the spider's name. ``scrapy simhash`` and ``scrapy-simhash
-due/schedule`` resolve them the same way here, so they inspect the state the crawl wrote,
-and refuse a spider name the project does not have instead of showing an empty namespace.
+``SIMHASH_NAMESPACE`` or the spider's name. Both command lines (``scrapy simhash`` and
+``scrapy-simhash``) resolve them the same way here, so they inspect the state the crawl
+wrote, and refuse a spider name the project does not have instead of showing an empty
+namespace.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from typing import Any
 from scrapy.settings import Settings
 
 from scrapy_simhash import _scrapy_config as config
+from scrapy_simhash.cli._target import require_existing
 from scrapy_simhash.exceptions import ConfigurationError
-from scrapy_simhash.recrawl.cli_support import require_existing
 
 
 def spider_names(settings: Settings) -> list[str]:

@@ -247,7 +247,8 @@ def test_dedup_k_follows_the_distance_and_table_lists_all(site: Path) -> None:
 
 def test_dedup_progress_bar_on_request(site: Path) -> None:
     result = run("dedup", "--progress", str(site))
-    assert b"4/4" in result.stderr and b"files" in result.stderr
+    assert b"4/4" in result.stderr
+    assert b"files" in result.stderr
 
 
 def test_commands_do_not_import_scrapy(site: Path) -> None:

@@ -101,7 +101,8 @@ def simhash_command(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int
     cmd.process_options(positional, opts)
     capsys.readouterr()
     cmd.run(positional, opts)
-    return int(cmd.exitcode), capsys.readouterr().out
+    out, err = capsys.readouterr()
+    return int(cmd.exitcode), out + err
 
 
 def test_scrapy_simhash_reads_custom_settings_and_resets_everything(

@@ -1,6 +1,9 @@
-"""The ``scrapy-simhash`` command line.
+"""The ``scrapy-simhash`` command line, which ``scrapy simhash`` runs too.
 
-Each sub-command lives in its own module in this package and registers itself through a
+There is one implementation and one set of defaults: ``scrapy simhash COMMAND ...`` is
+``scrapy-simhash COMMAND ...`` started with the project's settings (Scrapy's ``-s`` options
+included), and the commands that act on a crawl's state add the spider's settings the way
+a crawl does. Each sub-command lives in its own module in this package and registers itself through a
 module-level ``add_parser(subparsers, common)`` function; the dispatcher finds them with
 ``pkgutil`` so adding a command touches no shared file.
 """
@@ -11,7 +14,7 @@ import argparse
 import importlib
 import pkgutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scrapy_simhash import __version__
@@ -42,9 +45,23 @@ def common_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def settings_from_args(args: argparse.Namespace) -> dict[str, Any]:
-    """Collect ``-s`` overrides into a settings mapping."""
-    return dict(args.settings)
+def settings_from_args(args: argparse.Namespace) -> Mapping[str, Any]:
+    """The settings of a command: ``-s`` overrides over the project's (``scrapy simhash``)."""
+    overrides = dict(args.settings)
+    base = getattr(args, "project_settings", None)
+    if base is None:
+        return overrides
+    settings = base.copy()
+    settings.setdict(overrides, priority="cmdline")
+    return settings  # type: ignore[no-any-return]
+
+
+def command_names() -> list[str]:
+    """The sub-commands, in the order ``--help`` lists them."""
+    for action in build_parser()._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return list(action.choices)
+    return []
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,14 +81,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the process exit status."""
+def main(
+    argv: Sequence[str] | None = None, *, project_settings: Any = None, prog: str | None = None
+) -> int:
+    """Run the command line; return the process exit status.
+
+    ``project_settings`` (Scrapy ``Settings``): those of the project ``scrapy simhash``
+    runs in, under ``-s`` and the spider's settings.
+    """
     parser = build_parser()
+    if prog:
+        parser.prog = prog
     args = parser.parse_args(argv)
+    args.project_settings = project_settings
     try:
         return int(args.func(args) or 0)
     except SimhashError as exc:
-        print(f"scrapy-simhash: error: {exc}", file=sys.stderr)
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -11,7 +11,7 @@ import gzip
 import io
 import sys
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -136,7 +136,7 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
-def fingerprinter_from_settings(settings: dict[str, Any]) -> Fingerprinter:
+def fingerprinter_from_settings(settings: Mapping[str, Any]) -> Fingerprinter:
     """A Fingerprinter configured like a crawl with the same ``-s`` settings."""
     return Fingerprinter(FingerprintConfig.from_settings(settings))
 
@@ -150,7 +150,7 @@ def add_distance_option(parser: Any) -> None:
     )
 
 
-def max_distance(args: Any, settings: dict[str, Any]) -> int:
+def max_distance(args: Any, settings: Mapping[str, Any]) -> int:
     """``-k`` when given, else ``SIMHASH_MAX_DISTANCE`` as a crawl would read it."""
     if args.k is not None:
         return int(args.k)

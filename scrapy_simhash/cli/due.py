@@ -8,9 +8,8 @@ import sys
 from typing import Any
 
 from scrapy_simhash._redis import mask_url, sync_client
-from scrapy_simhash.cli import settings_from_args
+from scrapy_simhash.cli._target import add_store_options, open_store, store_place, when
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
-from scrapy_simhash.recrawl.cli_support import add_store_options, open_store, when, where
 
 
 def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -50,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigurationError("--limit must be at least 1")
     if args.push_redis_key:
         _push_target(args)  # a bad target is an error before anything is claimed
-    with open_store(args, settings_from_args(args), create=bool(args.add)) as store:
+    with open_store(args, create=bool(args.add)) as store:
         if args.add:
             added = store.add(_read_urls(args.add))
             print(f"queued {added} new URL(s)", file=sys.stderr)
@@ -63,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
             else store.due(within=args.within, limit=args.limit)
         )
         if not due and not store.count():
-            print(f"no recrawl state in {where(store)} (another spider's? pass --spider "
+            print(f"no recrawl state in {store_place(store)} (another spider's? pass --spider "
                   "NAME or --namespace NAME)", file=sys.stderr)
             return 1
     for item in due:

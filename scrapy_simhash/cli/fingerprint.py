@@ -8,13 +8,13 @@ import sys
 from typing import Any
 
 from scrapy_simhash.cli import settings_from_args
-from scrapy_simhash.cli._progress import track
 from scrapy_simhash.cli._documents import (
     add_text_option,
     expand,
     fingerprinter_from_settings,
     load,
 )
+from scrapy_simhash.cli._progress import track
 
 
 def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:

@@ -7,13 +7,12 @@ import json
 import time
 from typing import Any
 
-from scrapy_simhash.cli import settings_from_args
-from scrapy_simhash.recrawl.cli_support import (
+from scrapy_simhash.cli._target import (
     add_store_options,
     duration,
     open_store,
+    store_place,
     when,
-    where,
 )
 from scrapy_simhash.recrawl.config import DAY
 from scrapy_simhash.recrawl.estimate import irregular_rate
@@ -39,10 +38,10 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    with open_store(args, settings_from_args(args)) as store:
+    with open_store(args) as store:
         state = store.get(args.url)
         policy = store.config.effective_policy
-        place = where(store)
+        place = store_place(store)
     if state is None:
         print(f"{args.url}: not in {place} (never fetched, or another spider's: pass "
               "--spider NAME)")

@@ -1,0 +1,158 @@
+"""``stats``, ``lookup``, ``similar`` and ``reset``: the near-duplicate index of a crawl.
+
+They open the index a crawl of the chosen spider uses (see :mod:`._target`), through the
+blocking index, so what they print is what the crawl sees.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from scrapy_simhash._redis import mask_url
+from scrapy_simhash._settings import get_bool
+from scrapy_simhash.cli._target import (
+    add_store_options,
+    index_options,
+    open_index,
+    require_existing,
+    resolve,
+)
+from scrapy_simhash.exceptions import SimhashError
+from scrapy_simhash.fingerprint import from_hex, to_hex
+
+
+def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    stats = subparsers.add_parser(
+        "stats", parents=[common], help="number of fingerprints and drop records in the index",
+        description="Count the fingerprints and drop records a crawl's namespace holds and "
+        "describe the index buckets.",
+    )
+    add_store_options(stats, items=True)
+    stats.set_defaults(func=run_stats)
+    lookup = subparsers.add_parser(
+        "lookup", parents=[common],
+        help="the fingerprint stored for URL, or the page it was dropped as a copy of",
+    )
+    lookup.add_argument("url", metavar="URL")
+    add_store_options(lookup, items=True)
+    lookup.set_defaults(func=run_lookup)
+    similar = subparsers.add_parser(
+        "similar", parents=[common],
+        help="stored pages within SIMHASH_MAX_DISTANCE bits of a URL, a file or a fingerprint",
+        description="TARGET is a stored URL, a local HTML file (fingerprinted as the crawl "
+        "would) or a hexadecimal fingerprint.",
+    )
+    similar.add_argument("target", metavar="URL|FILE|HEX")
+    add_store_options(similar, items=True)
+    similar.set_defaults(func=run_similar)
+    reset = subparsers.add_parser(
+        "reset", parents=[common],
+        help="clear everything a namespace holds (index, drop records, recrawl schedule)",
+        description="Clear the index (rebuilt with the current settings), its drop records "
+        "and the recrawl schedule of the namespace a crawl of the spider uses.",
+    )
+    add_store_options(reset, items=True)
+    reset.set_defaults(func=run_reset)
+
+
+def run_stats(args: argparse.Namespace) -> int:
+    index, _, target = open_index(args)
+    with index:
+        print(f"index: {mask_url(target.index_url)}  namespace: {target.namespace}")
+        print(f"fingerprints: {len(index)}")
+        print(f"drop records: {index.drop_count()}")
+        for name, value in sorted(index.stats().as_dict().items()):
+            print(f"{name}: {value}")
+    return 0
+
+
+def run_lookup(args: argparse.Namespace) -> int:
+    """What the index knows of a URL: its fingerprint, or the page it was dropped as a copy of."""
+    from scrapy_simhash.index.drops import kept_name
+
+    index, fingerprinter, target = open_index(args)
+    bits, key = fingerprinter.bits, _key(args.url, target.settings)
+    with index:
+        fp = index.get(key)
+        if fp is not None:
+            print(f"{key}: {to_hex(fp, bits)}")
+        record = index.drop_of(key)
+        if record is not None:
+            moment = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(record.at))
+            name = kept_name(index.drop_of, key) or record.kept
+            kept = index.get(name)
+            now = f", now named {name}" if name != record.kept else ""
+            print(
+                f"{key}: near-duplicate of {record.kept} (distance {record.distance}, "
+                f"dropped {moment}{now})" + (f"; {name}: {to_hex(kept, bits)}" if kept else "")
+            )
+    if fp is None and record is None:
+        print(f"{key}: not in the index")
+        return 1
+    return 0
+
+
+def run_similar(args: argparse.Namespace) -> int:
+    index, fingerprinter, target = open_index(args)
+    bits, text = fingerprinter.bits, args.target
+    with index:
+        if os.path.isfile(text):
+            page = fingerprinter.fingerprint_page(Path(text).read_bytes())
+            if page.fingerprint is None:
+                print(f"{text}: no fingerprint ({page.reason})")
+                return 1
+            fp, own = page.fingerprint, None
+        elif _looks_like_hex(text):
+            fp, own = from_hex(text), None
+        else:
+            key = _key(text, target.settings)
+            stored = index.get(key)
+            if stored is None:
+                print(f"{key}: not in the index (pass a local HTML file to fingerprint it)")
+                return 1
+            fp, own = stored, key
+        print(f"fingerprint: {to_hex(fp, bits)}")
+        matches = [m for m in index.query(fp) if m.key != own]
+    for match in matches:
+        print(f"{match.distance:>3}  {to_hex(match.fingerprint, bits)}  {match.key}")
+    if not matches:
+        print("no near-duplicates")
+    return 0
+
+
+def run_reset(args: argparse.Namespace) -> int:
+    from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
+    from scrapy_simhash.reset import reset_namespace
+
+    target = resolve(args)
+    try:
+        require_existing(target.url)
+    except SimhashError as exc:
+        print(f"nothing to reset: {exc}")
+        return 0
+    url = target.index_url
+    fingerprinter = Fingerprinter(FingerprintConfig.from_settings(target.settings))
+    cleared = reset_namespace(url, target.namespace, index_options(target, fingerprinter))
+    print(f"namespace {target.namespace!r} of {mask_url(url)} reset:")
+    for part in cleared:
+        print(f"  cleared {part}")
+    return 0
+
+
+def _key(target: str, settings: Mapping[str, Any]) -> str:
+    """The index key of a URL as the crawl wrote it (canonical when it canonicalises keys)."""
+    if get_bool(settings, "SIMHASH_CANONICALIZE_KEYS", False) and "://" in target:
+        from w3lib.url import canonicalize_url
+
+        return canonicalize_url(target)
+    return target
+
+
+def _looks_like_hex(text: str) -> bool:
+    body = text.lower().removeprefix("0x")
+    return 8 <= len(body) <= 32 and all(c in "0123456789abcdef" for c in body)
