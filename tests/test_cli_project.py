@@ -124,6 +124,12 @@ def test_scrapy_simhash_reads_custom_settings_and_resets_everything(
         store.observe("http://news/1", 0x1234)
     code, out = simhash_command(capsys, "stats", "--spider", "news")
     assert (code, "namespace: gazette" in out, "fingerprints: 2" in out) == (0, True, True)
+    # The same command as scrapy-simhash, with the spider's settings (its namespace).
+    code, out = simhash_command(capsys, "report", "--spider", "news")
+    assert code == 0
+    assert "namespace 'gazette'" in out
+    assert "3 pages fingerprinted: 2 kept, 1 dropped" in out
+    assert "1. http://news/1  1 copy" in out
     code, out = simhash_command(capsys, "stats", "--spider", "nope")
     assert code == 2
     assert "no spider named 'nope'" in out

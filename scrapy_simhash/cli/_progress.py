@@ -37,9 +37,14 @@ def bar(total: int | None, what: str, *, force: bool = False, **options: Any) ->
     )
 
 
+def counting(items: Iterable[T], progress: Any) -> Iterator[T]:
+    """Yield ``items``, advancing ``progress`` (a :func:`bar`) by one after each."""
+    for item in items:
+        yield item
+        progress.update(1)
+
+
 def track(items: Iterable[T], total: int | None, what: str, *, force: bool = False) -> Iterator[T]:
     """Yield ``items`` while a bar counts them."""
     with bar(total, what, force=force) as progress:
-        for item in items:
-            yield item
-            progress.update(1)
+        yield from counting(items, progress)

@@ -246,6 +246,11 @@ class RecrawlStore:
 
     __len__ = count
 
+    def rate_histogram(self) -> dict[int, int]:
+        """Pages per change-rate bucket (:func:`~.backend.bucket_rate` gives the rate per
+        second; pages never estimated are left out): what reports draw."""
+        return self._call(self._backend.rate_histogram)
+
     def clear(self) -> None:
         """Forget every URL of the namespace."""
         self._call(self._backend.clear)
