@@ -74,6 +74,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_fingerprint_walks_directories_in_sorted_order(site: Path) -> None:
     result = run("fingerprint", str(site))
     assert result.returncode == 0, result.stderr
+    assert result.stderr == b""  # piped: no progress bar
     rows = lines(result)
     assert [Path(str(r["path"])).relative_to(site).as_posix() for r in rows] == [
         "garden.html",

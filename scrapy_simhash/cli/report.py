@@ -281,7 +281,7 @@ def draw(report: Report, path: str) -> None:
     from scrapy_simhash.cli._plot import pyplot, save
 
     plt = pyplot()
-    figure, grid = plt.subplots(2, 2, figsize=(14, 9.5))
+    figure, grid = plt.subplots(2, 2, figsize=(15, 10), layout="constrained")
     figure.suptitle(
         f"Crawl state of namespace '{report.namespace}' ({report.store}) at "
         f"{when(report.at)}\n{summary(report)}",
@@ -291,7 +291,6 @@ def draw(report: Report, path: str) -> None:
     _draw_clusters(grid[0][1], report)
     _draw_rates(grid[1][0], report)
     _draw_due(grid[1][1], report)
-    figure.tight_layout(rect=(0, 0, 1, 0.95))
     save(figure, path)
 
 
@@ -330,7 +329,9 @@ def _draw_hosts(axes: Any, report: Report) -> None:
 
 
 def _draw_clusters(axes: Any, report: Report) -> None:
-    axes.set_title("Largest near-duplicate clusters: URL kept, copies dropped", fontsize=11)
+    shown = (f" ({len(report.clusters)} of {report.clusters_total})"
+             if report.clusters_total > len(report.clusters) else "")
+    axes.set_title(f"Largest near-duplicate clusters{shown}", fontsize=11)
     if not report.clusters:
         _empty(axes, "no near-duplicates dropped")
         return
@@ -344,12 +345,9 @@ def _draw_clusters(axes: Any, report: Report) -> None:
     ]
     axes.bar_label(bars, labels=examples, padding=3, fontsize=8)
     axes.set_xlabel("copies dropped in favour of the URL kept (named on the left)"
-                    + (f"; all on {host_of(report.clusters[0].kept)}" if single else ""))
+                    + (f"\nall on {host_of(report.clusters[0].kept)}" if single else ""))
     axes.xaxis.get_major_locator().set_params(integer=True)
-    axes.set_xlim(0, max(sizes) * 2.2)
-    if report.clusters_total > len(clusters):
-        axes.text(1, -0.16, f"{len(clusters)} of {report.clusters_total} clusters shown",
-                  ha="right", fontsize=8, color="0.35", transform=axes.transAxes)
+    axes.set_xlim(0, max(sizes) * 2.8)  # room for the examples
 
 
 def _draw_rates(axes: Any, report: Report) -> None:
@@ -363,7 +361,7 @@ def _draw_rates(axes: Any, report: Report) -> None:
     bars = axes.bar(names, values, color="tab:blue")
     _counts(axes, bars, values)
     axes.set_ylabel("pages")
-    axes.set_xlabel(f"the page's content changes ... ({estimated} of the "
+    axes.set_xlabel(f"the page's content changes ...\n({estimated} of the "
                     f"{report.recrawl_pages} pages tracked have a rate)")
     axes.tick_params(axis="x", labelsize=8)
     axes.yaxis.get_major_locator().set_params(integer=True)
@@ -381,7 +379,7 @@ def _draw_due(axes: Any, report: Report) -> None:
     bars = axes.bar(names, values, color=colours)
     _counts(axes, bars, values)
     axes.set_ylabel("pages")
-    axes.set_xlabel(f"next visit, counted from {when(report.at)} (overdue: due, not fetched yet)")
+    axes.set_xlabel(f"next visit, counted from {when(report.at)}\n(overdue: due, not fetched yet)")
     axes.tick_params(axis="x", labelsize=8)
     axes.yaxis.get_major_locator().set_params(integer=True)
     axes.margins(y=0.15)
