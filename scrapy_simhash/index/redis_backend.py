@@ -408,8 +408,12 @@ class RedisIndex(NearDuplicateIndex):
         now, prefix = self.config.clock(), self._codec.prefix
         try:
             for name in list(self._keys(b"e")):
-                texts_key = prefix + b"u" + name[len(prefix) + 1 :]
-                bucket, texts = self._client.get(name), self._client.lrange(texts_key, 0, -1)
+                # One transaction: a crawl writing meanwhile cannot shift texts against entries
+                # (both keys carry the namespace's hash tag: one slot on a cluster).
+                pipe = self._client.pipeline(transaction=True)
+                pipe.get(name)
+                pipe.lrange(prefix + b"u" + name[len(prefix) + 1 :], 0, -1)
+                bucket, texts = pipe.execute()
                 for (_, _, seen), text in zip(self._codec.entries(bucket), texts, strict=False):
                     if not self.config.expired(seen, now):
                         yield text.decode("utf-8", "surrogatepass")
