@@ -159,7 +159,10 @@ def collect(args: argparse.Namespace) -> Report:
     with index:
         total = len(index) + index.drop_count()
         with bar(total, "records", desc="reading the index") as progress:
-            keys = set(counting(index.keys(), progress))
+            try:
+                keys = set(counting(index.keys(), progress))
+            except NotImplementedError as exc:  # a backend registered without keys()
+                raise ConfigurationError(f"report needs the index's keys: {exc}") from None
             drops = list(counting(index.drops(), progress))
     kept_hosts = Counter(host_of(key) for key in keys)
     dropped_hosts = Counter(host_of(record.url) for record in drops)
