@@ -952,6 +952,11 @@ def _detach(el: etree._Element) -> None:
     parent.remove(el)
 
 
+def _strip_junk(root: etree._Element) -> None:
+    """Remove the elements whose content is never main text (_JUNK_TAGS), in C."""
+    etree.strip_elements(root, *_JUNK_TAGS, with_tail=False)
+
+
 def _extract(data: bytes, encoding: str, notes: list[str]) -> MainText:
     root = _parse(data, notes)
     if root is None:
@@ -959,7 +964,7 @@ def _extract(data: bytes, encoding: str, notes: list[str]) -> MainText:
         return MainText("", "", encoding, tuple(notes))
     title = _title(root)
     _place_streamed_segments(root)
-    etree.strip_elements(root, *_JUNK_TAGS, with_tail=False)
+    _strip_junk(root)
     body = root.find("body")
     if body is None:
         body = root
