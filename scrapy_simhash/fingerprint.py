@@ -283,9 +283,15 @@ def own_text(text: str, title: str) -> str:
     folded_title = " ".join(normalize(title).split())
     if not folded_title:
         return text
+    lines = text.split("\n")
+    # One normalisation of the whole text rather than one per line: no character folds
+    # to or from a line feed, so the folded lines are the lines folded (checked by count).
+    folded_lines = normalize(text).split("\n")
+    if len(folded_lines) != len(lines):
+        folded_lines = [normalize(line) for line in lines]
     kept = []
-    for line in text.split("\n"):
-        folded = " ".join(normalize(line).split())
+    for line, folded_line in zip(lines, folded_lines, strict=True):
+        folded = " ".join(folded_line.split())
         if folded and folded not in folded_title:
             kept.append(line)
     return "\n".join(kept)
