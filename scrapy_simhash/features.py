@@ -52,7 +52,6 @@ _NON_CJK_WORD = re.compile(f"[^\\W_{_CJK}]+")
 #: cut into pieces this long, which can split at most one word per cut.
 MAX_RUN_CHARS = 4000
 _WORD = re.compile(r"[^\W_]+")
-_SPACE = re.compile(r"\s+")
 
 # Part-of-speech factors of the improved-SimHash weighting: content words (nouns, names,
 # verbs) carry a page's identity; particles and pronouns carry little.
@@ -142,7 +141,7 @@ def effective_length(text: str) -> int:
     Chinese packs about three Latin letters into each ideograph, so one threshold works
     for both scripts.
     """
-    compact = _SPACE.sub(" ", text).strip()
+    compact = " ".join(text.split())
     cjk = len(compact) - len(_CJK_CHAR.sub("", compact))
     return len(compact) + (CJK_CHAR_WEIGHT - 1) * cjk
 
@@ -313,16 +312,19 @@ class FeatureExtractor:
         units = len(word) if cjk else math.ceil(len(word) / 3)
         return min(units, 4) / 2
 
-    def features(self, text: str, title: str = "") -> dict[str, float]:
+    def features(
+        self, text: str, title: str = "", *, folded: str | None = None
+    ) -> dict[str, float]:
         """Feature -> weight for a page's main text and title (title words boosted).
 
         A title alone gives no features: a page whose body has nothing left (a login wall
         under a real title) must not be fingerprinted as if it were the article.
+        ``folded`` is ``normalize(text)`` when the caller has it already.
         """
         if self._counted:
-            weights = self._counted_features(text)
+            weights = self._counted_features(normalize(text) if folded is None else folded)
             if weights and title and self.title_weight > 0:
-                for feature, value in self._counted_features(title).items():
+                for feature, value in self._counted_features(normalize(title)).items():
                     weights[feature] = weights.get(feature, 0.0) + self.title_weight * value
             return weights
         return self._general_features(text, title)
@@ -335,12 +337,12 @@ class FeatureExtractor:
             self._accumulate(weights, self.tokens(title), self.title_weight)
         return weights
 
-    def _counted_features(self, text: str) -> dict[str, float]:
+    def _counted_features(self, folded: str) -> dict[str, float]:
         """features() of one text under the default options, the same weights as
         _general_features: every token's factor is 1 there, so a weight is a count times
         an IDF. Ideographs and words are found and counted by two C-level passes instead
-        of one Python step per token (a Chinese page has thousands of ideographs)."""
-        folded = normalize(text)
+        of one Python step per token (a Chinese page has thousands of ideographs).
+        ``folded`` is the text normalised."""
         chars = Counter(_CJK_CHAR.findall(folded))
         words = Counter(_NON_CJK_WORD.findall(folded))
         stopwords = self.stopwords

@@ -211,3 +211,13 @@ def test_counted_features_equal_the_general_path(
     )
     assert extractor._counted
     assert extractor.features(text, title) == extractor._general_features(text, title)
+
+
+@given(_MIXED_TEXT)
+@settings(max_examples=200, deadline=None)
+def test_effective_length_collapses_every_unicode_space(text: str) -> None:
+    import re
+
+    compact = re.sub(r"\s+", " ", text).strip()
+    cjk = re.findall("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef]", compact)
+    assert effective_length(text) == len(compact) + (CJK_CHAR_WEIGHT - 1) * len(cjk)
