@@ -393,6 +393,9 @@ def _names_role(el: etree._Element) -> int:
 _HIDING_ATTRIBUTES = frozenset(["hidden", "aria-hidden", "style", "role"])
 # Attributes that can make an element boilerplate; elements without any are content.
 _JUDGED_ATTRIBUTES = _HIDING_ATTRIBUTES | {"class", "id"}
+# Tags and attributes that can mark a page's article (see _marked_article).
+_MARK_TAGS = frozenset(["article", "main"])
+_MARK_ATTRIBUTES = frozenset(["itemprop", "role"])
 
 
 def _is_hidden(el: etree._Element, attributes: list[str]) -> bool:
@@ -418,6 +421,8 @@ class _Walk:
         self.stats: dict[etree._Element, _Frame] = {}
         self.candidates: list[etree._Element] = []
         self.dropped: list[etree._Element] = []
+        # Kept elements that may mark the page's article (see _marked_article).
+        self.marks: list[etree._Element] = []
         self._body_chars: int | None = None
 
     def body_chars(self) -> int:
@@ -454,6 +459,9 @@ class _Walk:
         inline_tags = _INLINE_TAGS
         boilerplate_tags = _BOILERPLATE_TAGS
         judged = _JUDGED_ATTRIBUTES
+        marks = self.marks
+        mark_tags = _MARK_TAGS
+        mark_attributes = _MARK_ATTRIBUTES
         own: list[str] = []
         root: _Frame = [0, 0, 0.0, 0.0, own, own, False, self.body]
         stack: list[_Frame] = [root]
@@ -487,6 +495,8 @@ class _Walk:
                     frame = [0, 0, 0.0, 0.0, own, own, guarded, el]
                 stack.append(frame)
                 stats[el] = frame
+                if tag in mark_tags or (attributes and not mark_attributes.isdisjoint(attributes)):
+                    marks.append(el)
                 text = el.text
                 if text:
                     text = text.strip()
@@ -678,23 +688,27 @@ def _best_container(walk: _Walk) -> tuple[etree._Element, list[etree._Element]]:
 
 # The share of a wrapper's paragraph mass that makes the marked article inside it the content.
 _ARTICLE_SHARE = 0.5
-# Semantic marks of a page's article, most specific first.
-_ARTICLE_MARKS = (
-    etree.XPath(".//*[@itemprop='articleBody']"),
-    etree.XPath(".//article"),
-    etree.XPath(".//main | .//*[@role='main']"),
-)
 
 
 def _marked_article(walk: _Walk) -> etree._Element | None:
     """The one element the page marks as its article (itemprop=articleBody, <article>,
-    <main>), when it marks exactly one of the most specific kind it uses, and that element
-    was not dropped as boilerplate and holds a paragraph; else None (listings mark every
-    teaser <article>; some themes wrap only the headline or nothing in <main>)."""
-    for mark in _ARTICLE_MARKS:
-        matches = mark(walk.body)
-        assert isinstance(matches, list)
-        found = [el for el in matches if isinstance(el, etree._Element) and el in walk.stats]
+    <main> or role=main, most specific first), when it marks exactly one of the most
+    specific kind it uses, and that element was not dropped as boilerplate and holds a
+    paragraph; else None (listings mark every teaser <article>; some themes wrap only the
+    headline or nothing in <main>).
+
+    The walk collected the elements that may carry a mark (see _MARK_TAGS), in page order.
+    """
+    kinds: tuple[list[etree._Element], ...] = ([], [], [])
+    for el in walk.marks:
+        tag = el.tag
+        if el.get("itemprop") == "articleBody":
+            kinds[0].append(el)
+        if tag == "article":
+            kinds[1].append(el)
+        if tag == "main" or el.get("role") == "main":
+            kinds[2].append(el)
+    for found in kinds:
         if len(found) == 1 and walk.stats[found[0]][_MASS] > 0:
             return found[0]
         if found:
