@@ -370,7 +370,8 @@ _OWN = 4  # block elements: the text pieces directly inside (through inline elem
 _BLOCK = 5  # where this element's text pieces go: its own _OWN, or its block's
 _GUARDED = 6  # inside an element kept despite looking like boilerplate
 _ELEMENT = 7  # the element measured
-_Frame = list[Any]  # [chars, link, score, mass, own, block's own, guarded, element]
+_TAG = 8  # its tag
+_Frame = list[Any]  # [chars, link, score, mass, own, block's own, guarded, element, tag]
 
 
 def _names_role(el: etree._Element) -> int:
@@ -437,7 +438,14 @@ class _Walk:
         (its descendants are then not judged by class names); False otherwise."""
         if tag in _BOILERPLATE_TAGS or _is_hidden(el, attributes):
             return self._small(el) or None
-        if guarded or _names_role(el) >= 0 or el.get("itemprop") == "articleBody":
+        if guarded or _names_role(el) >= 0:
+            return False
+        return self.named_boilerplate(el)
+
+    def named_boilerplate(self, el: etree._Element) -> bool | None:
+        """is_boilerplate for an element that is neither hidden nor of a boilerplate tag,
+        unguarded, whose class/id names are boilerplate."""
+        if el.get("itemprop") == "articleBody":
             return False
         return (self._small(el) and not _holds_article(el)) or None
 
@@ -456,14 +464,17 @@ class _Walk:
         stats = self.stats
         candidates = self.candidates
         is_boilerplate = self.is_boilerplate
+        named_boilerplate = self.named_boilerplate
+        names_role = _names_role
         inline_tags = _INLINE_TAGS
         boilerplate_tags = _BOILERPLATE_TAGS
         judged = _JUDGED_ATTRIBUTES
+        hiding = _HIDING_ATTRIBUTES
         marks = self.marks
         mark_tags = _MARK_TAGS
         mark_attributes = _MARK_ATTRIBUTES
         own: list[str] = []
-        root: _Frame = [0, 0, 0.0, 0.0, own, own, False, self.body]
+        root: _Frame = [0, 0, 0.0, 0.0, own, own, False, self.body, self.body.tag]
         stack: list[_Frame] = [root]
         walker = etree.iterwalk(self.body, events=("start", "end"))
         next(walker)  # the body itself is never judged
@@ -481,7 +492,12 @@ class _Walk:
                 guarded = parent[6]
                 attributes = el.keys()
                 if tag in boilerplate_tags or not judged.isdisjoint(attributes):
-                    verdict = is_boilerplate(el, tag, attributes, guarded)
+                    # is_boilerplate, with its usual case (only class/id names) inline.
+                    verdict: bool | None = False
+                    if tag in boilerplate_tags or not hiding.isdisjoint(attributes):
+                        verdict = is_boilerplate(el, tag, attributes, guarded)
+                    elif not guarded and names_role(el) < 0:
+                        verdict = named_boilerplate(el)
                     if verdict:
                         self.dropped.append(el)
                         walker.skip_subtree()
@@ -489,10 +505,10 @@ class _Walk:
                     if verdict is None:
                         guarded = True
                 if tag in inline_tags:
-                    frame = [0, 0, 0.0, 0.0, None, parent[5], guarded, el]
+                    frame = [0, 0, 0.0, 0.0, None, parent[5], guarded, el, tag]
                 else:
                     own = []
-                    frame = [0, 0, 0.0, 0.0, own, own, guarded, el]
+                    frame = [0, 0, 0.0, 0.0, own, own, guarded, el, tag]
                 stack.append(frame)
                 stats[el] = frame
                 if tag in mark_tags or (attributes and not mark_attributes.isdisjoint(attributes)):
@@ -518,7 +534,7 @@ class _Walk:
                     candidates.append(el)
                 chars = frame[0]
                 parent[0] += chars
-                parent[1] += chars if el.tag == "a" else frame[1]
+                parent[1] += chars if frame[8] == "a" else frame[1]
                 parent[3] += frame[3]
             tail = el.tail
             if tail:
