@@ -1002,7 +1002,8 @@ def _extract(data: bytes, encoding: str, notes: list[str]) -> MainText:
     walk.run()
     containers, marked = _choose(walk)
     main = _drop_credits(_lines(containers, walk.stats))
-    if not marked and len(main.encode("utf-8")) < _FALLBACK_BYTES:
+    # A character is at least one UTF-8 byte: most texts need no encode to be judged long.
+    if not marked and len(main) < _FALLBACK_BYTES and len(main.encode("utf-8")) < _FALLBACK_BYTES:
         # No container of prose (product pages, galleries, landing pages): the page's
         # own text is everything that is not boilerplate or link lists.
         whole = _drop_credits(_lines([body], walk.stats))
