@@ -221,3 +221,20 @@ def test_effective_length_collapses_every_unicode_space(text: str) -> None:
     compact = re.sub(r"\s+", " ", text).strip()
     cjk = re.findall("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef]", compact)
     assert effective_length(text) == len(compact) + (CJK_CHAR_WEIGHT - 1) * len(cjk)
+
+
+def test_default_fingerprints_load_no_segmenter() -> None:
+    """Chinese read as ideographs needs jieba's IDF table, never jieba itself (whose import
+    costs start-up time and memory in every worker)."""
+    import subprocess
+
+    code = (
+        "import sys\n"
+        "from scrapy_simhash.fingerprint import Fingerprinter\n"
+        "assert Fingerprinter().fingerprint_text('北京的天气很好 the weather ' * 40)\n"
+        "print(sorted(m for m in sys.modules if 'jieba' in m))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert result.stdout.strip() == "[]"
