@@ -134,7 +134,7 @@ def main() -> int:
     )
     parser.add_argument(
         "--modes", default="off,rjieba,jieba,rjieba-inline",
-        help="comma-separated crawls: off, default, rjieba, jieba, rjieba-inline, "
+        help="comma-separated crawls: off, default, memory, rjieba, jieba, rjieba-inline, "
         "jieba-inline, rjieba-nocache, jieba-nocache, rjieba-w2, jieba-w2",
     )
     args = parser.parse_args()
@@ -176,6 +176,8 @@ def main() -> int:
         "off": {},
         # The add-on exactly as ADDONS enables it (jieba, recrawl observations on).
         "default": {"SIMHASH_RECRAWL_ENABLED": True},
+        # The same with the in-process memory index instead of the embedded SQLite one.
+        "memory": {"SIMHASH_RECRAWL_ENABLED": True, "SIMHASH_INDEX_URL": "memory://"},
         "rjieba": {"SIMHASH_TOKENIZER": "rjieba"},
         "jieba": {"SIMHASH_TOKENIZER": "jieba"},
         "rjieba-inline": {"SIMHASH_TOKENIZER": "rjieba", "SIMHASH_WORKERS": 0},

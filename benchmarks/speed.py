@@ -2,15 +2,21 @@
 
 Run by hand (not by pytest) from the repository root:
 
-    python3 benchmarks/speed.py [--pages N] [-s NAME=VALUE ...]
+    python3 benchmarks/speed.py [--pages N] [--cases N] [--reference-only] [-s NAME=VALUE ...]
 
-Measures, in one process (= one core), over real pages of the shared corpus:
+Measures, in one process (= one core):
 
-1. whole pages, HTML bytes to fingerprint, with the jieba and rjieba tokenizers: pages/s
+1. against reference parsers, on the same pages in the same run, on ``shared/data/pages``
+   and on ``shared/data/pairs/cases``: HTML bytes to fingerprint at the given settings
+   (warm, caches filled as in a crawl), resiliparse's parse plus main-content extraction,
+   lxml's bare parse and selectolax's (lexbor) bare parse; ms per page and our speed as a
+   share of each; then where our time goes, stage by stage (decode, parse, preparation,
+   walk, container choice, read-out, length check, tokenise, hash);
+2. whole pages, HTML bytes to fingerprint, with the jieba and rjieba tokenizers: pages/s
    and MB/s, and where the time goes (extraction, features, SimHash step);
-2. the SimHash step alone against the `simhash` library (1e0ng, md5 per feature) on the
+3. the SimHash step alone against the `simhash` library (1e0ng, md5 per feature) on the
    same weighted features: features/s and the ratio;
-3. how often rjieba's fingerprints differ from jieba's on the Chinese pages.
+4. how often rjieba's fingerprints differ from jieba's on the Chinese pages.
 
 Times are CPU seconds of this process (``time.process_time``), so other work on the machine
 does not inflate them; on an idle core wall time is the same.
@@ -19,6 +25,7 @@ does not inflate them; on an idle core wall time is the same.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections import Counter
@@ -28,10 +35,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._pages import load_pages
+from benchmarks._pages import data_dir, load_pages
+from scrapy_simhash import extract, features, fingerprint
 from scrapy_simhash.cli import parse_setting
 from scrapy_simhash.extract import extract_main_text
 from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter, hamming
+
+# Passes over the pages per timed contender; the fastest pass counts (least disturbed).
+_PASSES = 3
 
 
 def sample(count: int, lang: str | None = None) -> list[tuple[str, bytes]]:
@@ -40,6 +51,151 @@ def sample(count: int, lang: str | None = None) -> list[tuple[str, bytes]]:
     step = max(len(pages) // count, 1) if count else 1
     chosen = pages[::step][: count or None]
     return [(page.lang, page.body()) for page in chosen]
+
+
+def pair_cases(count: int) -> list[bytes]:
+    """Every n-th file of the pair benchmark's cases (``shared/data/pairs/cases``)."""
+    import gzip
+
+    files = sorted((data_dir() / "pairs" / "cases").glob("*.html.gz"))
+    step = max(len(files) // count, 1) if count else 1
+    return [gzip.decompress(path.read_bytes()) for path in files[::step][: count or None]]
+
+
+def _contenders(settings: dict[str, str]) -> dict[str, Callable[[bytes], object]]:
+    """HTML bytes -> result, for ours and each reference that is installed."""
+    from lxml import etree
+
+    fingerprinter = Fingerprinter(FingerprintConfig.from_settings(settings))
+    fingerprinter.fingerprint_text("预热 warm up " * 100)  # load tables outside the clock
+    contenders: dict[str, Callable[[bytes], object]] = {"ours": fingerprinter.fingerprint_page}
+    try:
+        from resiliparse.extract.html2text import extract_plain_text
+        from resiliparse.parse.html import HTMLTree
+
+        def resiliparse_main(body: bytes) -> object:
+            # UTF-8 assumed, no charset detection: the cheapest call, so the figure is
+            # resiliparse's best case.
+            tree = HTMLTree.parse_from_bytes(body, "utf-8")
+            return extract_plain_text(tree, main_content=True)
+
+        contenders["resiliparse main"] = resiliparse_main
+    except ImportError:
+        print("  (resiliparse not installed: pip install resiliparse)")
+    parser = etree.HTMLParser(
+        encoding="utf-8", remove_comments=True, no_network=True, collect_ids=False, huge_tree=True
+    )
+    contenders["lxml parse"] = lambda body: etree.fromstring(body, parser)
+    try:
+        from selectolax.lexbor import LexborHTMLParser
+
+        contenders["lexbor parse"] = LexborHTMLParser
+    except ImportError:
+        print("  (selectolax not installed: pip install selectolax)")
+    return contenders
+
+
+def reference_ratios(
+    settings: dict[str, str], corpora: dict[str, list[bytes]]
+) -> None:
+    """Ours against resiliparse and bare parsers, same pages, same run, CPU time."""
+    contenders = _contenders(settings)
+    names = list(contenders)
+    print("\nHTML bytes -> result, CPU ms per page (fastest of "
+          f"{_PASSES} interleaved passes; warm)")
+    print(f"  {'':<8}" + "".join(f"{name:>18}" for name in names)
+          + "".join(f"{'ours/' + name.split()[0]:>18}" for name in names[1:]))
+    for label, bodies in corpora.items():
+        for body in bodies[:20]:  # caches as in a crawl: the role caches see a site first
+            for run in contenders.values():
+                run(body)
+        best = dict.fromkeys(names, float("inf"))
+        for _ in range(_PASSES):
+            for name, run in contenders.items():
+                start = time.process_time()
+                for body in bodies:
+                    run(body)
+                best[name] = min(best[name], time.process_time() - start)
+        per_page = {name: best[name] / len(bodies) * 1000 for name in names}
+        print(f"  {label:<8}" + "".join(f"{per_page[n]:>18.2f}" for n in names)
+              + "".join(f"{per_page[n] / per_page['ours']:>18.2f}" for n in names[1:]))
+    print("  ours/X = our speed as a share of X's (X's ms / our ms): the target is >= 0.55 "
+          "of resiliparse main")
+
+
+# Stages of HTML bytes -> fingerprint: (module, attribute, label). Each is timed by wrapping
+# the function the product calls, so the figures are of the product's own code path; what
+# is left (the calls' glue, notes, dataclasses) is "other".
+_STAGES = (
+    (extract, "decode_html", "decode"),
+    (extract, "_parse", "parse"),
+    (extract, "_title", "prepare"),
+    (extract, "_place_streamed_segments", "prepare"),
+    (extract, "_strip_junk", "prepare"),
+    (extract._Walk, "run", "walk"),
+    (extract, "_choose", "choose"),
+    (extract, "_lines", "read-out"),
+    (extract, "_drop_credits", "read-out"),
+    (fingerprint.Fingerprinter, "too_short", "length check"),
+    (features.FeatureExtractor, "features", "tokenise"),
+    (fingerprint.Fingerprinter, "fingerprint_features", "hash"),
+)
+
+
+def stage_table(settings: dict[str, str], corpora: dict[str, list[bytes]]) -> None:
+    """Where our time goes: CPU ms per page of each stage of the product's code path."""
+    totals: dict[str, dict[str, float]] = {}
+    originals = []
+    current: dict[str, float] = {}
+
+    def timed(function: Callable[..., Any], label: str) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            start = time.process_time()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                current[label] = current.get(label, 0.0) + time.process_time() - start
+
+        return wrapper
+
+    for owner, name, label in _STAGES:
+        if hasattr(owner, name):
+            original = getattr(owner, name)
+            originals.append((owner, name, original))
+            setattr(owner, name, timed(original, label))
+    try:
+        fingerprinter = Fingerprinter(FingerprintConfig.from_settings(settings))
+        fingerprinter.fingerprint_text("预热 warm up " * 100)
+        for label, bodies in corpora.items():
+            for body in bodies[:20]:
+                fingerprinter.fingerprint_page(body)
+            best: dict[str, float] = {}
+            best_total = float("inf")
+            for _ in range(_PASSES):
+                current.clear()
+                start = time.process_time()
+                for body in bodies:
+                    fingerprinter.fingerprint_page(body)
+                total = time.process_time() - start
+                if total < best_total:
+                    best_total, best = total, dict(current)
+            best["other"] = best_total - sum(best.values())
+            best["total"] = best_total
+            totals[label] = {k: v / len(bodies) * 1000 for k, v in best.items()}
+    finally:
+        for owner, name, original in originals:
+            setattr(owner, name, original)
+    labels = list(dict.fromkeys([label for _, _, label in _STAGES] + ["other", "total"]))
+    print("\nWhere the time goes (CPU ms per page, the fastest pass; timing adds a little)")
+    print(f"  {'stage':<14}" + "".join(f"{label:>10}" for label in totals))
+    for stage in labels:
+        print(f"  {stage:<14}" + "".join(
+            f"{totals[label].get(stage, 0.0):>10.3f}" for label in totals
+        ))
+    print("  decode: bytes to text; prepare: title, streamed segments, junk tags; walk: "
+          "measure and score every element; choose: the containers; read-out: their text "
+          "and credit lines; length check: own text long enough; tokenise: weighted "
+          "features; hash: SimHash of the features")
 
 
 def whole_pages(
@@ -140,12 +296,29 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", type=int, default=400, help="pages sampled (0 = all)")
     parser.add_argument("--lang", help="only pages of this language guess (e.g. zh, en)")
+    parser.add_argument(
+        "--cases", type=int, default=600, help="pair-benchmark files sampled (0 = all)"
+    )
+    parser.add_argument(
+        "--reference-only", action="store_true",
+        help="only the comparison with the reference parsers and the stage table",
+    )
     parser.add_argument("-s", dest="settings", action="append", type=parse_setting, default=[])
     args = parser.parse_args()
     settings = dict(args.settings)
     bodies = sample(args.pages, args.lang)
     size = sum(len(body) for _, body in bodies) / 1e6
-    print(f"{len(bodies)} pages, {size:.1f} MB of HTML, one process")
+    cases = pair_cases(args.cases)
+    corpora = {"pages": [body for _, body in bodies], "cases": cases}
+    print(f"pages: {len(bodies)} of shared/data/pages ({size:.1f} MB); cases: {len(cases)} of "
+          f"shared/data/pairs/cases ({sum(map(len, cases)) / 1e6:.1f} MB)")
+    print(f"settings {settings or 'default'}; one process; load average "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    reference_ratios(settings, corpora)
+    stage_table(settings, corpora)
+    if args.reference_only:
+        return
+    print(f"\n{len(bodies)} pages, {size:.1f} MB of HTML, one process")
     print(f"\nWhole page (HTML bytes -> fingerprint), settings {settings or 'default'}")
     print("  (stage columns: mean time per page of each stage, timed in a second pass)")
     header = ["pages/s", "MB/s", "extract ms", "features ms", "simhash ms"]

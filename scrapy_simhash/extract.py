@@ -370,7 +370,8 @@ _OWN = 4  # block elements: the text pieces directly inside (through inline elem
 _BLOCK = 5  # where this element's text pieces go: its own _OWN, or its block's
 _GUARDED = 6  # inside an element kept despite looking like boilerplate
 _ELEMENT = 7  # the element measured
-_Frame = list[Any]  # [chars, link, score, mass, own, block's own, guarded, element]
+_TAG = 8  # its tag
+_Frame = list[Any]  # [chars, link, score, mass, own, block's own, guarded, element, tag]
 
 
 def _names_role(el: etree._Element) -> int:
@@ -393,6 +394,9 @@ def _names_role(el: etree._Element) -> int:
 _HIDING_ATTRIBUTES = frozenset(["hidden", "aria-hidden", "style", "role"])
 # Attributes that can make an element boilerplate; elements without any are content.
 _JUDGED_ATTRIBUTES = _HIDING_ATTRIBUTES | {"class", "id"}
+# Tags and attributes that can mark a page's article (see _marked_article).
+_MARK_TAGS = frozenset(["article", "main"])
+_MARK_ATTRIBUTES = frozenset(["itemprop", "role"])
 
 
 def _is_hidden(el: etree._Element, attributes: list[str]) -> bool:
@@ -418,6 +422,8 @@ class _Walk:
         self.stats: dict[etree._Element, _Frame] = {}
         self.candidates: list[etree._Element] = []
         self.dropped: list[etree._Element] = []
+        # Kept elements that may mark the page's article (see _marked_article).
+        self.marks: list[etree._Element] = []
         self._body_chars: int | None = None
 
     def body_chars(self) -> int:
@@ -432,7 +438,14 @@ class _Walk:
         (its descendants are then not judged by class names); False otherwise."""
         if tag in _BOILERPLATE_TAGS or _is_hidden(el, attributes):
             return self._small(el) or None
-        if guarded or _names_role(el) >= 0 or el.get("itemprop") == "articleBody":
+        if guarded or _names_role(el) >= 0:
+            return False
+        return self.named_boilerplate(el)
+
+    def named_boilerplate(self, el: etree._Element) -> bool | None:
+        """is_boilerplate for an element that is neither hidden nor of a boilerplate tag,
+        unguarded, whose class/id names are boilerplate."""
+        if el.get("itemprop") == "articleBody":
             return False
         return (self._small(el) and not _holds_article(el)) or None
 
@@ -451,11 +464,17 @@ class _Walk:
         stats = self.stats
         candidates = self.candidates
         is_boilerplate = self.is_boilerplate
+        named_boilerplate = self.named_boilerplate
+        names_role = _names_role
         inline_tags = _INLINE_TAGS
         boilerplate_tags = _BOILERPLATE_TAGS
         judged = _JUDGED_ATTRIBUTES
+        hiding = _HIDING_ATTRIBUTES
+        marks = self.marks
+        mark_tags = _MARK_TAGS
+        mark_attributes = _MARK_ATTRIBUTES
         own: list[str] = []
-        root: _Frame = [0, 0, 0.0, 0.0, own, own, False, self.body]
+        root: _Frame = [0, 0, 0.0, 0.0, own, own, False, self.body, self.body.tag]
         stack: list[_Frame] = [root]
         walker = etree.iterwalk(self.body, events=("start", "end"))
         next(walker)  # the body itself is never judged
@@ -473,7 +492,12 @@ class _Walk:
                 guarded = parent[6]
                 attributes = el.keys()
                 if tag in boilerplate_tags or not judged.isdisjoint(attributes):
-                    verdict = is_boilerplate(el, tag, attributes, guarded)
+                    # is_boilerplate, with its usual case (only class/id names) inline.
+                    verdict: bool | None = False
+                    if tag in boilerplate_tags or not hiding.isdisjoint(attributes):
+                        verdict = is_boilerplate(el, tag, attributes, guarded)
+                    elif not guarded and names_role(el) < 0:
+                        verdict = named_boilerplate(el)
                     if verdict:
                         self.dropped.append(el)
                         walker.skip_subtree()
@@ -481,12 +505,14 @@ class _Walk:
                     if verdict is None:
                         guarded = True
                 if tag in inline_tags:
-                    frame = [0, 0, 0.0, 0.0, None, parent[5], guarded, el]
+                    frame = [0, 0, 0.0, 0.0, None, parent[5], guarded, el, tag]
                 else:
                     own = []
-                    frame = [0, 0, 0.0, 0.0, own, own, guarded, el]
+                    frame = [0, 0, 0.0, 0.0, own, own, guarded, el, tag]
                 stack.append(frame)
                 stats[el] = frame
+                if tag in mark_tags or (attributes and not mark_attributes.isdisjoint(attributes)):
+                    marks.append(el)
                 text = el.text
                 if text:
                     text = text.strip()
@@ -508,7 +534,7 @@ class _Walk:
                     candidates.append(el)
                 chars = frame[0]
                 parent[0] += chars
-                parent[1] += chars if el.tag == "a" else frame[1]
+                parent[1] += chars if frame[8] == "a" else frame[1]
                 parent[3] += frame[3]
             tail = el.tail
             if tail:
@@ -678,23 +704,27 @@ def _best_container(walk: _Walk) -> tuple[etree._Element, list[etree._Element]]:
 
 # The share of a wrapper's paragraph mass that makes the marked article inside it the content.
 _ARTICLE_SHARE = 0.5
-# Semantic marks of a page's article, most specific first.
-_ARTICLE_MARKS = (
-    etree.XPath(".//*[@itemprop='articleBody']"),
-    etree.XPath(".//article"),
-    etree.XPath(".//main | .//*[@role='main']"),
-)
 
 
 def _marked_article(walk: _Walk) -> etree._Element | None:
     """The one element the page marks as its article (itemprop=articleBody, <article>,
-    <main>), when it marks exactly one of the most specific kind it uses, and that element
-    was not dropped as boilerplate and holds a paragraph; else None (listings mark every
-    teaser <article>; some themes wrap only the headline or nothing in <main>)."""
-    for mark in _ARTICLE_MARKS:
-        matches = mark(walk.body)
-        assert isinstance(matches, list)
-        found = [el for el in matches if isinstance(el, etree._Element) and el in walk.stats]
+    <main> or role=main, most specific first), when it marks exactly one of the most
+    specific kind it uses, and that element was not dropped as boilerplate and holds a
+    paragraph; else None (listings mark every teaser <article>; some themes wrap only the
+    headline or nothing in <main>).
+
+    The walk collected the elements that may carry a mark (see _MARK_TAGS), in page order.
+    """
+    kinds: tuple[list[etree._Element], ...] = ([], [], [])
+    for el in walk.marks:
+        tag = el.tag
+        if el.get("itemprop") == "articleBody":
+            kinds[0].append(el)
+        if tag == "article":
+            kinds[1].append(el)
+        if tag == "main" or el.get("role") == "main":
+            kinds[2].append(el)
+    for found in kinds:
         if len(found) == 1 and walk.stats[found[0]][_MASS] > 0:
             return found[0]
         if found:
@@ -952,6 +982,11 @@ def _detach(el: etree._Element) -> None:
     parent.remove(el)
 
 
+def _strip_junk(root: etree._Element) -> None:
+    """Remove the elements whose content is never main text (_JUNK_TAGS), in C."""
+    etree.strip_elements(root, *_JUNK_TAGS, with_tail=False)
+
+
 def _extract(data: bytes, encoding: str, notes: list[str]) -> MainText:
     root = _parse(data, notes)
     if root is None:
@@ -959,7 +994,7 @@ def _extract(data: bytes, encoding: str, notes: list[str]) -> MainText:
         return MainText("", "", encoding, tuple(notes))
     title = _title(root)
     _place_streamed_segments(root)
-    etree.strip_elements(root, *_JUNK_TAGS, with_tail=False)
+    _strip_junk(root)
     body = root.find("body")
     if body is None:
         body = root
@@ -967,7 +1002,8 @@ def _extract(data: bytes, encoding: str, notes: list[str]) -> MainText:
     walk.run()
     containers, marked = _choose(walk)
     main = _drop_credits(_lines(containers, walk.stats))
-    if not marked and len(main.encode("utf-8")) < _FALLBACK_BYTES:
+    # A character is at least one UTF-8 byte: most texts need no encode to be judged long.
+    if not marked and len(main) < _FALLBACK_BYTES and len(main.encode("utf-8")) < _FALLBACK_BYTES:
         # No container of prose (product pages, galleries, landing pages): the page's
         # own text is everything that is not boilerplate or link lists.
         whole = _drop_credits(_lines([body], walk.stats))

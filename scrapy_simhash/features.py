@@ -18,6 +18,7 @@ n-grams, by contrast, move a fingerprint far on a one-character typo.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import math
 import re
@@ -45,12 +46,13 @@ BUILTIN_STOPWORD_LANGUAGES = ("zh", "en", "de", "es", "fr", "pt", "it", "nl")
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef"
 _CJK_SPLIT = re.compile(f"([{_CJK}]+)")
 _CJK_CHAR = re.compile(f"[{_CJK}]")
+# Words of the text outside CJK runs: what _WORD finds in the parts between the runs.
+_NON_CJK_WORD = re.compile(f"[^\\W_{_CJK}]+")
 #: Longest run of CJK characters the segmenter gets in one piece. jieba builds a graph over
 #: each run between punctuation; one unpunctuated 5 MB page took 900 MB. A longer run is
 #: cut into pieces this long, which can split at most one word per cut.
 MAX_RUN_CHARS = 4000
 _WORD = re.compile(r"[^\W_]+")
-_SPACE = re.compile(r"\s+")
 
 # Part-of-speech factors of the improved-SimHash weighting: content words (nouns, names,
 # verbs) carry a page's identity; particles and pronouns carry little.
@@ -140,8 +142,9 @@ def effective_length(text: str) -> int:
     Chinese packs about three Latin letters into each ideograph, so one threshold works
     for both scripts.
     """
-    compact = _SPACE.sub(" ", text).strip()
-    return len(compact) + (CJK_CHAR_WEIGHT - 1) * len(_CJK_CHAR.findall(compact))
+    compact = " ".join(text.split())
+    cjk = len(compact) - len(_CJK_CHAR.sub("", compact))
+    return len(compact) + (CJK_CHAR_WEIGHT - 1) * cjk
 
 
 def read_stopwords(lines: Iterable[str]) -> set[str]:
@@ -189,9 +192,12 @@ def idf_table() -> tuple[dict[str, float], float]:
     name, any non-Chinese word) gets the median, as jieba's own keyword extractor does:
     an unknown word is neither boilerplate nor a keyword on evidence we do not have.
     """
-    import jieba
-
-    path = Path(jieba.__file__).parent / "analyse" / "idf.txt"
+    # Found without importing jieba: its import alone takes ~70 ms and its HMM tables,
+    # which Chinese read as ideographs (the default) never uses.
+    spec = importlib.util.find_spec("jieba")
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigurationError("the jieba package is not installed (pip install jieba)")
+    path = Path(spec.submodule_search_locations[0]) / "analyse" / "idf.txt"
     table: dict[str, float] = {}
     with path.open(encoding="utf-8") as handle:
         for line in handle:
@@ -239,6 +245,9 @@ class FeatureExtractor:
         self.length_factor = length_factor
         self.pos_factor = pos_factor
         self.cjk_features = cjk_features
+        # The default options (ideographs, single words, no length factor) count words in
+        # C (see _counted_features); any other option takes the general path.
+        self._counted = cjk_features == "chars" and shingle_size == 1 and not length_factor
 
     @property
     def tokenizer(self) -> Tokenizer:
@@ -307,16 +316,54 @@ class FeatureExtractor:
         units = len(word) if cjk else math.ceil(len(word) / 3)
         return min(units, 4) / 2
 
-    def features(self, text: str, title: str = "") -> dict[str, float]:
+    def features(
+        self, text: str, title: str = "", *, folded: str | None = None
+    ) -> dict[str, float]:
         """Feature -> weight for a page's main text and title (title words boosted).
 
         A title alone gives no features: a page whose body has nothing left (a login wall
         under a real title) must not be fingerprinted as if it were the article.
+        ``folded`` is ``normalize(text)`` when the caller has it already.
         """
+        if self._counted:
+            weights = self._counted_features(normalize(text) if folded is None else folded)
+            if weights and title and self.title_weight > 0:
+                for feature, value in self._counted_features(normalize(title)).items():
+                    weights[feature] = weights.get(feature, 0.0) + self.title_weight * value
+            return weights
+        return self._general_features(text, title)
+
+    def _general_features(self, text: str, title: str = "") -> dict[str, float]:
+        """features() for every option: tokens with their factors, then weights."""
         weights: dict[str, float] = {}
         self._accumulate(weights, self.tokens(text), 1.0)
         if weights and title and self.title_weight > 0:
             self._accumulate(weights, self.tokens(title), self.title_weight)
+        return weights
+
+    def _counted_features(self, folded: str) -> dict[str, float]:
+        """features() of one text under the default options, the same weights as
+        _general_features: every token's factor is 1 there, so a weight is a count times
+        an IDF. Ideographs and words are found and counted by two C-level passes instead
+        of one Python step per token (a Chinese page has thousands of ideographs).
+        ``folded`` is the text normalised."""
+        chars = Counter(_CJK_CHAR.findall(folded))
+        words = Counter(_NON_CJK_WORD.findall(folded))
+        stopwords = self.stopwords
+        for counts in (chars, words):
+            for word in counts.keys() & stopwords:
+                del counts[word]
+        if not self.keep_numbers:
+            for word in [word for word in words if word.isdecimal()]:
+                del words[word]
+        if self.weighting != "tfidf":
+            return {word: count * 1.0 for counts in (chars, words) for word, count in counts.items()}
+        table, median = idf_table()
+        half = median / 2  # see _idf
+        weights = {char: count * half for char, count in chars.items()}
+        get = table.get
+        for word, count in words.items():
+            weights[word] = count * get(word, median)
         return weights
 
     def _accumulate(

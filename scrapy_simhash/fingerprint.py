@@ -189,9 +189,10 @@ class Fingerprinter:
     def scheme(self) -> str:
         return self.config.scheme
 
-    def features(self, text: str, title: str = "") -> dict[str, float]:
-        """Weighted features of a text (main text plus boosted title words)."""
-        return self._extractor.features(text, title)
+    def features(self, text: str, title: str = "", *, folded: str | None = None) -> dict[str, float]:
+        """Weighted features of a text (main text plus boosted title words); ``folded`` is
+        ``normalize(text)`` when the caller has it already."""
+        return self._extractor.features(text, title, folded=folded)
 
     def fingerprint_features(self, features: Mapping[str, float]) -> int | None:
         """SimHash of weighted features; None when there are none (never all zeros)."""
@@ -216,7 +217,7 @@ class Fingerprinter:
         votes = (per_value.reshape(width, 256) @ _BYTE_BITS).ravel()
         return int.from_bytes(np.packbits(votes > total / 2).tobytes(), "big")
 
-    def too_short(self, text: str, title: str = "") -> str | None:
+    def too_short(self, text: str, title: str = "", *, folded: str | None = None) -> str | None:
         """Why ``text`` is too little to fingerprint, or None when it is enough.
 
         Only the page's own text counts: lines that repeat the title (the headline) are
@@ -224,10 +225,11 @@ class Fingerprinter:
         alike (a promotion banner, a login prompt, the headline); below this length a
         match would rest on such shared words, and a distinct page would be dropped. A
         page without a fingerprint is never dropped, so when in doubt it passes.
+        ``folded`` is ``normalize(text)`` when the caller has it already.
         """
         if not text.strip():
             return "no main text"
-        length = effective_length(own_text(text, title))
+        length = effective_length(own_text(text, title, folded))
         if length < self.config.min_text_chars:
             return (
                 f"too little text of its own ({length} chars besides the title, CJK "
@@ -256,10 +258,12 @@ class Fingerprinter:
         if chars > MAX_FEATURE_CHARS:
             text = text[:MAX_FEATURE_CHARS]
             notes = (*notes, f"features taken from the first {MAX_FEATURE_CHARS} characters")
-        reason = self.too_short(text, title)
+        # Normalised once for the length check and the features.
+        folded = normalize(text)
+        reason = self.too_short(text, title, folded=folded)
         fingerprint = None
         if reason is None:
-            fingerprint = self.fingerprint_features(self.features(text, title))
+            fingerprint = self.fingerprint_features(self.features(text, title, folded=folded))
             if fingerprint is None:
                 reason = "no features left after dropping stop words and numbers"
         return PageFingerprint(fingerprint, title, chars, encoding, reason, notes)
@@ -278,14 +282,23 @@ class Fingerprinter:
         )
 
 
-def own_text(text: str, title: str) -> str:
-    """``text`` without the lines that repeat ``title`` or a part of it (the headline)."""
+def own_text(text: str, title: str, folded: str | None = None) -> str:
+    """``text`` without the lines that repeat ``title`` or a part of it (the headline).
+
+    ``folded`` is ``normalize(text)`` when the caller has it already.
+    """
     folded_title = " ".join(normalize(title).split())
     if not folded_title:
         return text
+    lines = text.split("\n")
+    # One normalisation of the whole text rather than one per line: no character folds
+    # to or from a line feed, so the folded lines are the lines folded (checked by count).
+    folded_lines = (normalize(text) if folded is None else folded).split("\n")
+    if len(folded_lines) != len(lines):
+        folded_lines = [normalize(line) for line in lines]
     kept = []
-    for line in text.split("\n"):
-        folded = " ".join(normalize(line).split())
+    for line, folded_line in zip(lines, folded_lines, strict=True):
+        folded = " ".join(folded_line.split())
         if folded and folded not in folded_title:
             kept.append(line)
     return "\n".join(kept)

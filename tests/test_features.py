@@ -6,6 +6,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scrapy_simhash.exceptions import ConfigurationError
 from scrapy_simhash.features import (
@@ -185,3 +187,54 @@ def test_pos_factor_favours_nouns_over_adverbs_and_particles(tokenizer: str) -> 
     )
     weights = extractor.features("政府认真地处理教育问题")
     assert weights["政府"] > weights["认真"] > weights["地"]
+
+
+# Text mixing ideographs (BMP and extension B), kana, Hangul, Latin with accents, full-width
+# forms, digits of several scripts, stop words and punctuation: what the default options'
+# counting path and the general token path must read alike.
+_PIECES = st.sampled_from(
+    ["的", "了", "北京", "天安门", "𠀀𠀁", "ｶﾀｶﾅ", "한국어", "Straße", "ÉTÉ", "ＡＢＣ", "the",
+     "und", "123", "٣٤", "x1", "_", "-", "，", "。", " ", "\n", "\t", "ﬁ", "①", "㎏", "Ⅻ"]
+)
+_MIXED_TEXT = st.lists(st.one_of(_PIECES, st.text(max_size=6)), max_size=40).map("".join)
+
+
+@given(_MIXED_TEXT, _MIXED_TEXT, st.sampled_from(["tf", "tfidf"]), st.booleans(),
+       st.sampled_from([0.0, 2.0]))
+@settings(max_examples=300, deadline=None)
+def test_counted_features_equal_the_general_path(
+    text: str, title: str, weighting: str, keep_numbers: bool, title_weight: float
+) -> None:
+    extractor = FeatureExtractor(
+        weighting=weighting, keep_numbers=keep_numbers, title_weight=title_weight,
+        stopwords=STOP,
+    )
+    assert extractor._counted
+    assert extractor.features(text, title) == extractor._general_features(text, title)
+
+
+@given(_MIXED_TEXT)
+@settings(max_examples=200, deadline=None)
+def test_effective_length_collapses_every_unicode_space(text: str) -> None:
+    import re
+
+    compact = re.sub(r"\s+", " ", text).strip()
+    cjk = re.findall("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef]", compact)
+    assert effective_length(text) == len(compact) + (CJK_CHAR_WEIGHT - 1) * len(cjk)
+
+
+def test_default_fingerprints_load_no_segmenter() -> None:
+    """Chinese read as ideographs needs jieba's IDF table, never jieba itself (whose import
+    costs start-up time and memory in every worker)."""
+    import subprocess
+
+    code = (
+        "import sys\n"
+        "from scrapy_simhash.fingerprint import Fingerprinter\n"
+        "assert Fingerprinter().fingerprint_text('北京的天气很好 the weather ' * 40)\n"
+        "print(sorted(m for m in sys.modules if 'jieba' in m))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert result.stdout.strip() == "[]"

@@ -16,11 +16,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scrapy_simhash.exceptions import ConfigurationError
+from scrapy_simhash.features import normalize
 from scrapy_simhash.fingerprint import (
     FingerprintConfig,
     Fingerprinter,
     from_hex,
     hamming,
+    own_text,
     similarity,
     to_hex,
 )
@@ -398,3 +400,14 @@ def test_pages_without_enough_text_have_a_reason(fingerprinter: Fingerprinter, b
     page = fingerprinter.fingerprint_page(body)
     assert page.fingerprint is None
     assert page.reason
+
+
+@given(st.text(max_size=200), st.text(max_size=30))
+@settings(max_examples=300, deadline=None)
+def test_own_text_folds_like_line_by_line(text: str, title: str) -> None:
+    folded_title = " ".join(normalize(title).split())
+    expected = [
+        line for line in text.split("\n")
+        if (folded := " ".join(normalize(line).split())) and folded not in folded_title
+    ]
+    assert own_text(text, title) == ("\n".join(expected) if folded_title else text)
