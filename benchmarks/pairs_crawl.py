@@ -146,6 +146,8 @@ class Outcome:
     kept: list[str]
     dropped: dict[str, str]  # page -> the page it was dropped as a copy of
     errors: list[str]
+    # page -> the kept page URL rules named it a copy of (not fetched; SIMHASH_DUST_ENABLED)
+    skipped: dict[str, str]
 
 
 def outcome(site: Site, server: SiteServer, results: list[CrawlResult]) -> Outcome:
@@ -163,7 +165,15 @@ def outcome(site: Site, server: SiteServer, results: list[CrawlResult]) -> Outco
             url, _, of = line.partition(" ")
             dropped[path(url)] = path(of)
     errors = [e for r in results for e in r.errors]
-    return Outcome(kept, dropped, errors)
+    skipped = {}
+    for r in results:
+        for line in r.signals.get("known_copy", []):
+            url, _, of = line.partition(" ")
+            skipped[path(url)] = path(of)
+    # A request skipped under a rule later found wrong is fetched after all.
+    fetched = set(kept) | set(dropped)
+    skipped = {p: of for p, of in skipped.items() if p not in fetched}
+    return Outcome(kept, dropped, errors, skipped)
 
 
 def page_info(site: Site, path: str) -> dict[str, str]:
@@ -171,7 +181,53 @@ def page_info(site: Site, path: str) -> dict[str, str]:
             "file": site.url_to_file.get(path, "?")}
 
 
-def summarise(site: Site, out: Outcome) -> dict[str, Any]:
+def rule_shaped_copies(site: Site, min_support: int = 3) -> int:
+    """Copies URL rules could name: pages related to another of their cluster by rules that
+    at least ``min_support`` pairs of the site share (at most all but one page per
+    cluster) - the most skipping could save."""
+    from scrapy_simhash.dust import learn
+
+    pairs: dict[tuple[str, str], list[str]] = {}
+    for paths in site.members().values():
+        for a in paths:
+            for b in paths:
+                if a != b:
+                    pairs[(a, b)] = learn("http://h" + a, "http://h" + b)
+    support = Counter(rule for rules in pairs.values() for rule in set(rules))
+    total = 0
+    for paths in site.members().values():
+        related = {
+            a for (a, b), rules in pairs.items()
+            if a in paths and rules and all(support[r] >= 2 * min_support for r in rules)
+        }
+        total += max(0, len(related) - 1)
+    return total
+
+
+def index_would_drop(site: Site, pairs: dict[str, str], settings: dict[str, Any]) -> list[str]:
+    """The pages of ``pairs`` (page -> kept page) within SIMHASH_MAX_DISTANCE of theirs: the
+    index drops them as copies when they are fetched, so skipping them loses nothing more."""
+    from scrapy.settings import Settings
+
+    from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
+    from scrapy_simhash.index.settings import max_distance_from_settings
+
+    crawl = Settings({**CRAWL_SETTINGS, **settings})
+    fingerprinter = Fingerprinter(FingerprintConfig.from_settings(crawl))
+    limit = max_distance_from_settings(crawl)
+
+    def fp(path: str) -> int | None:
+        return fingerprinter.fingerprint_page(site.body(path), content_type="text/html").fingerprint
+
+    out = []
+    for page, of in pairs.items():
+        a, b = fp(page), fp(of)
+        if a is not None and b is not None and (a ^ b).bit_count() <= limit:
+            out.append(page)
+    return out
+
+
+def summarise(site: Site, out: Outcome, settings: dict[str, Any] | None = None) -> dict[str, Any]:
     members = site.members()
     kept = Counter(site.cluster_of[p] for p in out.kept if p in site.cluster_of)
     unknown = [p for p in out.kept if p not in site.cluster_of]
@@ -184,8 +240,13 @@ def summarise(site: Site, out: Outcome) -> dict[str, Any]:
         if site.cluster_of.get(page) != site.cluster_of.get(of)
     }
     cross_other = {p: of for p, of in cross.items() if site.cluster_of[p] not in site.hard_negative}
-    seen = set(out.kept) | set(out.dropped)
+    seen = set(out.kept) | set(out.dropped) | set(out.skipped)
     lost = sorted(p for p in site.cluster_of if p not in seen)
+    wrong_skips = {
+        p: of for p, of in out.skipped.items()
+        if site.cluster_of.get(p) != site.cluster_of.get(of)
+    }
+    copies = len(site.cluster_of) - len(members)
 
     def cluster_entry(cluster: str) -> dict[str, Any]:
         pages = []
@@ -218,12 +279,22 @@ def summarise(site: Site, out: Outcome) -> dict[str, Any]:
         "pages_kept": len(out.kept),
         "pages_dropped": len(out.dropped),
         "pages_lost_otherwise": len(lost),
+        "copies": copies,
+        "copy_fetches": len(out.dropped) + max(0, len(out.kept) - len(members)),
+        "pages_skipped": len(out.skipped),
+        "copy_fetches_avoided_pct": 100.0 * (len(out.skipped) - len(wrong_skips)) / copies,
+        "distinct_pages_skipped": len(wrong_skips),
+        "distinct_pages_skipped_index_drops_too": len(
+            index_would_drop(site, wrong_skips, settings or {})
+        ),
+        "rule_shaped_copies": rule_shaped_copies(site),
         "unknown_urls_kept": unknown,
         "errors": out.errors,
         # Everything, for comparing runs (JSON only).
         "kept_per_cluster": {c: kept[c] for c in sorted(members)},
         "kept_pages": sorted(out.kept),
         "dropped_pages": dict(sorted(out.dropped.items())),
+        "skipped_pages": dict(sorted(out.skipped.items())),
         "worst": {
             "hard_negatives_dropped": [cluster_entry(c) for c in sorted(hard_dropped)[:WORST]],
             "none_kept": [
@@ -240,6 +311,11 @@ def summarise(site: Site, out: Outcome) -> dict[str, Any]:
                 for p, of in sorted(cross_other.items())[:WORST]
             ],
             "lost_otherwise": [page_info(site, p) for p in lost[:WORST]],
+            "distinct_pages_skipped": [
+                {**page_info(site, p), "skipped_as_copy_of": of,
+                 "of_cluster": site.cluster_of.get(of, "?")}
+                for p, of in sorted(wrong_skips.items())[:WORST]
+            ],
         },
     }
 
@@ -258,6 +334,14 @@ def print_summary(mode: str, s: dict[str, Any], verbose: bool) -> None:
           f"(in {s['cross_cluster_drop_clusters']} clusters)")
     print(f"pages kept / dropped / neither        {s['pages_kept']} / {s['pages_dropped']} / "
           f"{s['pages_lost_otherwise']}")
+    if s["pages_skipped"] or s["distinct_pages_skipped"]:
+        print(f"copies skipped before download        {s['pages_skipped']} of {s['copies']} "
+              f"({s['copy_fetches_avoided_pct']:.1f}% of copy fetches avoided; "
+              f"{s['rule_shaped_copies']} copies differ from a page of theirs by URL rules)")
+        print(f"distinct pages skipped                {s['distinct_pages_skipped']} "
+              f"({s['distinct_pages_skipped_index_drops_too']} of them within "
+              "SIMHASH_MAX_DISTANCE of the page they were skipped for: dropped when fetched)")
+        print(f"URL rule stats                        {s.get('dust_stats')}")
     if s["errors"] or s["unknown_urls_kept"]:
         print(f"crawl errors: {s['errors']}; unknown URLs kept: {s['unknown_urls_kept'][:5]}")
     if not verbose:
@@ -331,8 +415,17 @@ def run_mode(
                 redis_server.stop()
             elif namespace is not None and settings["SIMHASH_NAMESPACE"] == namespace:
                 _drop_namespace(settings["SIMHASH_INDEX_URL"], namespace)
-    summary = summarise(site, outcome(site, server, results))
+    summary = summarise(site, outcome(site, server, results), overrides)
     summary["wall_secs"] = round(time.perf_counter() - started, 1)
+    dust: Counter[str] = Counter()
+    for result in results:
+        dust.update({k: v for k, v in result.simhash_stats().items()
+                     if k.startswith("simhash/dust/") and isinstance(v, int)})
+    summary["dust_stats"] = dict(sorted(dust.items()))
+    summary["dust_log"] = [
+        line.split("] ", 1)[-1] for r in results for line in r.log.splitlines()
+        if "URL rule" in line and "trusted" in line
+    ]
     summary["shares"] = [len(p) for p in parts]
     return summary
 
@@ -351,6 +444,9 @@ def main() -> int:
                         help="Redis for multi-process modes (default: a redis-server of its own)")
     parser.add_argument("--timeout", type=float, default=1800,
                         help="seconds to wait for a crawl (default 1800)")
+    parser.add_argument("--dust", action="store_true",
+                        help="learn URL rules from the copies found and skip fetching known "
+                             "copies (SIMHASH_DUST_ENABLED=True)")
     parser.add_argument("--verbose", action="store_true", help="list the worst clusters")
     parser.add_argument("--json", metavar="PATH", help="write figures and worst clusters as JSON")
     args = parser.parse_args()
@@ -361,6 +457,8 @@ def main() -> int:
         return 0
     modes = [int(m) for m in args.modes.split(",") if m.strip()]
     overrides = dict(args.settings)
+    if args.dust:
+        overrides.setdefault("SIMHASH_DUST_ENABLED", "True")
     print(f"# crawl of the pair benchmark's site: {len(site.url_to_file)} URLs, "
           f"{len(site.members())} clusters (same-text groups merged), seed {args.seed}, "
           f"overrides {overrides or 'none'}")

@@ -47,6 +47,10 @@ class CanonicalKeys:
             url = canonicalize_url(url)
         return index_key(url)
 
+    def normal(self, url: str) -> str:
+        """The key of ``url`` itself (canonicalized if so configured, capped in length)."""
+        return self._normal(url)
+
     def url_key(self, request: Request, url: str) -> str:
         """The key of a fetched URL itself, whatever its body declares (for answers with no
         page to read, such as a 404 or a failed download); InvalidKeyError as ``keys``."""

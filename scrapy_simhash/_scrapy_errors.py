@@ -22,3 +22,17 @@ class NearDuplicate(IgnoreRequest):
 
     def __reduce__(self) -> tuple[type[NearDuplicate], tuple[str, str, int]]:
         return (type(self), (self.url, self.kept_url, self.distance))
+
+
+class KnownCopy(IgnoreRequest):
+    """``url`` was not fetched: trusted URL rules (``rules``) name it a copy of ``kept_url``,
+    a page already kept (``SIMHASH_DUST_ENABLED``)."""
+
+    def __init__(self, url: str, kept_url: str, rules: tuple[str, ...] = ()) -> None:
+        super().__init__(f"known copy of {kept_url} by URL rule(s) {', '.join(rules)}")
+        self.url = url
+        self.kept_url = kept_url
+        self.rules = rules
+
+    def __reduce__(self) -> tuple[type[KnownCopy], tuple[str, str, tuple[str, ...]]]:
+        return (type(self), (self.url, self.kept_url, self.rules))

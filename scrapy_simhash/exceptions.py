@@ -24,11 +24,12 @@ class IndexMismatchError(ConfigurationError):
 
 
 def __getattr__(name: str) -> object:
-    """``NearDuplicate`` subclasses Scrapy's ``IgnoreRequest``: imported on first use only."""
-    if name == "NearDuplicate":
-        from scrapy_simhash._scrapy_errors import NearDuplicate
+    """``NearDuplicate`` and ``KnownCopy`` subclass Scrapy's ``IgnoreRequest``: imported on
+    first use only."""
+    if name in ("NearDuplicate", "KnownCopy"):
+        from scrapy_simhash import _scrapy_errors
 
-        return NearDuplicate
+        return getattr(_scrapy_errors, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -24,6 +24,7 @@ from scrapy_simhash import signals
 from scrapy_simhash._redis import mask_url
 from scrapy_simhash._scrapy_canonical import CanonicalKeys
 from scrapy_simhash._scrapy_config import MiddlewareConfig
+from scrapy_simhash._scrapy_dust import DustGlue
 from scrapy_simhash._scrapy_errors import NearDuplicate
 from scrapy_simhash._scrapy_glue import (
     check_crawl_settings,
@@ -92,6 +93,7 @@ class SimhashDownloaderMiddleware:
             self.index_url, kwargs, self.config.guard, lambda: self._inc("index_error")
         )
         self.recrawl = self._open_recrawl(settings)
+        self.dust = self._open_dust(kwargs["max_distance"])
         self._unusable_reported = False
         crawler.signals.connect(self._spider_opened, signal=scrapy_signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=scrapy_signals.spider_closed)
@@ -131,6 +133,15 @@ class SimhashDownloaderMiddleware:
             lambda: self._inc("recrawl_error"),
         )
 
+    def _open_dust(self, max_distance: int) -> DustGlue | None:
+        """URL rule learning (SIMHASH_DUST_ENABLED): skip fetching known copies."""
+        if not DustGlue.enabled(self.crawler.settings):
+            return None
+        return DustGlue(
+            self.crawler, self.index, self.keys, url=self.index_url, namespace=self.namespace,
+            max_distance=max_distance, hamming=self._hamming,
+        )
+
     # -- lifecycle ---------------------------------------------------------------------------
 
     def _spider_opened(self, spider: Any = None) -> None:
@@ -151,6 +162,8 @@ class SimhashDownloaderMiddleware:
         await self.index.aclose()
         if self.recrawl is not None:
             await self.recrawl.aclose()
+        if self.dust is not None:
+            await self.dust.aclose()
         get = self.stats.get_value
         unchecked = get("simhash/index_unusable", 0)
         if unchecked:
@@ -202,6 +215,11 @@ class SimhashDownloaderMiddleware:
         if not config.content_type_matches(text, self.config.content_types):
             return "content_type"
         return None
+
+    async def process_request(self, request: Request, spider: Any = None) -> None:
+        """Known copies are not fetched (SIMHASH_DUST_ENABLED; KnownCopy is raised)."""
+        if self.dust is not None:
+            await self.dust.process_request(request)
 
     async def process_response(
         self, request: Request, response: Response, spider: Any = None
@@ -269,6 +287,9 @@ class SimhashDownloaderMiddleware:
             await self._observed(request, response, info)
             return self._index_unusable(response, exc)
         info["key"] = key
+        if self.dust is not None:
+            match = observation.match.key if observation.match is not None else None
+            await self.dust.observed(request, own, key, fp, match)
 
         if observation.match is not None:
             return await self._duplicate(request, response, info, observation.match, own, fp)

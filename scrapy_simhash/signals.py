@@ -8,6 +8,9 @@ Handlers receive ``request``, ``response`` and ``info`` (the dict also stored in
     key; ``info["duplicate_of"]`` names it. Sent before the response is dropped.
 ``page_observed``
     Every considered response, after the decision (unique, duplicate, changed or not).
+``known_copy_skipped``
+    A request was not fetched: trusted URL rules name it a copy of a kept page
+    (``SIMHASH_DUST_ENABLED``). Handlers receive ``request``, ``kept_url`` and ``rules``.
 ``item_dropped``
     The pipeline dropped a near-duplicate item: handlers receive ``item`` and ``info``.
 """
@@ -17,3 +20,4 @@ from __future__ import annotations
 near_duplicate = object()
 page_observed = object()
 item_dropped = object()
+known_copy_skipped = object()

@@ -213,13 +213,16 @@ def main(spec_path: str, out_path: str) -> int:
 
     from scrapy_simhash import signals as simhash_signals
 
-    sent: dict[str, list[str]] = {"near_duplicate": [], "page_observed": []}
+    sent: dict[str, list[str]] = {"near_duplicate": [], "page_observed": [], "known_copy": []}
 
     def near_duplicate(response: Any, info: dict[str, Any], **_: Any) -> None:
         sent["near_duplicate"].append(f"{response.url} {info['duplicate_of']}")
 
     def page_observed(response: Any, info: dict[str, Any], **_: Any) -> None:
         sent["page_observed"].append(response.url)
+
+    def known_copy(request: Any, kept_url: str, **_: Any) -> None:
+        sent["known_copy"].append(f"{request.url} {kept_url}")
 
     opened_cpu: list[float] = []
 
@@ -232,6 +235,7 @@ def main(spec_path: str, out_path: str) -> int:
     crawler.signals.connect(collect, signals.item_scraped)
     crawler.signals.connect(near_duplicate, simhash_signals.near_duplicate)
     crawler.signals.connect(page_observed, simhash_signals.page_observed)
+    crawler.signals.connect(known_copy, simhash_signals.known_copy_skipped)
     errors: list[str] = []
     deferred = process.crawl(crawler, **kwargs)
     deferred.addErrback(lambda failure: errors.append(f"{failure.type.__name__}: {failure.value}"))

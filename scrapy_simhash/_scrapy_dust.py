@@ -1,0 +1,336 @@
+"""Scrapy glue of URL rule learning (``SIMHASH_DUST_ENABLED``): learn, skip, check, undo.
+
+The downloader middleware owns one :class:`DustGlue` and calls it at two points:
+
+- ``process_request``: a request whose URL the trusted rules of its host rewrite into a
+  page already kept (or a copy dropped in favour of one) is not downloaded: it fails with
+  :class:`~scrapy_simhash._scrapy_errors.KnownCopy` (an ``IgnoreRequest``), a DEBUG line and
+  ``simhash/dust/skipped``. ``SIMHASH_DUST_CHECK_SHARE`` of such requests are fetched
+  anyway, and their pages checked against the kept one (``simhash/dust/check_passed`` or
+  ``check_failed``).
+- ``observed``: every fingerprinted page. A drop (or a page filed under the canonical URL
+  it names) is a pair the rules learn from; the page also tests every live rule of its
+  host that maps its URL to a known page. A page farther than ``SIMHASH_MAX_DISTANCE`` from
+  the page a rule names kills that rule for the host, in the shared store, and the requests
+  this process skipped under it are scheduled again.
+
+Rules killed by another process are seen at the next refresh of the rules
+(``SIMHASH_DUST_REFRESH_SECS``, and whenever the spider is idle). A rule store that fails
+costs only skipping: requests are then fetched as without the feature.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals as scrapy_signals
+
+from scrapy_simhash import signals
+from scrapy_simhash._scrapy_errors import KnownCopy
+from scrapy_simhash._scrapy_glue import send_signal
+from scrapy_simhash._scrapy_guard import BackendUnavailable
+from scrapy_simhash._settings import get_bool, get_dict, get_float, get_int
+from scrapy_simhash.dust import (
+    AsyncRuleStore,
+    Check,
+    Rule,
+    RuleBook,
+    host_of,
+    learn,
+    open_rule_store,
+)
+from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError, InvalidKeyError
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+
+    from scrapy_simhash._scrapy_canonical import CanonicalKeys
+    from scrapy_simhash._scrapy_guard import Guarded
+
+logger = logging.getLogger(__name__)
+
+#: Distinct (copy, kept) pairs a rule needs before it is trusted.
+MIN_SUPPORT = 3
+#: Share of skippable requests fetched anyway to keep checking the rules.
+CHECK_SHARE = 0.1
+#: Seconds between reads of the shared rules (other processes' rules and counterexamples).
+REFRESH_SECS = 10.0
+#: Meta key: False fetches the request whatever the rules say.
+META_KEY = "simhash_dust"
+#: Meta key set on a request fetched to check a rule: the kept URL it was checked against.
+CHECK_META = "simhash_dust_check"
+
+_STORE_ERRORS = (IndexBackendError, ConfigurationError, BackendUnavailable, OSError)
+
+
+class DustGlue:
+    """Skips known copies before download and keeps the rules honest (see the module)."""
+
+    def __init__(
+        self,
+        crawler: Crawler,
+        index: Guarded[Any],
+        keys: CanonicalKeys,
+        *,
+        url: str,
+        namespace: str,
+        max_distance: int,
+        hamming: Callable[[int, int], int],
+        rng: random.Random | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        settings = crawler.settings
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.index = index
+        self.keys = keys
+        self.max_distance = max_distance
+        self.hamming = hamming
+        self.min_support = get_int(settings, "SIMHASH_DUST_MIN_SUPPORT", MIN_SUPPORT, minimum=1)
+        self.check_share = get_float(
+            settings, "SIMHASH_DUST_CHECK_SHARE", CHECK_SHARE, minimum=0.0, maximum=1.0
+        )
+        # Pages farther apart than this are different pages: one such pair a rule maps
+        # together kills it. Copies a rule finds often differ by more than the near-duplicate
+        # distance (another page chrome around the same text), distinct pages by far more.
+        self.counterexample_distance = get_int(
+            settings, "SIMHASH_DUST_COUNTEREXAMPLE_DISTANCE", 2 * max_distance,
+            minimum=max_distance,
+        )
+        self.refresh_secs = get_float(
+            settings, "SIMHASH_DUST_REFRESH_SECS", REFRESH_SECS, minimum=0.0
+        )
+        options = get_dict(settings, "SIMHASH_INDEX_OPTIONS")
+        self.store = AsyncRuleStore(lambda: open_rule_store(url, namespace, **options))
+        self.book: RuleBook[Request] = RuleBook(self.min_support)
+        self.rng = rng if rng is not None else random.Random()
+        self.clock = clock
+        self._loaded_at: float | None = None
+        self._store_failures = 0
+        crawler.signals.connect(self._idle, signal=scrapy_signals.spider_idle)
+
+    @classmethod
+    def enabled(cls, settings: Any) -> bool:
+        return get_bool(settings, "SIMHASH_DUST_ENABLED", False)
+
+    def _inc(self, name: str, count: int = 1) -> None:
+        self.stats.inc_value(f"simhash/dust/{name}", count)
+
+    def _store_failed(self, exc: Exception) -> None:
+        self._inc("store_error")
+        self._store_failures += 1
+        if self._store_failures == 1:
+            logger.warning(
+                "SimHash URL rules: the rule store failed (%s); requests are fetched as "
+                "without SIMHASH_DUST_ENABLED while it does", exc,
+            )
+
+    # -- the shared rules ----------------------------------------------------------------------
+
+    async def refresh(self, *, force: bool = False) -> None:
+        now = self.clock()
+        if not force and self._loaded_at is not None and now - self._loaded_at < self.refresh_secs:
+            return
+        self._loaded_at = now
+        try:
+            states = await self.store.rules()
+        except _STORE_ERRORS as exc:
+            self._store_failed(exc)
+            return
+        self._requeue(self.book.load(states), "killed in another crawl process")
+
+    def _idle(self, spider: Any = None) -> None:
+        import asyncio
+
+        # A rule another process killed may have skipped this process's last requests.
+        task = asyncio.ensure_future(self.refresh(force=True))
+        _TASKS.add(task)
+        task.add_done_callback(_TASKS.discard)
+
+    def _requeue(self, requests: list[Request], why: str) -> None:
+        engine = self.crawler.engine
+        for request in requests:
+            self._inc("requeued")
+            logger.info("Fetching %s after all: its URL rule was %s", request.url, why)
+            retry = request.replace(dont_filter=True)
+            retry.meta[META_KEY] = False
+            if engine is not None:
+                engine.crawl(retry)
+
+    # -- before download -----------------------------------------------------------------------
+
+    async def process_request(self, request: Request) -> None:
+        try:
+            await self._process_request(request)
+        except KnownCopy:
+            raise
+        except Exception:
+            self._failed("deciding whether to fetch", request)
+
+    def _failed(self, doing: str, request: Request) -> None:
+        """A fault of ours costs the skip or the lesson, never the request."""
+        self._inc("error")
+        logger.exception("SimHash URL rules failed %s %s; fetching as usual", doing, request.url)
+
+    async def _process_request(self, request: Request) -> None:
+        meta = request.meta
+        if meta.get("dont_simhash") or meta.get(META_KEY) is False or meta.get("simhash_key"):
+            return
+        await self.refresh()
+        try:
+            key = self.keys.url_key(request, request.url)
+        except InvalidKeyError:
+            return
+        for other, used in self.book.candidates(key):
+            kept = await self._kept(self.keys.normal(other))
+            if kept is None:
+                continue
+            if await self._fingerprint(key) is not None:
+                return  # the URL is a page of its own, whatever the rules say
+            rules = tuple(rule.rule for rule in used)
+            if self.rng.random() < self.check_share:
+                self._inc("checks")
+                meta[CHECK_META] = {"kept": kept, "rules": list(rules)}
+                return
+            if not self.book.skipped(request, used):
+                return
+            self._inc("skipped")
+            logger.debug("Not fetching %s: a copy of %s by URL rule(s) %s", request.url, kept,
+                         ", ".join(rules))
+            await send_signal(
+                self.crawler, signals.known_copy_skipped, request=request, kept_url=kept,
+                rules=rules,
+            )
+            raise KnownCopy(request.url, kept, rules)
+
+    async def _fingerprint(self, key: str) -> int | None:
+        try:
+            value = await self.index.call(lambda index: index.get(key))
+        except _STORE_ERRORS:
+            return None
+        return value if isinstance(value, int) else None
+
+    async def _kept(self, url: str) -> str | None:
+        """``url`` if a page is kept under it, else the kept page ``url`` was dropped as a
+        copy of (the rules relate the request to ``url``, the index ``url`` to that page)."""
+        if await self._fingerprint(url) is not None:
+            return url
+        try:
+            record = await self.index.call(lambda index: index.drop_of(url))
+        except _STORE_ERRORS:
+            return None
+        if record is None or await self._fingerprint(record.kept) is None:
+            return None
+        return str(record.kept)
+
+    # -- after a page was fingerprinted --------------------------------------------------------
+
+    async def observed(
+        self, request: Request, own: str, key: str, fingerprint: int, duplicate_of: str | None
+    ) -> None:
+        try:
+            await self._observed(request, own, key, fingerprint, duplicate_of)
+        except Exception:
+            self._failed("learning from", request)
+
+    async def _observed(
+        self, request: Request, own: str, key: str, fingerprint: int, duplicate_of: str | None
+    ) -> None:
+        if duplicate_of is not None and duplicate_of != own:
+            await self._learn(own, duplicate_of)
+        else:
+            self.book.kept(key)
+            if key != own:
+                await self._learn(own, key)
+        check = request.meta.get(CHECK_META)
+        if isinstance(check, dict):
+            await self._check_fetch(own, fingerprint, check)
+        for waiting in self.book.waiting_for(own):
+            await self._judge(waiting, fingerprint)
+        for test in self.book.checks(own, fingerprint):
+            test = test._replace(other=self.keys.normal(test.other))
+            other = await self._fingerprint(test.other)
+            if other is None:
+                self.book.wait(test)
+            else:
+                await self._judge(test, other)
+
+    async def _learn(self, copy: str, kept: str) -> None:
+        rules = learn(copy, kept)
+        if not rules:
+            return
+        self._inc("pairs")
+        host = host_of(copy)
+        for rule in rules:
+            try:
+                support = await self.store.support(host, rule, copy, kept)
+            except _STORE_ERRORS as exc:
+                self._store_failed(exc)
+                return
+            before = Rule(host, rule) in {Rule(host, r) for r in self.book.trusted(host)}
+            self.book.supported(Rule(host, rule), support)
+            if not before and rule in self.book.trusted(host):
+                logger.info("URL rule %s of %s trusted (%d pairs)", rule, host, support)
+
+    async def _check_fetch(self, own: str, fingerprint: int, check: dict[str, Any]) -> None:
+        kept = await self._fingerprint(str(check.get("kept")))
+        if kept is None:
+            return
+        host = host_of(own)
+        rules = tuple(Rule(host, str(r)) for r in check.get("rules", ()))
+        distance = self.hamming(fingerprint, kept)
+        if distance <= self.max_distance:
+            self._inc("check_passed")
+        elif distance <= self.counterexample_distance:
+            self._inc("check_unclear")
+        else:
+            self._inc("check_failed")
+            await self._judge(Check(own, fingerprint, str(check.get("kept")), rules), kept)
+
+    async def _judge(self, test: Check, other: int) -> None:
+        distance = self.hamming(test.fingerprint, other)
+        if distance <= self.counterexample_distance:
+            return
+        fresh = [rule for rule in test.rules if not self.book.is_dead(rule)]
+        if not fresh:
+            return
+        self._inc("counterexamples")
+        example = f"{test.url} and {test.other} differ by {distance} bits"
+        logger.info(
+            "URL rule(s) %s of %s no longer trusted: %s",
+            ", ".join(rule.rule for rule in fresh), fresh[0].host, example,
+        )
+        requests = self.book.died(fresh)
+        for rule in fresh:
+            try:
+                await self.store.kill(rule.host, rule.rule, example)
+            except _STORE_ERRORS as exc:
+                self._store_failed(exc)
+                break
+        self._requeue(requests, "found wrong")
+
+    async def aclose(self) -> None:
+        try:
+            states = await self.store.rules()
+        except _STORE_ERRORS:
+            states = []
+        trusted = sum(1 for s in states if s.trusted(self.min_support))
+        self.stats.set_value("simhash/dust/rules_trusted", trusted)
+        logger.info(
+            "SimHash URL rules: %d skipped as known copies (%d checked anyway: %d passed, "
+            "%d failed), %d rule(s) trusted, %d counterexample(s), %d request(s) queued again",
+            *(self.stats.get_value(f"simhash/dust/{n}", 0) for n in (
+                "skipped", "checks", "check_passed", "check_failed")),
+            trusted,
+            *(self.stats.get_value(f"simhash/dust/{n}", 0) for n in (
+                "counterexamples", "requeued")),
+        )
+        await self.store.aclose()
+
+
+_TASKS: set[Any] = set()

@@ -1,0 +1,355 @@
+"""Where learned URL rules live: the namespace's own store, shared by every crawl process.
+
+Per rule the store keeps its support (distinct (copy, kept) pairs, each counted once however
+often it is seen again) and its counterexamples (pairs of fetched URLs the rule maps together
+whose pages differ). A rule with one counterexample is dead for good on its host.
+
+Growth is bounded: a rule remembers at most :data:`MAX_PAIRS` pair digests (8 bytes each:
+support beyond that is not needed to trust it), and a namespace holds at most
+:data:`MAX_RULES` rules (a rule first seen beyond that is not recorded).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from abc import ABC, abstractmethod
+from contextlib import suppress
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import xxhash
+
+from scrapy_simhash._redis import REDIS_SCHEMES, mask_url, sync_client
+from scrapy_simhash._sqlite import connect, immediate
+from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+#: Pair digests kept per rule: support counts up to here, then stays.
+MAX_PAIRS = 64
+#: Rules per namespace at most (all hosts together).
+MAX_RULES = 10_000
+#: Longest counterexample kept (characters), for `scrapy simhash rules`.
+MAX_EXAMPLE = 500
+
+
+class RuleState(NamedTuple):
+    """What the store knows of one rule of one host."""
+
+    host: str
+    rule: str
+    support: int
+    counterexamples: int
+    example: str
+
+    def trusted(self, min_support: int) -> bool:
+        return self.counterexamples == 0 and self.support >= min_support
+
+
+def pair_digest(host: str, rule: str, copy: str, kept: str) -> int:
+    """A signed 64-bit id of one supporting pair of one rule (SQLite INTEGER, Redis field)."""
+    value = xxhash.xxh3_64_intdigest("\0".join((host, rule, *sorted((copy, kept)))).encode())
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+class RuleStore(ABC):
+    """The blocking contract; :class:`scrapy_simhash.dust.AsyncRuleStore` runs it off-loop."""
+
+    @abstractmethod
+    def support(self, host: str, rule: str, copy: str, kept: str) -> int:
+        """Count the pair (once) for the rule; return the rule's support (0: not recorded)."""
+
+    @abstractmethod
+    def kill(self, host: str, rule: str, example: str) -> None:
+        """Record a counterexample: the rule is not trusted on ``host`` any more."""
+
+    @abstractmethod
+    def rules(self) -> list[RuleState]:
+        """Every rule of the namespace, by host then rule."""
+
+    @abstractmethod
+    def clear(self) -> int:
+        """Forget every rule of the namespace; return how many there were."""
+
+    def close(self) -> None:  # noqa: B027 - nothing to release by default
+        """Release connections."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class MemoryRuleStore(RuleStore):
+    """Rules of one process (``memory://``)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pairs: dict[tuple[str, str], set[int]] = {}
+        self._dead: dict[tuple[str, str], tuple[int, str]] = {}
+
+    def support(self, host: str, rule: str, copy: str, kept: str) -> int:
+        with self._lock:
+            pairs = self._pairs.get((host, rule))
+            if pairs is None:
+                if len(self._pairs) >= MAX_RULES:
+                    return 0
+                pairs = self._pairs[(host, rule)] = set()
+            if len(pairs) < MAX_PAIRS:
+                pairs.add(pair_digest(host, rule, copy, kept))
+            return len(pairs)
+
+    def kill(self, host: str, rule: str, example: str) -> None:
+        with self._lock:
+            self._pairs.setdefault((host, rule), set())
+            count, first = self._dead.get((host, rule), (0, example[:MAX_EXAMPLE]))
+            self._dead[(host, rule)] = (count + 1, first)
+
+    def rules(self) -> list[RuleState]:
+        with self._lock:
+            return [
+                RuleState(host, rule, len(pairs), *self._dead.get((host, rule), (0, "")))
+                for (host, rule), pairs in sorted(self._pairs.items())
+            ]
+
+    def clear(self) -> int:
+        with self._lock:
+            count = len(self._pairs)
+            self._pairs.clear()
+            self._dead.clear()
+            return count
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS simhash_dust_rules (
+    ns TEXT NOT NULL, host TEXT NOT NULL, rule TEXT NOT NULL,
+    support INTEGER NOT NULL DEFAULT 0, counterexamples INTEGER NOT NULL DEFAULT 0,
+    example TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (ns, host, rule)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS simhash_dust_pairs (
+    ns TEXT NOT NULL, host TEXT NOT NULL, rule TEXT NOT NULL, pair INTEGER NOT NULL,
+    PRIMARY KEY (ns, host, rule, pair)
+) WITHOUT ROWID
+"""
+
+
+class SqliteRuleStore(RuleStore):
+    """Two tables next to the index's in the same file."""
+
+    def __init__(self, path: str, namespace: str, *, timeout_secs: float = 30.0) -> None:
+        self.namespace = namespace
+        self._lock = threading.RLock()
+        self._where = path
+        try:
+            self._db = connect(path, timeout_secs=timeout_secs)
+            with immediate(self._db, self._lock) as db:
+                for statement in _SCHEMA.split(";"):
+                    db.execute(statement)
+        except sqlite3.Error as exc:
+            raise self._error("open", exc) from exc
+
+    def _error(self, action: str, exc: BaseException) -> IndexBackendError:
+        return IndexBackendError(f"SQLite rule store {self._where}: {action} failed: {exc}")
+
+    def support(self, host: str, rule: str, copy: str, kept: str) -> int:
+        ns = self.namespace
+        try:
+            with immediate(self._db, self._lock) as db:
+                row = db.execute(
+                    "SELECT support FROM simhash_dust_rules WHERE ns=? AND host=? AND rule=?",
+                    (ns, host, rule),
+                ).fetchone()
+                if row is None:
+                    (count,) = db.execute(
+                        "SELECT COUNT(*) FROM simhash_dust_rules WHERE ns=?", (ns,)
+                    ).fetchone()
+                    if count >= MAX_RULES:
+                        return 0
+                    db.execute(
+                        "INSERT INTO simhash_dust_rules (ns, host, rule) VALUES (?, ?, ?)",
+                        (ns, host, rule),
+                    )
+                    support = 0
+                else:
+                    support = int(row[0])
+                if support >= MAX_PAIRS:
+                    return support
+                added = db.execute(
+                    "INSERT OR IGNORE INTO simhash_dust_pairs VALUES (?, ?, ?, ?)",
+                    (ns, host, rule, pair_digest(host, rule, copy, kept)),
+                ).rowcount
+                if added:
+                    support += 1
+                    db.execute(
+                        "UPDATE simhash_dust_rules SET support=? WHERE ns=? AND host=? AND rule=?",
+                        (support, ns, host, rule),
+                    )
+                return support
+        except sqlite3.Error as exc:
+            raise self._error("support", exc) from exc
+
+    def kill(self, host: str, rule: str, example: str) -> None:
+        try:
+            with immediate(self._db, self._lock) as db:
+                db.execute(
+                    "INSERT INTO simhash_dust_rules (ns, host, rule, counterexamples, example) "
+                    "VALUES (?, ?, ?, 1, ?) ON CONFLICT (ns, host, rule) DO UPDATE SET "
+                    "counterexamples = counterexamples + 1, example = CASE WHEN example = '' "
+                    "THEN excluded.example ELSE example END",
+                    (self.namespace, host, rule, example[:MAX_EXAMPLE]),
+                )
+        except sqlite3.Error as exc:
+            raise self._error("kill", exc) from exc
+
+    def rules(self) -> list[RuleState]:
+        try:
+            with self._lock:
+                rows = self._db.execute(
+                    "SELECT host, rule, support, counterexamples, example FROM "
+                    "simhash_dust_rules WHERE ns=? ORDER BY host, rule",
+                    (self.namespace,),
+                ).fetchall()
+        except sqlite3.Error as exc:
+            raise self._error("list", exc) from exc
+        return [RuleState(*row) for row in rows]
+
+    def clear(self) -> int:
+        try:
+            with immediate(self._db, self._lock) as db:
+                count = db.execute(
+                    "DELETE FROM simhash_dust_rules WHERE ns=?", (self.namespace,)
+                ).rowcount
+                db.execute("DELETE FROM simhash_dust_pairs WHERE ns=?", (self.namespace,))
+                return int(count)
+        except sqlite3.Error as exc:
+            raise self._error("clear", exc) from exc
+
+    def close(self) -> None:
+        with suppress(sqlite3.Error):
+            self._db.close()
+
+
+#: KEYS: rules hash, pairs hash. ARGV: field, pair field, MAX_PAIRS, MAX_RULES.
+#: Rule value: "support counterexamples example".
+_SUPPORT = """
+local value = redis.call('HGET', KEYS[1], ARGV[1])
+local support, dead, example = 0, 0, ''
+if value then
+  local a, b = string.find(value, ' ', 1, true)
+  local c = string.find(value, ' ', b + 1, true)
+  support = tonumber(string.sub(value, 1, a - 1))
+  dead = tonumber(string.sub(value, b + 1, c - 1))
+  example = string.sub(value, c + 1)
+elseif redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[4]) then
+  return 0
+end
+if support < tonumber(ARGV[3]) and redis.call('HSETNX', KEYS[2], ARGV[2], 1) == 1 then
+  support = support + 1
+end
+redis.call('HSET', KEYS[1], ARGV[1], support .. ' ' .. dead .. ' ' .. example)
+return support
+"""
+#: KEYS: rules hash. ARGV: field, example.
+_KILL = """
+local value = redis.call('HGET', KEYS[1], ARGV[1])
+local support, dead, example = 0, 0, ARGV[2]
+if value then
+  local a, b = string.find(value, ' ', 1, true)
+  local c = string.find(value, ' ', b + 1, true)
+  support = tonumber(string.sub(value, 1, a - 1))
+  dead = tonumber(string.sub(value, b + 1, c - 1))
+  if c < #value then example = string.sub(value, c + 1) end
+end
+redis.call('HSET', KEYS[1], ARGV[1], support .. ' ' .. (dead + 1) .. ' ' .. example)
+return dead + 1
+"""
+
+
+class RedisRuleStore(RuleStore):
+    """Two hashes under the namespace's hash tag (one Cluster slot, like the index)."""
+
+    def __init__(self, url: str, namespace: str, **options: Any) -> None:
+        import redis
+
+        self._url = url
+        self._errors = (redis.RedisError,)
+        prefix = f"simhash:{{{namespace}}}:"
+        self._keys = [prefix + "ur", prefix + "up"]
+        try:
+            self._client: Any = sync_client(url, **options)
+            self._support = self._client.register_script(_SUPPORT)
+            self._kill = self._client.register_script(_KILL)
+        except self._errors as exc:
+            raise self._error("open", exc) from exc
+
+    def _error(self, action: str, exc: BaseException) -> IndexBackendError:
+        return IndexBackendError(
+            f"Redis rule store {mask_url(self._url)}: {action} failed: {type(exc).__name__}"
+        )
+
+    def support(self, host: str, rule: str, copy: str, kept: str) -> int:
+        field = f"{host}\0{rule}"
+        pair = f"{field}\0{pair_digest(host, rule, copy, kept)}"
+        try:
+            return int(self._support(keys=self._keys, args=[field, pair, MAX_PAIRS, MAX_RULES]))
+        except self._errors as exc:
+            raise self._error("support", exc) from exc
+
+    def kill(self, host: str, rule: str, example: str) -> None:
+        try:
+            self._kill(keys=self._keys[:1], args=[f"{host}\0{rule}", example[:MAX_EXAMPLE]])
+        except self._errors as exc:
+            raise self._error("kill", exc) from exc
+
+    def rules(self) -> list[RuleState]:
+        try:
+            raw = self._client.hgetall(self._keys[0])
+        except self._errors as exc:
+            raise self._error("list", exc) from exc
+        out = []
+        for field, value in raw.items():
+            host, _, rule = field.decode("utf-8", "replace").partition("\0")
+            support, dead, example = value.decode("utf-8", "replace").split(" ", 2)
+            out.append(RuleState(host, rule, int(support), int(dead), example))
+        return sorted(out)
+
+    def clear(self) -> int:
+        try:
+            count = int(self._client.hlen(self._keys[0]))
+            for key in self._keys:
+                self._client.delete(key)
+        except self._errors as exc:
+            raise self._error("clear", exc) from exc
+        return count
+
+    def close(self) -> None:
+        with suppress(*self._errors):
+            self._client.close()
+
+
+def open_rule_store(url: str | None, namespace: str, **options: Any) -> RuleStore:
+    """The rule store of ``namespace`` in the storage the index URL names (None: the
+    embedded SQLite file). ``options``: Redis client options, or SQLite's ``timeout``."""
+    from scrapy_simhash.index.sqlite import DEFAULT_URL, sqlite_path
+
+    url = url or DEFAULT_URL
+    scheme = url.partition("://")[0]
+    if scheme == "memory":
+        return MemoryRuleStore()
+    if scheme == "sqlite":
+        timeout = float(options.get("timeout", 30.0))
+        return SqliteRuleStore(sqlite_path(url), namespace, timeout_secs=timeout)
+    if scheme in REDIS_SCHEMES:
+        from scrapy_simhash.index.redis_backend import client_options
+
+        return RedisRuleStore(url, namespace, **client_options(dict(options)))
+    raise ConfigurationError(
+        f"no URL rule store for {mask_url(url)!r}: SIMHASH_DUST_ENABLED needs a memory://, "
+        "sqlite:// or redis:// index"
+    )
