@@ -43,6 +43,7 @@ from scrapy_simhash.dust import (
     learn,
     open_rule_store,
 )
+from scrapy_simhash.dust.book import MIN_SUPPORT
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError, InvalidKeyError
 
 if TYPE_CHECKING:
@@ -54,8 +55,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: Distinct (copy, kept) pairs a rule needs before it is trusted.
-MIN_SUPPORT = 3
 #: Share of skippable requests fetched anyway to keep checking the rules.
 CHECK_SHARE = 0.1
 #: Seconds between reads of the shared rules (other processes' rules and counterexamples).
@@ -153,7 +152,12 @@ class DustGlue:
         task.add_done_callback(_TASKS.discard)
 
     def _requeue(self, requests: list[Request], why: str) -> None:
-        engine = self.crawler.engine
+        if not requests:
+            return
+        try:
+            engine = self.crawler.engine
+        except RuntimeError:  # Scrapy 2.14+: no crawl running (the middleware driven alone)
+            engine = None
         for request in requests:
             self._inc("requeued")
             logger.info("Fetching %s after all: its URL rule was %s", request.url, why)
@@ -169,7 +173,7 @@ class DustGlue:
             await self._process_request(request)
         except KnownCopy:
             raise
-        except Exception:
+        except Exception:  # noqa: BLE001 - logged with its traceback; the request goes on
             self._failed("deciding whether to fetch", request)
 
     def _failed(self, doing: str, request: Request) -> None:
@@ -235,7 +239,7 @@ class DustGlue:
     ) -> None:
         try:
             await self._observed(request, own, key, fingerprint, duplicate_of)
-        except Exception:
+        except Exception:  # noqa: BLE001 - logged with its traceback; the page goes on
             self._failed("learning from", request)
 
     async def _observed(

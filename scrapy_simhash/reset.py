@@ -64,8 +64,15 @@ def _recrawl(url: str | None, namespace: str, options: Mapping[str, Any]) -> lis
     return [Cleared("recrawl states", count)]
 
 
+def _rules(url: str | None, namespace: str, options: Mapping[str, Any]) -> list[Cleared]:
+    from scrapy_simhash.dust import open_rule_store
+
+    with open_rule_store(url, namespace) as store:
+        return [Cleared("URL rules", store.clear())]
+
+
 #: Every kind of state a namespace holds, cleared in this order.
-PARTS: list[ResetPart] = [_index, _recrawl]
+PARTS: list[ResetPart] = [_rules, _index, _recrawl]
 
 
 def reset_namespace(

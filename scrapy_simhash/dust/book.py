@@ -23,6 +23,8 @@ from scrapy_simhash.dust.store import RuleState
 
 T = TypeVar("T")
 
+#: Distinct (copy, kept) pairs a rule needs before it is trusted (SIMHASH_DUST_MIN_SUPPORT).
+MIN_SUPPORT = 3
 #: Checks waiting for the other URL's page, at most.
 MAX_PENDING = 10_000
 #: Skipped requests remembered for re-queueing, at most (then nothing more is skipped).

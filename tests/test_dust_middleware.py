@@ -1,0 +1,153 @@
+"""URL rules in the downloader middleware, driven in-process in a chosen order: learning from
+drops, skipping known copies, checks, counterexamples and re-queueing."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from scrapy.http import HtmlResponse, Request
+
+from scrapy_simhash._scrapy_errors import KnownCopy, NearDuplicate
+from tests.scrapy_inprocess import Harness, story
+
+WORDS = ["harbour", "council", "bridge", "tram", "library", "orchard", "festival", "museum", "archive", "river", "budget", "school", "station", "market", "theatre", "garden", "clinic", "ferry", "stadium", "canal", "tower", "valley", "island", "forest", "harvest", "winter", "summer", "engine", "signal", "printer", "bakery", "violin", "lantern", "meadow", "quarry"]
+SITE = "http://site.example"
+
+
+def text(seed: int) -> bytes:
+    """A page of its own: sentences of words drawn with ``seed`` (far from any other seed)."""
+    rng = random.Random(seed)
+    return story([" ".join(rng.choice(WORDS) for _ in range(14)) + "." for _ in range(6)])
+
+
+class Dust(Harness):
+    def request(self, url: str) -> Request:
+        request = Request(url)
+        self.loop.run_until_complete(self.middleware.process_request(request))
+        return request
+
+    def fetched(self, url: str, body: bytes, request: Request | None = None) -> Any:
+        request = request or Request(url)
+        response = HtmlResponse(url, body=body, request=request)
+        try:
+            return self.loop.run_until_complete(self.middleware.process_response(request, response))
+        except Exception as exc:  # noqa: BLE001 (the test inspects what was raised)
+            return exc
+
+    def rules(self) -> list[Any]:
+        dust = self.middleware.dust
+        assert dust is not None
+        return self.loop.run_until_complete(dust.store.rules())
+
+
+@pytest.fixture
+def dust() -> Iterator[Dust]:
+    loop = asyncio.new_event_loop()
+    h = Dust(loop, {
+        "SIMHASH_DUST_ENABLED": True, "SIMHASH_DUST_MIN_SUPPORT": 2,
+        "SIMHASH_DUST_CHECK_SHARE": 0.0, "SIMHASH_DROP_DUPLICATES": True,
+    })
+    try:
+        yield h
+    finally:
+        h.close()
+        loop.close()
+
+
+def learn_sid(dust: Dust) -> None:
+    """Two pages and their session-id copies: ``param:sid`` is trusted (support 2)."""
+    for n in (1, 2):
+        dust.fetched(f"{SITE}/a{n}", text(n))
+        assert isinstance(dust.fetched(f"{SITE}/a{n}?sid={n}", text(n)), NearDuplicate)
+
+
+def test_copies_teach_a_rule_that_skips_the_next_copy(dust: Dust) -> None:
+    dust.fetched(f"{SITE}/a0", text(10))
+    dust.fetched(f"{SITE}/a0?sid=9", text(10))
+    dust.fetched(f"{SITE}/b", text(3))
+    dust.request(f"{SITE}/b?sid=4")  # one pair is not enough support
+    learn_sid(dust)
+    assert [(s.rule, s.support, s.counterexamples) for s in dust.rules()] == [
+        ("param:sid", 3, 0)
+    ]
+    with pytest.raises(KnownCopy) as raised:
+        dust.request(f"{SITE}/b?sid=5")
+    assert raised.value.kept_url == f"{SITE}/b"
+    assert raised.value.rules == ("param:sid",)
+    assert dust.stat("dust/skipped") == 1
+    # A URL whose rewrite is no kept page is fetched; so is a URL of another host.
+    dust.request(f"{SITE}/unknown?sid=5")
+    dust.request("http://other.example/b?sid=5")
+    # meta simhash_dust=False fetches whatever the rules say.
+    request = Request(f"{SITE}/b?sid=6", meta={"simhash_dust": False})
+    dust.loop.run_until_complete(dust.middleware.process_request(request))
+    assert dust.stat("dust/skipped") == 1
+
+
+def test_a_counterexample_kills_the_rule_and_queues_its_skips_again(dust: Dust) -> None:
+    learn_sid(dust)
+    dust.fetched(f"{SITE}/b", text(3))
+    with pytest.raises(KnownCopy):
+        dust.request(f"{SITE}/b?sid=1")
+    # /c?sid=2 is a page of its own; /c is not known yet, so the check waits for it.
+    dust.fetched(f"{SITE}/c?sid=2", text(4))
+    assert dust.stat("dust/counterexamples") is None
+    dust.fetched(f"{SITE}/c", text(5))
+    assert dust.stat("dust/counterexamples") == 1
+    assert dust.stat("dust/requeued") == 1  # /b?sid=1, skipped under the dead rule
+    (state,) = dust.rules()
+    assert state.counterexamples == 1
+    assert f"{SITE}/c" in state.example
+    dust.request(f"{SITE}/b?sid=7")  # nothing is skipped under a dead rule
+    assert dust.stat("dust/skipped") == 1
+
+
+def test_a_share_of_skippable_requests_is_fetched_to_check_the_rule(dust: Dust) -> None:
+    learn_sid(dust)
+    glue = dust.middleware.dust
+    assert glue is not None
+    glue.check_share = 1.0
+    dust.fetched(f"{SITE}/b", text(3))
+    passing = dust.request(f"{SITE}/b?sid=1")
+    dust.fetched(f"{SITE}/b?sid=1", text(3), passing)
+    assert dust.stat("dust/checks") == 1
+    assert dust.stat("dust/check_passed") == 1
+    dust.fetched(f"{SITE}/d", text(6))
+    failing = dust.request(f"{SITE}/d?sid=2")
+    dust.fetched(f"{SITE}/d?sid=2", text(7), failing)
+    assert dust.stat("dust/check_failed") == 1
+    assert dust.rules()[0].counterexamples == 1
+
+
+def test_the_check_share_is_drawn_from_the_injected_generator(dust: Dust) -> None:
+    learn_sid(dust)
+    glue = dust.middleware.dust
+    assert glue is not None
+    glue.check_share = 0.5
+    glue.rng = random.Random(3)
+    draws = random.Random(3)
+    expected = [draws.random() < 0.5 for _ in range(20)]
+    checked = []
+    for n in range(20):
+        dust.fetched(f"{SITE}/e{n}", text(100 + n))
+        try:
+            request = dust.request(f"{SITE}/e{n}?sid=1")
+        except KnownCopy:
+            checked.append(False)
+        else:
+            checked.append("simhash_dust_check" in request.meta)
+    assert checked == expected
+
+
+def test_off_by_default() -> None:
+    loop = asyncio.new_event_loop()
+    h = Harness(loop, {})
+    try:
+        assert h.middleware.dust is None
+    finally:
+        h.close()
+        loop.close()

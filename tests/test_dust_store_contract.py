@@ -1,0 +1,139 @@
+"""One rule store contract, every backend: memory, SQLite, Redis and Redis Cluster."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scrapy_simhash.dust import AsyncRuleStore, RuleState, open_rule_store
+from scrapy_simhash.dust import store as store_module
+from scrapy_simhash.exceptions import ConfigurationError
+from scrapy_simhash.reset import reset_namespace
+
+BACKENDS = ["memory", "sqlite", "redis", "cluster"]
+H = "example.com"
+
+
+def _url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if backend == "memory":
+        return "memory://"
+    if backend == "sqlite":
+        return f"sqlite:///{tmp_path}/index.sqlite3"
+    if backend == "redis":
+        return str(request.getfixturevalue("redis_url"))
+    return str(request.getfixturevalue("redis_cluster_url"))
+
+
+@pytest.fixture(params=BACKENDS)
+def make(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[..., Any]]:
+    url = _url(request.param, request, tmp_path)
+    opened: list[Any] = []
+
+    def make_store(namespace: str = "ns") -> Any:
+        store = open_rule_store(url, namespace)
+        opened.append(store)
+        return store
+
+    make_store.backend = request.param  # type: ignore[attr-defined]
+    make_store.url = url  # type: ignore[attr-defined]
+    yield make_store
+    for store in opened:
+        store.clear()
+        store.close()
+
+
+def test_support_counts_distinct_pairs_once(make: Callable[..., Any]) -> None:
+    store = make()
+    assert store.support(H, "param:sid", "http://example.com/a?sid=1", "http://example.com/a") == 1
+    # The same pair again, either way round, is no new support.
+    assert store.support(H, "param:sid", "http://example.com/a?sid=1", "http://example.com/a") == 1
+    assert store.support(H, "param:sid", "http://example.com/a", "http://example.com/a?sid=1") == 1
+    assert store.support(H, "param:sid", "http://example.com/b?sid=2", "http://example.com/b") == 2
+    assert store.rules() == [RuleState(H, "param:sid", 2, 0, "")]
+
+
+def test_rules_are_per_host_and_per_namespace(make: Callable[..., Any]) -> None:
+    store, other = make(), make("other")
+    store.support(H, "param:sid", "a", "b")
+    store.support("m.example.com", "param:sid", "a", "b")
+    assert [(s.host, s.rule) for s in store.rules()] == [
+        (H, "param:sid"), ("m.example.com", "param:sid"),
+    ]
+    assert other.rules() == []
+
+
+def test_a_counterexample_kills_the_rule_and_is_kept(make: Callable[..., Any]) -> None:
+    store = make()
+    for n in range(3):
+        store.support(H, "param:lang", f"http://example.com/{n}?lang=de", f"http://example.com/{n}")
+    store.kill(H, "param:lang", "/x?lang=de and /x differ by 30 bits")
+    store.kill(H, "param:lang", "a second one")
+    (state,) = store.rules()
+    assert state == RuleState(H, "param:lang", 3, 2, "/x?lang=de and /x differ by 30 bits")
+    assert not state.trusted(1)
+    # A rule can die before any support (a check of a rule learned elsewhere).
+    store.kill(H, "param:page", "page 2 is not page 1")
+    assert store.rules()[1] == RuleState(H, "param:page", 0, 1, "page 2 is not page 1")
+
+
+def test_growth_is_bounded(make: Callable[..., Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store_module, "MAX_PAIRS", 4)
+    monkeypatch.setattr(store_module, "MAX_RULES", 3)
+    store = make()
+    supports = [store.support(H, "param:sid", f"c{n}", f"k{n}") for n in range(10)]
+    assert supports == [1, 2, 3, 4, 4, 4, 4, 4, 4, 4]
+    assert store.support(H, "param:a", "c", "k") == 1
+    assert store.support(H, "param:b", "c", "k") == 1
+    assert store.support(H, "param:c", "c", "k") == 0  # a fourth rule is not recorded
+    assert len(store.rules()) == 3
+
+
+def test_all_processes_share_the_rules(make: Callable[..., Any]) -> None:
+    if make.backend == "memory":  # type: ignore[attr-defined]
+        pytest.skip("memory:// rules live in one process")
+    one, two = make(), make()
+    one.support(H, "param:sid", "c1", "k1")
+    assert two.support(H, "param:sid", "c2", "k2") == 2
+    two.kill(H, "param:sid", "no")
+    assert one.rules()[0].counterexamples == 1
+
+
+def test_clear_and_namespace_reset(make: Callable[..., Any]) -> None:
+    store = make()
+    store.support(H, "param:sid", "c", "k")
+    store.support(H, "param:ref", "c", "k")
+    if make.backend != "memory":  # type: ignore[attr-defined]
+        cleared = reset_namespace(make.url, "ns", {})  # type: ignore[attr-defined]
+        assert str(cleared[0]) == "2 URL rules"
+    else:
+        assert store.clear() == 2
+    assert store.rules() == []
+    store.support(H, "param:sid", "c", "k")
+    assert store.clear() == 1
+    assert store.rules() == []
+
+
+def test_async_store_runs_off_the_loop(make: Callable[..., Any]) -> None:
+    url = make.url  # type: ignore[attr-defined]
+
+    async def use() -> None:
+        store = AsyncRuleStore(lambda: open_rule_store(url, "async"))
+        try:
+            assert await store.support(H, "param:sid", "c", "k") == 1
+            await store.kill(H, "param:sid", "x")
+            assert (await store.rules())[0].counterexamples == 1
+        finally:
+            await store.aclose()
+
+    asyncio.run(use())
+    with open_rule_store(url, "async") as cleanup:
+        cleanup.clear()
+
+
+def test_unknown_scheme_is_refused_with_the_reason() -> None:
+    with pytest.raises(ConfigurationError, match="no URL rule store"):
+        open_rule_store("mongodb://localhost/x", "ns")
