@@ -90,3 +90,20 @@ def harness(**settings: Any) -> Iterator[Harness]:
     finally:
         h.close()
         loop.close()
+
+
+#: Words of generated pages: two seeds give pages far apart, one seed the same page.
+WORDS = [
+    "harbour", "council", "bridge", "tram", "library", "orchard", "festival", "museum",
+    "archive", "river", "budget", "school", "station", "market", "theatre", "garden", "clinic",
+    "ferry", "stadium", "canal", "tower", "valley", "island", "forest", "harvest", "winter",
+    "engine", "signal", "printer", "bakery", "violin", "lantern", "meadow", "quarry",
+]
+
+
+def random_story(seed: int, words: list[str] = WORDS) -> bytes:
+    """A page of its own: six sentences of words drawn with ``seed``."""
+    import random
+
+    rng = random.Random(seed)
+    return story([" ".join(rng.choice(words) for _ in range(14)) + "." for _ in range(6)])

@@ -12,16 +12,12 @@ import pytest
 from scrapy.http import HtmlResponse, Request
 
 from scrapy_simhash._scrapy_errors import KnownCopy, NearDuplicate
-from tests.scrapy_inprocess import Harness, story
+from tests.scrapy_inprocess import Harness, random_story
 
-WORDS = ["harbour", "council", "bridge", "tram", "library", "orchard", "festival", "museum", "archive", "river", "budget", "school", "station", "market", "theatre", "garden", "clinic", "ferry", "stadium", "canal", "tower", "valley", "island", "forest", "harvest", "winter", "summer", "engine", "signal", "printer", "bakery", "violin", "lantern", "meadow", "quarry"]
 SITE = "http://site.example"
 
 
-def text(seed: int) -> bytes:
-    """A page of its own: sentences of words drawn with ``seed`` (far from any other seed)."""
-    rng = random.Random(seed)
-    return story([" ".join(rng.choice(WORDS) for _ in range(14)) + "." for _ in range(6)])
+text = random_story
 
 
 class Dust(Harness):
