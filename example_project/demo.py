@@ -9,6 +9,7 @@ is reported changed, the letter unchanged.
     python3 example_project/demo.py                      # embedded SQLite index in .scrapy/
     python3 example_project/demo.py --index-url redis://127.0.0.1:6379/0
     python3 example_project/demo.py -s SIMHASH_MAX_DISTANCE=0 --verbose
+    python3 example_project/demo.py --dust      # and skip fetching copies URL rules name
 
 Each run starts from an empty index (``--keep-index`` keeps what earlier runs stored), so
 the summary is the same every time.
@@ -57,6 +58,8 @@ def project_settings(args: argparse.Namespace) -> Any:
         settings.set("SIMHASH_INDEX_URL", args.index_url, priority="cmdline")
     if not args.verbose:
         settings.set("LOG_LEVEL", "WARNING", priority="cmdline")
+    if args.dust:
+        settings.set("SIMHASH_DUST_ENABLED", True, priority="cmdline")
     for name, value in args.settings:
         settings.set(name, value, priority="cmdline")
     return settings
@@ -130,6 +133,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, choices=(1, 2), default=2, help="crawls to run")
     parser.add_argument(
         "--keep-index", action="store_true", help="keep what earlier runs stored (no reset)"
+    )
+    parser.add_argument(
+        "--dust", action="store_true",
+        help="learn URL rules from the copies found and skip fetching known copies "
+        "(SIMHASH_DUST_ENABLED=True)",
     )
     parser.add_argument("--verbose", action="store_true", help="show Scrapy's full log")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")

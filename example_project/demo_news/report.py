@@ -58,6 +58,9 @@ class RoundReport:
     stats: dict[str, Any] = field(default_factory=dict)
     #: URLs the recrawl store schedules after this round (site-relative).
     schedule: list[str] = field(default_factory=list)
+    #: Requests not fetched because URL rules name them copies of a kept page
+    #: (SIMHASH_DUST_ENABLED): path -> the kept page's path.
+    skipped: dict[str, str] = field(default_factory=dict)
 
     @property
     def kept(self) -> list[PageResult]:
@@ -85,6 +88,7 @@ class Recorder:
         self._started = time.monotonic()
         crawler.signals.connect(self._opened, signal=scrapy_signals.spider_opened)
         crawler.signals.connect(self._observed, signal=signals.page_observed)
+        crawler.signals.connect(self._skipped, signal=signals.known_copy_skipped)
         crawler.signals.connect(self._closed, signal=scrapy_signals.spider_closed)
 
     def _path(self, url: str) -> str:
@@ -107,6 +111,9 @@ class Recorder:
             )
         )
 
+    def _skipped(self, request: Any, kept_url: str, **_: Any) -> None:
+        self.report.skipped[self._path(request.url)] = self._path(kept_url)
+
     def _closed(self, spider: Any, reason: str) -> None:
         stats = self.crawler.stats.get_stats()
         self.report.pages_fetched = int(stats.get("downloader/response_count", 0))
@@ -124,7 +131,7 @@ def check_against_site(report: RoundReport) -> dict[str, list[str]]:
     of the original.
     """
     clusters = DemoSite(round=report.round).clusters()
-    caught, wrong_original, missed = [], [], []
+    caught, wrong_original, missed, avoided = [], [], [], []
     for original, copies in clusters.items():
         members = [report.page(path) for path in (original, *copies.values())]
         fetched = [page for page in members if page is not None]
@@ -141,11 +148,26 @@ def check_against_site(report: RoundReport) -> dict[str, list[str]]:
                 wrong_original.append(f"{page.path} -> {page.duplicate_of}")
             else:
                 caught.append(page.path)
-        missed += [path for path, page in zip(copies.values(), members[1:], strict=True) if page is None]
+        story = {original, *copies.values()}
+        for path, page in zip((original, *copies.values()), members, strict=True):
+            if page is not None:
+                continue
+            # Not fetched: a copy the URL rules named a copy of a page of its own story.
+            if report.skipped.get(path) in story:
+                avoided.append(path)
+            elif path != original or path not in report.skipped:
+                missed.append(path)
     known = {path for o, c in clusters.items() for path in (o, *c.values())}
     false = [f"{p.path} -> {p.duplicate_of}" for p in report.duplicates if p.path not in known]
+    story_of = {path: o for o, c in clusters.items() for path in (o, *c.values())}
+    wrong_skips = [
+        f"{path} -> {kept}" for path, kept in report.skipped.items()
+        if path not in story_of or story_of.get(kept) != story_of[path]
+    ]
     return {
         "caught": caught,
+        "avoided": avoided,
+        "distinct_skipped": wrong_skips,
         "wrong_original": wrong_original,
         "missed": missed,
         "false_duplicates": false,
@@ -228,11 +250,20 @@ def format_round(report: RoundReport) -> list[str]:
         )
     check = check_against_site(report)
     total = len(check["caught"]) + len(check["missed"]) + len(check["wrong_original"])
+    total += len(check["avoided"])
+    recognised = len(check["caught"]) + len(check["avoided"])
     lines.append(
-        f"  Ground truth: {len(check['caught'])} of {total} copies recognised as copies of "
+        f"  Ground truth: {recognised} of {total} copies recognised as copies of "
         f"their original; {len(check['false_duplicates'])} distinct pages taken for copies"
     )
+    if report.skipped:
+        lines.append(
+            f"  URL rules: {len(check['avoided'])} copies not fetched at all (of "
+            f"{len(check['avoided']) + len(check['caught'])} copies recognised), "
+            f"{len(check['distinct_skipped'])} distinct pages skipped"
+        )
     for name, label in (
+        ("distinct_skipped", "distinct pages skipped by URL rules"),
         ("missed", "copies kept as unique"),
         ("wrong_original", "copies matched to another page"),
         ("false_duplicates", "distinct pages dropped as duplicates"),
