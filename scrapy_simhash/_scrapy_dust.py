@@ -44,6 +44,7 @@ from scrapy_simhash.dust import (
     open_rule_store,
 )
 from scrapy_simhash.dust.book import MIN_SUPPORT
+from scrapy_simhash.dust.store import MAX_PAIRS
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError, InvalidKeyError
 
 if TYPE_CHECKING:
@@ -90,7 +91,9 @@ class DustGlue:
         self.keys = keys
         self.max_distance = max_distance
         self.hamming = hamming
-        self.min_support = get_int(settings, "SIMHASH_DUST_MIN_SUPPORT", MIN_SUPPORT, minimum=1)
+        self.min_support = get_int(
+            settings, "SIMHASH_DUST_MIN_SUPPORT", MIN_SUPPORT, minimum=1, maximum=MAX_PAIRS
+        )
         self.check_share = get_float(
             settings, "SIMHASH_DUST_CHECK_SHARE", CHECK_SHARE, minimum=0.0, maximum=1.0
         )

@@ -4,14 +4,15 @@ Per rule the store keeps its support (distinct (copy, kept) pairs, each counted 
 often it is seen again) and its counterexamples (pairs of fetched URLs the rule maps together
 whose pages differ). A rule with one counterexample is dead for good on its host.
 
-Growth is bounded: a rule remembers at most :data:`MAX_PAIRS` pair digests (8 bytes each:
-support beyond that is not needed to trust it), and a namespace holds at most
-:data:`MAX_RULES` rules (a rule first seen beyond that is not recorded).
+Growth is bounded: a rule remembers at most :data:`MAX_PAIRS` pair digests (8 bytes each,
+naming host, rule and pair: support beyond that is not needed to trust it), and a namespace
+holds at most :data:`MAX_RULES` rules (a rule first seen beyond that is not recorded).
 """
 
 from __future__ import annotations
 
 import sqlite3
+import struct
 import threading
 from abc import ABC, abstractmethod
 from contextlib import suppress
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 #: Pair digests kept per rule: support counts up to here, then stays.
-MAX_PAIRS = 64
+MAX_PAIRS = 32
 #: Rules per namespace at most (all hosts together).
 MAX_RULES = 10_000
 #: Longest counterexample kept (characters), for `scrapy simhash rules`.
@@ -133,8 +134,7 @@ CREATE TABLE IF NOT EXISTS simhash_dust_rules (
     PRIMARY KEY (ns, host, rule)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS simhash_dust_pairs (
-    ns TEXT NOT NULL, host TEXT NOT NULL, rule TEXT NOT NULL, pair INTEGER NOT NULL,
-    PRIMARY KEY (ns, host, rule, pair)
+    ns TEXT NOT NULL, pair INTEGER NOT NULL, PRIMARY KEY (ns, pair)
 ) WITHOUT ROWID
 """
 
@@ -181,8 +181,8 @@ class SqliteRuleStore(RuleStore):
                 if support >= MAX_PAIRS:
                     return support
                 added = db.execute(
-                    "INSERT OR IGNORE INTO simhash_dust_pairs VALUES (?, ?, ?, ?)",
-                    (ns, host, rule, pair_digest(host, rule, copy, kept)),
+                    "INSERT OR IGNORE INTO simhash_dust_pairs VALUES (?, ?)",
+                    (ns, pair_digest(host, rule, copy, kept)),
                 ).rowcount
                 if added:
                     support += 1
@@ -295,7 +295,7 @@ class RedisRuleStore(RuleStore):
 
     def support(self, host: str, rule: str, copy: str, kept: str) -> int:
         field = f"{host}\0{rule}"
-        pair = f"{field}\0{pair_digest(host, rule, copy, kept)}"
+        pair = struct.pack(">q", pair_digest(host, rule, copy, kept))  # names host and rule
         try:
             return int(self._support(keys=self._keys, args=[field, pair, MAX_PAIRS, MAX_RULES]))
         except self._errors as exc:
