@@ -40,6 +40,14 @@ def test_host_alias_with_parameters() -> None:
     assert rewrites(url("/b?utm_id=4", "m.example.com"), rules)[0] == url("/b", "www.example.com")
 
 
+def test_a_session_path_parameter_is_learned_and_removed() -> None:
+    rules = learn(url("/a.html;jsessionid=ABC"), url("/a.html"))
+    assert rules == ["pathparam:jsessionid"]
+    assert rewrites(url("/b.html;jsessionid=XYZ"), rules) == [url("/b.html")]
+    assert normal(url("/b.html;jsessionid=XYZ"), rules) == url("/b.html")
+    assert learn(url("/a.html;v=1"), url("/b.html")) == []
+
+
 def test_pairs_no_rule_explains_teach_nothing() -> None:
     assert learn(url("/a?page=2"), url("/a?page=3")) == []  # a value changed, not removed
     assert learn(url("/x/2021/abc.html"), url("/y/2022/def.html")) == []  # two ids

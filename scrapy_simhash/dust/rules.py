@@ -13,6 +13,7 @@ is what the rule store keeps and ``scrapy simhash rules`` shows:
 - ``suffix:OLD>NEW`` replaces the end ``OLD`` of the path by ``NEW`` (``/amp>.html``,
   ``/index.html>/``);
 - ``prefix:OLD>NEW`` replaces the start of the path (``/print>``);
+- ``pathparam:NAME`` removes a ``;NAME=...`` path parameter (``;jsessionid=``);
 - ``host:SCHEME://NETLOC`` moves the URL to another host (``m.`` and ``www.`` aliases).
 
 A path rule between two non-empty strings works both ways (``/x/amp`` and ``/x.html`` name
@@ -128,10 +129,16 @@ def learn(copy: str, kept: str) -> list[str]:
             return []
         rules.extend(f"param:{name}" for name in names)
     if a.path != b.path:
-        rule = path_rule(a.path, b.path)
-        if rule is None:
-            return []
-        rules.append(rule)
+        if ";" in a.path or ";" in b.path:
+            names = _path_param_rules(a.path, b.path)
+            if not names:
+                return []
+            rules.extend(names)
+        else:
+            rule = path_rule(a.path, b.path)
+            if rule is None:
+                return []
+            rules.append(rule)
     if not rules:
         return []
     # Only a combination that really maps one URL to the other (both ways for hosts: the
@@ -141,6 +148,26 @@ def learn(copy: str, kept: str) -> list[str]:
     if kept in forward or (copy in backward and not rules[0].startswith("host:")):
         return rules
     return []
+
+
+def _path_params(path: str) -> tuple[str, list[str]]:
+    """A path without its ``;name=value`` parameters (``;jsessionid=...``), and their names."""
+    base, *params = path.split(";")
+    return base, [p.partition("=")[0] for p in params if p]
+
+
+def _path_param_rules(a: str, b: str) -> list[str]:
+    """``pathparam:NAME`` rules when one path is the other plus ``;NAME=...`` parameters."""
+    (base_a, names_a), (base_b, names_b) = _path_params(a), _path_params(b)
+    if base_a != base_b or (names_a and names_b):
+        return []
+    return sorted(f"pathparam:{name}" for name in {*names_a, *names_b} if name)
+
+
+def _strip_path_params(path: str, names: set[str]) -> str:
+    base, *params = path.split(";")
+    kept = [p for p in params if p and p.partition("=")[0] not in names]
+    return ";".join([base, *kept])
 
 
 def _apply_path(path: str, rule: str) -> list[str]:
@@ -181,6 +208,11 @@ def rewrites(url: str, rules: Iterable[str]) -> list[str]:
         segments = [s for s in parts.query.split("&") if s]
         query = "&".join(s for s in segments if _name(s) not in params)
     path_options: list[str] = []
+    path_params = {r[10:] for r in rules if r.startswith("pathparam:")}
+    if path_params and ";" in parts.path:
+        stripped = _strip_path_params(parts.path, path_params)
+        if stripped != parts.path:
+            path_options.append(stripped)
     for rule in paths:
         for path in _apply_path(parts.path, rule):
             if path not in path_options and path.startswith("/"):
@@ -211,6 +243,8 @@ def used_rules(url: str, other: str, rules: Iterable[str]) -> list[str]:
             used = body in names and body not in left
         elif kind == "host":
             used = a.netloc != b.netloc
+        elif kind == "pathparam":
+            used = body in _path_params(a.path)[1] and body not in _path_params(b.path)[1]
         else:
             used = a.path != b.path and b.path in _apply_path(a.path, rule)
         if used:
@@ -231,6 +265,9 @@ def normal(url: str, rules: Iterable[str]) -> str:
     params = {r[6:] for r in rules if r.startswith("param:")}
     if params:
         query = "&".join(s for s in query.split("&") if s and _name(s) not in params)
+    path_params = {r[10:] for r in rules if r.startswith("pathparam:")}
+    if path_params:
+        path = _strip_path_params(path, path_params)
     for rule in sorted(r for r in rules if r.startswith(("suffix:", "prefix:"))):
         kind, _, body = rule.partition(":")
         old, _, new = body.partition(">")
