@@ -21,6 +21,7 @@ costs only skipping: requests are then fetched as without the feature.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 import time
@@ -28,6 +29,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals as scrapy_signals
+from scrapy.exceptions import DontCloseSpider
 
 from scrapy_simhash import signals
 from scrapy_simhash._scrapy_errors import KnownCopy
@@ -114,6 +116,11 @@ class DustGlue:
         self.clock = clock
         self._loaded_at: float | None = None
         self._store_failures = 0
+        # Other processes can kill a rule only through a store they share.
+        self._shared = not url.startswith("memory:")
+        self._skips = 0
+        self._idle_checked: int | None = None
+        self._idle_task: asyncio.Future[None] | None = None
         crawler.signals.connect(self._idle, signal=scrapy_signals.spider_idle)
 
     @classmethod
@@ -147,12 +154,18 @@ class DustGlue:
         self._requeue(self.book.load(states), "killed in another crawl process")
 
     def _idle(self, spider: Any = None) -> None:
-        import asyncio
+        """Before the spider closes, read the shared rules once more: a rule another
+        process killed may have skipped this process's requests, which must be fetched.
+        The spider stays open (one engine heartbeat) until that read is done."""
+        if not self._shared or not self.book.skipped_count or self._idle_checked == self._skips:
+            return
+        if self._idle_task is None or self._idle_task.done():
+            self._idle_task = asyncio.ensure_future(self._idle_refresh(self._skips))
+        raise DontCloseSpider
 
-        # A rule another process killed may have skipped this process's last requests.
-        task = asyncio.ensure_future(self.refresh(force=True))
-        _TASKS.add(task)
-        task.add_done_callback(_TASKS.discard)
+    async def _idle_refresh(self, skips: int) -> None:
+        await self.refresh(force=True)
+        self._idle_checked = skips
 
     def _requeue(self, requests: list[Request], why: str) -> None:
         if not requests:
@@ -207,6 +220,7 @@ class DustGlue:
             if not self.book.skipped(request, used):
                 return
             self._inc("skipped")
+            self._skips += 1
             logger.debug("Not fetching %s: a copy of %s by URL rule(s) %s", request.url, kept,
                          ", ".join(rules))
             await send_signal(
@@ -339,5 +353,3 @@ class DustGlue:
         )
         await self.store.aclose()
 
-
-_TASKS: set[Any] = set()

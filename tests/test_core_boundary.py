@@ -33,6 +33,7 @@ def core_modules() -> list[str]:
 def test_core_modules_import_without_scrapy() -> None:
     modules = core_modules()
     assert {
+        "scrapy_simhash.dust",
         "scrapy_simhash.extract",
         "scrapy_simhash.fingerprint",
         "scrapy_simhash.index",

@@ -6,12 +6,15 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from scrapy.exceptions import DontCloseSpider
 from scrapy.http import HtmlResponse, Request
 
 from scrapy_simhash._scrapy_errors import KnownCopy, NearDuplicate
+from scrapy_simhash.dust import open_rule_store
 from tests.scrapy_inprocess import Harness, random_story
 
 SITE = "http://site.example"
@@ -144,6 +147,58 @@ def test_off_by_default() -> None:
     h = Harness(loop, {})
     try:
         assert h.middleware.dust is None
+    finally:
+        h.close()
+        loop.close()
+
+
+def idle(h: Dust) -> bool:
+    """Send spider_idle's handler as the engine does; True if it kept the spider open (then
+    wait for the read it started)."""
+    glue = h.middleware.dust
+    assert glue is not None
+
+    async def call() -> bool:
+        try:
+            glue._idle()
+        except DontCloseSpider:
+            return True
+        return False
+
+    kept_open = h.loop.run_until_complete(call())
+    if glue._idle_task is not None:
+        h.loop.run_until_complete(glue._idle_task)
+    return kept_open
+
+
+def test_a_rule_killed_by_another_process_queues_the_skips_again(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/index.sqlite3"
+    loop = asyncio.new_event_loop()
+    h = Dust(loop, {
+        "SIMHASH_INDEX_URL": url, "SIMHASH_DUST_ENABLED": True,
+        "SIMHASH_DUST_MIN_SUPPORT": 2, "SIMHASH_DUST_CHECK_SHARE": 0.0,
+    })
+    try:
+        glue = h.middleware.dust
+        assert glue is not None
+        learn_sid(h)
+        h.fetched(f"{SITE}/b", text(3))
+        with pytest.raises(KnownCopy):
+            h.request(f"{SITE}/b?sid=1")
+        # The spider goes idle: it stays open until the shared rules were read again.
+        assert idle(h) is True
+        assert idle(h) is False  # read since the last skip: the spider may close
+        assert h.stat("dust/requeued") is None
+        # Another crawl process finds a counterexample...
+        with open_rule_store(url, "inprocess") as other:
+            other.kill("site.example", "param:sid", "elsewhere")
+        # ...which this one reads when it next goes idle, and fetches what it skipped.
+        with pytest.raises(KnownCopy):
+            h.request(f"{SITE}/a1?sid=8")
+        assert idle(h) is True
+        assert h.stat("dust/requeued") == 2
+        h.request(f"{SITE}/a2?sid=8")  # nothing is skipped under the dead rule
+        assert h.stat("dust/skipped") == 2
     finally:
         h.close()
         loop.close()
