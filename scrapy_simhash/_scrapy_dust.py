@@ -46,7 +46,7 @@ from scrapy_simhash.dust import (
     open_rule_store,
 )
 from scrapy_simhash.dust.book import MIN_SUPPORT
-from scrapy_simhash.dust.store import MAX_PAIRS
+from scrapy_simhash.dust.store import MAX_PAIRS, check_rule_store_url
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError, InvalidKeyError
 
 if TYPE_CHECKING:
@@ -109,6 +109,7 @@ class DustGlue:
         self.refresh_secs = get_float(
             settings, "SIMHASH_DUST_REFRESH_SECS", REFRESH_SECS, minimum=0.0
         )
+        check_rule_store_url(url)  # a store that cannot hold rules refuses the crawl now
         options = get_dict(settings, "SIMHASH_INDEX_OPTIONS")
         self.store = AsyncRuleStore(lambda: open_rule_store(url, namespace, **options))
         self.book: RuleBook[Request] = RuleBook(self.min_support)

@@ -15,6 +15,7 @@ from scrapy.http import HtmlResponse, Request
 
 from scrapy_simhash._scrapy_errors import KnownCopy, NearDuplicate
 from scrapy_simhash.dust import open_rule_store
+from scrapy_simhash.exceptions import ConfigurationError
 from tests.scrapy_inprocess import Harness, random_story
 
 SITE = "http://site.example"
@@ -201,4 +202,18 @@ def test_a_rule_killed_by_another_process_queues_the_skips_again(tmp_path: Path)
         assert h.stat("dust/skipped") == 2
     finally:
         h.close()
+        loop.close()
+
+
+def test_a_store_that_cannot_hold_rules_refuses_the_crawl(monkeypatch: pytest.MonkeyPatch) -> None:
+    from scrapy_simhash.index.memory import MemoryIndex
+    from scrapy_simhash.index.registry import BACKENDS
+
+    monkeypatch.setitem(BACKENDS, "custom", lambda url, config, **_: MemoryIndex(url, config))
+    loop = asyncio.new_event_loop()
+    try:
+        with pytest.raises(ConfigurationError, match="SIMHASH_DUST_ENABLED needs"):
+            Harness(loop, {"SIMHASH_INDEX_URL": "custom://x", "SIMHASH_DUST_ENABLED": True})
+        Harness(loop, {"SIMHASH_INDEX_URL": "custom://x"}).close()  # without rules it works
+    finally:
         loop.close()

@@ -333,23 +333,32 @@ class RedisRuleStore(RuleStore):
             self._client.close()
 
 
+def check_rule_store_url(url: str | None) -> str:
+    """The storage URL (None: the embedded SQLite file) if it can hold rules, else the
+    ConfigurationError a crawl with SIMHASH_DUST_ENABLED refuses to start with."""
+    from scrapy_simhash.index.sqlite import DEFAULT_URL
+
+    url = url or DEFAULT_URL
+    if url.partition("://")[0] not in ("memory", "sqlite", *REDIS_SCHEMES):
+        raise ConfigurationError(
+            f"no URL rule store for {mask_url(url)!r}: SIMHASH_DUST_ENABLED needs a memory://, "
+            "sqlite:// or redis:// index (or SIMHASH_DUST_ENABLED = False)"
+        )
+    return url
+
+
 def open_rule_store(url: str | None, namespace: str, **options: Any) -> RuleStore:
     """The rule store of ``namespace`` in the storage the index URL names (None: the
     embedded SQLite file). ``options``: Redis client options, or SQLite's ``timeout``."""
-    from scrapy_simhash.index.sqlite import DEFAULT_URL, sqlite_path
+    from scrapy_simhash.index.sqlite import sqlite_path
 
-    url = url or DEFAULT_URL
+    url = check_rule_store_url(url)
     scheme = url.partition("://")[0]
     if scheme == "memory":
         return MemoryRuleStore()
     if scheme == "sqlite":
         timeout = float(options.get("timeout", 30.0))
         return SqliteRuleStore(sqlite_path(url), namespace, timeout_secs=timeout)
-    if scheme in REDIS_SCHEMES:
-        from scrapy_simhash.index.redis_backend import client_options
+    from scrapy_simhash.index.redis_backend import client_options
 
-        return RedisRuleStore(url, namespace, **client_options(dict(options)))
-    raise ConfigurationError(
-        f"no URL rule store for {mask_url(url)!r}: SIMHASH_DUST_ENABLED needs a memory://, "
-        "sqlite:// or redis:// index"
-    )
+    return RedisRuleStore(url, namespace, **client_options(dict(options)))
