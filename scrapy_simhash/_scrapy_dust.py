@@ -60,6 +60,10 @@ logger = logging.getLogger(__name__)
 
 #: Share of skippable requests fetched anyway to keep checking the rules.
 CHECK_SHARE = 0.1
+#: Default counterexample distance per 64 fingerprint bits: on the pair benchmark's site the
+#: copies URL rules relate are within 10 bits of their page but one, while distinct pages
+#: are 12 or more bits apart but 26 pairs in 190,000 (benchmarks/README.md).
+COUNTEREXAMPLE_BITS_PER_64 = 10
 #: Seconds between reads of the shared rules (other processes' rules and counterexamples).
 REFRESH_SECS = 10.0
 #: Meta key: False fetches the request whatever the rules say.
@@ -82,6 +86,7 @@ class DustGlue:
         url: str,
         namespace: str,
         max_distance: int,
+        bits: int,
         hamming: Callable[[int, int], int],
         rng: random.Random | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -103,8 +108,8 @@ class DustGlue:
         # together kills it. Copies a rule finds often differ by more than the near-duplicate
         # distance (another page chrome around the same text), distinct pages by far more.
         self.counterexample_distance = get_int(
-            settings, "SIMHASH_DUST_COUNTEREXAMPLE_DISTANCE", 2 * max_distance,
-            minimum=max_distance,
+            settings, "SIMHASH_DUST_COUNTEREXAMPLE_DISTANCE",
+            max(max_distance, COUNTEREXAMPLE_BITS_PER_64 * bits // 64), minimum=max_distance,
         )
         self.refresh_secs = get_float(
             settings, "SIMHASH_DUST_REFRESH_SECS", REFRESH_SECS, minimum=0.0

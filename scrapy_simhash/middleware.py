@@ -139,7 +139,7 @@ class SimhashDownloaderMiddleware:
             return None
         return DustGlue(
             self.crawler, self.index, self.keys, url=self.index_url, namespace=self.namespace,
-            max_distance=max_distance, hamming=self._hamming,
+            max_distance=max_distance, bits=self.bits, hamming=self._hamming,
         )
 
     # -- lifecycle ---------------------------------------------------------------------------
