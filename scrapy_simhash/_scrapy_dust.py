@@ -21,7 +21,6 @@ costs only skipping: requests are then fetched as without the feature.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import random
 import time
@@ -29,7 +28,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals as scrapy_signals
-from scrapy.exceptions import DontCloseSpider
 
 from scrapy_simhash import signals
 from scrapy_simhash._scrapy_errors import KnownCopy
@@ -88,6 +86,7 @@ class DustGlue:
         max_distance: int,
         bits: int,
         hamming: Callable[[int, int], int],
+        timeout_secs: float = 10.0,
         rng: random.Random | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -126,7 +125,7 @@ class DustGlue:
         self._shared = not url.startswith("memory:")
         self._skips = 0
         self._idle_checked: int | None = None
-        self._idle_task: asyncio.Future[None] | None = None
+        self.timeout_secs = timeout_secs
         crawler.signals.connect(self._idle, signal=scrapy_signals.spider_idle)
 
     @classmethod
@@ -162,16 +161,19 @@ class DustGlue:
     def _idle(self, spider: Any = None) -> None:
         """Before the spider closes, read the shared rules once more: a rule another
         process killed may have skipped this process's requests, which must be fetched.
-        The spider stays open (one engine heartbeat) until that read is done."""
+
+        A blocking read (bounded by ``SIMHASH_INDEX_TIMEOUT_SECS``): the crawl is idle, nothing
+        waits on the reactor, and a request queued here keeps the spider open.
+        """
         if not self._shared or not self.book.skipped_count or self._idle_checked == self._skips:
             return
-        if self._idle_task is None or self._idle_task.done():
-            self._idle_task = asyncio.ensure_future(self._idle_refresh(self._skips))
-        raise DontCloseSpider
-
-    async def _idle_refresh(self, skips: int) -> None:
-        await self.refresh(force=True)
-        self._idle_checked = skips
+        self._idle_checked = self._skips
+        try:
+            states = self.store.rules_now(self.timeout_secs)
+        except (*_STORE_ERRORS, TimeoutError) as exc:
+            self._store_failed(exc)
+            return
+        self._requeue(self.book.load(states), "killed in another crawl process")
 
     def _requeue(self, requests: list[Request], why: str) -> None:
         if not requests:

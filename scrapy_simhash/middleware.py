@@ -140,6 +140,7 @@ class SimhashDownloaderMiddleware:
         return DustGlue(
             self.crawler, self.index, self.keys, url=self.index_url, namespace=self.namespace,
             max_distance=max_distance, bits=self.bits, hamming=self._hamming,
+            timeout_secs=self.config.guard.timeout,
         )
 
     # -- lifecycle ---------------------------------------------------------------------------

@@ -63,6 +63,16 @@ class AsyncRuleStore:
     async def rules(self) -> list[RuleState]:
         return await self._call(lambda store: store.rules())
 
+    def rules_now(self, timeout_secs: float) -> list[RuleState]:
+        """:meth:`rules`, blocking the caller at most ``timeout_secs`` (TimeoutError), for a
+        caller that cannot await: the spider_idle handler."""
+        def read(store: RuleStore) -> list[RuleState]:
+            return store.rules()
+
+        future = self._pool.submit(self._with_store, read)
+        states: list[RuleState] = future.result(timeout_secs)
+        return states
+
     async def aclose(self) -> None:
         def close(_: Any = None) -> None:
             if self._store is not None:
