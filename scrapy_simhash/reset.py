@@ -65,10 +65,12 @@ def _recrawl(url: str | None, namespace: str, options: Mapping[str, Any]) -> lis
 
 
 def _rules(url: str | None, namespace: str, options: Mapping[str, Any]) -> list[Cleared]:
+    """URL rules (SIMHASH_DUST_ENABLED); reported only when there were some."""
     from scrapy_simhash.dust import open_rule_store
 
     with open_rule_store(url, namespace) as store:
-        return [Cleared("URL rules", store.clear())]
+        count = store.clear()
+    return [Cleared("URL rules", count)] if count else []
 
 
 #: Every kind of state a namespace holds, cleared in this order.
