@@ -24,6 +24,7 @@ TESTS = [
     "tests/test_recrawl_crawl.py",
     "tests/test_crawl_failures.py",
     "tests/test_scrapy_follow.py",
+    "tests/test_dust_crawl.py",
 ]
 TEST_DEPS = ["pytest>=8", "pytest-twisted>=1.14", "hypothesis>=6.100", "rjieba>=0.2"]
 #: Scrapy 2.13 predates Twisted 26, which removed a private API it imports: an environment
