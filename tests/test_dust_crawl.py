@@ -101,7 +101,7 @@ def test_parameters_that_matter_are_kept_and_tracking_copies_are_not_fetched(
     assert rules == [["trusted", "2", "0", f"127.0.0.1:{http_site.port}"]]
     assert out.splitlines()[2].endswith("param:utm_source")
     assert cli_main(["rules", "--namespace", "pages"]) == 0  # default support 3: learning
-    assert capsys.readouterr().out.splitlines()[1].split()[:2] == ["learning", "2"]
+    assert capsys.readouterr().out.splitlines()[2].split()[:2] == ["learning", "2"]
 
 
 def test_a_request_skipped_under_a_rule_found_wrong_is_fetched_after_all(

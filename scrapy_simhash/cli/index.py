@@ -52,9 +52,10 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
     similar.set_defaults(func=run_similar)
     reset = subparsers.add_parser(
         "reset", parents=[common],
-        help="clear everything a namespace holds (index, drop records, recrawl schedule)",
-        description="Clear the index (rebuilt with the current settings), its drop records "
-        "and the recrawl schedule of the namespace a crawl of the spider uses.",
+        help="clear everything a namespace holds (index, drop records, URL rules, recrawl "
+        "schedule)",
+        description="Clear the index (rebuilt with the current settings), its drop records, "
+        "its URL rules and the recrawl schedule of the namespace a crawl of the spider uses.",
     )
     add_store_options(reset, items=True)
     reset.set_defaults(func=run_reset)
