@@ -180,6 +180,9 @@ def assert_demo_decisions(data: dict[str, Any], stdout: str) -> None:
         # filed under the original (canonical) URL, and every other one is a copy of that.
         for original, copies in site.clusters().items():
             cluster = {original, *copies.values()}
+            # Every URL of the story was fetched and observed (the log says why not).
+            assert cluster <= set(pages), (report["round"], cluster - set(pages), stdout[-3000:])
+            assert len(kept & cluster) == 1, (report["round"], kept & cluster, stdout[-3000:])
             [survivor] = kept & cluster
             assert pages[survivor]["key"] == original, (report["round"], survivor)
             for path in cluster - {survivor}:
