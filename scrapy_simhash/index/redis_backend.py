@@ -145,10 +145,17 @@ class _Codec:
         self.ebits = key_bits(config.expected_size, MAX_ENTRY_BITS)
         self.gbits = key_bits(config.expected_size, self.layout.key_bits)
         self.record_id = b""
+        #: Shards the namespace is spread over (see index/sharded.py); 1 = this layout alone.
+        self.shards = 1
 
     def record(self) -> str:
+        extra = {"shards": self.shards} if self.shards > 1 else {}
         return self.config.record(
-            self.layout, redis_format=REDIS_FORMAT, entry_bits=self.ebits, group_bits=self.gbits
+            self.layout,
+            redis_format=REDIS_FORMAT,
+            entry_bits=self.ebits,
+            group_bits=self.gbits,
+            **extra,
         )
 
     def adopt(self, stored: bytes | None) -> None:
@@ -165,6 +172,13 @@ class _Codec:
             raise IndexMismatchError(
                 f"{where} holds an index in Redis layout {data.get('redis_format', 1)}, this "
                 f"version reads layout {REDIS_FORMAT}; {reset_hint(self.config.namespace)}"
+            )
+        stored_shards = int(data.get("shards", 1))
+        if stored_shards != self.shards:
+            raise IndexMismatchError(
+                f"{where} is spread over {stored_shards} shard(s), opened with "
+                f"SIMHASH_INDEX_SHARDS={self.shards}: set SIMHASH_INDEX_SHARDS={stored_shards} "
+                f"(README: growing a sharded namespace), or {reset_hint(self.config.namespace)}"
             )
         self.set_layout(layout, int(data["entry_bits"]), int(data["group_bits"]))
 

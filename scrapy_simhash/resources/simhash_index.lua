@@ -281,6 +281,59 @@ local function flatten(matches, out)
   return out
 end
 
+-- Sharded namespaces (index/sharded.py) add three modes around observe. ARGV 12 lock
+-- token, 13 lease (ms), 14.. lock key names (this shard's hash tag); last: record digest.
+--   lock:   all or none of the locks (a lock held under another token: reply {0}); then
+--           {1, this key's stored fingerprint or nil, 1 if it is live, matches...} with
+--           every live match of any key (the client excludes its own key).
+--   store:  release the locks still held under the token, then observe; the reply is
+--           {1 if some lock was no longer ours (its lease ran out), observe reply...}.
+--   unlock: release the locks still held under the token.
+-- A script runs alone on its shard, so a lock held at the start of a store call was held
+-- while every earlier call of its page ran on this shard.
+local lease_lost = nil
+if mode == 'lock' then
+  local token = ARGV[12]
+  for i = 14, #ARGV - 1 do
+    local held = redis.call('GET', ARGV[i])
+    if held and held ~= token then
+      return { 0 }
+    end
+  end
+  for i = 14, #ARGV - 1 do
+    redis.call('SET', ARGV[i], token, 'PX', ARGV[13])
+  end
+  local es = redis.call('GET', prefix .. 'e' .. entry_bucket(me)) or ''
+  local r = find_record(es, me, 0, ER)
+  local own, live = false, 0
+  if r then
+    own = sub(es, r + 8, r + 7 + FPB)
+    live = expired(unpack('>I4', es, r + 8 + FPB)) and 0 or 1
+  end
+  return flatten((scan(words_of(fp), nil, false)), { 1, own, live })
+elseif mode == 'store' or mode == 'unlock' then
+  lease_lost = 0
+  for i = 14, #ARGV - 1 do
+    if redis.call('GET', ARGV[i]) == ARGV[12] then
+      redis.call('DEL', ARGV[i])
+    else
+      lease_lost = 1
+    end
+  end
+  if mode == 'unlock' then
+    return lease_lost
+  end
+  mode = 'observe'
+end
+
+-- The observe reply, preceded in a store call by whether a lease ran out.
+local function reply(r)
+  if lease_lost then
+    table.insert(r, 1, lease_lost)
+  end
+  return r
+end
+
 if mode == 'observe' or mode == 'claim' then
   local claim = mode == 'claim'
   local words = words_of(fp)
@@ -299,7 +352,7 @@ if mode == 'observe' or mode == 'claim' then
         closest[#closest + 1] = m
       end
     end
-    return flatten(closest, { 1 })
+    return reply(flatten(closest, { 1 }))
   end
   local eb = entry_bucket(me)
   local ek = prefix .. 'e' .. eb
@@ -336,7 +389,7 @@ if mode == 'observe' or mode == 'claim' then
       redis.call('SET', gk, sub(s, 1, p - 1) .. fp .. (t == 1 and eb or '') .. sub(s, p))
     end
   end
-  return { 0, previous }
+  return reply({ 0, previous })
 elseif mode == 'rename' then
   -- Move the entry of key id `me` to key id ARGV[12] (text ARGV[13]), fingerprint and last
   -- seen unchanged; an entry already under the new key is dropped first. Only the entry
