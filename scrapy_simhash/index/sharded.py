@@ -328,11 +328,17 @@ class ShardedRedisIndex(NearDuplicateIndex):
         failed = [reply for reply in stored if isinstance(reply, Exception)]
         if failed:
             raise self._root.error("store", failed[0])
-        if any(int(reply[0]) or int(reply[1]) for reply in stored[: len(plan)]):
+        if any(int(reply[0]) for reply in stored[: len(plan)]):
             raise IndexBackendError(
                 f"Redis index {mask_url(self.url)}: the locks of a page expired before it "
                 "was stored (a process stalled longer than lock_lease_secs); the page was "
                 "stored but not checked"
+            )
+        if any(int(reply[1]) for reply in stored[: len(plan)]):
+            raise IndexBackendError(
+                f"Redis index {mask_url(self.url)}: a near-duplicate was stored by a writer "
+                f"not taking the namespace's locks (is every process set to "
+                f"SIMHASH_INDEX_SHARDS={self.shards}?); the page was not checked"
             )
         return Observation(None, own if live else None, True)
 

@@ -300,9 +300,7 @@ if mode == 'lock' then
       return { 0 }
     end
   end
-  for i = 14, #ARGV - 1 do
-    redis.call('SET', ARGV[i], token, 'PX', ARGV[13])
-  end
+  -- Read first: a script failing half-way keeps its writes, and must leave no lock.
   local es = redis.call('GET', prefix .. 'e' .. entry_bucket(me)) or ''
   local r = find_record(es, me, 0, ER)
   local own, live = false, 0
@@ -310,7 +308,11 @@ if mode == 'lock' then
     own = sub(es, r + 8, r + 7 + FPB)
     live = expired(unpack('>I4', es, r + 8 + FPB)) and 0 or 1
   end
-  return flatten((scan(words_of(fp), nil, false)), { 1, own, live })
+  local out = flatten((scan(words_of(fp), nil, false)), { 1, own, live })
+  for i = 14, #ARGV - 1 do
+    redis.call('SET', ARGV[i], token, 'PX', ARGV[13])
+  end
+  return out
 elseif mode == 'store' or mode == 'unlock' then
   lease_lost = 0
   for i = 14, #ARGV - 1 do
