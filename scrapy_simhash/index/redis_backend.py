@@ -147,6 +147,8 @@ class _Codec:
         self.record_id = b""
         #: Shards the namespace is spread over (see index/sharded.py); 1 = this layout alone.
         self.shards = 1
+        #: This is one shard of a sharded namespace (every band record names its entry).
+        self.shard = False
 
     def record(self) -> str:
         extra = {"shards": self.shards} if self.shards > 1 else {}
@@ -196,7 +198,7 @@ class _Codec:
             self.prefix,
             packed(layout.masks),
             packed(group_mask(mask, gbits) for mask in layout.masks),
-            b"%d" % ebits,
+            b"%d%s" % (ebits, b"s" if self.shard else b""),
             b"%d" % self.config.max_distance,
         )
         self._ttl = repr(float(ttl)).encode()

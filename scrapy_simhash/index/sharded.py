@@ -147,6 +147,8 @@ class ShardedRedisIndex(NearDuplicateIndex):
             )
             for i in range(shards)
         ]
+        for codec in self._codecs:
+            codec.shard = True
         self._cluster = is_cluster_url(url)
         try:
             client: Any = sync_client(url, **client_options(options))
@@ -194,11 +196,19 @@ class ShardedRedisIndex(NearDuplicateIndex):
         return int.from_bytes(ident[4:], "big") % self.shards
 
     def _bands(self, fingerprint: int) -> Iterable[tuple[int, bytes]]:
-        """(shard, band name) per table: the band value names its shard and its lock."""
+        """(shard, band name) per table: the band value names its shard and its lock; the
+        name starts with the table number."""
         width = self._root.width
         for t, mask in enumerate(self.layout.masks, 1):
             band = bytes([t]) + (fingerprint & mask).to_bytes(width, "big")
             yield self._shard_of(band), band
+
+    def _tables(self, fingerprint: int) -> dict[int, bytes]:
+        """Per shard, the tables whose band of ``fingerprint`` it holds (one byte each)."""
+        tables: dict[int, bytes] = {}
+        for shard, band in self._bands(fingerprint):
+            tables[shard] = tables.get(shard, b"") + band[:1]
+        return tables
 
     def _shard_of(self, band: bytes) -> int:
         return xxhash.xxh3_64_intdigest(band) % self.shards
@@ -208,13 +218,17 @@ class ShardedRedisIndex(NearDuplicateIndex):
         return {shard for shard, _ in self._bands(fingerprint)}
 
     def _plan(self, fingerprint: int, ident: bytes) -> dict[int, list[bytes]]:
-        """Lock names per shard a page touches, in a fixed order."""
+        """Per shard a page touches: its tables there, then its lock names (fixed order)."""
         plan: dict[int, list[bytes]] = {}
         for shard, band in self._bands(fingerprint):
             plan.setdefault(shard, []).append(self._codecs[shard].prefix + b"l" + band)
         home = self.home(ident)
         plan.setdefault(home, []).append(self._codecs[home].prefix + b"k" + ident)
-        return {shard: sorted(set(names)) for shard, names in sorted(plan.items())}
+        tables = self._tables(fingerprint)
+        return {
+            shard: [tables.get(shard, b""), *sorted(set(names))]
+            for shard, names in sorted(plan.items())
+        }
 
     # -- rounds ----------------------------------------------------------------------------
 
@@ -254,17 +268,30 @@ class ShardedRedisIndex(NearDuplicateIndex):
     def _args(self, mode: str, shard: int, fp: int, key: str, ident: bytes, *extra: bytes) -> list[bytes]:
         return self._codecs[shard].args(mode, fp, key, ident, *extra)
 
+    def _locked(
+        self, mode: str, shard: int, fp: int, key: str, ident: bytes, token: bytes,
+        plan: list[bytes],
+    ) -> list[bytes]:
+        """Arguments of a lock, store or unlock call: the tables, token, lease and locks."""
+        tables, *names = plan
+        return self._args(mode, shard, fp, key, ident, tables, token, self._lease_ms, *names)
+
     def _lock(
         self, fp: int, key: str, ident: bytes
     ) -> tuple[bytes, dict[int, list[bytes]], dict[int, Any]]:
         """Round 1: every lock of the page, and each shard's reply."""
         plan = self._plan(fp, ident)
+
+        def mine(home: bool) -> tuple[str, bytes]:
+            return (key, ident) if home else ("", b"")
+
         deadline = time.monotonic() + self._wait_secs
         delay = 0.002
         while True:
             token = os.urandom(8).hex().encode()
+            home = self.home(ident)
             calls = [
-                (shard, self._args("lock", shard, fp, key, ident, token, self._lease_ms, *names))
+                (shard, self._locked("lock", shard, fp, *mine(shard == home), token, names))
                 for shard, names in plan.items()
             ]
             replies = self._round(calls)
@@ -292,7 +319,7 @@ class ShardedRedisIndex(NearDuplicateIndex):
         if plan:
             self._round(
                 [
-                    (shard, self._args("unlock", shard, 0, key, ident, token, self._lease_ms, *names))
+                    (shard, self._locked("unlock", shard, 0, key, ident, token, names))
                     for shard, names in plan.items()
                 ]
             )
@@ -316,7 +343,7 @@ class ShardedRedisIndex(NearDuplicateIndex):
             self._unlock(token, plan, key, ident)
             return Observation(best, None if best else own, False)
         calls = [
-            (shard, self._args("store", shard, fp, key, ident, token, self._lease_ms, *names))
+            (shard, self._locked("store", shard, fp, key, ident, token, names))
             for shard, names in plan.items()
         ]
         if own is not None and own != fp:
@@ -352,8 +379,11 @@ class ShardedRedisIndex(NearDuplicateIndex):
 
     def query(self, fingerprint: int) -> list[Match]:
         check_fingerprint(fingerprint, self.config.bits)
-        shards = sorted(self.placement(fingerprint))
-        replies = self._round([(s, self._args("query", s, fingerprint, "", b"")) for s in shards])
+        tables = self._tables(fingerprint)
+        shards = sorted(tables)
+        replies = self._round(
+            [(s, self._args("query", s, fingerprint, "", b"", tables[s])) for s in shards]
+        )
         found: set[Match] = set()
         for shard, reply in zip(shards, replies, strict=True):
             if isinstance(reply, Exception):
@@ -373,12 +403,12 @@ class ShardedRedisIndex(NearDuplicateIndex):
     def remove(self, key: str) -> bool:
         ident = key_id(key)
         home = self.home(ident)
-        lock = {home: [self._codecs[home].prefix + b"k" + ident]}
+        lock = {home: [b"", self._codecs[home].prefix + b"k" + ident]}
         token = os.urandom(8).hex().encode()
         deadline = time.monotonic() + self._wait_secs
         while True:
             reply = self._round(
-                [(home, self._args("lock", home, 0, key, ident, token, self._lease_ms, *lock[home]))]
+                [(home, self._locked("lock", home, 0, key, ident, token, lock[home]))]
             )[0]
             if isinstance(reply, Exception):
                 raise self._root.error("remove", reply)
@@ -483,7 +513,7 @@ class ShardedRedisIndex(NearDuplicateIndex):
                 width = codec.width
                 for name in self._names(codec, b"b"):
                     t = name[start]
-                    size = width + 2 * (t == 1)
+                    size = width + 2  # every record of a shard names its entry bucket
                     records = self._client.get(name) or b""
                     for p in range(0, len(records) - size + 1, size):
                         fp = int.from_bytes(records[p : p + width], "big")
