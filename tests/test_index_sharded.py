@@ -15,11 +15,11 @@ import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scrapy_simhash.exceptions import IndexBackendError
+from scrapy_simhash.exceptions import IndexBackendError, IndexMismatchError
 from scrapy_simhash.index import open_index
 from scrapy_simhash.index.redis_backend import key_id
-from scrapy_simhash.index.sharded import ShardedRedisIndex
-from tests.index_helpers import at_distance, flip
+from scrapy_simhash.index.sharded import ShardedRedisIndex, grow
+from tests.index_helpers import Clock, at_distance, flip
 from tests.redis_servers import RedisServer
 
 pytestmark = pytest.mark.redis
@@ -154,3 +154,38 @@ def test_a_failing_shard_leaves_the_page_unchecked_never_dropped(redis_cluster6_
         # Nothing was ever reported as a copy; the page is stored on the next visit.
         assert index.observe(key, fp).match is None
         assert index.get(key) == fp
+
+
+def test_a_namespace_grows_in_place_and_keeps_its_pages(redis_cluster6_url: str) -> None:
+    """1 shard -> 6 -> 3: every entry, its last-seen time and the drop record survive."""
+    rng = random.Random(15)
+    fps = {f"https://site.example/{i}": rng.getrandbits(64) for i in range(200)}
+    clock = Clock()
+    options: dict[str, Any] = {
+        "max_distance": 5, "exact_distance": 3, "ttl_secs": 3600, "clock": clock,
+    }
+    with open_index(redis_cluster6_url, namespace="grow", **options) as index:
+        for key, fp in fps.items():
+            assert index.observe(key, fp).stored
+        index.record_drop("https://copy.example/", "https://site.example/0", 1)
+    clock.now += 3000
+    assert grow(redis_cluster6_url, "grow", 1, 6, **options) == 200
+    with pytest.raises(IndexMismatchError, match="SIMHASH_INDEX_SHARDS=6"):
+        open_index(redis_cluster6_url, namespace="grow", **options)
+    assert grow(redis_cluster6_url, "grow", 6, 3, **options) == 200
+    with open_index(redis_cluster6_url, namespace="grow", shards=3, **options) as index:
+        assert len(index) == 200
+        assert all(index.get(key) == fp for key, fp in fps.items())
+        match = index.observe("https://other.example/", flip(fps["https://site.example/7"], 3))
+        assert match.match is not None and match.match.key == "https://site.example/7"
+        drop = index.drop_of("https://copy.example/")
+        assert drop is not None and drop.kept == "https://site.example/0"
+    # Nothing of the old layouts is left behind.
+    client = redis.RedisCluster.from_url(redis_cluster6_url.replace("redis+cluster", "redis"))
+    names = {name.split(b"}")[0] for name in client.scan_iter(match=b"simhash:{grow*")}
+    client.close()
+    assert len(names) == 4  # the root tag and three shards
+    # Entries kept the time they were last seen, not the time of the move.
+    clock.now += 700
+    with open_index(redis_cluster6_url, namespace="grow", shards=3, **options) as index:
+        assert index.get("https://site.example/1") is None

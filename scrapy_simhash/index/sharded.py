@@ -103,7 +103,7 @@ def shard_namespace(namespace: str, shard: int, shards: int) -> str:
 
     n = 0
     while True:
-        name = f"{namespace}:s{shard}.{n}"
+        name = f"{namespace}:s{shard}of{shards}.{n}"
         if key_slot(f"{{{name}}}".encode()) * shards // _SLOTS == shard:
             return name
         n += 1
@@ -127,6 +127,7 @@ class ShardedRedisIndex(NearDuplicateIndex):
         *,
         shards: int,
         lock_lease_secs: float = LOCK_LEASE_SECS,
+        _grow_from: int | None = None,
         **options: Any,
     ) -> None:
         self.url = url
@@ -157,17 +158,22 @@ class ShardedRedisIndex(NearDuplicateIndex):
             if config.reset:
                 for codec in (self._root, *self._codecs):
                     self._delete(codec, b"")
-            self._open()
+            self._open(_grow_from)
         except self._errors as exc:
             raise self._root.error("open", exc) from exc
         self.layout = self._root.layout
 
     # -- records ------------------------------------------------------------------------
 
-    def _open(self) -> None:
+    def _open(self, grow_from: int | None) -> None:
+        """Adopt the root record (while growing: the one of ``grow_from`` shards, rewritten
+        by :func:`grow` once every entry is copied), then each shard's."""
         root = self._root
         self._client.hsetnx(root.meta, "config", root.record())
+        if grow_from is not None:
+            root.shards = grow_from
         root.adopt(self._client.hget(root.meta, "config"))
+        root.shards = self.shards
         for shard in range(self.shards):
             self._restore(shard)
 
@@ -529,3 +535,73 @@ class ShardedRedisIndex(NearDuplicateIndex):
             self._client.close()
         except self._errors as exc:
             logger.warning("closing the Redis index %s failed: %s", mask_url(self.url), exc)
+
+
+def _entries(client: Any, codec: _Codec, keep: Any) -> Iterable[tuple[str, int, int]]:
+    """(key, fingerprint, last seen) of each entry of one Redis-format index whose key id
+    ``keep`` accepts (entry records and key texts are stored in the same order)."""
+    for name in client.scan_iter(match=codec.pattern(b"e"), count=_SCAN_BATCH):
+        texts = client.lrange(codec.prefix + b"u" + name[len(codec.prefix) + 1 :], 0, -1)
+        for (ident, fp, seen), text in zip(codec.entries(client.get(name)), texts, strict=False):
+            if keep(ident):
+                yield text.decode("utf-8", "surrogatepass"), fp, seen
+
+
+def grow(url: str, namespace: str, shards: int, new_shards: int, **index_options: Any) -> int:
+    """Spread a namespace held in ``shards`` shards (1 = today's single layout) over
+    ``new_shards``, in place; return the entries copied. Run it with the crawl stopped, with
+    the crawl's index settings (``open_index`` keywords: ``scheme``, ``bits``, distances,
+    ``ttl_secs``...). Entries keep their last-seen time; drop records and recrawl state stay
+    where they are (they are not spread by this index).
+
+    Safe to rerun after an interruption: the namespace's record still names the old shard
+    count until every entry is copied, and the copy stores each entry again.
+    """
+    from scrapy_simhash.index.redis_backend import RedisIndex
+    from scrapy_simhash.index.registry import open_index
+
+    check_shards(new_shards)
+    if new_shards == shards:
+        raise ConfigurationError(f"namespace {namespace!r} already has {shards} shard(s)")
+    source = open_index(url, namespace=namespace, shards=shards, **index_options)
+    seen = [0.0]
+    target = ShardedRedisIndex(
+        url,
+        replace(source.config, clock=lambda: seen[0], reset=False),
+        shards=new_shards,
+        _grow_from=shards,
+        **index_options.get("options", {}),
+    )
+    copied = 0
+    try:
+        if isinstance(source, RedisIndex):
+            parts: list[tuple[_Codec, Any]] = [(source._codec, lambda ident: True)]
+        else:
+            assert isinstance(source, ShardedRedisIndex)
+            parts = [
+                (codec, lambda ident, shard=shard: source.home(ident) == shard)
+                for shard, codec in enumerate(source._codecs)
+            ]
+        client = target._client
+        now = source.config.clock()
+        for codec, keep in parts:
+            for key, fp, at in _entries(client, codec, keep):
+                if source.config.expired(at, now):
+                    continue
+                seen[0] = float(at)
+                target.observe(key, fp)
+                copied += 1
+        root = target._root
+        client.hset(root.meta, mapping={"config": root.record()})
+        # The old records go last: an unsharded source keeps its root keys (the record,
+        # now naming the new shards, and the drop record).
+        kinds = (b"b", b"e", b"u") if isinstance(source, RedisIndex) else (b"",)
+        for codec, _ in parts:
+            for kind in kinds:
+                for name in list(client.scan_iter(match=codec.pattern(kind), count=_SCAN_BATCH)):
+                    client.delete(name)
+    finally:
+        target.close()
+        source.close()
+    return copied
+
