@@ -129,7 +129,8 @@ def test_a_process_killed_holding_locks_blocks_no_longer_than_its_lease(
         assert not _lock_names(index)
         # And stays found: recall is intact after the lease.
         match = index.observe("https://live.example/b", flip(fp, 1, 40)).match
-        assert match is not None and match.key == "https://live.example/a"
+        assert match is not None
+        assert match.key == "https://live.example/a"
 
 
 def test_a_failing_shard_leaves_the_page_unchecked_never_dropped(redis_cluster6_url: str) -> None:
@@ -177,9 +178,11 @@ def test_a_namespace_grows_in_place_and_keeps_its_pages(redis_cluster6_url: str)
         assert len(index) == 200
         assert all(index.get(key) == fp for key, fp in fps.items())
         match = index.observe("https://other.example/", flip(fps["https://site.example/7"], 3))
-        assert match.match is not None and match.match.key == "https://site.example/7"
+        assert match.match is not None
+        assert match.match.key == "https://site.example/7"
         drop = index.drop_of("https://copy.example/")
-        assert drop is not None and drop.kept == "https://site.example/0"
+        assert drop is not None
+        assert drop.kept == "https://site.example/0"
     # Nothing of the old layouts is left behind.
     client = redis.RedisCluster.from_url(redis_cluster6_url.replace("redis+cluster", "redis"))
     names = {name.split(b"}")[0] for name in client.scan_iter(match=b"simhash:{grow*")}
