@@ -182,7 +182,8 @@ async def open_async_index(
     if _check_shards(kind, merged):
         # A sharded namespace takes two rounds of pipelines per page; its blocking client
         # runs them in a worker thread.
-        return AsyncIndexAdapter(await asyncio.to_thread(_redis, url, config, **merged), threaded=True)
+        index = await asyncio.to_thread(_redis, url, config, **merged)
+        return AsyncIndexAdapter(index, threaded=True)
     if BACKENDS[kind] is _redis:
         from scrapy_simhash.index.redis_backend import AsyncRedisIndex
 

@@ -3,19 +3,22 @@
 Why: one namespace under one hash tag lives on one cluster master, whose memory and single
 script thread then bound the crawl whatever the number of masters.
 
-Layout. Shard ``i`` is a complete index of today's format under its own hash tag
-``{namespace:s<i>.<n>}``, ``n`` picked so its slot falls in the ``i``-th of ``shards`` equal
-slot ranges: one shard per master of a cluster created with equal ranges (redis-cli's
-default), instead of shards colliding on a master by chance. A page with fingerprint ``f`` is stored, entry and band records,
-in every shard of ``D(f) = {shard(t, band_t(f)) for each table t}`` and in the home shard of
-its key (``get``/``remove`` and its previous fingerprint are found there). The root record at
-``{namespace}`` says how many shards there are; a namespace opened with another count refuses.
+Layout. Shard ``i`` is an index of today's format (except that every band record names its
+entry bucket) under its own hash tag ``{namespace:s<i>of<shards>.<n>}``, ``n`` picked so its
+slot falls in the ``i``-th of ``shards`` equal slot ranges: one shard per master of a cluster
+created with equal ranges (redis-cli's default), instead of shards colliding on a master by
+chance. Table ``t``'s band record of a page with fingerprint ``f`` lives in
+``shard(t, band_t(f))`` (a hash of the table and band value); the page's entry and URL live
+in each shard of ``D(f)``, the set of those shards, so a match found there is read there, and
+in the home shard of its key (``get``/``remove`` and its previous fingerprint are found
+there). The root record at ``{namespace}`` says how many shards there are; a namespace opened
+with another count refuses.
 
 Same verdicts as one shard. One shard reports a stored page as a match when it shares a
 band with the probe in some table and is within ``max_distance``. If they share table
-``t``'s band, both are in ``shard(t, band)``, which the probe queries; every match a shard
-reports is such a pair. So the union over ``D(f)`` is exactly the single-shard answer,
-including the matches beyond ``exact_distance`` (band layout built for it, matches accepted
+``t``'s band, both band records are in ``shard(t, band)``, which the probe queries for table
+``t``; every match a shard reports is such a pair. So the union over ``D(f)`` is exactly the
+single-shard answer, including the matches beyond ``exact_distance`` (band layout built for it, matches accepted
 up to ``max_distance``): those are found iff they share a band, here as there.
 
 Atomic across processes (two rounds, each one pipeline of one script call per shard, sent to
@@ -36,15 +39,18 @@ own round 1 then reads that shard. Two pages under one key share the key's lock.
 
 Leases: a process that dies (SIGKILL) mid-page leaves locks that expire after
 ``lock_lease_secs``; pages waiting on them then proceed and read whatever it stored, so the
-namespace is blocked for at most one lease and stored pages stay found. Drop records (rare,
-bounded by count) stay under the root tag, so their bound and order are exact. A live process
+namespace is blocked for at most one lease and stored pages stay found. A live process
 whose lease ran out (stalled longer than the lease) learns it in round 2: the page is stored
 but :class:`IndexBackendError` says it was not checked, as does a shard failing mid-page.
 The crawl then lets the page through ("not checked"): a failure never drops a page.
 
-Costs: two round trips per page (a near-duplicate: two as well); each page is stored in
-about ``|D(f)| + 1`` shards (4 tables: ~2.4 of 3 shards, ~3.5 of 6), so memory and script
-time per page grow by that factor while spreading over the masters; see the README.
+Drop records (rare, bounded by count) stay under the root tag, so their bound and order are
+exact; recrawl state is not sharded (it stays under the namespace's own tag).
+
+Costs: two round trips per page (a near-duplicate: two as well); each page's entry and URL
+are stored in about ``|D(f)| + 1`` shards (4 tables: ~2.6 of 3 shards, ~3.6 of 6) and each
+shard touched costs two script calls, so memory and script time per page grow by that factor
+while spreading over the masters; see the README for the figures.
 """
 
 from __future__ import annotations
@@ -256,7 +262,8 @@ class ShardedRedisIndex(NearDuplicateIndex):
         again = [
             i
             for i, reply in enumerate(replies)
-            if isinstance(reply, NoScriptError) or (isinstance(reply, Exception) and _no_record(reply))
+            if isinstance(reply, NoScriptError)
+            or (isinstance(reply, Exception) and _no_record(reply))
         ]
         if again:
             try:
@@ -271,7 +278,9 @@ class ShardedRedisIndex(NearDuplicateIndex):
                 replies[i] = reply
         return replies
 
-    def _args(self, mode: str, shard: int, fp: int, key: str, ident: bytes, *extra: bytes) -> list[bytes]:
+    def _args(
+        self, mode: str, shard: int, fp: int, key: str, ident: bytes, *extra: bytes
+    ) -> list[bytes]:
         return self._codecs[shard].args(mode, fp, key, ident, *extra)
 
     def _locked(
