@@ -59,7 +59,7 @@ import logging
 import os
 import random
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -78,7 +78,7 @@ from scrapy_simhash.index.base import (
     closest,
     ordered,
 )
-from scrapy_simhash.index.drops import DropRecord
+from scrapy_simhash.index.drops import DropRecord, unpack_record
 from scrapy_simhash.index.keys import check_key
 from scrapy_simhash.index.redis_backend import (
     _DATA_KINDS,
@@ -494,6 +494,28 @@ class ShardedRedisIndex(NearDuplicateIndex):
                     if self.home(ident) == shard:
                         yield shard, ident, seen
 
+    def keys(self) -> Iterator[str]:
+        now = self.config.clock()
+        try:
+            for shard, codec in enumerate(self._codecs):
+                for key, _, seen in _entries(
+                    self._client, codec, lambda ident, shard=shard: self.home(ident) == shard
+                ):
+                    if not self.config.expired(seen, now):
+                        yield key
+        except self._errors as exc:
+            raise self._root.error("list keys", exc) from exc
+
+    def drops(self) -> Iterator[DropRecord]:
+        now = self.config.clock()
+        try:
+            for _, value in self._client.hscan_iter(self._root.drop_keys[0], count=_SCAN_BATCH):
+                record = unpack_record(value)
+                if not self.config.drop_expired(record.at, now):
+                    yield record
+        except self._errors as exc:
+            raise self._root.error("list drops", exc) from exc
+
     def count(self) -> int:
         """Entries (each counted in its home shard; scans every entry bucket)."""
         try:
@@ -548,10 +570,15 @@ class ShardedRedisIndex(NearDuplicateIndex):
 
 def _entries(client: Any, codec: _Codec, keep: Any) -> Iterable[tuple[str, int, int]]:
     """(key, fingerprint, last seen) of each entry of one Redis-format index whose key id
-    ``keep`` accepts (entry records and key texts are stored in the same order)."""
-    for name in client.scan_iter(match=codec.pattern(b"e"), count=_SCAN_BATCH):
-        texts = client.lrange(codec.prefix + b"u" + name[len(codec.prefix) + 1 :], 0, -1)
-        for (ident, fp, seen), text in zip(codec.entries(client.get(name)), texts, strict=False):
+    ``keep`` accepts (entry records and key texts are stored in the same order, and read
+    in one transaction so a writer cannot shift one against the other)."""
+    prefix = codec.prefix
+    for name in list(client.scan_iter(match=codec.pattern(b"e"), count=_SCAN_BATCH)):
+        pipe = client.pipeline(transaction=True)
+        pipe.get(name)
+        pipe.lrange(prefix + b"u" + name[len(prefix) + 1 :], 0, -1)
+        bucket, texts = pipe.execute()
+        for (ident, fp, seen), text in zip(codec.entries(bucket), texts, strict=False):
             if keep(ident):
                 yield text.decode("utf-8", "surrogatepass"), fp, seen
 
