@@ -19,6 +19,7 @@ from scrapy_simhash.exceptions import IndexBackendError, IndexMismatchError
 from scrapy_simhash.index import open_index
 from scrapy_simhash.index.redis_backend import key_id
 from scrapy_simhash.index.sharded import ShardedRedisIndex, grow
+from scrapy_simhash.recrawl import open_recrawl_store
 from tests.index_helpers import Clock, at_distance, flip
 from tests.redis_servers import RedisServer
 
@@ -169,6 +170,8 @@ def test_a_namespace_grows_in_place_and_keeps_its_pages(redis_cluster6_url: str)
         for key, fp in fps.items():
             assert index.observe(key, fp).stored
         index.record_drop("https://copy.example/", "https://site.example/0", 1)
+    with open_recrawl_store(redis_cluster6_url, namespace="grow", clock=clock) as recrawl:
+        recrawl.add(list(fps)[:50], due=clock.now + 60)
     clock.now += 3000
     assert grow(redis_cluster6_url, "grow", 1, 6, **options) == 200
     with pytest.raises(IndexMismatchError, match="SIMHASH_INDEX_SHARDS=6"):
@@ -183,11 +186,19 @@ def test_a_namespace_grows_in_place_and_keeps_its_pages(redis_cluster6_url: str)
         drop = index.drop_of("https://copy.example/")
         assert drop is not None
         assert drop.kept == "https://site.example/0"
+    # The recrawl schedule moved with it.
+    with open_recrawl_store(redis_cluster6_url, namespace="grow", clock=clock) as recrawl:
+        assert recrawl.count() == 50
+        assert len(recrawl.due(limit=100)) == 50
     # Nothing of the old layouts is left behind.
     client = redis.RedisCluster.from_url(redis_cluster6_url.replace("redis+cluster", "redis"))
     names = {name.split(b"}")[0] for name in client.scan_iter(match=b"simhash:{grow*")}
+    recrawl_names = {
+        name.split(b"}")[0] for name in client.scan_iter(match=b"simhash:recrawl:{grow*")
+    }
     client.close()
     assert len(names) == 4  # the root tag and three shards
+    assert len(recrawl_names) == 4  # the shard count record and three shards
     # Entries kept the time they were last seen, not the time of the move.
     clock.now += 700
     with open_index(redis_cluster6_url, namespace="grow", shards=3, **options) as index:

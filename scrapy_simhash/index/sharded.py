@@ -45,7 +45,7 @@ but :class:`IndexBackendError` says it was not checked, as does a shard failing 
 The crawl then lets the page through ("not checked"): a failure never drops a page.
 
 Drop records (rare, bounded by count) stay under the root tag, so their bound and order are
-exact; recrawl state is not sharded (it stays under the namespace's own tag).
+exact. Recrawl state is spread by URL hash over the same shard tags (recrawl/redisstore.py).
 
 Costs: two round trips per page (a near-duplicate: two as well); each page's entry and URL
 are stored in about ``|D(f)| + 1`` shards (4 tables: ~2.6 of 3 shards, ~3.6 of 6) and each
@@ -587,8 +587,8 @@ def grow(url: str, namespace: str, shards: int, new_shards: int, **index_options
     """Spread a namespace held in ``shards`` shards (1 = today's single layout) over
     ``new_shards``, in place; return the entries copied. Run it with the crawl stopped, with
     the crawl's index settings (``open_index`` keywords: ``scheme``, ``bits``, distances,
-    ``ttl_secs``...). Entries keep their last-seen time; drop records and recrawl state stay
-    where they are (they are not spread by this index).
+    ``ttl_secs``...). Entries keep their last-seen time; the drop record stays under the
+    namespace's tag; the recrawl state moves to the new shards too.
 
     Safe to rerun after an interruption: the namespace's record still names the old shard
     count until every entry is copied, and the copy stores each entry again.
@@ -639,5 +639,8 @@ def grow(url: str, namespace: str, shards: int, new_shards: int, **index_options
     finally:
         target.close()
         source.close()
+    from scrapy_simhash.recrawl.redisstore import regroup
+
+    regroup(url, namespace, shards, new_shards)
     return copied
 

@@ -403,9 +403,11 @@ class ThreadedBackend:
             self._executor.shutdown(wait=False)
 
 
-def _open_backend(url: str | None, namespace: str) -> Backend:
+def _open_backend(url: str | None, namespace: str, shards: int | None = None) -> Backend:
     scheme = _scheme(url)
     try:
+        if scheme in REDIS_SCHEMES:
+            return _redis(url, namespace, shards)
         return _SYNC_FACTORIES[scheme](url, namespace)
     except (ConfigurationError, IndexBackendError):
         raise
@@ -421,7 +423,7 @@ def open_recrawl_store(
     clock: Clock = time.time,
 ) -> RecrawlStore:
     """Open the blocking store at ``url`` (None: embedded SQLite, as the index)."""
-    backend = _open_backend(url, namespace)
+    backend = _open_backend(url, namespace, (config or RecrawlConfig()).shards)
     return RecrawlStore(
         backend, url=url, namespace=namespace, config=config or RecrawlConfig(), clock=clock
     )
@@ -438,11 +440,15 @@ def open_async_recrawl_store(
     scheme = _scheme(url)
     factory = _ASYNC_FACTORIES.get(scheme)
     backend: AsyncBackend
+    shards = (config or RecrawlConfig()).shards
     if factory is None:
         backend = ThreadedBackend(_open_backend(url, namespace))
     else:
         try:
-            backend = factory(url, namespace)
+            if scheme in REDIS_SCHEMES:
+                backend = _async_redis(url, namespace, shards)
+            else:
+                backend = factory(url, namespace)
         except Exception as exc:
             raise _wrap(url, exc) from exc
     return AsyncRecrawlStore(
@@ -462,15 +468,30 @@ def _sqlite(url: str | None, namespace: str) -> Backend:
     return SqliteBackend(path_from_url(url), namespace)
 
 
-def _redis(url: str | None, namespace: str) -> Backend:
-    from scrapy_simhash.recrawl.redisstore import RedisBackend
+def _redis(url: str | None, namespace: str, shards: int | None = None) -> Backend:
+    from scrapy_simhash.recrawl.redisstore import (
+        RedisBackend,
+        ShardedRedisBackend,
+        stored_shards,
+    )
 
+    count = 1 if shards == 1 else stored_shards(str(url), namespace, shards)
+    if count > 1:
+        return ShardedRedisBackend(str(url), namespace, count)
     return RedisBackend(str(url), namespace)
 
 
-def _async_redis(url: str | None, namespace: str) -> AsyncBackend:
-    from scrapy_simhash.recrawl.redisstore import AsyncRedisBackend
+def _async_redis(url: str | None, namespace: str, shards: int | None = None) -> AsyncBackend:
+    """An asyncio backend; the shard count is read with one blocking call at open."""
+    from scrapy_simhash.recrawl.redisstore import (
+        AsyncRedisBackend,
+        AsyncShardedRedisBackend,
+        stored_shards,
+    )
 
+    count = 1 if shards == 1 else stored_shards(str(url), namespace, shards)
+    if count > 1:
+        return AsyncShardedRedisBackend(str(url), namespace, count)
     return AsyncRedisBackend(str(url), namespace)
 
 
