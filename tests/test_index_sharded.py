@@ -15,7 +15,7 @@ import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scrapy_simhash.exceptions import IndexBackendError, IndexMismatchError
+from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError, IndexMismatchError
 from scrapy_simhash.index import open_index
 from scrapy_simhash.index.redis_backend import key_id
 from scrapy_simhash.index.sharded import ShardedRedisIndex, grow
@@ -203,3 +203,10 @@ def test_a_namespace_grows_in_place_and_keeps_its_pages(redis_cluster6_url: str)
     clock.now += 700
     with open_index(redis_cluster6_url, namespace="grow", shards=3, **options) as index:
         assert index.get("https://site.example/1") is None
+
+
+def test_shards_need_a_redis_url(tmp_path: Any) -> None:
+    with pytest.raises(ConfigurationError, match="SIMHASH_INDEX_SHARDS=3 needs a Redis"):
+        open_index(f"sqlite:///{tmp_path}/x.sqlite3", shards=3)
+    with pytest.raises(ConfigurationError, match="from 1 to 1024"):
+        open_index("redis://127.0.0.1:1/0", shards=0)
