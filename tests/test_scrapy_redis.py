@@ -223,8 +223,14 @@ def test_several_processes_share_one_crawl_with_scrapy_redis(
             index_settings["SIMHASH_INDEX_URL"].replace("redis+cluster", "redis")
         )
         tags = {name.split(b"}")[0] for name in cluster_client.scan_iter(match=b"simhash:{*:s*")}
+        recrawl = set(cluster_client.scan_iter(match=b"simhash:recrawl:*"))
         cluster_client.close()
         assert len(tags) == 6
+        # The recrawl state is spread by URL too: under the namespace's own tag only the
+        # record of the shard count.
+        own = {name for name in recrawl if name.startswith(b"simhash:recrawl:{shared}")}
+        assert own == {b"simhash:recrawl:{shared}:shards"}
+        assert len({name.split(b"}")[0] for name in recrawl - own}) > 1
 
 
 @pytest.mark.cluster

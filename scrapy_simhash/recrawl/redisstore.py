@@ -523,3 +523,44 @@ def _move(client: Any, due: str, rows: list[tuple[bytes, bytes]], targets: list[
             write.hincrby(hist, bucket, 1)
     write.execute()
     return len(rows)
+
+
+class _Detected:
+    """A backend built on first use, once the namespace's shard count is read: opening a
+    store stays free of I/O (a server down at open fails the first call, as before)."""
+
+    errors: tuple[type[BaseException], ...] = (redis.exceptions.RedisError, OSError)
+
+    def __init__(self, make: Any) -> None:
+        self._make = make
+        self._backend: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        def call(*args: Any) -> Any:  # built when called: inside the store's error handling
+            if self._backend is None:
+                self._backend = self._make()
+            return getattr(self._backend, name)(*args)
+
+        return call
+
+
+class DetectedBackend(_Detected):
+    def close(self) -> None:
+        if self._backend is not None:
+            self._backend.close()
+
+
+class AsyncDetectedBackend(_Detected):
+    """The shard count is read in a worker thread, so the event loop never waits on it."""
+
+    def __getattr__(self, name: str) -> Any:
+        async def call(*args: Any) -> Any:
+            if self._backend is None:
+                self._backend = await asyncio.to_thread(self._make)
+            return await getattr(self._backend, name)(*args)
+
+        return call
+
+    async def close(self) -> None:
+        if self._backend is not None:
+            await self._backend.close()

@@ -14,7 +14,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import urlsplit
 
 from scrapy_simhash._redact import scrub
@@ -470,29 +470,38 @@ def _sqlite(url: str | None, namespace: str) -> Backend:
 
 def _redis(url: str | None, namespace: str, shards: int | None = None) -> Backend:
     from scrapy_simhash.recrawl.redisstore import (
+        DetectedBackend,
         RedisBackend,
         ShardedRedisBackend,
         stored_shards,
     )
 
-    count = 1 if shards == 1 else stored_shards(str(url), namespace, shards)
-    if count > 1:
-        return ShardedRedisBackend(str(url), namespace, count)
-    return RedisBackend(str(url), namespace)
+    def make() -> Backend:
+        count = 1 if shards == 1 else stored_shards(str(url), namespace, shards)
+        if count > 1:
+            return ShardedRedisBackend(str(url), namespace, count)
+        return RedisBackend(str(url), namespace)
+
+    # None: whatever the namespace recorded, read on first use.
+    return cast(Backend, DetectedBackend(make)) if shards is None else make()
 
 
 def _async_redis(url: str | None, namespace: str, shards: int | None = None) -> AsyncBackend:
     """An asyncio backend; the shard count is read with one blocking call at open."""
     from scrapy_simhash.recrawl.redisstore import (
+        AsyncDetectedBackend,
         AsyncRedisBackend,
         AsyncShardedRedisBackend,
         stored_shards,
     )
 
-    count = 1 if shards == 1 else stored_shards(str(url), namespace, shards)
-    if count > 1:
-        return AsyncShardedRedisBackend(str(url), namespace, count)
-    return AsyncRedisBackend(str(url), namespace)
+    def make() -> AsyncBackend:
+        count = 1 if shards == 1 else stored_shards(str(url), namespace, shards)
+        if count > 1:
+            return AsyncShardedRedisBackend(str(url), namespace, count)
+        return AsyncRedisBackend(str(url), namespace)
+
+    return cast(AsyncBackend, AsyncDetectedBackend(make)) if shards != 1 else make()
 
 
 register_backend("memory", _memory)
