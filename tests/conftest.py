@@ -81,3 +81,25 @@ def redis_cluster_url(redis_cluster_servers: list[RedisServer]) -> str:
     for server in redis_cluster_servers:
         _flush(server.url)
     return f"redis+cluster://127.0.0.1:{redis_cluster_servers[0].port}/0"
+
+
+@pytest.fixture(scope="session")
+def redis_cluster6_servers(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[list[RedisServer]]:
+    """A real 6-master Redis Cluster for the whole session (sharded namespaces)."""
+    try:
+        servers = start_cluster(tmp_path_factory.mktemp("redis-cluster6"), masters=6)
+    except (RuntimeError, OSError) as exc:
+        pytest.fail(f"could not start a 6-master Redis Cluster: {exc}")
+    yield servers
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def redis_cluster6_url(redis_cluster6_servers: list[RedisServer]) -> str:
+    """``redis+cluster://`` URL of the session 6-master cluster, emptied for one test."""
+    for server in redis_cluster6_servers:
+        _flush(server.url)
+    return f"redis+cluster://127.0.0.1:{redis_cluster6_servers[0].port}/0"

@@ -1,4 +1,5 @@
-"""Real ``redis-server`` processes for the tests: single servers and a 3-master cluster.
+"""Real ``redis-server`` processes for the tests: single servers and clusters
+(3 or 6 masters).
 
 Tests talk to real servers, never to a fake: every server here is a child process on a free
 loopback port with its own temporary directory, stopped when the fixture ends.

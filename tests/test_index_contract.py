@@ -13,8 +13,8 @@ from scrapy_simhash.exceptions import ConfigurationError, IndexMismatchError
 from scrapy_simhash.index import Match, Observation, open_index
 from tests.index_helpers import Clock, at_distance, flip, opener
 
-BACKENDS = ["memory", "sqlite", "redis", "cluster"]
-PERSISTENT = ["sqlite", "redis", "cluster"]
+BACKENDS = ["memory", "sqlite", "redis", "cluster", "sharded"]
+PERSISTENT = ["sqlite", "redis", "cluster", "sharded"]
 
 
 def _url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
@@ -24,6 +24,8 @@ def _url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return f"sqlite:///{tmp_path}/index.sqlite3"
     if backend == "redis":
         return str(request.getfixturevalue("redis_url"))
+    if backend == "sharded":  # one namespace over the six masters (SIMHASH_INDEX_SHARDS=6)
+        return str(request.getfixturevalue("redis_cluster6_url"))
     return str(request.getfixturevalue("redis_cluster_url"))
 
 
@@ -35,6 +37,8 @@ def make(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[..
     opened: list[Any] = []
 
     def make_index(**kwargs: Any) -> Any:
+        if backend == "sharded":
+            kwargs.setdefault("shards", 6)
         index = open_(**kwargs)
         opened.append(index)
         return index

@@ -26,7 +26,7 @@ def _clusters() -> list[list[int]]:
     return clusters
 
 
-def _worker(url: str, worker: int, barrier: Any, results: Any) -> None:
+def _worker(url: str, worker: int, barrier: Any, results: Any, options: dict[str, Any]) -> None:
     # Every worker walks the clusters in the same order (members shuffled), so workers hit
     # the same cluster at the same moment: a check-then-store race would keep two.
     rng = random.Random(worker)
@@ -36,7 +36,7 @@ def _worker(url: str, worker: int, barrier: Any, results: Any) -> None:
         rng.shuffle(order)
         pages += [(f"https://w{worker}.example/c{c}/m{m}", fp) for m, fp in order]
     stored = []
-    with open_index(url, namespace="race") as index:
+    with open_index(url, namespace="race", **options) as index:
         barrier.wait(timeout=60)
         for key, fp in pages:
             if index.observe(key, fp).stored:
@@ -44,13 +44,13 @@ def _worker(url: str, worker: int, barrier: Any, results: Any) -> None:
     results.put(stored)
 
 
-def _race(url: str) -> list[str]:
+def _race(url: str, processes_: int = PROCESSES, **options: Any) -> list[str]:
     context = multiprocessing.get_context("spawn")
-    barrier = context.Barrier(PROCESSES)
+    barrier = context.Barrier(processes_)
     results = context.Queue()
     processes = [
-        context.Process(target=_worker, args=(url, worker, barrier, results))
-        for worker in range(PROCESSES)
+        context.Process(target=_worker, args=(url, worker, barrier, results, options))
+        for worker in range(processes_)
     ]
     for process in processes:
         process.start()
@@ -61,11 +61,11 @@ def _race(url: str) -> list[str]:
     return stored
 
 
-def _check(url: str, stored: list[str]) -> None:
+def _check(url: str, stored: list[str], **options: Any) -> None:
     assert len(stored) == CLUSTERS
     kept_clusters = sorted(key.split("/")[3] for key in stored)
     assert kept_clusters == [f"c{c}" for c in sorted(range(CLUSTERS), key=lambda c: f"c{c}")]
-    with open_index(url, namespace="race") as index:
+    with open_index(url, namespace="race", **options) as index:
         assert len(index) == CLUSTERS
         for members in _clusters():
             assert len(index.query(members[0])) == 1
@@ -80,3 +80,15 @@ def test_processes_racing_through_one_sqlite_file(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/shared.sqlite3"
     open_index(url, namespace="race").close()  # create the schema before the race
     _check(url, _race(url))
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize(("cluster", "processes"), [("redis_cluster_url", 4), ("redis_cluster6_url", 5)])
+def test_processes_racing_through_a_sharded_namespace(
+    request: pytest.FixtureRequest, cluster: str, processes: int
+) -> None:
+    """One namespace spread over every master (3, then 6): pages of one cluster land in
+    different shards, yet exactly one per cluster is kept."""
+    url = str(request.getfixturevalue(cluster))
+    shards = 3 if cluster == "redis_cluster_url" else 6
+    _check(url, _race(url, processes, shards=shards), shards=shards)

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +22,7 @@ from scrapy_simhash.recrawl import (
     open_recrawl_store,
 )
 from scrapy_simhash.recrawl.packing import as_float32, quantize_interval
+from scrapy_simhash.recrawl.redisstore import stored_shards
 from tests.redis_servers import RedisServer
 
 HOUR = 3600.0
@@ -41,7 +43,8 @@ class Clock:
 
 
 @pytest.fixture(params=["memory", "sqlite", pytest.param("redis", marks=pytest.mark.redis),
-                        pytest.param("cluster", marks=pytest.mark.cluster)])
+                        pytest.param("cluster", marks=pytest.mark.cluster),
+                        pytest.param("sharded", marks=pytest.mark.cluster)])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     kind = request.param
     if kind == "memory":
@@ -50,6 +53,13 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return f"sqlite:///{tmp_path / 'store.sqlite3'}"
     if kind == "redis":
         return str(request.getfixturevalue("redis_url"))
+    if kind == "sharded":
+        # The namespaces these tests use, spread over the six masters (as a crawl with
+        # SIMHASH_INDEX_SHARDS=6 creates them); every open then finds them sharded.
+        url = str(request.getfixturevalue("redis_cluster6_url"))
+        for namespace in ("t", "b", "n1", "n2", "keep", "exp", "default"):
+            assert stored_shards(url, namespace, 6) == 6
+        return url
     return str(request.getfixturevalue("redis_cluster_url"))
 
 
@@ -417,3 +427,40 @@ def test_states_of_earlier_versions_are_read_and_migrated(tmp_path: Path, clock:
     assert (state.fingerprint, state.visits, state.etag, state.history) == (
         0x123ABC, 2, '"t"', ((10.0, True),)
     )
+
+
+@pytest.mark.cluster
+def test_sharded_recrawl_state_spreads_and_refuses_another_count(
+    redis_cluster6_url: str, redis_cluster6_servers: list[RedisServer], clock: Clock
+) -> None:
+    """URLs spread over the six masters; claims take the earliest due across shards; the
+    budget histogram is the sum; a different shard count refuses to open."""
+    config = RecrawlConfig(shards=6)
+    urls = [f"http://x/{i}" for i in range(60)]
+    with open_recrawl_store(redis_cluster6_url, namespace="spread", config=config,
+                            clock=clock) as store:
+        for i, url in enumerate(urls):
+            assert store.add([url], due=clock.now - 1000 + i) == 1
+        assert store.count() == 60
+        claimed = store.claim_due(10, lease_secs=600)
+        assert [d.url for d in claimed] == urls[:10]
+        # The budget policy's histogram is the sum over shards: as one store counts it.
+        one = open_recrawl_store("memory://", clock=clock)
+        for step, fingerprint in enumerate((A, B, A)):
+            clock.now += 3600 * (step + 1)
+            for url in urls[10:30]:
+                one.observe(url, fingerprint)
+                store.observe(url, fingerprint)
+        histogram = store.rate_histogram()
+        assert histogram == one.rate_histogram()
+        assert sum(histogram.values()) == 20
+        one.close()
+    holding = 0
+    for server in redis_cluster6_servers:
+        client = redis.Redis(port=server.port)
+        holding += any(client.scan_iter(match=b"simhash:recrawl:{spread:*:state"))
+        client.close()
+    assert holding == 6
+    with pytest.raises(ConfigurationError, match="spread over 6 shard"):
+        open_recrawl_store(redis_cluster6_url, namespace="spread",
+                           config=RecrawlConfig(shards=3))

@@ -169,9 +169,19 @@ def test_index_error_policies(
         assert result.stats["simhash/dropped"] == 2
 
 
+@pytest.mark.parametrize("index", ["redis", "sharded"])
 def test_several_processes_share_one_crawl_with_scrapy_redis(
-    http_site: SiteServer, redis_url: str, tmp_path: Path
+    http_site: SiteServer, redis_url: str, tmp_path: Path, request: pytest.FixtureRequest,
+    index: str,
 ) -> None:
+    """The scheduler's queue on one Redis; the index there too, or one namespace sharded
+    over a 6-master cluster (SIMHASH_INDEX_SHARDS=6)."""
+    index_settings: dict[str, Any] = {"SIMHASH_INDEX_URL": redis_url}
+    if index == "sharded":
+        index_settings = {
+            "SIMHASH_INDEX_URL": request.getfixturevalue("redis_cluster6_url"),
+            "SIMHASH_INDEX_SHARDS": 6,
+        }
     clusters = [
         ["harbour.html", "harbour-copy.html", "v/1/harbour.html", "v/2/harbour-copy.html"],
         ["orchard.html", "orchard-print.html", "v/3/orchard.html"],
@@ -193,7 +203,7 @@ def test_several_processes_share_one_crawl_with_scrapy_redis(
         "SCHEDULER_PERSIST": True,
         "REDIS_URL": redis_url,
         "MAX_IDLE_TIME_BEFORE_CLOSE": 1,
-        "SIMHASH_INDEX_URL": redis_url,
+        **index_settings,
     }
     spec = {"spider": "redis", "redis_key": key, "settings": settings}
     running = [start_crawl(tmp_path, spec, name=f"worker{i}") for i in range(2)]
@@ -208,6 +218,19 @@ def test_several_processes_share_one_crawl_with_scrapy_redis(
         assert sum(http_site.url(p) in kept for p in cluster) == 1
     assert sum(r.stats.get("simhash/pages", 0) for r in results) == len(urls)
     assert sum(r.stats.get("simhash/dropped", 0) for r in results) == len(urls) - len(clusters)
+    if index == "sharded":  # the kept pages live in the shards' hash tags, one per master
+        cluster_client = redis.RedisCluster.from_url(
+            index_settings["SIMHASH_INDEX_URL"].replace("redis+cluster", "redis")
+        )
+        tags = {name.split(b"}")[0] for name in cluster_client.scan_iter(match=b"simhash:{*:s*")}
+        recrawl = set(cluster_client.scan_iter(match=b"simhash:recrawl:*"))
+        cluster_client.close()
+        assert len(tags) == 6
+        # The recrawl state is spread by URL too: under the namespace's own tag only the
+        # record of the shard count.
+        own = {name for name in recrawl if name.startswith(b"simhash:recrawl:{shared}")}
+        assert own == {b"simhash:recrawl:{shared}:shards"}
+        assert len({name.split(b"}")[0] for name in recrawl - own}) > 1
 
 
 @pytest.mark.cluster

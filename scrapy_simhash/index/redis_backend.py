@@ -145,10 +145,19 @@ class _Codec:
         self.ebits = key_bits(config.expected_size, MAX_ENTRY_BITS)
         self.gbits = key_bits(config.expected_size, self.layout.key_bits)
         self.record_id = b""
+        #: Shards the namespace is spread over (see index/sharded.py); 1 = this layout alone.
+        self.shards = 1
+        #: This is one shard of a sharded namespace (every band record names its entry).
+        self.shard = False
 
     def record(self) -> str:
+        extra = {"shards": self.shards} if self.shards > 1 else {}
         return self.config.record(
-            self.layout, redis_format=REDIS_FORMAT, entry_bits=self.ebits, group_bits=self.gbits
+            self.layout,
+            redis_format=REDIS_FORMAT,
+            entry_bits=self.ebits,
+            group_bits=self.gbits,
+            **extra,
         )
 
     def adopt(self, stored: bytes | None) -> None:
@@ -166,6 +175,13 @@ class _Codec:
                 f"{where} holds an index in Redis layout {data.get('redis_format', 1)}, this "
                 f"version reads layout {REDIS_FORMAT}; {reset_hint(self.config.namespace)}"
             )
+        stored_shards = int(data.get("shards", 1))
+        if stored_shards != self.shards:
+            raise IndexMismatchError(
+                f"{where} is spread over {stored_shards} shard(s), opened with "
+                f"SIMHASH_INDEX_SHARDS={self.shards}: set SIMHASH_INDEX_SHARDS={stored_shards} "
+                f"(README: growing a sharded namespace), or {reset_hint(self.config.namespace)}"
+            )
         self.set_layout(layout, int(data["entry_bits"]), int(data["group_bits"]))
 
     def set_layout(self, layout: BandLayout, ebits: int, gbits: int) -> None:
@@ -182,7 +198,7 @@ class _Codec:
             self.prefix,
             packed(layout.masks),
             packed(group_mask(mask, gbits) for mask in layout.masks),
-            b"%d" % ebits,
+            b"%d%s" % (ebits, b"s" if self.shard else b""),
             b"%d" % self.config.max_distance,
         )
         self._ttl = repr(float(ttl)).encode()

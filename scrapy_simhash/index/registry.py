@@ -53,6 +53,11 @@ def _sqlite(url: str, config: IndexConfig, **options: Any) -> NearDuplicateIndex
 def _redis(url: str, config: IndexConfig, **options: Any) -> NearDuplicateIndex:
     from scrapy_simhash.index.redis_backend import RedisIndex
 
+    shards = options.pop("shards", 1)
+    if shards != 1:
+        from scrapy_simhash.index.sharded import ShardedRedisIndex, check_shards
+
+        return ShardedRedisIndex(url, config, shards=check_shards(shards), **options)
     return RedisIndex(url, config, **options)
 
 
@@ -62,6 +67,20 @@ BACKENDS: dict[str, SyncFactory] = {
     "sqlite": _sqlite,
     **dict.fromkeys(REDIS_SCHEMES, _redis),
 }
+
+
+def _check_shards(kind: str, options: dict[str, Any]) -> bool:
+    """Whether a sharded Redis namespace is asked for; shards elsewhere refuse to start."""
+    shards = options.get("shards", 1)
+    if shards == 1:
+        options.pop("shards", None)
+        return False
+    if BACKENDS[kind] is not _redis:
+        raise ConfigurationError(
+            f"SIMHASH_INDEX_SHARDS={shards} needs a Redis index URL (redis://, "
+            f"redis+cluster://, ...), not {kind}://"
+        )
+    return True
 
 
 def register_backend(scheme: str, factory: SyncFactory) -> None:
@@ -125,7 +144,9 @@ def open_index(
         namespace=namespace, tables=tables, expected_size=expected_size, ttl_secs=ttl_secs,
         reset=reset, clock=clock, drop_ttl_secs=drop_ttl_secs, drop_max_entries=drop_max_entries,
     )
-    return BACKENDS[_scheme(url)](url, config, **merged)
+    kind = _scheme(url)
+    _check_shards(kind, merged)
+    return BACKENDS[kind](url, config, **merged)
 
 
 async def open_async_index(
@@ -158,6 +179,11 @@ async def open_async_index(
         reset=reset, clock=clock, drop_ttl_secs=drop_ttl_secs, drop_max_entries=drop_max_entries,
     )
     kind = _scheme(url)
+    if _check_shards(kind, merged):
+        # A sharded namespace takes two rounds of pipelines per page; its blocking client
+        # runs them in a worker thread.
+        index = await asyncio.to_thread(_redis, url, config, **merged)
+        return AsyncIndexAdapter(index, threaded=True)
     if BACKENDS[kind] is _redis:
         from scrapy_simhash.index.redis_backend import AsyncRedisIndex
 

@@ -55,5 +55,15 @@ def index_options_from_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
         "drop_max_entries": get_int(
             settings, "SIMHASH_DROP_RECORD_MAX_ENTRIES", DROP_MAX_ENTRIES, minimum=0
         ),
-        "options": get_dict(settings, "SIMHASH_INDEX_OPTIONS"),
+        "options": _backend_options(settings),
     }
+
+
+def _backend_options(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``SIMHASH_INDEX_OPTIONS`` plus ``shards`` when ``SIMHASH_INDEX_SHARDS`` spreads a
+    Redis namespace (1, the default, leaves the options as they are)."""
+    options = get_dict(settings, "SIMHASH_INDEX_OPTIONS")
+    shards = get_int(settings, "SIMHASH_INDEX_SHARDS", 1, minimum=1, maximum=1024)
+    if shards > 1:
+        options = {**options, "shards": shards}
+    return options

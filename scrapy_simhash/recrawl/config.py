@@ -52,6 +52,9 @@ class RecrawlConfig:
     error_retry_secs: float = 3600.0
     #: Forget a URL not fetched for this long when it comes due (0 = keep forever).
     expire_after_secs: float = 0.0
+    #: Redis shards of the namespace (SIMHASH_INDEX_SHARDS, the index's count); None =
+    #: whatever the namespace recorded (1 when nothing is stored yet).
+    shards: int | None = None
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -136,4 +139,5 @@ class RecrawlConfig:
             expire_after_secs=get_float(
                 settings, p + "EXPIRE_AFTER_SECS", d.expire_after_secs, minimum=0
             ),
+            shards=get_int(settings, "SIMHASH_INDEX_SHARDS", 1, minimum=1, maximum=1024),
         )

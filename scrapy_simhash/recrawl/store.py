@@ -14,7 +14,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import urlsplit
 
 from scrapy_simhash._redact import scrub
@@ -403,9 +403,11 @@ class ThreadedBackend:
             self._executor.shutdown(wait=False)
 
 
-def _open_backend(url: str | None, namespace: str) -> Backend:
+def _open_backend(url: str | None, namespace: str, shards: int | None = None) -> Backend:
     scheme = _scheme(url)
     try:
+        if scheme in REDIS_SCHEMES:
+            return _redis(url, namespace, shards)
         return _SYNC_FACTORIES[scheme](url, namespace)
     except (ConfigurationError, IndexBackendError):
         raise
@@ -421,7 +423,7 @@ def open_recrawl_store(
     clock: Clock = time.time,
 ) -> RecrawlStore:
     """Open the blocking store at ``url`` (None: embedded SQLite, as the index)."""
-    backend = _open_backend(url, namespace)
+    backend = _open_backend(url, namespace, (config or RecrawlConfig()).shards)
     return RecrawlStore(
         backend, url=url, namespace=namespace, config=config or RecrawlConfig(), clock=clock
     )
@@ -438,11 +440,15 @@ def open_async_recrawl_store(
     scheme = _scheme(url)
     factory = _ASYNC_FACTORIES.get(scheme)
     backend: AsyncBackend
+    shards = (config or RecrawlConfig()).shards
     if factory is None:
         backend = ThreadedBackend(_open_backend(url, namespace))
     else:
         try:
-            backend = factory(url, namespace)
+            if scheme in REDIS_SCHEMES:
+                backend = _async_redis(url, namespace, shards)
+            else:
+                backend = factory(url, namespace)
         except Exception as exc:
             raise _wrap(url, exc) from exc
     return AsyncRecrawlStore(
@@ -462,16 +468,40 @@ def _sqlite(url: str | None, namespace: str) -> Backend:
     return SqliteBackend(path_from_url(url), namespace)
 
 
-def _redis(url: str | None, namespace: str) -> Backend:
-    from scrapy_simhash.recrawl.redisstore import RedisBackend
+def _redis(url: str | None, namespace: str, shards: int | None = None) -> Backend:
+    from scrapy_simhash.recrawl.redisstore import (
+        DetectedBackend,
+        RedisBackend,
+        ShardedRedisBackend,
+        stored_shards,
+    )
 
-    return RedisBackend(str(url), namespace)
+    def make() -> Backend:
+        count = 1 if shards == 1 else stored_shards(str(url), namespace, shards)
+        if count > 1:
+            return ShardedRedisBackend(str(url), namespace, count)
+        return RedisBackend(str(url), namespace)
+
+    # None: whatever the namespace recorded, read on first use.
+    return cast(Backend, DetectedBackend(make)) if shards is None else make()
 
 
-def _async_redis(url: str | None, namespace: str) -> AsyncBackend:
-    from scrapy_simhash.recrawl.redisstore import AsyncRedisBackend
+def _async_redis(url: str | None, namespace: str, shards: int | None = None) -> AsyncBackend:
+    """An asyncio backend; the shard count is read with one blocking call at open."""
+    from scrapy_simhash.recrawl.redisstore import (
+        AsyncDetectedBackend,
+        AsyncRedisBackend,
+        AsyncShardedRedisBackend,
+        stored_shards,
+    )
 
-    return AsyncRedisBackend(str(url), namespace)
+    def make() -> AsyncBackend:
+        count = 1 if shards == 1 else stored_shards(str(url), namespace, shards)
+        if count > 1:
+            return AsyncShardedRedisBackend(str(url), namespace, count)
+        return AsyncRedisBackend(str(url), namespace)
+
+    return cast(AsyncBackend, AsyncDetectedBackend(make)) if shards != 1 else make()
 
 
 register_backend("memory", _memory)

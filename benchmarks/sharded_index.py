@@ -1,0 +1,135 @@
+"""One namespace over 1, 3 and 6 shards of a local 6-master Redis Cluster.
+
+    python3 benchmarks/sharded_index.py [--pages 30000] [--processes 3]
+
+Per shard count: round trips per page (pipelines a page waits for: by design, counted here
+from the code path), script calls per page, Redis CPU per page on each master (script time:
+INFO commandstats ``usec`` of EVALSHA, which counts time the server was descheduled on a busy
+machine; process time: INFO cpu, which also counts serving the calls), memory per page on
+each master (MEMORY USAGE of the namespace's keys) and pages/s from ``--processes`` client processes (blocking
+clients). On a shared 2-core machine the wall clock is capped by the clients; the per-master
+CPU figures show the spread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import redis
+from _index_bench import pages
+
+from scrapy_simhash.index import open_index
+from tests.redis_servers import RedisServer, start_cluster
+
+
+def _client(url: str, shards: int, data: list[tuple[str, int]], barrier: Any, out: Any) -> None:
+    with open_index(url, namespace="bench", shards=shards, max_distance=5, exact_distance=3,
+                    expected_size=len(data) * 3) as index:
+        barrier.wait(timeout=120)
+        started = time.perf_counter()
+        for key, fp in data:
+            index.observe(key, fp)
+        out.put(time.perf_counter() - started)
+
+
+def _stats(server: RedisServer) -> tuple[int, int, float]:
+    """EVALSHA calls and their usec (INFO commandstats), and the process's CPU seconds."""
+    client = redis.Redis(port=server.port)
+    try:
+        stat = client.info("commandstats").get("cmdstat_evalsha", {})
+        cpu = client.info("cpu")
+        return (
+            int(stat.get("calls", 0)),
+            int(stat.get("usec", 0)),
+            float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"]),
+        )
+    finally:
+        client.close()
+
+
+def _memory(server: RedisServer) -> int:
+    client = redis.Redis(port=server.port)
+    try:
+        return sum(
+            int(client.memory_usage(name, samples=0) or 0)
+            for name in client.scan_iter(match=b"simhash:*", count=1000)
+        )
+    finally:
+        client.close()
+
+
+def run(servers: list[RedisServer], shards: int, count: int, processes: int) -> dict[str, Any]:
+    for server in servers:
+        redis.Redis(port=server.port).flushall()
+        redis.Redis(port=server.port).config_resetstat()
+    url = f"redis+cluster://127.0.0.1:{servers[0].port}/0"
+    data = list(pages(count))
+    for i in range(10, count, 10):  # every tenth page a 2-bit variant of an earlier one
+        data[i] = (data[i][0], data[i - 7][1] ^ 0b101)
+    open_index(url, namespace="bench", shards=shards, max_distance=5, exact_distance=3,
+               expected_size=count).close()
+    for server in servers:
+        redis.Redis(port=server.port).config_resetstat()
+    before = [_stats(server)[2] for server in servers]
+    context = multiprocessing.get_context("spawn")
+    barrier, out = context.Barrier(processes), context.Queue()
+    procs = [
+        context.Process(target=_client, args=(url, shards, data[p::processes], barrier, out))
+        for p in range(processes)
+    ]
+    for proc in procs:
+        proc.start()
+    elapsed = max(out.get(timeout=3600) for _ in procs)
+    for proc in procs:
+        proc.join()
+    stats = [_stats(server) for server in servers]
+    memory = [_memory(server) for server in servers]
+    used = [m for m in memory if m > max(memory) / 100]  # not the masters holding no shard
+    return {
+        "shards": shards,
+        "pages/s": count / elapsed,
+        "round trips/page": 1 if shards == 1 else 2,
+        "script calls/page": sum(calls for calls, _, _ in stats) / count,
+        "script us/page per master": [round(usec / count, 1) for _, usec, _ in stats],
+        "script us/page busiest master": max(usec for _, usec, _ in stats) / count,
+        "script us/page all masters": sum(usec for _, usec, _ in stats) / count,
+        "process cpu us/page per master": [
+            round((cpu - start) * 1e6 / count, 1)
+            for (_, _, cpu), start in zip(stats, before, strict=True)
+        ],
+        "process cpu us/page busiest master": max(
+            (cpu - start) * 1e6 / count for (_, _, cpu), start in zip(stats, before, strict=True)
+        ),
+        "bytes/page per master": [round(m / count, 1) for m in memory],
+        "bytes/page all masters": sum(memory) / count,
+        "memory max/mean over used masters": max(used) / (sum(used) / len(used)),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--pages", type=int, default=30000)
+    parser.add_argument("--processes", type=int, default=3)
+    parser.add_argument("--shards", type=int, nargs="*", default=[1, 3, 6])
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="simhash-shards-") as workdir:
+        servers = start_cluster(Path(workdir), masters=6)
+        try:
+            for shards in args.shards:
+                result = run(servers, shards, args.pages, args.processes)
+                for name, value in result.items():
+                    shown = f"{value:.2f}" if isinstance(value, float) else value
+                    print(f"{name:>36}: {shown}")
+                print(flush=True)
+        finally:
+            for server in servers:
+                server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,646 @@
+"""A Redis namespace spread over several shards (``SIMHASH_INDEX_SHARDS``), still exact.
+
+Why: one namespace under one hash tag lives on one cluster master, whose memory and single
+script thread then bound the crawl whatever the number of masters.
+
+Layout. Shard ``i`` is an index of today's format (except that every band record names its
+entry bucket) under its own hash tag ``{namespace:s<i>of<shards>.<n>}``, ``n`` picked so its
+slot falls in the ``i``-th of ``shards`` equal slot ranges: one shard per master of a cluster
+created with equal ranges (redis-cli's default), instead of shards colliding on a master by
+chance. Table ``t``'s band record of a page with fingerprint ``f`` lives in
+``shard(t, band_t(f))`` (a hash of the table and band value); the page's entry and URL live
+in each shard of ``D(f)``, the set of those shards, so a match found there is read there, and
+in the home shard of its key (``get``/``remove`` and its previous fingerprint are found
+there). The root record at ``{namespace}`` says how many shards there are; a namespace opened
+with another count refuses.
+
+Same verdicts as one shard. One shard reports a stored page as a match when it shares a
+band with the probe in some table and is within ``max_distance``. If they share table
+``t``'s band, both band records are in ``shard(t, band)``, which the probe queries for table
+``t``; every match a shard reports is such a pair. So the union over ``D(f)`` is exactly the
+single-shard answer, including the matches beyond ``exact_distance`` (band layout built for it, matches accepted
+up to ``max_distance``): those are found iff they share a band, here as there.
+
+Atomic across processes (two rounds, each one pipeline of one script call per shard, sent to
+all shards at once):
+
+1. ``lock`` on every shard of ``D(f)`` and the home shard: all or none of that shard's locks
+   (one per (table, band value) the shard answers for, plus the key's lock at home) under a
+   random token with a lease, and the live matches there. If any shard is busy the page
+   releases what it took and retries after a random backoff (no lock is held while waiting,
+   so there is no deadlock, whatever order pages meet in).
+2. ``store`` (unique page) or ``unlock`` (near-duplicate): release and, for ``store``, observe
+   in the same script call; shards holding only the key's previous fingerprint drop it.
+
+Two pages a shard would match share a band value in some table, hence the lock on it:
+whichever locks it second has all its locks only after the first released it in round 2,
+i.e. after the first was stored in that shard (or found a copy and stored nothing), and its
+own round 1 then reads that shard. Two pages under one key share the key's lock.
+
+Leases: a process that dies (SIGKILL) mid-page leaves locks that expire after
+``lock_lease_secs``; pages waiting on them then proceed and read whatever it stored, so the
+namespace is blocked for at most one lease and stored pages stay found. A live process
+whose lease ran out (stalled longer than the lease) learns it in round 2: the page is stored
+but :class:`IndexBackendError` says it was not checked, as does a shard failing mid-page.
+The crawl then lets the page through ("not checked"): a failure never drops a page.
+
+Drop records (rare, bounded by count) stay under the root tag, so their bound and order are
+exact. Recrawl state is spread by URL hash over the same shard tags (recrawl/redisstore.py).
+
+Costs: two round trips per page (a near-duplicate: two as well); each page's entry and URL
+are stored in about ``|D(f)| + 1`` shards (4 tables: ~2.6 of 3 shards, ~3.6 of 6) and each
+shard touched costs two script calls, so memory and script time per page grow by that factor
+while spreading over the masters; see the README for the figures.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
+from typing import Any
+
+import xxhash
+
+from scrapy_simhash._redis import is_cluster_url, mask_url, sync_client
+from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
+from scrapy_simhash.index.base import (
+    IndexConfig,
+    IndexStats,
+    Match,
+    NearDuplicateIndex,
+    Observation,
+    bucket_stats,
+    check_fingerprint,
+    closest,
+    ordered,
+)
+from scrapy_simhash.index.drops import DropRecord, unpack_record
+from scrapy_simhash.index.keys import check_key
+from scrapy_simhash.index.redis_backend import (
+    _DATA_KINDS,
+    _SCAN_BATCH,
+    SCRIPT,
+    _Codec,
+    _no_record,
+    _redis_errors,
+    client_options,
+    key_id,
+)
+
+logger = logging.getLogger(__name__)
+
+#: Lease of a page's locks: far above a healthy page's two round trips (~1 ms), so only a
+#: process stalled this long loses them (and then reports the page as not checked).
+LOCK_LEASE_SECS = 10.0
+#: Most shards a namespace is spread over.
+MAX_SHARDS = 1024
+_SLOTS = 16384
+
+
+def shard_namespace(namespace: str, shard: int, shards: int) -> str:
+    """The namespace of shard ``shard``: its hash tag falls in the ``shard``-th of
+    ``shards`` equal slot ranges, so shards spread one per master of an evenly sliced
+    cluster instead of colliding by chance."""
+    from redis.crc import key_slot
+
+    n = 0
+    while True:
+        name = f"{namespace}:s{shard}of{shards}.{n}"
+        if key_slot(f"{{{name}}}".encode()) * shards // _SLOTS == shard:
+            return name
+        n += 1
+
+
+def check_shards(shards: int) -> int:
+    if isinstance(shards, bool) or not isinstance(shards, int) or not 1 <= shards <= MAX_SHARDS:
+        raise ConfigurationError(
+            f"SIMHASH_INDEX_SHARDS must be a whole number from 1 to {MAX_SHARDS}, got {shards!r}"
+        )
+    return shards
+
+
+class ShardedRedisIndex(NearDuplicateIndex):
+    """Blocking client of a sharded namespace (the crawl runs it in a worker thread)."""
+
+    def __init__(
+        self,
+        url: str,
+        config: IndexConfig,
+        *,
+        shards: int,
+        lock_lease_secs: float = LOCK_LEASE_SECS,
+        _grow_from: int | None = None,
+        **options: Any,
+    ) -> None:
+        self.url = url
+        self.config = config
+        self.shards = check_shards(shards)
+        if lock_lease_secs <= 0:
+            raise ConfigurationError(f"lock_lease_secs must be positive, got {lock_lease_secs}")
+        self._lease_ms = b"%d" % max(1, round(lock_lease_secs * 1000))
+        #: A page waits at most this long for locks (a dead holder's lease, then others').
+        self._wait_secs = 2 * lock_lease_secs + 1
+        self._errors = _redis_errors()
+        self._root = _Codec(url, config)
+        self._root.shards = shards
+        self._codecs = [
+            _Codec(
+                url,
+                replace(config, namespace=shard_namespace(config.namespace, i, shards)),
+            )
+            for i in range(shards)
+        ]
+        for codec in self._codecs:
+            codec.shard = True
+        self._cluster = is_cluster_url(url)
+        try:
+            client: Any = sync_client(url, **client_options(options))
+            self._client = client
+            self._sha = self._client.script_load(SCRIPT)
+            if config.reset:
+                for codec in (self._root, *self._codecs):
+                    self._delete(codec, b"")
+            self._open(_grow_from)
+        except self._errors as exc:
+            raise self._root.error("open", exc) from exc
+        self.layout = self._root.layout
+
+    # -- records ------------------------------------------------------------------------
+
+    def _open(self, grow_from: int | None) -> None:
+        """Adopt the root record (while growing: the one of ``grow_from`` shards, rewritten
+        by :func:`grow` once every entry is copied), then each shard's."""
+        root = self._root
+        self._client.hsetnx(root.meta, "config", root.record())
+        if grow_from is not None:
+            root.shards = grow_from
+        root.adopt(self._client.hget(root.meta, "config"))
+        root.shards = self.shards
+        for shard in range(self.shards):
+            self._restore(shard)
+
+    def _restore(self, shard: int) -> None:
+        """Write shard ``shard``'s record (the root's layout), or adopt the one in place."""
+        codec, root = self._codecs[shard], self._root
+        codec.set_layout(root.layout, root.ebits, root.gbits)
+        self._client.hsetnx(codec.meta, "config", codec.record())
+        codec.adopt(self._client.hget(codec.meta, "config"))
+        if codec.layout.name != root.layout.name or (codec.ebits, codec.gbits) != (
+            root.ebits,
+            root.gbits,
+        ):
+            raise IndexBackendError(
+                f"Redis index {mask_url(self.url)}: shard {shard} of namespace "
+                f"{self.config.namespace!r} has layout {codec.layout.name}, the namespace "
+                f"{root.layout.name}; reset the namespace"
+            )
+        self._client.hset(codec.meta, "cid", codec.record_id)
+
+    # -- placement -------------------------------------------------------------------------
+
+    def home(self, ident: bytes) -> int:
+        """Shard holding the entry of key id ``ident`` (its low bits: entry buckets use the
+        high ones)."""
+        return int.from_bytes(ident[4:], "big") % self.shards
+
+    def _bands(self, fingerprint: int) -> Iterable[tuple[int, bytes]]:
+        """(shard, band name) per table: the band value names its shard and its lock; the
+        name starts with the table number."""
+        width = self._root.width
+        for t, mask in enumerate(self.layout.masks, 1):
+            band = bytes([t]) + (fingerprint & mask).to_bytes(width, "big")
+            yield self._shard_of(band), band
+
+    def _tables(self, fingerprint: int) -> dict[int, bytes]:
+        """Per shard, the tables whose band of ``fingerprint`` it holds (one byte each)."""
+        tables: dict[int, bytes] = {}
+        for shard, band in self._bands(fingerprint):
+            tables[shard] = tables.get(shard, b"") + band[:1]
+        return tables
+
+    def _shard_of(self, band: bytes) -> int:
+        return xxhash.xxh3_64_intdigest(band) % self.shards
+
+    def placement(self, fingerprint: int) -> set[int]:
+        """Shards storing the band records of ``fingerprint`` (``D(f)``)."""
+        return {shard for shard, _ in self._bands(fingerprint)}
+
+    def _plan(self, fingerprint: int, ident: bytes) -> dict[int, list[bytes]]:
+        """Per shard a page touches: its tables there, then its lock names (fixed order)."""
+        plan: dict[int, list[bytes]] = {}
+        for shard, band in self._bands(fingerprint):
+            plan.setdefault(shard, []).append(self._codecs[shard].prefix + b"l" + band)
+        home = self.home(ident)
+        plan.setdefault(home, []).append(self._codecs[home].prefix + b"k" + ident)
+        tables = self._tables(fingerprint)
+        return {
+            shard: [tables.get(shard, b""), *sorted(set(names))]
+            for shard, names in sorted(plan.items())
+        }
+
+    # -- rounds ----------------------------------------------------------------------------
+
+    def _send(self, calls: list[tuple[int, list[bytes]]]) -> list[Any]:
+        pipe = self._client.pipeline(transaction=False)
+        for shard, args in calls:
+            pipe.execute_command("EVALSHA", self._sha, 1, self._codecs[shard].meta, *args)
+        try:
+            return list(pipe.execute(raise_on_error=False))
+        except self._errors as exc:
+            return [exc] * len(calls)
+
+    def _round(self, calls: list[tuple[int, list[bytes]]]) -> list[Any]:
+        """One script call per shard, all in one pipeline; a shard that lost its script
+        (restart) or record is repaired and asked again. Failures come back as values."""
+        from redis.exceptions import NoScriptError
+
+        replies = self._send(calls)
+        again = [
+            i
+            for i, reply in enumerate(replies)
+            if isinstance(reply, NoScriptError)
+            or (isinstance(reply, Exception) and _no_record(reply))
+        ]
+        if again:
+            try:
+                self._sha = self._client.script_load(SCRIPT)
+                for shard in {calls[i][0] for i in again}:
+                    self._restore(shard)
+            except self._errors as exc:
+                for i in again:
+                    replies[i] = exc
+                return replies
+            for i, reply in zip(again, self._send([calls[i] for i in again]), strict=True):
+                replies[i] = reply
+        return replies
+
+    def _args(
+        self, mode: str, shard: int, fp: int, key: str, ident: bytes, *extra: bytes
+    ) -> list[bytes]:
+        return self._codecs[shard].args(mode, fp, key, ident, *extra)
+
+    def _locked(
+        self, mode: str, shard: int, fp: int, key: str, ident: bytes, token: bytes,
+        plan: list[bytes],
+    ) -> list[bytes]:
+        """Arguments of a lock, store or unlock call: the tables, token, lease and locks."""
+        tables, *names = plan
+        return self._args(mode, shard, fp, key, ident, tables, token, self._lease_ms, *names)
+
+    def _lock(
+        self, fp: int, key: str, ident: bytes
+    ) -> tuple[bytes, dict[int, list[bytes]], dict[int, Any]]:
+        """Round 1: every lock of the page, and each shard's reply."""
+        plan = self._plan(fp, ident)
+
+        def mine(home: bool) -> tuple[str, bytes]:
+            return (key, ident) if home else ("", b"")
+
+        deadline = time.monotonic() + self._wait_secs
+        delay = 0.002
+        while True:
+            token = os.urandom(8).hex().encode()
+            home = self.home(ident)
+            calls = [
+                (shard, self._locked("lock", shard, fp, *mine(shard == home), token, names))
+                for shard, names in plan.items()
+            ]
+            replies = self._round(calls)
+            held = {
+                shard: reply
+                for (shard, _), reply in zip(calls, replies, strict=True)
+                if not isinstance(reply, Exception) and int(reply[0]) == 1
+            }
+            if len(held) == len(plan):
+                return token, plan, held
+            self._unlock(token, {shard: plan[shard] for shard in held}, key, ident)
+            failed = [reply for reply in replies if isinstance(reply, Exception)]
+            if failed:
+                raise self._root.error("lock", failed[0])
+            if time.monotonic() > deadline:
+                raise IndexBackendError(
+                    f"Redis index {mask_url(self.url)}: locks of a page stayed busy for "
+                    f"{self._wait_secs:g}s; the page was not checked"
+                )
+            time.sleep(random.uniform(0, delay))
+            delay = min(delay * 2, 0.05)
+
+    def _unlock(self, token: bytes, plan: dict[int, list[bytes]], key: str, ident: bytes) -> None:
+        """Release locks (best effort: a lock left behind expires with its lease)."""
+        if plan:
+            self._round(
+                [
+                    (shard, self._locked("unlock", shard, 0, key, ident, token, names))
+                    for shard, names in plan.items()
+                ]
+            )
+
+    def _check(self, key: str, fp: int, claim: bool) -> Observation:
+        check_key(key)
+        check_fingerprint(fp, self.config.bits)
+        ident = key_id(key)
+        token, plan, replies = self._lock(fp, key, ident)
+        home = replies[self.home(ident)]
+        own = int.from_bytes(home[1], "big") if home[1] else None
+        live = own is not None and int(home[2]) == 1
+        found = {
+            match
+            for shard, reply in replies.items()
+            for match in self._codecs[shard].matches(reply[3:])
+            if claim or match.key != key
+        }
+        best = closest(found)
+        if best is not None or (claim and live):
+            self._unlock(token, plan, key, ident)
+            return Observation(best, None if best else own, False)
+        calls = [
+            (shard, self._locked("store", shard, fp, key, ident, token, names))
+            for shard, names in plan.items()
+        ]
+        if own is not None and own != fp:
+            calls += [
+                (shard, self._args("remove", shard, 0, key, ident))
+                for shard in sorted(self.placement(own) - plan.keys())
+            ]
+        stored = self._round(calls)
+        failed = [reply for reply in stored if isinstance(reply, Exception)]
+        if failed:
+            raise self._root.error("store", failed[0])
+        if any(int(reply[0]) for reply in stored[: len(plan)]):
+            raise IndexBackendError(
+                f"Redis index {mask_url(self.url)}: the locks of a page expired before it "
+                "was stored (a process stalled longer than lock_lease_secs); the page was "
+                "stored but not checked"
+            )
+        if any(int(reply[1]) for reply in stored[: len(plan)]):
+            raise IndexBackendError(
+                f"Redis index {mask_url(self.url)}: a near-duplicate was stored by a writer "
+                f"not taking the namespace's locks (is every process set to "
+                f"SIMHASH_INDEX_SHARDS={self.shards}?); the page was not checked"
+            )
+        return Observation(None, own if live else None, True)
+
+    # -- the contract ----------------------------------------------------------------------
+
+    def observe(self, key: str, fingerprint: int) -> Observation:
+        return self._check(key, fingerprint, claim=False)
+
+    def claim(self, key: str, fingerprint: int) -> Observation:
+        return self._check(key, fingerprint, claim=True)
+
+    def query(self, fingerprint: int) -> list[Match]:
+        check_fingerprint(fingerprint, self.config.bits)
+        tables = self._tables(fingerprint)
+        shards = sorted(tables)
+        replies = self._round(
+            [(s, self._args("query", s, fingerprint, "", b"", tables[s])) for s in shards]
+        )
+        found: set[Match] = set()
+        for shard, reply in zip(shards, replies, strict=True):
+            if isinstance(reply, Exception):
+                raise self._root.error("query", reply)
+            found.update(self._codecs[shard].matches(reply))
+        return ordered(found)
+
+    def get(self, key: str) -> int | None:
+        ident = key_id(key)
+        codec = self._codecs[self.home(ident)]
+        try:
+            bucket = self._client.get(codec.entry_key(ident))
+        except self._errors as exc:
+            raise self._root.error("get", exc) from exc
+        return codec.entry(bucket, ident)
+
+    def remove(self, key: str) -> bool:
+        ident = key_id(key)
+        home = self.home(ident)
+        lock = {home: [b"", self._codecs[home].prefix + b"k" + ident]}
+        token = os.urandom(8).hex().encode()
+        deadline = time.monotonic() + self._wait_secs
+        while True:
+            reply = self._round(
+                [(home, self._locked("lock", home, 0, key, ident, token, lock[home]))]
+            )[0]
+            if isinstance(reply, Exception):
+                raise self._root.error("remove", reply)
+            if int(reply[0]) == 1:
+                break
+            if time.monotonic() > deadline:
+                raise IndexBackendError(f"Redis index {mask_url(self.url)}: key stayed locked")
+            time.sleep(0.005)
+        try:
+            if not reply[1]:
+                return False
+            shards = sorted(self.placement(int.from_bytes(reply[1], "big")) | {home})
+            replies = self._round([(s, self._args("remove", s, 0, key, ident)) for s in shards])
+            for result in replies:
+                if isinstance(result, Exception):
+                    raise self._root.error("remove", result)
+            return bool(replies[shards.index(home)])
+        finally:
+            self._unlock(token, lock, key, ident)
+
+    def record_drop(self, url: str, kept: str, distance: int) -> None:
+        check_key(url)
+        args = self._root.drop_args(url, kept, distance)
+        if args is None:
+            return
+        try:
+            self._client.execute_command("EVAL", *args)
+        except self._errors as exc:
+            raise self._root.error("record drop", exc) from exc
+
+    def drop_of(self, url: str) -> DropRecord | None:
+        try:
+            value = self._client.hget(self._root.drop_keys[0], key_id(url))
+        except self._errors as exc:
+            raise self._root.error("drop lookup", exc) from exc
+        return self._root.drop(url, value)
+
+    def drop_count(self) -> int:
+        try:
+            return int(self._client.hlen(self._root.drop_keys[0]))
+        except self._errors as exc:
+            raise self._root.error("drop count", exc) from exc
+
+    def _names(self, codec: _Codec, kind: bytes) -> list[bytes]:
+        return list(self._client.scan_iter(match=codec.pattern(kind), count=_SCAN_BATCH))
+
+    def _delete(self, codec: _Codec, kind: bytes) -> None:
+        for name in self._names(codec, kind):
+            if name != codec.meta or not kind:
+                self._client.delete(name)
+
+    def clear(self) -> None:
+        try:
+            for kind in (b"d", b"q"):
+                self._delete(self._root, kind)
+            for codec in self._codecs:
+                for kind in _DATA_KINDS:
+                    self._delete(codec, kind)
+                self._client.hset(codec.meta, "n", 0)
+        except self._errors as exc:
+            raise self._root.error("clear", exc) from exc
+
+    def _home_entries(self) -> Iterable[tuple[int, bytes, int]]:
+        """(shard, key id, last seen) of every entry in its home shard (scans: not per page)."""
+        for shard, codec in enumerate(self._codecs):
+            for name in self._names(codec, b"e"):
+                for ident, _, seen in codec.entries(self._client.get(name)):
+                    if self.home(ident) == shard:
+                        yield shard, ident, seen
+
+    def keys(self) -> Iterator[str]:
+        now = self.config.clock()
+        try:
+            for shard, codec in enumerate(self._codecs):
+                for key, _, seen in _entries(
+                    self._client, codec, lambda ident, shard=shard: self.home(ident) == shard
+                ):
+                    if not self.config.expired(seen, now):
+                        yield key
+        except self._errors as exc:
+            raise self._root.error("list keys", exc) from exc
+
+    def drops(self) -> Iterator[DropRecord]:
+        now = self.config.clock()
+        try:
+            for _, value in self._client.hscan_iter(self._root.drop_keys[0], count=_SCAN_BATCH):
+                record = unpack_record(value)
+                if not self.config.drop_expired(record.at, now):
+                    yield record
+        except self._errors as exc:
+            raise self._root.error("list drops", exc) from exc
+
+    def count(self) -> int:
+        """Entries (each counted in its home shard; scans every entry bucket)."""
+        try:
+            return sum(1 for _ in self._home_entries())
+        except self._errors as exc:
+            raise self._root.error("count", exc) from exc
+
+    def purge_expired(self) -> int:
+        if self.config.ttl_secs is None:
+            return 0
+        removed = 0
+        try:
+            for shard, codec in enumerate(self._codecs):
+                for name in self._names(codec, b"e"):
+                    for ident in codec.expired_ids(self._client.get(name)):
+                        reply = self._round([(shard, codec.args("expire", ident=ident))])[0]
+                        if isinstance(reply, Exception):
+                            raise reply
+                        removed += int(reply) if self.home(ident) == shard else 0
+        except self._errors as exc:
+            raise self._root.error("purge", exc) from exc
+        return removed
+
+    def stats(self) -> IndexStats:
+        """Records per band group as one shard would hold them: a record counts in the
+        shard its band is placed in, not in the shards holding copies."""
+        groups: dict[bytes, int] = {}
+        masks = self.layout.masks
+        try:
+            for shard, codec in enumerate(self._codecs):
+                start = len(codec.prefix) + 1
+                width = codec.width
+                for name in self._names(codec, b"b"):
+                    t = name[start]
+                    size = width + 2  # every record of a shard names its entry bucket
+                    records = self._client.get(name) or b""
+                    for p in range(0, len(records) - size + 1, size):
+                        fp = int.from_bytes(records[p : p + width], "big")
+                        band = bytes([t]) + (fp & masks[t - 1]).to_bytes(width, "big")
+                        if self._shard_of(band) == shard:
+                            groups[name[start:]] = groups.get(name[start:], 0) + 1
+        except self._errors as exc:
+            raise self._root.error("stats", exc) from exc
+        return bucket_stats("redis", self.count(), self.layout, groups.values())
+
+    def close(self) -> None:
+        try:
+            self._client.close()
+        except self._errors as exc:
+            logger.warning("closing the Redis index %s failed: %s", mask_url(self.url), exc)
+
+
+def _entries(client: Any, codec: _Codec, keep: Any) -> Iterable[tuple[str, int, int]]:
+    """(key, fingerprint, last seen) of each entry of one Redis-format index whose key id
+    ``keep`` accepts (entry records and key texts are stored in the same order, and read
+    in one transaction so a writer cannot shift one against the other)."""
+    prefix = codec.prefix
+    for name in list(client.scan_iter(match=codec.pattern(b"e"), count=_SCAN_BATCH)):
+        pipe = client.pipeline(transaction=True)
+        pipe.get(name)
+        pipe.lrange(prefix + b"u" + name[len(prefix) + 1 :], 0, -1)
+        bucket, texts = pipe.execute()
+        for (ident, fp, seen), text in zip(codec.entries(bucket), texts, strict=False):
+            if keep(ident):
+                yield text.decode("utf-8", "surrogatepass"), fp, seen
+
+
+def grow(url: str, namespace: str, shards: int, new_shards: int, **index_options: Any) -> int:
+    """Spread a namespace held in ``shards`` shards (1 = today's single layout) over
+    ``new_shards``, in place; return the entries copied. Run it with the crawl stopped, with
+    the crawl's index settings (``open_index`` keywords: ``scheme``, ``bits``, distances,
+    ``ttl_secs``...). Entries keep their last-seen time; the drop record stays under the
+    namespace's tag; the recrawl state moves to the new shards too.
+
+    Safe to rerun after an interruption: the namespace's record still names the old shard
+    count until every entry is copied, and the copy stores each entry again.
+    """
+    from scrapy_simhash.index.redis_backend import RedisIndex
+    from scrapy_simhash.index.registry import open_index
+
+    check_shards(new_shards)
+    if new_shards == shards:
+        raise ConfigurationError(f"namespace {namespace!r} already has {shards} shard(s)")
+    source = open_index(url, namespace=namespace, shards=shards, **index_options)
+    seen = [0.0]
+    target = ShardedRedisIndex(
+        url,
+        replace(source.config, clock=lambda: seen[0], reset=False),
+        shards=new_shards,
+        _grow_from=shards,
+        **index_options.get("options", {}),
+    )
+    copied = 0
+    try:
+        if isinstance(source, RedisIndex):
+            parts: list[tuple[_Codec, Any]] = [(source._codec, lambda ident: True)]
+        else:
+            assert isinstance(source, ShardedRedisIndex)
+            parts = [
+                (codec, lambda ident, shard=shard: source.home(ident) == shard)
+                for shard, codec in enumerate(source._codecs)
+            ]
+        client = target._client
+        now = source.config.clock()
+        for codec, keep in parts:
+            for key, fp, at in _entries(client, codec, keep):
+                if source.config.expired(at, now):
+                    continue
+                seen[0] = float(at)
+                target.observe(key, fp)
+                copied += 1
+        root = target._root
+        client.hset(root.meta, mapping={"config": root.record()})
+        # The old records go last: an unsharded source keeps its root keys (the record,
+        # now naming the new shards, and the drop record).
+        kinds = (b"b", b"e", b"u") if isinstance(source, RedisIndex) else (b"",)
+        for codec, _ in parts:
+            for kind in kinds:
+                for name in list(client.scan_iter(match=codec.pattern(kind), count=_SCAN_BATCH)):
+                    client.delete(name)
+    finally:
+        target.close()
+        source.close()
+    from scrapy_simhash.recrawl.redisstore import regroup
+
+    regroup(url, namespace, shards, new_shards)
+    return copied
+

@@ -1,0 +1,212 @@
+"""A namespace sharded over a real 6-master Redis Cluster: same verdicts as one shard,
+memory spread over the masters, dead lock holders and failing shards never cost a page."""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+import os
+import random
+import signal
+from typing import Any
+
+import pytest
+import redis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError, IndexMismatchError
+from scrapy_simhash.index import open_index
+from scrapy_simhash.index.redis_backend import key_id
+from scrapy_simhash.index.sharded import ShardedRedisIndex, grow
+from scrapy_simhash.recrawl import open_recrawl_store
+from tests.index_helpers import Clock, at_distance, flip
+from tests.redis_servers import RedisServer
+
+pytestmark = pytest.mark.redis
+
+SHARDS = 6
+_namespaces = itertools.count()
+
+
+def _sharded(url: str, **kwargs: Any) -> ShardedRedisIndex:
+    index = open_index(url, shards=SHARDS, max_distance=5, exact_distance=3, **kwargs)
+    assert isinstance(index, ShardedRedisIndex)
+    return index
+
+
+pages = st.lists(
+    st.tuples(st.integers(0, 7), st.integers(0, 6), st.integers(0, 2**32)), min_size=1, max_size=40
+)
+
+
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pages)
+def test_verdicts_equal_one_shard_and_brute_force(redis_cluster6_url: str, steps: list[Any]) -> None:
+    """Pages near a few centres (0 to 6 bits away), observed in turn by a sharded namespace
+    and by one memory index: the same verdict every time, and every stored page within
+    the exact distance (3) is found, as brute force says."""
+    rng = random.Random(steps[0][2])
+    centres = [rng.getrandbits(64) for _ in range(8)]
+    namespace = f"prop{next(_namespaces)}"
+    one = open_index("memory://", max_distance=5, exact_distance=3)
+    stored: dict[str, int] = {}
+    with _sharded(redis_cluster6_url, namespace=namespace) as index:
+        for i, (centre, distance, seed) in enumerate(steps):
+            fp = at_distance(random.Random(seed), centres[centre], distance)
+            key = f"https://site.example/{i % 30}"
+            expected = one.observe(key, fp)
+            got = index.observe(key, fp)
+            assert got == expected
+            within = [k for k, f in stored.items() if k != key and (f ^ fp).bit_count() <= 3]
+            if within:
+                assert got.match is not None
+            if got.stored:
+                stored[key] = fp
+        assert len(index) == len(one) == len(stored)
+        for key, fp in stored.items():
+            assert index.get(key) == fp
+
+
+def _node_bytes(server: RedisServer) -> int:
+    client = redis.Redis(port=server.port)
+    try:
+        return sum(
+            int(client.memory_usage(name, samples=0) or 0)
+            for name in client.scan_iter(match=b"simhash:*", count=1000)
+        )
+    finally:
+        client.close()
+
+
+def test_memory_spreads_evenly_over_six_masters(
+    redis_cluster6_url: str, redis_cluster6_servers: list[RedisServer]
+) -> None:
+    rng = random.Random(6)
+    with _sharded(redis_cluster6_url, namespace="spread", expected_size=3000) as index:
+        for i in range(3000):
+            index.observe(f"https://site.example/page/{i}", rng.getrandbits(64))
+    usage = [_node_bytes(server) for server in redis_cluster6_servers]
+    mean = sum(usage) / len(usage)
+    assert min(usage) > 0
+    assert max(usage) / mean <= 1.15, usage
+
+
+def _hold_locks(url: str, fingerprint: int, ready: Any) -> None:
+    """Take a page's locks (round 1) and never come back, as a process killed mid-page."""
+    index = _sharded(url, namespace="lease", lock_lease_secs=0.5)
+    index._lock(fingerprint, "https://dead.example/", key_id("https://dead.example/"))
+    ready.put(True)
+    signal.pause()
+
+
+def _lock_names(index: ShardedRedisIndex) -> list[bytes]:
+    client = index._client
+    return [
+        name
+        for codec in index._codecs
+        for kind in (b"l", b"k")
+        for name in client.scan_iter(match=codec.pattern(kind))
+    ]
+
+
+def test_a_process_killed_holding_locks_blocks_no_longer_than_its_lease(
+    redis_cluster6_url: str,
+) -> None:
+    fp = 0x0123_4567_89AB_CDEF
+    context = multiprocessing.get_context("spawn")
+    ready = context.Queue()
+    holder = context.Process(target=_hold_locks, args=(redis_cluster6_url, fp, ready))
+    holder.start()
+    try:
+        assert ready.get(timeout=60)
+    finally:
+        os.kill(holder.pid or 0, signal.SIGKILL)
+        holder.join(timeout=30)
+    with _sharded(redis_cluster6_url, namespace="lease", lock_lease_secs=0.5) as index:
+        assert _lock_names(index)  # the dead process's locks are still there
+        # A near-duplicate of the dead process's page waits out the lease, then is stored.
+        assert index.observe("https://live.example/a", flip(fp, 1)).stored
+        assert not _lock_names(index)
+        # And stays found: recall is intact after the lease.
+        match = index.observe("https://live.example/b", flip(fp, 1, 40)).match
+        assert match is not None
+        assert match.key == "https://live.example/a"
+
+
+def test_a_failing_shard_leaves_the_page_unchecked_never_dropped(redis_cluster6_url: str) -> None:
+    fp = 0x0F0F_F0F0_1234_5678
+    key = "https://site.example/failing"
+    with _sharded(redis_cluster6_url, namespace="fail", lock_lease_secs=0.5) as index:
+        home = index._codecs[index.home(key_id(key))]
+        # Round 1 fails on one shard: the key's entry bucket holds a list.
+        bucket = home.entry_key(key_id(key))
+        index._client.rpush(bucket, b"x")
+        with pytest.raises(IndexBackendError):
+            index.observe(key, fp)
+        assert not _lock_names(index)  # the other shards' locks were released
+        index._client.delete(bucket)
+        # Round 2 fails on one shard: its entry counter is not a number, so its store
+        # refuses after round 1 went through everywhere.
+        shard = min(index.placement(fp) - {index.home(key_id(key))})
+        index._client.hset(index._codecs[shard].meta, "n", "x")
+        with pytest.raises(IndexBackendError):
+            index.observe(key, fp)
+        index._client.hset(index._codecs[shard].meta, "n", 0)
+        # Nothing was ever reported as a copy; the page is stored on the next visit.
+        assert index.observe(key, fp).match is None
+        assert index.get(key) == fp
+
+
+def test_a_namespace_grows_in_place_and_keeps_its_pages(redis_cluster6_url: str) -> None:
+    """1 shard -> 6 -> 3: every entry, its last-seen time and the drop record survive."""
+    rng = random.Random(15)
+    fps = {f"https://site.example/{i}": rng.getrandbits(64) for i in range(200)}
+    clock = Clock()
+    options: dict[str, Any] = {
+        "max_distance": 5, "exact_distance": 3, "ttl_secs": 3600, "clock": clock,
+    }
+    with open_index(redis_cluster6_url, namespace="grow", **options) as index:
+        for key, fp in fps.items():
+            assert index.observe(key, fp).stored
+        index.record_drop("https://copy.example/", "https://site.example/0", 1)
+    with open_recrawl_store(redis_cluster6_url, namespace="grow", clock=clock) as recrawl:
+        recrawl.add(list(fps)[:50], due=clock.now + 60)
+    clock.now += 3000
+    assert grow(redis_cluster6_url, "grow", 1, 6, **options) == 200
+    with pytest.raises(IndexMismatchError, match="SIMHASH_INDEX_SHARDS=6"):
+        open_index(redis_cluster6_url, namespace="grow", **options)
+    assert grow(redis_cluster6_url, "grow", 6, 3, **options) == 200
+    with open_index(redis_cluster6_url, namespace="grow", shards=3, **options) as index:
+        assert len(index) == 200
+        assert all(index.get(key) == fp for key, fp in fps.items())
+        match = index.observe("https://other.example/", flip(fps["https://site.example/7"], 3))
+        assert match.match is not None
+        assert match.match.key == "https://site.example/7"
+        drop = index.drop_of("https://copy.example/")
+        assert drop is not None
+        assert drop.kept == "https://site.example/0"
+    # The recrawl schedule moved with it.
+    with open_recrawl_store(redis_cluster6_url, namespace="grow", clock=clock) as recrawl:
+        assert recrawl.count() == 50
+        assert len(recrawl.due(limit=100)) == 50
+    # Nothing of the old layouts is left behind.
+    client = redis.RedisCluster.from_url(redis_cluster6_url.replace("redis+cluster", "redis"))
+    names = {name.split(b"}")[0] for name in client.scan_iter(match=b"simhash:{grow*")}
+    recrawl_names = {
+        name.split(b"}")[0] for name in client.scan_iter(match=b"simhash:recrawl:{grow*")
+    }
+    client.close()
+    assert len(names) == 4  # the root tag and three shards
+    assert len(recrawl_names) == 4  # the shard count record and three shards
+    # Entries kept the time they were last seen, not the time of the move.
+    clock.now += 700
+    with open_index(redis_cluster6_url, namespace="grow", shards=3, **options) as index:
+        assert index.get("https://site.example/1") is None
+
+
+def test_shards_need_a_redis_url(tmp_path: Any) -> None:
+    with pytest.raises(ConfigurationError, match="SIMHASH_INDEX_SHARDS=3 needs a Redis"):
+        open_index(f"sqlite:///{tmp_path}/x.sqlite3", shards=3)
+    with pytest.raises(ConfigurationError, match="from 1 to 1024"):
+        open_index("redis://127.0.0.1:1/0", shards=0)
