@@ -21,6 +21,7 @@ costs only skipping: requests are then fetched as without the feature.
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import random
 import time
@@ -170,7 +171,7 @@ class DustGlue:
         self._idle_checked = self._skips
         try:
             states = self.store.rules_now(self.timeout_secs)
-        except (*_STORE_ERRORS, TimeoutError) as exc:
+        except (*_STORE_ERRORS, TimeoutError, concurrent.futures.TimeoutError) as exc:
             self._store_failed(exc)
             return
         self._requeue(self.book.load(states), "killed in another crawl process")
@@ -273,9 +274,10 @@ class DustGlue:
         if duplicate_of is not None and duplicate_of != own:
             await self._learn(own, duplicate_of)
         else:
+            # A page filed under the canonical URL it names, with nothing stored there yet,
+            # teaches nothing: only matching content shows that one URL copies another
+            # (page 2 naming page 1 would otherwise teach "drop ?page").
             self.book.kept(key)
-            if key != own:
-                await self._learn(own, key)
         check = request.meta.get(CHECK_META)
         if isinstance(check, dict):
             await self._check_fetch(own, fingerprint, check)

@@ -325,6 +325,10 @@ class SimhashDownloaderMiddleware:
         if not self.keys.needs_claim(key, own):
             return await self.index.call(lambda index: index.observe(key, fp)), key
         observation = await self.index.call(lambda index: index.claim(key, fp))
+        if observation.match is not None and observation.match.key == own != key:
+            # The page itself, filed under its own URL at an earlier fetch because it does
+            # not copy the canonical URL it names (page 2 naming page 1): a visit again.
+            return await self.index.call(lambda index: index.observe(own, fp)), own
         if observation.match is None and not observation.stored:
             # The key holds other content: a page naming a canonical URL it does not copy
             # (a paginated or misdeclared page) is filed under its own URL, and the

@@ -196,3 +196,27 @@ def test_a_store_that_cannot_hold_rules_refuses_the_crawl(monkeypatch: pytest.Mo
         Harness(loop, {"SIMHASH_INDEX_URL": "custom://x"}).close()  # without rules it works
     finally:
         loop.close()
+
+
+def test_a_page_filed_under_the_canonical_url_it_names_teaches_nothing(dust: Dust) -> None:
+    """Page 2 naming page 1 arrives first and is filed under page 1's URL: no content was
+    matched, so no rule may learn that ``?page`` can be dropped."""
+    from tests.scrapy_inprocess import story
+
+    for n in range(3):
+        page = f"{SITE}/story{n}"
+        body_two = story(_paragraphs(100 + n), canonical=page)
+        assert isinstance(dust.fetched(f"{page}?page=2", body_two), HtmlResponse)
+        body_one = story(_paragraphs(200 + n), canonical=page)
+        assert isinstance(dust.fetched(page, body_one), HtmlResponse)
+    assert dust.rules() == []
+    distinct = f"{SITE}/story9?page=2"
+    dust.fetched(f"{SITE}/story9", story(_paragraphs(300), canonical=f"{SITE}/story9"))
+    request = dust.request(distinct)  # not skipped: no KnownCopy raised
+    assert isinstance(dust.fetched(distinct, story(_paragraphs(301)), request), HtmlResponse)
+
+
+def _paragraphs(seed: int) -> list[str]:
+    rng = random.Random(seed)
+    words = ["harbour", "council", "bridge", "tram", "library", "orchard", "festival", "museum", "archive", "river"]
+    return [" ".join(rng.choice(words) for _ in range(14)) + "." for _ in range(6)]

@@ -181,3 +181,12 @@ def test_kept_urls_answer_for_copies_rules_only_map_backwards() -> None:
     b.supported(Rule(HOST, "param:print"), 1)
     b.kept(url("/a.html?print=1"))
     assert b.candidates(url("/a.html")) == [(url("/a.html?print=1"), (Rule(HOST, "param:print"),))]
+
+
+def test_ids_and_page_numbers_in_paths_are_never_rules() -> None:
+    from scrapy_simhash.dust.rules import learn
+
+    assert learn("https://s.example/item/1", "https://s.example/item/2") == []
+    assert learn("https://s.example/item/10", "https://s.example/item/9") == []
+    assert learn("https://s.example/story/page/2", "https://s.example/story") == []
+    assert learn("https://s.example/story/amp", "https://s.example/story") != []

@@ -210,3 +210,23 @@ def test_shards_need_a_redis_url(tmp_path: Any) -> None:
         open_index(f"sqlite:///{tmp_path}/x.sqlite3", shards=3)
     with pytest.raises(ConfigurationError, match="from 1 to 1024"):
         open_index("redis://127.0.0.1:1/0", shards=0)
+
+
+def test_growing_never_loses_entries_stored_under_a_smaller_distance(
+    redis_cluster6_url: str,
+) -> None:
+    """Two pages 2 bits apart were both kept at k=1; growing at k=4 must not drop one."""
+    fp = 0x0123_4567_89AB_CDEF
+    pages = {"https://site.example/a": fp, "https://site.example/b": flip(fp, 0, 1)}
+    narrow: dict[str, Any] = {"max_distance": 1, "exact_distance": 1}
+    with open_index(redis_cluster6_url, namespace="narrow", **narrow) as index:
+        for key, value in pages.items():
+            assert index.observe(key, value).stored
+    wide: dict[str, Any] = {"max_distance": 4, "exact_distance": 1}
+    with pytest.raises(ConfigurationError, match=r"1 entries .* nothing was deleted"):
+        grow(redis_cluster6_url, "narrow", 1, 3, **wide)
+    with open_index(redis_cluster6_url, namespace="narrow", **narrow) as index:
+        assert {key: index.get(key) for key in pages} == pages
+    assert grow(redis_cluster6_url, "narrow", 1, 3, **narrow) == 2
+    with open_index(redis_cluster6_url, namespace="narrow", shards=3, **narrow) as index:
+        assert {key: index.get(key) for key in pages} == pages

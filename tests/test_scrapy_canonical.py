@@ -82,6 +82,26 @@ def test_a_page_naming_a_canonical_it_does_not_copy_keeps_its_own_url() -> None:
         assert h.index("drop_of", page_two_url) is None
 
 
+def test_a_page_filed_under_its_own_url_is_a_visit_again_in_the_next_crawl(
+    tmp_path: Path,
+) -> None:
+    """Page 2 names page 1 but is filed under its own URL; fetched again (the next crawl on
+    the same index) it matches its own entry: a revisit, never a copy of itself."""
+    index_url = f"sqlite:///{tmp_path / 'index.sqlite3'}"
+    page_two_url = f"{SITE}/news/long.html?page=2"
+    for crawl in (1, 2):
+        with harness(SIMHASH_INDEX_URL=index_url) as h:
+            first, _ = h.fetch(f"{SITE}/news/long.html", story(HARBOUR))
+            second, info = h.fetch(page_two_url, story(ORCHARD, canonical="/news/long.html"))
+            assert isinstance(first, HtmlResponse), crawl
+            assert isinstance(second, HtmlResponse), (crawl, info)
+            assert info["key"] == page_two_url
+            assert info["duplicate_of"] is None
+            assert h.stat("duplicate") in (None, 0)
+            if crawl == 2:
+                assert info["changed"] is False  # the same page, seen again
+
+
 def test_the_canonical_page_replaces_what_a_misdeclared_page_stored_under_its_url() -> None:
     with harness() as h:
         h.fetch(f"{SITE}/news/long.html?page=2", story(ORCHARD, canonical="/news/long.html"))

@@ -83,16 +83,27 @@ def _oriented(kind: str, old: str, new: str) -> str | None:
 
 
 def path_rule(a: str, b: str) -> str | None:
-    """The one suffix or prefix rewrite that turns path ``a`` into ``b``, if any."""
+    """The one suffix or prefix rewrite that turns path ``a`` into ``b``, if any.
+
+    None when the differing parts hold a digit: ``/item/1`` and ``/item/2``, or ``/page/2``
+    and nothing, are ids and page numbers that name different pages, not a copy pattern
+    (three soft-404 pairs would otherwise teach a host to skip every other item).
+    """
     if a == b:
         return None
     p = _common_prefix(a, b)
     if p > 1:
-        return _oriented("suffix", a[p:], b[p:])
+        old, new = a[p:], b[p:]
+        return None if _has_digit(old + new) else _oriented("suffix", old, new)
     s = _common_suffix(a, b)
     if s > 0:
-        return _oriented("prefix", a[: len(a) - s], b[: len(b) - s])
+        old, new = a[: len(a) - s], b[: len(b) - s]
+        return None if _has_digit(old + new) else _oriented("prefix", old, new)
     return None
+
+
+def _has_digit(text: str) -> bool:
+    return any(char.isdigit() for char in text)
 
 
 def _params(query: str) -> list[tuple[str, str]]:

@@ -620,13 +620,26 @@ def grow(url: str, namespace: str, shards: int, new_shards: int, **index_options
             ]
         client = target._client
         now = source.config.clock()
+        refused: list[str] = []
         for codec, keep in parts:
             for key, fp, at in _entries(client, codec, keep):
                 if source.config.expired(at, now):
                     continue
                 seen[0] = float(at)
-                target.observe(key, fp)
-                copied += 1
+                if target.observe(key, fp).stored:
+                    copied += 1
+                else:
+                    refused.append(key)
+        if refused:
+            # Entries closer than the distances given here were stored under smaller ones:
+            # copying them would lose them, so nothing is switched over or deleted.
+            raise ConfigurationError(
+                f"{len(refused)} entries of namespace {namespace!r} (e.g. {refused[0]!r}) are "
+                f"within max_distance={source.config.max_distance} of another entry, so they "
+                f"were stored with smaller distances; the namespace still uses its {shards} "
+                "shard(s) and nothing was deleted: run grow again with the max_distance and "
+                "exact_distance the crawl used"
+            )
         root = target._root
         client.hset(root.meta, mapping={"config": root.record()})
         # The old records go last: an unsharded source keeps its root keys (the record,
