@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from scrapy_simhash.index.redis.async_index import MAX_BATCH, MAX_PIPELINES, AsyncRedisIndex
+from scrapy_simhash.index.redis.async_index import AsyncRedisIndex
+from scrapy_simhash.index.redis.batcher import MAX_BATCH, MAX_PIPELINES
 from scrapy_simhash.index.redis.codec import (
     _DATA_KINDS,
     DEFAULT_KEY_BITS,

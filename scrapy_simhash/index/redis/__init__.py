@@ -19,8 +19,8 @@ Cluster: all keys of a namespace share the hash tag ``{namespace}``, so a namesp
 on one slot (one master). Spread load by using several namespaces (e.g. one per site).
 
 Modules: ``codec`` (key sizing, key names, script arguments and replies), ``connection``
-(client options, errors), ``sync_index`` (:class:`RedisIndex`) and ``async_index``
-(:class:`AsyncRedisIndex`).
+(client options, errors), ``sync_index`` (:class:`RedisIndex`), ``async_index``
+(:class:`AsyncRedisIndex`) and ``batcher`` (its script calls sent in pipelines).
 """
 
 from __future__ import annotations

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
 from typing import Any
 
 from scrapy_simhash._redis import async_client, mask_url
@@ -18,7 +16,8 @@ from scrapy_simhash.index.base import (
 )
 from scrapy_simhash.index.drops import DropRecord
 from scrapy_simhash.index.keys import check_key
-from scrapy_simhash.index.redis.codec import _DATA_KINDS, SCRIPT, _Codec, key_id
+from scrapy_simhash.index.redis.batcher import ScriptBatcher
+from scrapy_simhash.index.redis.codec import _DATA_KINDS, _Codec, key_id
 from scrapy_simhash.index.redis.connection import (
     _SCAN_BATCH,
     _no_record,
@@ -27,18 +26,12 @@ from scrapy_simhash.index.redis.connection import (
     logger,
 )
 
-#: Pipelines of script calls one async index keeps in flight, and calls per pipeline.
-MAX_PIPELINES = 4
-MAX_BATCH = 256
-
 
 class AsyncRedisIndex(AsyncNearDuplicateIndex):
     """redis.asyncio client; build it inside the running loop with :meth:`create`.
 
     Script calls made while others are in flight are written together as one pipeline
-    (still one ``EVALSHA`` per operation, each atomic on its own): redis-py's per-command
-    overhead (connection checkout, packing, one socket write and read-wakeup per command)
-    costs about three times the script itself, and a pipeline shares it across the batch.
+    (see :mod:`.batcher`).
     """
 
     def __init__(self, url: str, config: IndexConfig, **options: Any) -> None:
@@ -49,13 +42,7 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
         opts = client_options(options)
         client: Any = async_client(url, **opts)
         self._client = client
-        self._sha = hashlib.sha1(SCRIPT.encode()).hexdigest()
-        connections = int(opts["max_connections"])
-        self._slots = asyncio.Semaphore(connections)
-        self._pending: list[tuple[list[bytes], asyncio.Future[Any]]] = []
-        self._senders = 0
-        self._max_senders = max(1, min(MAX_PIPELINES, connections))
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._batcher = ScriptBatcher(client, self._codec.meta, int(opts["max_connections"]))
         self.layout = self._codec.layout
 
     @classmethod
@@ -76,15 +63,8 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
         return index
 
     async def _run(self, action: str, *args: Any, restored: bool = False) -> Any:
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._pending.append((self._codec.args(action, *args), future))
-        if self._senders < self._max_senders:
-            self._senders += 1
-            task = asyncio.create_task(self._send())
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
         try:
-            return await future
+            return await self._batcher.call(self._codec.args(action, *args))
         except self._errors as exc:
             if _no_record(exc) and not restored:
                 try:
@@ -100,54 +80,6 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
         await self._client.hsetnx(meta, "config", self._codec.record())
         self._codec.adopt(await self._client.hget(meta, "config"))
         await self._client.hset(meta, "cid", self._codec.record_id)
-
-    async def _send(self) -> None:
-        """Drain the queue in pipelines of at most :data:`MAX_BATCH` script calls."""
-        try:
-            await asyncio.sleep(0)  # callers scheduled in this loop turn join the batch
-            while self._pending:
-                batch = self._pending[:MAX_BATCH]
-                del self._pending[:MAX_BATCH]
-                try:
-                    async with self._slots:
-                        replies = await self._pipeline([args for args, _ in batch])
-                except BaseException as exc:
-                    for _, future in batch:
-                        if not future.done():
-                            future.set_exception(exc)
-                    if not isinstance(exc, Exception):
-                        raise
-                    continue
-                for (_, future), reply in zip(batch, replies, strict=True):
-                    if future.done():  # the caller was cancelled
-                        continue
-                    if isinstance(reply, Exception):
-                        future.set_exception(reply)
-                    else:
-                        future.set_result(reply)
-        finally:
-            self._senders -= 1
-
-    async def _pipeline(self, calls: list[list[bytes]]) -> list[Any]:
-        from redis.exceptions import NoScriptError
-
-        replies = await self._evalsha(calls)
-        missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
-        if missing:  # a restarted or flushed server: the script never ran, so rerun it
-            await self._client.script_load(SCRIPT)
-            again = await self._evalsha([calls[i] for i in missing])
-            for i, reply in zip(missing, again, strict=True):
-                replies[i] = reply
-        return replies
-
-    async def _evalsha(self, calls: list[list[bytes]]) -> list[Any]:
-        pipe = self._client.pipeline(transaction=False)
-        meta = self._codec.meta
-        for args in calls:
-            # execute_command: redis-py's cluster pipeline blocks the evalsha() method, but
-            # every key of a call shares one hash tag, so the command routes like any other.
-            pipe.execute_command("EVALSHA", self._sha, 1, meta, *args)
-        return list(await pipe.execute(raise_on_error=False))
 
     async def observe(self, key: str, fingerprint: int) -> Observation:
         check_key(key)
@@ -173,7 +105,7 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
         if args is None:
             return
         try:
-            async with self._slots:
+            async with self._batcher.slots:
                 await self._client.execute_command("EVAL", *args)
         except self._errors as exc:
             raise self._codec.error("record drop", exc) from exc
@@ -237,7 +169,7 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
             for name in await self._names(b"e"):
                 for ident in self._codec.expired_ids(await self._client.get(name)):
                     args = self._codec.args("expire", ident=ident)
-                    reply = (await self._pipeline([args]))[0]
+                    reply = (await self._batcher.pipeline([args]))[0]
                     if isinstance(reply, Exception):
                         raise reply
                     removed += int(reply)
@@ -255,8 +187,7 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
         return self._codec.stats(await self.count(), groups)
 
     async def close(self) -> None:
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._batcher.close()
         try:
             await self._client.aclose()
         except self._errors as exc:
