@@ -359,6 +359,6 @@ def open_rule_store(url: str | None, namespace: str, **options: Any) -> RuleStor
     if scheme == "sqlite":
         timeout = float(options.get("timeout", 30.0))
         return SqliteRuleStore(sqlite_path(url), namespace, timeout_secs=timeout)
-    from scrapy_simhash.index.redis_backend import client_options
+    from scrapy_simhash.index.redis import client_options
 
     return RedisRuleStore(url, namespace, **client_options(dict(options)))

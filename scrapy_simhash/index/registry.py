@@ -51,7 +51,7 @@ def _sqlite(url: str, config: IndexConfig, **options: Any) -> NearDuplicateIndex
 
 
 def _redis(url: str, config: IndexConfig, **options: Any) -> NearDuplicateIndex:
-    from scrapy_simhash.index.redis_backend import RedisIndex
+    from scrapy_simhash.index.redis import RedisIndex
 
     shards = options.pop("shards", 1)
     if shards != 1:
@@ -185,7 +185,7 @@ async def open_async_index(
         index = await asyncio.to_thread(_redis, url, config, **merged)
         return AsyncIndexAdapter(index, threaded=True)
     if BACKENDS[kind] is _redis:
-        from scrapy_simhash.index.redis_backend import AsyncRedisIndex
+        from scrapy_simhash.index.redis import AsyncRedisIndex
 
         return await AsyncRedisIndex.create(url, config, **merged)
     if kind == "memory":

@@ -80,15 +80,12 @@ from scrapy_simhash.index.base import (
 )
 from scrapy_simhash.index.drops import DropRecord, unpack_record
 from scrapy_simhash.index.keys import check_key
-from scrapy_simhash.index.redis_backend import (
-    _DATA_KINDS,
+from scrapy_simhash.index.redis.codec import _DATA_KINDS, SCRIPT, _Codec, key_id
+from scrapy_simhash.index.redis.connection import (
     _SCAN_BATCH,
-    SCRIPT,
-    _Codec,
     _no_record,
     _redis_errors,
     client_options,
-    key_id,
 )
 
 logger = logging.getLogger(__name__)
@@ -593,7 +590,7 @@ def grow(url: str, namespace: str, shards: int, new_shards: int, **index_options
     Safe to rerun after an interruption: the namespace's record still names the old shard
     count until every entry is copied, and the copy stores each entry again.
     """
-    from scrapy_simhash.index.redis_backend import RedisIndex
+    from scrapy_simhash.index.redis import RedisIndex
     from scrapy_simhash.index.registry import open_index
 
     check_shards(new_shards)

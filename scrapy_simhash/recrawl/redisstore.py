@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from importlib import resources
 from typing import Any, cast
 
 import redis
@@ -28,52 +29,16 @@ logger = logging.getLogger(__name__)
 
 _RETRIES = 50
 
-_UPDATE = """
-local cur = redis.call('HGET', KEYS[1], ARGV[1]) or ''
-if cur ~= ARGV[2] then return 0 end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
-redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
-if ARGV[5] ~= '' and redis.call('HINCRBY', KEYS[3], ARGV[5], -1) <= 0 then
-  redis.call('HDEL', KEYS[3], ARGV[5])
-end
-if ARGV[6] ~= '' then redis.call('HINCRBY', KEYS[3], ARGV[6], 1) end
-return 1
-"""
 
-_ADD = """
-local added = 0
-for i = 1, #ARGV, 4 do
-  if redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) == 1 then
-    redis.call('ZADD', KEYS[2], ARGV[i + 2], ARGV[i])
-    if ARGV[i + 3] ~= '' then redis.call('HINCRBY', KEYS[3], ARGV[i + 3], 1) end
-    added = added + 1
-  end
-end
-return added
-"""
+def _script(name: str) -> str:
+    """A Lua script of ``resources/``: kept as files, like the index's, so they read as Lua."""
+    return resources.files("scrapy_simhash.resources").joinpath(name).read_text()
 
-_CLAIM = """
-local urls = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, ARGV[2])
-local out = {}
-for i = 1, #urls, 2 do
-  redis.call('ZADD', KEYS[2], ARGV[3], urls[i])
-  out[#out + 1] = urls[i]
-  out[#out + 1] = redis.call('HGET', KEYS[1], urls[i]) or ''
-  out[#out + 1] = urls[i + 1]
-end
-return out
-"""
 
-_REMOVE = """
-local cur = redis.call('HGET', KEYS[1], ARGV[1])
-if not cur then return 0 end
-redis.call('HDEL', KEYS[1], ARGV[1])
-redis.call('ZREM', KEYS[2], ARGV[1])
-if ARGV[2] ~= '' and redis.call('HINCRBY', KEYS[3], ARGV[2], -1) <= 0 then
-  redis.call('HDEL', KEYS[3], ARGV[2])
-end
-return 1
-"""
+_UPDATE = _script("recrawl_update.lua")
+_ADD = _script("recrawl_add.lua")
+_CLAIM = _script("recrawl_claim.lua")
+_REMOVE = _script("recrawl_remove.lua")
 
 
 def _keys(namespace: str) -> list[str]:

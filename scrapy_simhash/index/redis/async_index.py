@@ -1,0 +1,194 @@
+"""The asyncio Redis index client."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scrapy_simhash._redis import async_client, mask_url
+from scrapy_simhash.index.base import (
+    AsyncNearDuplicateIndex,
+    IndexConfig,
+    IndexStats,
+    Match,
+    Observation,
+    check_fingerprint,
+    ordered,
+)
+from scrapy_simhash.index.drops import DropRecord
+from scrapy_simhash.index.keys import check_key
+from scrapy_simhash.index.redis.batcher import ScriptBatcher
+from scrapy_simhash.index.redis.codec import _DATA_KINDS, _Codec, key_id
+from scrapy_simhash.index.redis.connection import (
+    _SCAN_BATCH,
+    _no_record,
+    _redis_errors,
+    client_options,
+    logger,
+)
+
+
+class AsyncRedisIndex(AsyncNearDuplicateIndex):
+    """redis.asyncio client; build it inside the running loop with :meth:`create`.
+
+    Script calls made while others are in flight are written together as one pipeline
+    (see :mod:`.batcher`).
+    """
+
+    def __init__(self, url: str, config: IndexConfig, **options: Any) -> None:
+        self.url = url
+        self.config = config
+        self._codec = _Codec(url, config)
+        self._errors = _redis_errors()
+        opts = client_options(options)
+        client: Any = async_client(url, **opts)
+        self._client = client
+        self._batcher = ScriptBatcher(client, self._codec.meta, int(opts["max_connections"]))
+        self.layout = self._codec.layout
+
+    @classmethod
+    async def create(cls, url: str, config: IndexConfig, **options: Any) -> AsyncRedisIndex:
+        index = cls(url, config, **options)
+        codec = index._codec
+        try:
+            if config.reset:
+                await index._delete(b"")
+            await index._restore_record()
+        except index._errors as exc:
+            await index.close()
+            raise codec.error("open", exc) from exc
+        except BaseException:
+            await index.close()
+            raise
+        index.layout = codec.layout
+        return index
+
+    async def _run(self, action: str, *args: Any, restored: bool = False) -> Any:
+        try:
+            return await self._batcher.call(self._codec.args(action, *args))
+        except self._errors as exc:
+            if _no_record(exc) and not restored:
+                try:
+                    await self._restore_record()
+                except self._errors as again:
+                    raise self._codec.error(action, again) from again
+                return await self._run(action, *args, restored=True)
+            raise self._codec.error(action, exc) from exc
+
+    async def _restore_record(self) -> None:
+        """Async twin of :meth:`RedisIndex._restore_record`."""
+        meta = self._codec.meta
+        await self._client.hsetnx(meta, "config", self._codec.record())
+        self._codec.adopt(await self._client.hget(meta, "config"))
+        await self._client.hset(meta, "cid", self._codec.record_id)
+
+    async def observe(self, key: str, fingerprint: int) -> Observation:
+        check_key(key)
+        check_fingerprint(fingerprint, self.config.bits)
+        return self._codec.observation(await self._run("observe", fingerprint, key))
+
+    async def claim(self, key: str, fingerprint: int) -> Observation:
+        check_key(key)
+        check_fingerprint(fingerprint, self.config.bits)
+        return self._codec.observation(await self._run("claim", fingerprint, key))
+
+    async def query(self, fingerprint: int) -> list[Match]:
+        check_fingerprint(fingerprint, self.config.bits)
+        return ordered(self._codec.matches(await self._run("query", fingerprint)))
+
+    async def rename(self, old: str, new: str) -> bool:
+        check_key(new)
+        return bool(await self._run("rename", 0, old, *self._codec.rename_args(new)))
+
+    async def record_drop(self, url: str, kept: str, distance: int) -> None:
+        check_key(url)
+        args = self._codec.drop_args(url, kept, distance)
+        if args is None:
+            return
+        try:
+            async with self._batcher.slots:
+                await self._client.execute_command("EVAL", *args)
+        except self._errors as exc:
+            raise self._codec.error("record drop", exc) from exc
+
+    async def drop_of(self, url: str) -> DropRecord | None:
+        try:
+            value = await self._client.hget(self._codec.drop_keys[0], key_id(url))
+        except self._errors as exc:
+            raise self._codec.error("drop lookup", exc) from exc
+        return self._codec.drop(url, value)
+
+    async def drop_count(self) -> int:
+        try:
+            return int(await self._client.hlen(self._codec.drop_keys[0]))
+        except self._errors as exc:
+            raise self._codec.error("drop count", exc) from exc
+
+    async def get(self, key: str) -> int | None:
+        ident = key_id(key)
+        try:
+            bucket = await self._client.get(self._codec.entry_key(ident))
+        except self._errors as exc:
+            raise self._codec.error("get", exc) from exc
+        return self._codec.entry(bucket, ident)
+
+    async def remove(self, key: str) -> bool:
+        return bool(await self._run("remove", 0, key))
+
+    async def _names(self, kind: bytes) -> list[bytes]:
+        return [
+            name
+            async for name in self._client.scan_iter(
+                match=self._codec.pattern(kind), count=_SCAN_BATCH
+            )
+        ]
+
+    async def _delete(self, kind: bytes) -> None:
+        names = await self._names(kind)
+        for start in range(0, len(names), _SCAN_BATCH):
+            await self._client.delete(*names[start : start + _SCAN_BATCH])
+
+    async def clear(self) -> None:
+        try:
+            for kind in _DATA_KINDS:
+                await self._delete(kind)
+            await self._client.hset(self._codec.meta, "n", 0)
+        except self._errors as exc:
+            raise self._codec.error("clear", exc) from exc
+
+    async def count(self) -> int:
+        try:
+            return int(await self._client.hget(self._codec.meta, "n") or 0)
+        except self._errors as exc:
+            raise self._codec.error("count", exc) from exc
+
+    async def purge_expired(self) -> int:
+        if self.config.ttl_secs is None:
+            return 0
+        removed = 0
+        try:
+            for name in await self._names(b"e"):
+                for ident in self._codec.expired_ids(await self._client.get(name)):
+                    args = self._codec.args("expire", ident=ident)
+                    reply = (await self._batcher.pipeline([args]))[0]
+                    if isinstance(reply, Exception):
+                        raise reply
+                    removed += int(reply)
+        except self._errors as exc:
+            raise self._codec.error("purge", exc) from exc
+        return removed
+
+    async def stats(self) -> IndexStats:
+        try:
+            groups = [
+                (name, int(await self._client.strlen(name))) for name in await self._names(b"b")
+            ]
+        except self._errors as exc:
+            raise self._codec.error("stats", exc) from exc
+        return self._codec.stats(await self.count(), groups)
+
+    async def close(self) -> None:
+        await self._batcher.close()
+        try:
+            await self._client.aclose()
+        except self._errors as exc:
+            logger.warning("closing the Redis index %s failed: %s", mask_url(self.url), exc)

@@ -1,0 +1,278 @@
+"""Key sizing, key names, script arguments and reply decoding of the Redis index, shared
+by the sync, async and sharded clients (see ``resources/simhash_index.lua`` for the layout)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from importlib import resources
+from typing import Any
+
+import xxhash
+
+from scrapy_simhash._redact import scrub
+from scrapy_simhash._redis import mask_url
+from scrapy_simhash.exceptions import IndexBackendError, IndexMismatchError
+from scrapy_simhash.index.base import (
+    IndexConfig,
+    IndexStats,
+    Match,
+    Observation,
+    bucket_stats,
+    closest,
+    reset_hint,
+)
+from scrapy_simhash.index.drops import TRIM_BATCH, DropRecord, pack_record, unpack_record
+from scrapy_simhash.index.layout import BandLayout
+from scrapy_simhash.index.redis.connection import logger
+
+SCRIPT = resources.files("scrapy_simhash.resources").joinpath("simhash_index.lua").read_text()
+#: Records a dropped near-duplicate (sent with EVAL: drops are rare next to pages, and the
+#: server caches the compiled script anyway).
+DROPS_SCRIPT = (
+    resources.files("scrapy_simhash.resources").joinpath("simhash_drops.lua").read_text()
+)
+
+#: Records per band group and entries per entry bucket aimed at when sizing a new index:
+#: a Redis key costs ~80 bytes, so ~64 records spread it to ~1 byte each, while the strings
+#: a page rewrites stay ~1 KB. 128 saves ~8 bytes per page but costs ~25% more script time.
+RECORDS_PER_KEY = 64
+#: Group and entry-bucket bits without an expected size: ~250 records per key at 1M pages,
+#: ~25 at 100k.
+DEFAULT_KEY_BITS = 12
+#: Entry buckets are named by a 16-bit number.
+MAX_ENTRY_BITS = 16
+#: Version of the Redis key layout, recorded with the index; other versions are refused.
+REDIS_FORMAT = 2
+#: Key kinds holding index data (band groups, entry records, key texts, drop records and
+#: their order), as opposed to "m".
+_DATA_KINDS = (b"b", b"e", b"u", b"d", b"q")
+
+
+def key_bits(expected_size: int | None, most: int) -> int:
+    """Bits naming a group or entry bucket so each holds ~:data:`RECORDS_PER_KEY` records."""
+    if not expected_size:
+        return min(most, DEFAULT_KEY_BITS)
+    return max(0, min(most, math.ceil(math.log2(max(1, expected_size / RECORDS_PER_KEY)))))
+
+
+def group_mask(mask: int, bits: int) -> int:
+    """The ``bits`` most significant set bits of ``mask``: a band group holds every band
+    value of its table that shares them."""
+    out = 0
+    for _ in range(min(bits, mask.bit_count())):
+        top = 1 << (mask.bit_length() - 1)
+        out |= top
+        mask ^= top
+    return out
+
+
+def key_id(key: str) -> bytes:
+    """64-bit id of a key (collision odds ~ N^2 / 2^65: 3e-8 at a million pages)."""
+    return xxhash.xxh3_64_digest(key.encode("utf-8", "surrogatepass"))
+
+
+def _glob_escape(data: bytes) -> bytes:
+    out = bytearray()
+    for byte in data:
+        if byte in b"*?[]\\":
+            out += b"\\"
+        out.append(byte)
+    return bytes(out)
+
+
+class _Codec:
+    """Key names, script arguments and reply decoding shared by the sync and async clients."""
+
+    def __init__(self, url: str, config: IndexConfig) -> None:
+        self.url = url
+        self.config = config
+        self.width = config.bits // 8
+        self.entry_size = self.width + 12  # key id, fingerprint, last seen
+        self.prefix = f"simhash:{{{config.namespace}}}:".encode()
+        self.meta = self.prefix + b"m"
+        self.drop_keys = [self.prefix + b"d", self.prefix + b"q"]
+        self.layout = config.new_layout()
+        self.ebits = key_bits(config.expected_size, MAX_ENTRY_BITS)
+        self.gbits = key_bits(config.expected_size, self.layout.key_bits)
+        self.record_id = b""
+        #: Shards the namespace is spread over (see index/sharded.py); 1 = this layout alone.
+        self.shards = 1
+        #: This is one shard of a sharded namespace (every band record names its entry).
+        self.shard = False
+
+    def record(self) -> str:
+        extra = {"shards": self.shards} if self.shards > 1 else {}
+        return self.config.record(
+            self.layout,
+            redis_format=REDIS_FORMAT,
+            entry_bits=self.ebits,
+            group_bits=self.gbits,
+            **extra,
+        )
+
+    def adopt(self, stored: bytes | None) -> None:
+        if stored is None:
+            raise IndexBackendError(
+                f"Redis index {mask_url(self.url)}: the configuration record of namespace "
+                f"{self.config.namespace!r} vanished while opening; retry"
+            )
+        where = f"namespace {self.config.namespace!r} on {mask_url(self.url)}"
+        layout, data = self.config.adopt(stored.decode(), where)
+        # The digest of the record in place, which every script call names (see the script).
+        self.record_id = xxhash.xxh3_64_hexdigest(stored).encode()
+        if data.get("redis_format") != REDIS_FORMAT:
+            raise IndexMismatchError(
+                f"{where} holds an index in Redis layout {data.get('redis_format', 1)}, this "
+                f"version reads layout {REDIS_FORMAT}; {reset_hint(self.config.namespace)}"
+            )
+        stored_shards = int(data.get("shards", 1))
+        if stored_shards != self.shards:
+            raise IndexMismatchError(
+                f"{where} is spread over {stored_shards} shard(s), opened with "
+                f"SIMHASH_INDEX_SHARDS={self.shards}: set SIMHASH_INDEX_SHARDS={stored_shards} "
+                f"(README: growing a sharded namespace), or {reset_hint(self.config.namespace)}"
+            )
+        self.set_layout(layout, int(data["entry_bits"]), int(data["group_bits"]))
+
+    def set_layout(self, layout: BandLayout, ebits: int, gbits: int) -> None:
+        self.layout = layout
+        self.ebits = ebits
+        self.gbits = gbits
+
+        def packed(masks: Iterable[int]) -> bytes:
+            return b"".join(mask.to_bytes(self.width, "big") for mask in masks)
+
+        ttl = self.config.ttl_secs or 0
+        # Encoded once: redis-py's per-argument encoding is a large share of a call's cost.
+        self._static = (
+            self.prefix,
+            packed(layout.masks),
+            packed(group_mask(mask, gbits) for mask in layout.masks),
+            b"%d%s" % (ebits, b"s" if self.shard else b""),
+            b"%d" % self.config.max_distance,
+        )
+        self._ttl = repr(float(ttl)).encode()
+
+    def pattern(self, kind: bytes) -> bytes:
+        return _glob_escape(self.prefix) + kind + b"*"
+
+    def entry_key(self, ident: bytes) -> bytes:
+        bucket = int.from_bytes(ident[:4], "big") >> (32 - self.ebits) if self.ebits else 0
+        return self.prefix + b"e" + bucket.to_bytes(2, "big")
+
+    def args(
+        self, mode: str, fingerprint: int = 0, key: str = "", ident: bytes = b"", *extra: bytes
+    ) -> list[bytes]:
+        text = key.encode("utf-8", "surrogatepass")
+        return [
+            mode.encode(),
+            *self._static,
+            repr(float(self.config.clock())).encode(),
+            self._ttl,
+            fingerprint.to_bytes(self.width, "big"),
+            ident or (xxhash.xxh3_64_digest(text) if text else b""),
+            text,
+            *extra,
+            self.record_id,
+        ]
+
+    @staticmethod
+    def rename_args(new: str) -> tuple[bytes, bytes, bytes]:
+        """Arguments after the old key: (no id override), the new key's id and text."""
+        return b"", key_id(new), new.encode("utf-8", "surrogatepass")
+
+    def entries(self, bucket: bytes | None) -> Iterable[tuple[bytes, int, int]]:
+        """(key id, fingerprint, last seen) of each entry record of an entry bucket."""
+        if not bucket:
+            return
+        width, size = self.width, self.entry_size
+        for p in range(0, len(bucket) - size + 1, size):
+            yield (
+                bucket[p : p + 8],
+                int.from_bytes(bucket[p + 8 : p + 8 + width], "big"),
+                int.from_bytes(bucket[p + 8 + width : p + size], "big"),
+            )
+
+    @staticmethod
+    def matches(flat: list[Any]) -> Iterable[Match]:
+        for i in range(0, len(flat), 4):
+            yield Match(
+                flat[i].decode("utf-8", "surrogatepass"),
+                int.from_bytes(flat[i + 1], "big"),
+                int(flat[i + 2]),
+            )
+
+    def drop_args(self, url: str, kept: str, distance: int) -> list[Any] | None:
+        """EVAL arguments recording a drop, or None when the record is off."""
+        config = self.config
+        if config.drop_max_entries <= 0:
+            return None
+        now = config.clock()
+        value = pack_record(DropRecord(url, kept, distance, int(now)))
+        return [
+            DROPS_SCRIPT, 2, *self.drop_keys, key_id(url), value, repr(float(now)),
+            repr(float(config.drop_ttl_secs or 0)), config.drop_max_entries, TRIM_BATCH,
+        ]
+
+    def drop(self, url: str, value: bytes | None) -> DropRecord | None:
+        """The live record of ``url`` from its stored value (a colliding id is no record)."""
+        if not value:
+            return None
+        record = unpack_record(value)
+        if record.url != url or self.config.drop_expired(record.at, self.config.clock()):
+            return None
+        return record
+
+    def observation(self, reply: list[Any]) -> Observation:
+        if int(reply[0]) == 2:  # claim: another fingerprint already holds the key
+            return Observation(None, int.from_bytes(reply[1], "big"), False)
+        if int(reply[0]) == 1:
+            return Observation(closest(self.matches(reply[1:])), None, False)
+        previous = reply[1] if len(reply) > 1 else None
+        return Observation(None, int.from_bytes(previous, "big") if previous else None, True)
+
+    def entry(self, bucket: bytes | None, ident: bytes) -> int | None:
+        """The live fingerprint of key id ``ident`` in an entry bucket (as the script's
+        find_record: a hit straddling two records is skipped)."""
+        if not bucket:
+            return None
+        size, width = self.entry_size, self.width
+        start = bucket.find(ident)
+        while start >= 0:
+            if start % size == 0:
+                seen = int.from_bytes(bucket[start + 8 + width : start + size], "big")
+                if self.config.expired(seen, self.config.clock()):
+                    return None
+                return int.from_bytes(bucket[start + 8 : start + 8 + width], "big")
+            start = bucket.find(ident, start + 1)
+        return None
+
+    def expired_ids(self, bucket: bytes | None) -> list[bytes]:
+        now = self.config.clock()
+        return [
+            ident
+            for ident, _, seen in self.entries(bucket)
+            if self.config.expired(seen, now)
+        ]
+
+    def error(self, action: str, exc: BaseException) -> IndexBackendError:
+        detail = scrub(str(exc), self.url)
+        masked = mask_url(self.url)
+        # DEBUG only: the error is raised to the caller, whose logging is throttled (a crawl
+        # during an outage would otherwise log one ERROR per page).
+        logger.debug("Redis index %s: %s failed: %s", masked, action, detail)
+        return IndexBackendError(
+            f"Redis index {masked}: {action} failed: {detail} (is the server up and the URL "
+            "right? the next call reconnects)"
+        )
+
+    def stats(self, entries: int, groups: Iterable[tuple[bytes, int]]) -> IndexStats:
+        """Records per band group; table 1's records also carry a 2-byte entry bucket."""
+        table = len(self.prefix) + 1
+        return bucket_stats(
+            "redis",
+            entries,
+            self.layout,
+            (n // (self.width + 2 * (name[table] == 1)) for name, n in groups),
+        )

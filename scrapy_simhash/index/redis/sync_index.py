@@ -1,0 +1,209 @@
+"""The blocking Redis index client."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from scrapy_simhash._redis import mask_url, sync_client
+from scrapy_simhash.index.base import (
+    IndexConfig,
+    IndexStats,
+    Match,
+    NearDuplicateIndex,
+    Observation,
+    check_fingerprint,
+    ordered,
+)
+from scrapy_simhash.index.drops import DropRecord, unpack_record
+from scrapy_simhash.index.keys import check_key
+from scrapy_simhash.index.redis.codec import _DATA_KINDS, SCRIPT, _Codec, key_id
+from scrapy_simhash.index.redis.connection import (
+    _SCAN_BATCH,
+    _no_record,
+    _redis_errors,
+    client_options,
+    logger,
+)
+
+
+class RedisIndex(NearDuplicateIndex):
+    """Blocking client (CLI, scripts, benchmarks)."""
+
+    def __init__(self, url: str, config: IndexConfig, **options: Any) -> None:
+        self.url = url
+        self.config = config
+        self._codec = _Codec(url, config)
+        self._errors = _redis_errors()
+        try:
+            client: Any = sync_client(url, **client_options(options))
+            self._client = client
+            self._script = self._client.register_script(SCRIPT)
+            if config.reset:
+                self._delete(b"")
+            self._restore_record()
+        except self._errors as exc:
+            raise self._codec.error("open", exc) from exc
+        self.layout = self._codec.layout
+
+    def _run(self, action: str, *args: Any) -> Any:
+        try:
+            try:
+                return self._script(keys=[self._codec.meta], args=self._codec.args(action, *args))
+            except self._errors as exc:
+                if not _no_record(exc):
+                    raise
+                self._restore_record()
+                return self._script(keys=[self._codec.meta], args=self._codec.args(action, *args))
+        except self._errors as exc:
+            raise self._codec.error(action, exc) from exc
+
+    def _restore_record(self) -> None:
+        """Write this index's record (at creation, or back after the server lost it), or
+        adopt the one in place: IndexMismatchError if that one differs."""
+        meta = self._codec.meta
+        self._client.hsetnx(meta, "config", self._codec.record())
+        self._codec.adopt(self._client.hget(meta, "config"))
+        self._client.hset(meta, "cid", self._codec.record_id)
+
+    def observe(self, key: str, fingerprint: int) -> Observation:
+        check_key(key)
+        check_fingerprint(fingerprint, self.config.bits)
+        return self._codec.observation(self._run("observe", fingerprint, key))
+
+    def claim(self, key: str, fingerprint: int) -> Observation:
+        check_key(key)
+        check_fingerprint(fingerprint, self.config.bits)
+        return self._codec.observation(self._run("claim", fingerprint, key))
+
+    def query(self, fingerprint: int) -> list[Match]:
+        check_fingerprint(fingerprint, self.config.bits)
+        return ordered(self._codec.matches(self._run("query", fingerprint)))
+
+    def rename(self, old: str, new: str) -> bool:
+        check_key(new)
+        return bool(self._run("rename", 0, old, *self._codec.rename_args(new)))
+
+    def record_drop(self, url: str, kept: str, distance: int) -> None:
+        check_key(url)
+        args = self._codec.drop_args(url, kept, distance)
+        if args is None:
+            return
+        try:
+            self._client.execute_command("EVAL", *args)
+        except self._errors as exc:
+            raise self._codec.error("record drop", exc) from exc
+
+    def drop_of(self, url: str) -> DropRecord | None:
+        try:
+            value = self._client.hget(self._codec.drop_keys[0], key_id(url))
+        except self._errors as exc:
+            raise self._codec.error("drop lookup", exc) from exc
+        return self._codec.drop(url, value)
+
+    def drop_count(self) -> int:
+        try:
+            return int(self._client.hlen(self._codec.drop_keys[0]))
+        except self._errors as exc:
+            raise self._codec.error("drop count", exc) from exc
+
+    def keys(self) -> Iterator[str]:
+        now, prefix = self.config.clock(), self._codec.prefix
+        try:
+            for name in list(self._keys(b"e")):
+                # One transaction: a crawl writing meanwhile cannot shift texts against entries
+                # (both keys carry the namespace's hash tag: one slot on a cluster).
+                pipe = self._client.pipeline(transaction=True)
+                pipe.get(name)
+                pipe.lrange(prefix + b"u" + name[len(prefix) + 1 :], 0, -1)
+                bucket, texts = pipe.execute()
+                for (_, _, seen), text in zip(self._codec.entries(bucket), texts, strict=False):
+                    if not self.config.expired(seen, now):
+                        yield text.decode("utf-8", "surrogatepass")
+        except self._errors as exc:
+            raise self._codec.error("list keys", exc) from exc
+
+    def drops(self) -> Iterator[DropRecord]:
+        now = self.config.clock()
+        try:
+            for _, value in self._client.hscan_iter(self._codec.drop_keys[0], count=_SCAN_BATCH):
+                record = unpack_record(value)
+                if not self.config.drop_expired(record.at, now):
+                    yield record
+        except self._errors as exc:
+            raise self._codec.error("list drops", exc) from exc
+
+    def get(self, key: str) -> int | None:
+        ident = key_id(key)
+        try:
+            bucket = self._client.get(self._codec.entry_key(ident))
+        except self._errors as exc:
+            raise self._codec.error("get", exc) from exc
+        return self._codec.entry(bucket, ident)
+
+    def remove(self, key: str) -> bool:
+        return bool(self._run("remove", 0, key))
+
+    def _keys(self, kind: bytes) -> Iterable[bytes]:
+        return self._client.scan_iter(match=self._codec.pattern(kind), count=_SCAN_BATCH)  # type: ignore[no-any-return]
+
+    def _delete(self, kind: bytes) -> None:
+        batch: list[bytes] = []
+        for name in self._keys(kind):
+            if name != self._codec.meta or not kind:
+                batch.append(name)
+            if len(batch) >= _SCAN_BATCH:
+                self._client.delete(*batch)
+                batch.clear()
+        if batch:
+            self._client.delete(*batch)
+
+    def clear(self) -> None:
+        try:
+            for kind in _DATA_KINDS:
+                self._delete(kind)
+            self._client.hset(self._codec.meta, "n", 0)
+        except self._errors as exc:
+            raise self._codec.error("clear", exc) from exc
+
+    def count(self) -> int:
+        try:
+            return int(self._client.hget(self._codec.meta, "n") or 0)
+        except self._errors as exc:
+            raise self._codec.error("count", exc) from exc
+
+    def purge_expired(self) -> int:
+        if self.config.ttl_secs is None:
+            return 0
+        removed = 0
+        try:
+            for name in list(self._keys(b"e")):
+                for ident in self._codec.expired_ids(self._client.get(name)):
+                    removed += int(
+                        self._script(
+                            keys=[self._codec.meta],
+                            args=self._codec.args("expire", ident=ident),
+                        )
+                    )
+        except self._errors as exc:
+            raise self._codec.error("purge", exc) from exc
+        return removed
+
+    def stats(self) -> IndexStats:
+        try:
+            names = list(self._keys(b"b"))
+            lengths: list[int] = []
+            for start in range(0, len(names), _SCAN_BATCH):
+                pipe = self._client.pipeline(transaction=False)
+                for name in names[start : start + _SCAN_BATCH]:
+                    pipe.strlen(name)
+                lengths.extend(pipe.execute())
+        except self._errors as exc:
+            raise self._codec.error("stats", exc) from exc
+        return self._codec.stats(self.count(), zip(names, lengths, strict=True))
+
+    def close(self) -> None:
+        try:
+            self._client.close()
+        except self._errors as exc:
+            logger.warning("closing the Redis index %s failed: %s", mask_url(self.url), exc)
