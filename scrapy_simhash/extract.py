@@ -31,7 +31,7 @@ from typing import Any
 
 from lxml import etree
 
-from scrapy_simhash.decode import decode_html
+from scrapy_simhash.text.decode import decode_html
 
 logger = logging.getLogger(__name__)
 

@@ -115,7 +115,7 @@ def load(fingerprinter: Fingerprinter, path: str, *, text: bool = False) -> Docu
 
 
 def _load_text(fingerprinter: Fingerprinter, path: str, body: bytes) -> Document:
-    from scrapy_simhash.decode import decode_html, is_binary
+    from scrapy_simhash.text.decode import decode_html, is_binary
 
     limit = fingerprinter.config.max_body_bytes
     if is_binary(body):
