@@ -25,7 +25,7 @@ from _pages import Page
 from lxml import etree
 from w3lib.html import remove_tags, remove_tags_with_content, replace_entities
 
-from scrapy_simhash.decode import decode_html
+from scrapy_simhash.text.decode import decode_html
 
 _PARSER = etree.HTMLParser(encoding="utf-8", remove_comments=True, recover=True)
 _CHARSET_META = re.compile(r"<meta[^>]*charset[^>]*>", re.IGNORECASE)

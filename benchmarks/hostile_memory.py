@@ -50,8 +50,8 @@ def main() -> None:
     parser.add_argument("--name-chars", type=int, default=2000)
     args = parser.parse_args()
 
-    from scrapy_simhash import extract
     from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
+    from scrapy_simhash.text import rules
 
     fingerprinter = Fingerprinter(FingerprintConfig(tokenizer="jieba"))
     rng = random.Random(7)
@@ -60,7 +60,7 @@ def main() -> None:
     for _ in range(args.pages):
         fingerprinter.fingerprint_page(page(rng, args.names, args.name_chars))
     after = rss_mb()
-    cached = sum(map(len, extract._ROLES)) + sum(map(len, extract._TOKEN_ROLES))
+    cached = sum(map(len, rules._ROLES)) + sum(map(len, rules._TOKEN_ROLES))
     print(
         f"{args.pages} pages, {args.names} elements with new names of {args.name_chars} chars "
         f"each: RSS {before:.0f} MB -> {after:.0f} MB (+{after - before:.1f} MB); "

@@ -36,10 +36,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._pages import data_dir, load_pages
-from scrapy_simhash import extract, features, fingerprint
+from scrapy_simhash import features, fingerprint
 from scrapy_simhash.cli import parse_setting
 from scrapy_simhash.extract import extract_main_text
 from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter, hamming
+from scrapy_simhash.text import extract, walk
 
 # Passes over the pages per timed contender; the fastest pass counts (least disturbed).
 _PASSES = 3
@@ -132,7 +133,7 @@ _STAGES = (
     (extract, "_title", "prepare"),
     (extract, "_place_streamed_segments", "prepare"),
     (extract, "_strip_junk", "prepare"),
-    (extract._Walk, "run", "walk"),
+    (walk._Walk, "run", "walk"),
     (extract, "_choose", "choose"),
     (extract, "_lines", "read-out"),
     (extract, "_drop_credits", "read-out"),

@@ -272,7 +272,7 @@ class Fingerprinter:
         self, body: bytes | str, *, content_type: str | None = None
     ) -> PageFingerprint:
         """Extract a page's main text (HTML bytes or text) and fingerprint it."""
-        from scrapy_simhash.extract import extract_main_text
+        from scrapy_simhash.text import extract_main_text
 
         main = extract_main_text(
             body, content_type=content_type, max_bytes=self.config.max_body_bytes or None

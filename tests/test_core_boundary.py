@@ -38,6 +38,9 @@ def test_core_modules_import_without_scrapy() -> None:
         "scrapy_simhash.fingerprint",
         "scrapy_simhash.index",
         "scrapy_simhash.recrawl",
+        "scrapy_simhash.text",
+        "scrapy_simhash.text.decode",
+        "scrapy_simhash.text.extract",
     } <= set(modules)
     code = (
         "import importlib, sys\n"

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_simhash.decode import decode_html, is_binary
+from scrapy_simhash.text.decode import decode_html, is_binary
 
 ZH = "网易新闻：今年以来已有八部委为互联网发声，地方政府拥抱互联网的热情不止于会议内容。"
 DE = "Grüße aus Köln: schöne Straße, für alle Bürger. Ça va très bien, déjà vu à côté."

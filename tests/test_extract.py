@@ -568,3 +568,19 @@ def test_a_page_of_links_only_is_read_as_its_links() -> None:
     assert any("link" in note for note in main.notes)
     nav_only = b"<html><body><nav><a href='/'>Home</a> <a href='/x'>Browse all</a></nav></body></html>"
     assert extract_main_text(nav_only).text == ""
+
+
+def test_the_documented_import_paths_and_log_names_outlive_the_text_package() -> None:
+    import scrapy_simhash.decode
+    import scrapy_simhash.extract
+    import scrapy_simhash.text
+    import scrapy_simhash.text.decode
+    import scrapy_simhash.text.extract
+
+    assert scrapy_simhash.extract.extract_main_text is scrapy_simhash.text.extract_main_text
+    assert scrapy_simhash.extract.MainText is scrapy_simhash.text.MainText
+    assert scrapy_simhash.decode.decode_html is scrapy_simhash.text.decode.decode_html
+    assert scrapy_simhash.decode.is_binary is scrapy_simhash.text.decode.is_binary
+    # Log configurations written for the old modules still select their lines.
+    assert scrapy_simhash.text.extract.logger.name == "scrapy_simhash.extract"
+    assert scrapy_simhash.text.decode.logger.name == "scrapy_simhash.decode"

@@ -11,10 +11,11 @@ import string
 
 import pytest
 
-from scrapy_simhash import extract, features
+from scrapy_simhash import features
 from scrapy_simhash.extract import extract_main_text
 from scrapy_simhash.features import get_tokenizer
 from scrapy_simhash.fingerprint import MAX_FEATURE_CHARS, FingerprintConfig, Fingerprinter
+from scrapy_simhash.text import rules
 
 _VOCABULARY = [
     "".join(random.Random(i).choices(string.ascii_lowercase, k=3 + i % 7)) for i in range(3000)
@@ -81,10 +82,10 @@ def test_role_caches_are_bounded_by_size() -> None:
             for _ in range(20)
         )
         extract_main_text(f"<html><body>{parts}</body></html>".encode())
-        for cache in (extract._ROLES, extract._TOKEN_ROLES):
+        for cache in (rules._ROLES, rules._TOKEN_ROLES):
             held = sum(map(len, cache))
-            assert held <= extract._MAX_CACHED_CHARS
-            assert all(len(key) <= extract._MAX_CACHED_KEY for key in cache)
+            assert held <= rules._MAX_CACHED_CHARS
+            assert all(len(key) <= rules._MAX_CACHED_KEY for key in cache)
 
 
 def test_text_handed_to_the_tokenizer_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:

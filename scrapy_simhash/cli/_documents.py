@@ -105,7 +105,7 @@ def load(fingerprinter: Fingerprinter, path: str, *, text: bool = False) -> Docu
         return Document(path, error=_describe(exc))
     if text or (path != STDIN and is_text(path)):
         return _load_text(fingerprinter, path, body)
-    from scrapy_simhash.extract import extract_main_text
+    from scrapy_simhash.text import extract_main_text
 
     main = extract_main_text(body, max_bytes=config.max_body_bytes or None)
     page = fingerprinter.fingerprint_document(
@@ -115,7 +115,7 @@ def load(fingerprinter: Fingerprinter, path: str, *, text: bool = False) -> Docu
 
 
 def _load_text(fingerprinter: Fingerprinter, path: str, body: bytes) -> Document:
-    from scrapy_simhash.decode import decode_html, is_binary
+    from scrapy_simhash.text.decode import decode_html, is_binary
 
     limit = fingerprinter.config.max_body_bytes
     if is_binary(body):

@@ -1,0 +1,111 @@
+"""The extraction steps in order: decode, parse, walk, choose, read out.
+
+:func:`extract_main_text` never raises: a page that cannot be read is reported in
+``MainText.notes`` rather than lost.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from scrapy_simhash.text.choose import _choose
+from scrapy_simhash.text.decode import decode_html
+from scrapy_simhash.text.parse import _parse, _place_streamed_segments, _strip_junk
+from scrapy_simhash.text.readout import _drop_credits, _lines, _title, _without_c1
+from scrapy_simhash.text.rules import _FALLBACK_BYTES
+from scrapy_simhash.text.walk import _Walk
+
+logger = logging.getLogger("scrapy_simhash.extract")  # the name log settings know
+
+__all__ = ["MainText", "extract_main_text"]
+
+
+@dataclass(frozen=True)
+class MainText:
+    """The main content of a page.
+
+    ``text`` holds one paragraph per line; ``notes`` explains anything unusual about the
+    input (binary body, truncation, charset problems, no recognisable content).
+    """
+
+    title: str
+    text: str
+    encoding: str
+    notes: tuple[str, ...] = ()
+
+
+def _extract(data: bytes, encoding: str, notes: list[str]) -> MainText:
+    root = _parse(data, notes)
+    if root is None:
+        notes.append("no HTML content")
+        return MainText("", "", encoding, tuple(notes))
+    title = _title(root)
+    _place_streamed_segments(root)
+    _strip_junk(root)
+    body = root.find("body")
+    if body is None:
+        body = root
+    walk = _Walk(body)
+    walk.run()
+    containers, marked = _choose(walk)
+    main = _drop_credits(_lines(containers, walk.stats))
+    # A character is at least one UTF-8 byte: most texts need no encode to be judged long.
+    if not marked and len(main) < _FALLBACK_BYTES and len(main.encode("utf-8")) < _FALLBACK_BYTES:
+        # No container of prose (product pages, galleries, landing pages): the page's
+        # own text is everything that is not boilerplate or link lists.
+        whole = _drop_credits(_lines([body], walk.stats))
+        if len(whole) > len(main):
+            notes.append("no prose container; using all non-boilerplate text")
+            main = whole
+        elif not main:
+            # A page of links and nothing else (an index, a catalogue): its links, outside
+            # the navigation and other boilerplate already dropped, are its content.
+            links = _drop_credits(_lines([body], walk.stats, link_density=1.0, links_only=True))
+            if links:
+                notes.append("only link lists; using their text")
+                main = links
+    if not main:
+        notes.append("no main text found")
+    return MainText(_without_c1(title), _without_c1(main), encoding, tuple(notes))
+
+
+def extract_main_text(
+    body: bytes | str,
+    *,
+    content_type: str | None = None,
+    max_bytes: int | None = None,
+) -> MainText:
+    """Extract the title and main text of an HTML page; never raises.
+
+    ``body`` is the raw response body (decoded with :func:`decode_html`, using the HTTP
+    ``content_type`` when given) or already decoded text. ``max_bytes`` cuts huge bodies
+    before any work is done; the cut is reported in ``notes``.
+    """
+    notes: list[str] = []
+    encoding = "unicode"
+    try:
+        if isinstance(body, str):
+            text = body
+            if max_bytes is not None and len(text) > max_bytes:
+                text = text[:max_bytes]
+                notes.append(f"truncated to {max_bytes} characters")
+        else:
+            raw = bytes(body)
+            if max_bytes is not None and len(raw) > max_bytes:
+                raw = raw[:max_bytes]
+                notes.append(f"truncated to {max_bytes} bytes")
+            decoded = decode_html(raw, content_type)
+            encoding = decoded.encoding
+            notes.extend(decoded.notes)
+            if decoded.source in ("binary", "empty"):
+                return MainText("", "", encoding, tuple(notes))
+            data = decoded.utf8
+            if data is None:
+                data = decoded.text.encode("utf-8", errors="replace")
+            return _extract(data, encoding, notes)
+        return _extract(text.encode("utf-8", errors="replace"), encoding, notes)
+    except Exception as exc:  # the contract is "never raises": report instead
+        logger.warning("main-text extraction failed: %r", exc, exc_info=True)
+        notes.append(f"extraction failed: {type(exc).__name__}")
+        return MainText("", "", encoding, tuple(notes))

@@ -1,0 +1,175 @@
+"""Reading chosen containers out as text: one line per block without link lists, credit
+lines dropped, the title without its site decoration, and C1 characters and byte-order
+marks cleaned.
+
+What is read out is what gets fingerprinted, so every line kept here must tell pages
+apart and every line dropped must be one that copies of a page do not share.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from lxml import etree
+
+from scrapy_simhash.text.rules import (
+    _BOILERPLATE_TAGS,
+    _CREDIT_LINE,
+    _DATE_IN_LINE,
+    _INLINE_TAGS,
+    _MAX_BYLINE_CHARS,
+    _MAX_BYLINE_WORDS,
+    _MAX_CREDIT_BYTES,
+    _MAX_LINK_DENSITY,
+    _TITLE_SEPARATORS,
+    _WORD,
+    _names_role,
+)
+from scrapy_simhash.text.walk import _Frame, _text_content
+
+# C1 control characters never occur in real text: they are windows-1252 bytes that some
+# earlier step decoded as Latin-1 (a UTF-8 "’" read that way is "â\x80\x99"). HTML maps
+# the references &#128;-&#159; to windows-1252 characters, so a page with raw C1
+# characters and its copy re-encoded with references only read alike after this mapping.
+_C1 = re.compile("[\x80-\x9f]")
+_C1_AS_CP1252 = {
+    code: char
+    for code in range(0x80, 0xA0)
+    if (char := bytes([code]).decode("cp1252", errors="ignore"))
+}
+
+
+def _lines(
+    containers: Iterable[etree._Element],
+    stats: dict[etree._Element, _Frame],
+    *,
+    link_density: float = _MAX_LINK_DENSITY,
+    links_only: bool = False,
+) -> str:
+    """Read containers out as text, one line per block, skipping h1 and blocks whose link
+    text exceeds ``link_density`` of their text (link lists). ``links_only`` reads link
+    lists too, but none that looks like navigation (kept by the walk for its size)."""
+    lines: list[str] = []
+    current: list[str] = []
+    inline_tags = _INLINE_TAGS
+
+    for container in containers:
+        walker = etree.iterwalk(container, events=("start", "end"))
+        for event, el in walker:
+            tag = el.tag
+            if event == "start":
+                frame = stats.get(el)
+                if frame is None:
+                    walker.skip_subtree()  # dropped as boilerplate, or not an element
+                    continue
+                if links_only and (tag in _BOILERPLATE_TAGS or _names_role(el) < 0):
+                    walker.skip_subtree()
+                    continue
+                if tag not in inline_tags:
+                    if current:
+                        _flush(current, lines)
+                    chars = frame[0]
+                    if tag == "h1" or (chars and frame[1] > chars * link_density):
+                        walker.skip_subtree()
+                        continue
+                text = el.text
+                if text:
+                    current.append(text)
+                continue
+            if current and (tag not in inline_tags or tag == "br"):
+                _flush(current, lines)
+            tail = el.tail
+            if tail and el is not container:
+                current.append(tail)
+        if current:
+            _flush(current, lines)
+    return "\n".join(lines)
+
+
+def _flush(current: list[str], lines: list[str]) -> None:
+    """End the current line: its pieces joined with whitespace runs made single spaces."""
+    line = " ".join("".join(current).split())
+    if line:
+        lines.append(line)
+    current.clear()
+
+
+def _drop_credits(text: str) -> str:
+    """Remove short byline, source, editor, date, share-widget and copyright lines.
+
+    They are not the article: every re-publication of one story carries its own ("来源：
+    新华网 责任编辑：王五", "By Staff Reporter", "Updated 2025-03-01", "分享到：", "版权所有"),
+    so keeping them pulls copies of one story apart and adds nothing that tells stories
+    apart.
+    """
+    if not text:
+        return text
+    kept = [line for line in text.split("\n") if not _is_credit(line)]
+    return "\n".join(kept)
+
+
+def _is_credit(line: str) -> bool:
+    # A character takes at most 4 UTF-8 bytes and at least 1: most lines need no encode.
+    if len(line) > _MAX_CREDIT_BYTES:
+        return False
+    if len(line) * 4 > _MAX_CREDIT_BYTES and len(line.encode("utf-8")) > _MAX_CREDIT_BYTES:
+        return False
+    return _CREDIT_LINE.search(line) is not None or _is_dated_byline(line)
+
+
+def _is_dated_byline(line: str) -> bool:
+    """A few words (a name, a place) beside a date, and nothing that reads as a sentence."""
+    if len(line) > _MAX_BYLINE_CHARS:
+        return False
+    date = _DATE_IN_LINE.search(line)
+    if date is None:
+        return False
+    rest = line[: date.start()] + " " + line[date.end() :]
+    return len(_WORD.findall(rest)) <= _MAX_BYLINE_WORDS and not re.search(r"[.!?]\s+\w", rest)
+
+
+def _clean_title(title: str, headline: str) -> str:
+    """Remove the " - Site name" decoration: prefer the h1 when the title contains it."""
+    title = " ".join(title.split())
+    headline = " ".join(headline.split())
+    if headline and headline in title:
+        return headline
+    parts = [part for part in _TITLE_SEPARATORS.split(title) if part]
+    if len(parts) < 2:
+        return title
+    # Site names are short; the longest segment (in UTF-8 bytes, so that a CJK character
+    # counts like a short word) is the page's own title.
+    return max(parts, key=lambda part: len(part.encode("utf-8")))
+
+
+def _title(root: etree._Element) -> str:
+    for meta in root.iter("meta"):
+        key = meta.get("property") or meta.get("name") or ""
+        if key.lower() in ("og:title", "twitter:title"):
+            content = " ".join((meta.get("content") or "").split())
+            if content:
+                return _clean_title(content, "")
+    title = ""
+    for el in root.iter("title"):
+        title = _text_content(el)
+        break
+    headline = ""
+    for el in root.iter("h1"):
+        headline = _text_content(el)
+        if headline.strip():
+            break
+    if not title.strip():
+        return " ".join(headline.split())
+    return _clean_title(title, headline)
+
+
+# Byte-order marks, and the same bytes read in a single-byte charset, are never text: they
+# come from files concatenated into a page or from stray bytes after its end.
+_BYTE_ORDER_MARKS = re.compile("\ufeff|\u00ef\u00bb\u00bf|\u00ff\u00fe|\u00fe\u00ff")
+
+
+def _without_c1(text: str) -> str:
+    if _C1.search(text):
+        text = text.translate(_C1_AS_CP1252)
+    return _BYTE_ORDER_MARKS.sub("", text)

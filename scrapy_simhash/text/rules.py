@@ -1,0 +1,327 @@
+"""The vocabularies of extraction: which tags, roles and class/id names mark boilerplate or
+content, which lines are credits, and the thresholds the other steps use.
+
+A new extraction rule is nearly always a word or a number here; the steps that apply
+them (parse, walk, choose, read-out) stay as they are. The role caches live beside the
+words they remember, bounded so that no page can grow them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from lxml import etree
+
+# Elements whose content is never main text; removed by lxml in C before the walk.
+_JUNK_TAGS = (
+    "script",
+    "style",
+    "template",
+    "svg",
+    "math",
+    "iframe",
+    "object",
+    "embed",
+    "canvas",
+    "video",
+    "audio",
+    "map",
+    "button",
+    "select",
+    "option",
+    "textarea",
+    "input",
+    "head",
+)
+# Elements that templates use for boilerplate; dropped during the walk unless they hold a
+# large share of the page (some sites wrap everything in <header>; Discourse forums serve
+# their posts inside <noscript>).
+_BOILERPLATE_TAGS = frozenset(["nav", "aside", "footer", "header", "dialog", "menu", "noscript"])
+_HIDDEN_ROLES = frozenset(
+    {
+        "navigation",
+        "banner",
+        "contentinfo",
+        "complementary",
+        "search",
+        "dialog",
+        "alertdialog",
+        "menu",
+        "menubar",
+        "toolbar",
+        "tablist",
+    }
+)
+_INLINE_TAGS = frozenset(
+    [
+        "a",
+        "abbr",
+        "acronym",
+        "b",
+        "bdi",
+        "bdo",
+        "big",
+        "cite",
+        "code",
+        "data",
+        "del",
+        "dfn",
+        "em",
+        "font",
+        "i",
+        "img",
+        "ins",
+        "kbd",
+        "label",
+        "mark",
+        "nobr",
+        "q",
+        "s",
+        "samp",
+        "small",
+        "span",
+        "strike",
+        "strong",
+        "sub",
+        "sup",
+        "time",
+        "tt",
+        "u",
+        "var",
+        "wbr",
+    ]
+)
+# Boilerplate class/id words, matched as words of a class token (split at - and _),
+# several also as prefixes of run-together names ("commentlist", "relatedPosts").
+_NEGATIVE_WORDS = (
+    r"(?:^|[_-])(?:"
+    r"(?:comment|disqus|related|recommend|share|sharing|social|sidebar|cookie|consent|"
+    r"breadcrumb|newsletter|subscri|advert|sponsor|pagination|outbrain|taboola|popup|"
+    r"footer|masthead|toolbar)\w*"
+    r"|nav|navbar|navigation|menu|header|foot|side|aside|gdpr|cmp|banner|ads?|promo|signup|login|"
+    r"modal|overlay|pager|paging|tags?|tagcloud|copyright|print|byline|hot|"
+    r"rank|ranking|search|reply|replies|respond|rss|community|extra|shoutbox|bottom|"
+    r"crumbs?|follow|author|jump|more|btn|button|icons?"
+    r")(?=$|[_-])"
+)
+# Words that mark content containers.
+_POSITIVE_WORDS = (
+    r"article|body|content|entry|main|post|story|text|blog|detail|news|endtext|hentry|"
+    r"page|read|prose|markdown|rich|column|wrap|container"
+)
+_ROLE_WORD = re.compile(f"(?P<negative>{_NEGATIVE_WORDS})|(?P<positive>{_POSITIVE_WORDS})")
+# Class tokens that name a script's hook, not the element's role.
+_JS_HOOK = ("js-", "js_")
+# Class tokens that describe the layout around an element ("has-sidebar", "no-sidebars",
+# "sidebar-first-only" on the content column), not the element's own role.
+_LAYOUT_PREFIXES = ("has-", "with-", "without-", "no-", "one-", "two-")
+_LAYOUT_SUFFIX = "-only"
+# Sections that are boilerplate even inside a content-named wrapper's class list.
+_STRONG_NEGATIVE = re.compile(r"comment|disqus|cookie|consent|gdpr|newsletter|related|shar|social")
+# "Skip to content" links for keyboard and screen-reader users: every page of a site has
+# one, worded by the site, before everything else.
+_SKIP_LINK = re.compile(r"skip-?link|skip-to-(?:main|content)")
+
+
+def _class_role(names: str) -> int:
+    """-1 for boilerplate class/id names, +1 for content names, 0 for neither.
+
+    A class token is judged by its first role word, as BEM names put the component
+    first: "sidebar-content" is boilerplate, "content-with-sidebar-wrp" and "article-body"
+    are content. One content token outweighs boilerplate tokens ("entry-content
+    has-sidebar", "article-body pagination-first"), except for comment, cookie, share and
+    related sections. ``names`` is lower case.
+    """
+    negative = positive = False
+    for token in names.split():
+        role = _TOKEN_ROLES.get(token)
+        if role is None:
+            role = _remember(_TOKEN_ROLES, token, _token_role(token))
+        if role == _STRONG:
+            return -1
+        if role < 0:
+            negative = True
+        elif role > 0:
+            positive = True
+    if positive:
+        return 1
+    return -1 if negative else 0
+
+
+_STRONG = -2  # a token naming a section that is boilerplate even beside content names
+
+
+def _token_role(token: str) -> int:
+    """_STRONG, -1, +1 or 0 for one class token.
+
+    Skip-link tokens are strong: the link is no part of any section. Tokens prefixed
+    "js-"/"js_" are hooks for scripts and say nothing about the role ("js-share-area"),
+    nor do layout descriptions ("has-sidebar"), and BEM modifiers (after "--") describe a
+    variant of the block named before them ("node--type-newsletter").
+    """
+    if _SKIP_LINK.match(token):
+        return _STRONG
+    if token.startswith(_JS_HOOK) or token.startswith(_LAYOUT_PREFIXES):
+        return 0
+    if token.endswith(_LAYOUT_SUFFIX):
+        return 0
+    token = token.split("--", 1)[0]
+    match = _ROLE_WORD.search(token)
+    if match is None:
+        return 0
+    if match.lastgroup == "positive":
+        return 1
+    return _STRONG if _STRONG_NEGATIVE.search(token) else -1
+
+
+class _RoleCache(dict[str, int]):
+    """A dict that counts the characters of its keys, so it can be bounded by size."""
+
+    chars = 0
+
+
+# Roles of class tokens and of whole class/id strings seen so far. They repeat across the
+# elements and pages of a site, so nearly every element is judged by a dict lookup. Each
+# cache is cleared when full, by count or by the characters of its keys, so that unique
+# ids ("post-123456") or hostile pages of unique long class names cannot grow it without
+# bound; names longer than _MAX_CACHED_KEY are judged every time and never kept.
+_TOKEN_ROLES = _RoleCache()
+_ROLES = _RoleCache()
+_MAX_CACHED = 65536
+_MAX_CACHED_CHARS = 1_000_000
+_MAX_CACHED_KEY = 256
+
+
+def _remember(cache: _RoleCache, key: str, value: int) -> int:
+    if len(key) > _MAX_CACHED_KEY:
+        return value
+    if len(cache) >= _MAX_CACHED or cache.chars + len(key) > _MAX_CACHED_CHARS:
+        cache.clear()
+        cache.chars = 0
+    cache[key] = value
+    cache.chars += len(key)
+    return value
+
+
+_TAG_BONUS = {
+    "article": 10.0,
+    "main": 5.0,
+    "div": 5.0,
+    "section": 2.0,
+    "pre": 3.0,
+    "td": 3.0,
+    "blockquote": 3.0,
+    "ul": -3.0,
+    "ol": -3.0,
+    "li": -3.0,
+    "dl": -3.0,
+    "dd": -3.0,
+    "dt": -3.0,
+    "form": -3.0,
+    "th": -5.0,
+    "h1": -5.0,
+    "h2": -5.0,
+    "h3": -5.0,
+    "h4": -5.0,
+    "h5": -5.0,
+    "h6": -5.0,
+}
+# A block of fewer UTF-8 bytes than this is not a paragraph (about 25 Latin letters or
+# 9 CJK characters: byte length is a cheap proxy for information content across scripts).
+_MIN_PARAGRAPH_BYTES = 25
+# Main text shorter than this (UTF-8 bytes; ~100 CJK characters or ~50 English words)
+# means no container of prose was found. Kept small so that a short news brief is not
+# padded with template text (300 and 600 score the same on the quality benchmark).
+_FALLBACK_BYTES = 300
+# Boilerplate-looking elements are dropped only when they hold less than this share of the
+# page's text: a "sidebar" holding most of the page is a mislabelled wrapper, and a
+# "comments" list holding most of a forum page is its content (and then so are the
+# "comment" items inside it).
+_LARGE_SHARE = 0.4
+# A sibling of the best container that is not like it nor a plain paragraph continues the
+# content when it scores at least this share of the best. Syndicated copies sit beside
+# their host's teasers and product grids, which score a third or less of the article.
+_SIBLING_SHARE = 0.5
+# A parent whose paragraph mass is at most this multiple of its child's is a mere wrapper.
+_WRAPPER_MASS = 1.05
+# Prose blocks of one tag and class that make a page a thread of posts (see _thread).
+_MIN_POSTS = 3
+# ... and the least share of the page's paragraph mass that they hold together.
+_THREAD_SHARE = 0.5
+# Blocks inside the main container that are mostly link text are link lists.
+_MAX_LINK_DENSITY = 0.5
+_TITLE_SEPARATORS = re.compile(r"\s+[-|–—»·:]\s+|\s*[|｜_]\s*|\s+-{2,}\s+")
+# Byline, source, editor, date, share-widget and copyright lines (see _drop_credits); only
+# lines of at most _MAX_CREDIT_BYTES UTF-8 bytes are tested, so prose mentioning them stays.
+_MAX_CREDIT_BYTES = 200
+_CREDIT_LINE = re.compile(
+    r"^\W*(?:来源|作者|责任编辑|责编|编辑|原标题|发布时间|发布日期|更新时间|时间|日期|浏览|阅读|"
+    r"点击|本文来源|文章来源|出处|记者|通讯员|供稿|摄影|图片来源)\s*[:：]"
+    r"|责任编辑\s*[:：]|(?:浏览|阅读|点击)(?:数|量|次数)?\s*[:：(（]?\s*\d+[)）]?\s*$"
+    r"|^\W*\d{4}\s*[-/.年]\s*\d{1,2}\s*[-/.月]\s*\d{1,2}日?(?:\s+\d{1,2}:\d{2}(?::\d{2})?)?"
+    r"(?:\s+\S{1,12}){0,4}\s*$"
+    r"|^\W*(?:分享到|分享至|收藏|举报|不感兴趣|扫一扫|用微信扫)"
+    r"|^(?:by|posted|published|updated|last updated|last edited|written by)\b[^.!?]{0,80}$"
+    r"|^(?:share|print|email|tweet|comments?)\s*:?$"
+    # A date alone ("March 4, 2025", "Tue, 4 Mar 2025 at 9:02 AM EST").
+    r"|^\W*(?:(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*\.?,?\s+)?"
+    r"(?:\d{1,2}(?:st|nd|rd|th)?\s+)?(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|"
+    r"june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+    r"(?:\s+\d{1,2}(?:st|nd|rd|th)?)?,?\s+\d{4}(?:\s*(?:at|,|\|)?\s*\d{1,2}:\d{2}"
+    r"(?:\s*[ap]\.?m\.?)?(?:\s+[a-z]{2,4})?)?[\W_]*$"
+    # Copyright and contact lines of a site's footer that sit next to the content.
+    r"|版权所有|all rights reserved|copyright\s*(?:©|\(c\)|\d{4})|©\s*\d{4}|ICP[备证]"
+    r"|^\W*(?:地址|电话|联系电话|传真|邮编|邮箱|主办单位|备案号)\s*[:：]",
+    re.IGNORECASE,
+)
+# A date inside a short line; with at most _MAX_BYLINE_WORDS other words around it the line is
+# a dated byline ("Jonah Reyes, 2026-03-08", "记者 张三 2026-03-08 10:31").
+_DATE_IN_LINE = re.compile(
+    r"\b\d{4}[-/.]\d{1,2}[-/.]\d{1,2}\b|\b\d{1,2}[-/.]\d{1,2}[-/.]\d{4}\b"
+    r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2},?\s+\d{4}\b"
+    r"|\b\d{1,2}\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?,?\s+\d{4}\b",
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"[^\W\d_]+")
+_MAX_BYLINE_WORDS = 4
+_MAX_BYLINE_CHARS = 80
+
+
+def _names_role(el: etree._Element) -> int:
+    """The role (see _class_role) of an element's class and id names together."""
+    cls = el.get("class")
+    ident = el.get("id")
+    if ident is None:
+        if cls is None:
+            return 0
+        names = cls
+    else:
+        names = ident if cls is None else f"{cls} {ident}"
+    role = _ROLES.get(names)
+    if role is None:
+        role = _remember(_ROLES, names, _class_role(names.lower()))
+    return role
+
+
+# Attributes that can hide an element; most elements have none of them.
+_HIDING_ATTRIBUTES = frozenset(["hidden", "aria-hidden", "style", "role"])
+# Attributes that can make an element boilerplate; elements without any are content.
+_JUDGED_ATTRIBUTES = _HIDING_ATTRIBUTES | {"class", "id"}
+# Tags and attributes that can mark a page's article (see _marked_article).
+_MARK_TAGS = frozenset(["article", "main"])
+_MARK_ATTRIBUTES = frozenset(["itemprop", "role"])
+
+
+def _is_hidden(el: etree._Element, attributes: list[str]) -> bool:
+    """Whether ``el`` (with these attribute names) is hidden or has a boilerplate role."""
+    if _HIDING_ATTRIBUTES.isdisjoint(attributes):
+        return False
+    if el.get("hidden") is not None or el.get("aria-hidden") == "true":
+        return True
+    style = el.get("style")
+    if style:
+        compact = style.replace(" ", "").lower()
+        if "display:none" in compact or "visibility:hidden" in compact:
+            return True
+    role = el.get("role")
+    return role is not None and role.lower() in _HIDDEN_ROLES

@@ -1,0 +1,246 @@
+"""The scoring walk: one pass over the body that drops boilerplate, measures every element
+(text, link text) and credits each paragraph to its parent and grandparent; and the final
+score of a container from those measurements and its semantic hints.
+
+The walk runs for every element of every page, so its records are plain lists (frames)
+indexed by the constants defined here.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from lxml import etree
+
+from scrapy_simhash.text.rules import (
+    _BOILERPLATE_TAGS,
+    _HIDING_ATTRIBUTES,
+    _INLINE_TAGS,
+    _JUDGED_ATTRIBUTES,
+    _LARGE_SHARE,
+    _MARK_ATTRIBUTES,
+    _MARK_TAGS,
+    _MIN_PARAGRAPH_BYTES,
+    _TAG_BONUS,
+    _is_hidden,
+    _names_role,
+)
+
+# A frame holds the measurements of one element during the walk, as a list because the
+# walk creates one per element and list literals are the cheapest record Python has:
+_CHARS = 0  # text characters in the subtree (stripped text pieces)
+_LINK = 1  # of which inside links
+_SCORE = 2  # paragraph credit from children (full) and grandchildren (half)
+_MASS = 3  # paragraph scores of the whole subtree
+_OWN = 4  # block elements: the text pieces directly inside (through inline elements)
+_BLOCK = 5  # where this element's text pieces go: its own _OWN, or its block's
+_GUARDED = 6  # inside an element kept despite looking like boilerplate
+_ELEMENT = 7  # the element measured
+_TAG = 8  # its tag
+_Frame = list[Any]  # [chars, link, score, mass, own, block's own, guarded, element, tag]
+
+
+class _Walk:
+    """One pass over the body: drop boilerplate, measure elements, score containers."""
+
+    def __init__(self, body: etree._Element) -> None:
+        self.body = body
+        self.stats: dict[etree._Element, _Frame] = {}
+        self.candidates: list[etree._Element] = []
+        self.dropped: list[etree._Element] = []
+        # Kept elements that may mark the page's article (see _marked_article).
+        self.marks: list[etree._Element] = []
+        self._body_chars: int | None = None
+
+    def body_chars(self) -> int:
+        if self._body_chars is None:
+            self._body_chars = len(_text_content(self.body))
+        return self._body_chars
+
+    def is_boilerplate(
+        self, el: etree._Element, tag: str, attributes: list[str], guarded: bool
+    ) -> bool | None:
+        """True to drop ``el``; None when it looks like boilerplate but is kept for its size
+        (its descendants are then not judged by class names); False otherwise."""
+        if tag in _BOILERPLATE_TAGS or _is_hidden(el, attributes):
+            return self._small(el) or None
+        if guarded or _names_role(el) >= 0:
+            return False
+        return self.named_boilerplate(el)
+
+    def named_boilerplate(self, el: etree._Element) -> bool | None:
+        """is_boilerplate for an element that is neither hidden nor of a boilerplate tag,
+        unguarded, whose class/id names are boilerplate."""
+        if el.get("itemprop") == "articleBody":
+            return False
+        return (self._small(el) and not _holds_article(el)) or None
+
+    def _small(self, el: etree._Element) -> bool:
+        """Whether ``el`` holds a small enough share of the page's text to be dropped."""
+        return len(_text_content(el)) < self.body_chars() * _LARGE_SHARE
+
+    def run(self) -> None:
+        """Measure every element bottom-up in one walk.
+
+        This loop runs for every element of every page, so it is written for speed:
+        frames are lists indexed by literal numbers (the meanings are _CHARS to
+        _ELEMENT), elements without class, id or hiding attributes are never judged, and
+        no frame refers to itself, so frames are freed without the cycle collector.
+        """
+        stats = self.stats
+        candidates = self.candidates
+        is_boilerplate = self.is_boilerplate
+        named_boilerplate = self.named_boilerplate
+        names_role = _names_role
+        inline_tags = _INLINE_TAGS
+        boilerplate_tags = _BOILERPLATE_TAGS
+        judged = _JUDGED_ATTRIBUTES
+        hiding = _HIDING_ATTRIBUTES
+        marks = self.marks
+        mark_tags = _MARK_TAGS
+        mark_attributes = _MARK_ATTRIBUTES
+        own: list[str] = []
+        root: _Frame = [0, 0, 0.0, 0.0, own, own, False, self.body, self.body.tag]
+        stack: list[_Frame] = [root]
+        walker = etree.iterwalk(self.body, events=("start", "end"))
+        next(walker)  # the body itself is never judged
+        text = (self.body.text or "").strip()
+        if text:
+            root[0] += len(text)
+            own.append(text)
+        for event, el in walker:
+            if event == "start":
+                tag = el.tag
+                if tag.__class__ is not str:
+                    walker.skip_subtree()  # an entity or other non-element node
+                    continue
+                parent = stack[-1]
+                guarded = parent[6]
+                attributes = el.keys()
+                if tag in boilerplate_tags or not judged.isdisjoint(attributes):
+                    # is_boilerplate, with its usual case (only class/id names) inline.
+                    verdict: bool | None = False
+                    if tag in boilerplate_tags or not hiding.isdisjoint(attributes):
+                        verdict = is_boilerplate(el, tag, attributes, guarded)
+                    elif not guarded and names_role(el) < 0:
+                        verdict = named_boilerplate(el)
+                    if verdict:
+                        self.dropped.append(el)
+                        walker.skip_subtree()
+                        continue
+                    if verdict is None:
+                        guarded = True
+                if tag in inline_tags:
+                    frame = [0, 0, 0.0, 0.0, None, parent[5], guarded, el, tag]
+                else:
+                    own = []
+                    frame = [0, 0, 0.0, 0.0, own, own, guarded, el, tag]
+                stack.append(frame)
+                stats[el] = frame
+                if tag in mark_tags or (attributes and not mark_attributes.isdisjoint(attributes)):
+                    marks.append(el)
+                text = el.text
+                if text:
+                    text = text.strip()
+                    if text:
+                        frame[0] += len(text)
+                        frame[5].append(text)
+                continue
+            # "end": a dropped or skipped element has no frame; its tail still counts.
+            frame = stack[-1]
+            if frame[7] is el:
+                if frame is root:
+                    break  # the body's end (its tail is not part of it)
+                stack.pop()
+                parent = stack[-1]
+                own = frame[4]
+                if own:
+                    _score_paragraph(own, frame, stack)
+                if frame[2]:
+                    candidates.append(el)
+                chars = frame[0]
+                parent[0] += chars
+                parent[1] += chars if frame[8] == "a" else frame[1]
+                parent[3] += frame[3]
+            tail = el.tail
+            if tail:
+                tail = tail.strip()
+                if tail:
+                    top = stack[-1]
+                    top[0] += len(tail)
+                    top[5].append(tail)
+        stats[self.body] = root
+        if root[2]:
+            candidates.append(self.body)
+
+
+# An element named like a widget ("socialicons-sticky", "share-wrap") that holds several
+# long paragraphs is a wrapper of the article that a theme named after something it also
+# shows; comment sections hold long paragraphs too, and stay boilerplate.
+_ARTICLE_PARAGRAPHS = etree.XPath(
+    "count(.//p[string-length(normalize-space()) >= $chars])", smart_strings=False
+)
+_MIN_ARTICLE_PARAGRAPHS = 3
+_ARTICLE_PARAGRAPH_CHARS = 150
+_COMMENT_NAMES = re.compile(r"comment|disqus|repl(?:y|ies)|respond|discussion", re.IGNORECASE)
+
+
+def _holds_article(el: etree._Element) -> bool:
+    names = f"{el.get('class') or ''} {el.get('id') or ''}"
+    if _COMMENT_NAMES.search(names):
+        return False
+    count = _ARTICLE_PARAGRAPHS(el, chars=_ARTICLE_PARAGRAPH_CHARS)
+    return isinstance(count, float) and count >= _MIN_ARTICLE_PARAGRAPHS
+
+
+def _score_paragraph(own: list[str], frame: _Frame, stack: list[_Frame]) -> None:
+    """Credit a block's own text, when it is a paragraph, to its parent and grandparent."""
+    # Cheap bound first: a piece of n characters has at most 4n UTF-8 bytes.
+    if 4 * frame[0] + len(own) < _MIN_PARAGRAPH_BYTES:
+        return
+    text = " ".join(own) if len(own) > 1 else own[0]
+    size = len(text.encode("utf-8"))
+    if size < _MIN_PARAGRAPH_BYTES:
+        return
+    score = 1.0 + text.count(",") + text.count("，") + text.count("。") + min(size / 100, 3)
+    frame[3] += score
+    stack[-1][2] += score
+    if len(stack) > 1:
+        stack[-2][2] += score / 2
+
+
+def _text_content(el: etree._Element) -> str:
+    return str(etree.tostring(el, method="text", encoding="unicode", with_tail=False))
+
+
+def _weight(el: etree._Element) -> float:
+    weight = _TAG_BONUS.get(str(el.tag), 0.0)
+    weight += 25 * _names_role(el)
+    if el.get("itemprop") == "articleBody" or el.get("role") == "main":
+        weight += 25
+    return weight
+
+
+# The largest weight an element can get: article tag, content class, articleBody/main.
+_MAX_WEIGHT = 10.0 + 25 + 25
+
+
+def _final_score(el: etree._Element, frame: _Frame) -> float:
+    """Paragraph score plus the semantic hints, less the share of link text.
+
+    A positive hint counts in full only for a container of at least _HINTED_SCORE of
+    prose: an <article class="post-teaser"> beside a real article holds a paragraph or
+    two, and must not win on its name alone.
+    """
+    chars: int = frame[_CHARS]
+    density = frame[_LINK] / chars if chars else 0.0
+    score: float = frame[_SCORE]
+    weight = _weight(el)
+    if weight > 0 and score < _HINTED_SCORE:
+        weight *= score / _HINTED_SCORE
+    return (score + weight) * (1.0 - density)
+
+
+# The paragraph score (about two paragraphs) from which semantic hints count in full.
+_HINTED_SCORE = 5.0
