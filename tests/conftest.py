@@ -1,4 +1,5 @@
-"""Shared fixtures: real Redis servers started on free loopback ports.
+"""Shared fixtures: real Redis servers started on free loopback ports, the list of storage
+backends every contract suite runs on, and the one fake clock.
 
 ``REDIS_URL`` may point at an existing server instead; a missing ``redis-server`` is a test
 failure with a message saying what to install, never a silent skip.
@@ -7,8 +8,9 @@ failure with a message saying what to install, never a silent skip.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -20,6 +22,62 @@ from tests.redis_servers import RedisServer, start_cluster
 # timing is what benchmarks measure, so property tests judge results only.
 settings.register_profile("scrapy-simhash", deadline=None)
 settings.load_profile("scrapy-simhash")
+
+
+class Clock:
+    """A settable clock: the code under test reads time only through it, the test moves
+    ``now`` by hand, so nothing ever sleeps."""
+
+    def __init__(self, now: float = 1_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+#: Every storage backend, in one place: memory, SQLite, Redis, a 3-master Redis Cluster and
+#: one namespace sharded over a 6-master cluster. A contract suite names the kinds it covers
+#: (all of them unless the idea does not exist on a kind) and gets their URLs from
+#: :func:`backend_url`.
+BACKENDS = ("memory", "sqlite", "redis", "cluster", "sharded")
+#: The backends whose state outlives the object holding it.
+PERSISTENT = ("sqlite", "redis", "cluster", "sharded")
+#: The two faces of every store: blocking and asyncio.
+MODES = ("sync", "async")
+
+_MARKS = {"redis": pytest.mark.redis, "cluster": pytest.mark.cluster,
+          "sharded": pytest.mark.cluster}
+
+
+def backend_params(kinds: Iterable[str] = BACKENDS, modes: Iterable[str] | None = None) -> list[Any]:
+    """``params`` for a backend fixture: each kind with its marker, crossed with ``modes``
+    (``request.param`` is then a ``(kind, mode)`` pair with the id ``kind-mode``)."""
+    params = []
+    for kind in kinds:
+        if kind not in BACKENDS:
+            raise ValueError(f"unknown backend kind {kind!r}: one of {BACKENDS}")
+        marks = [_MARKS[kind]] if kind in _MARKS else []
+        if modes is None:
+            params.append(pytest.param(kind, marks=marks, id=kind))
+        else:
+            params += [pytest.param((kind, m), marks=marks, id=f"{kind}-{m}") for m in modes]
+    return params
+
+
+def backend_url(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """URL of an empty store of ``kind`` for one test (Redis servers started on demand)."""
+    if kind == "memory":
+        return "memory://"
+    if kind == "sqlite":
+        return f"sqlite:///{tmp_path / 'index.sqlite3'}"
+    fixture = {"redis": "redis_url", "cluster": "redis_cluster_url",
+               "sharded": "redis_cluster6_url"}[kind]
+    return str(request.getfixturevalue(fixture))
 
 
 def _flush(url: str) -> None:

@@ -1,54 +1,66 @@
-"""Helpers for the index tests: one blocking face over sync and async indexes."""
+"""Helpers for the index and store tests: one blocking face over sync and async ones."""
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import random
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scrapy_simhash.index import AsyncNearDuplicateIndex, open_async_index, open_index
 
-
-class Clock:
-    """An injected clock the tests move by hand (tests never sleep)."""
-
-    def __init__(self, now: float = 1_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 
-class BlockingAsync:
-    """Drive an async index from a private event loop, so one test body serves both faces."""
+class Blocking:
+    """Drive an asyncio store or index from a private event loop, so one test body serves
+    both faces: every coroutine a method returns is run to its end."""
 
-    def __init__(self, url: str, kwargs: dict[str, Any]) -> None:
+    def __init__(self, open_: Callable[[], Any]) -> None:
         self._loop = asyncio.new_event_loop()
         try:
-            self.index: AsyncNearDuplicateIndex = self._loop.run_until_complete(
-                open_async_index(url, **kwargs)
-            )
+            opened = open_()
+            if inspect.isawaitable(opened):
+                opened = self._loop.run_until_complete(opened)
         except BaseException:
             self._loop.close()
             raise
-        self.layout = self.index.layout
+        self.wrapped = opened
 
-    def __getattr__(self, name: str) -> Callable[..., Any]:
-        method = getattr(self.index, name)
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self.wrapped, name)
+        if not callable(attribute):
+            return attribute
 
-        def call(*args: Any) -> Any:
-            return self._loop.run_until_complete(method(*args))
+        def call(*args: Any, **kwargs: Any) -> Any:
+            result = attribute(*args, **kwargs)
+            return self._loop.run_until_complete(result) if inspect.isawaitable(result) else result
 
         return call
 
     def __len__(self) -> int:
-        return int(self._loop.run_until_complete(self.index.count()))
+        return int(self._loop.run_until_complete(self.wrapped.count()))
 
     def close(self) -> None:
         if not self._loop.is_closed():
-            self._loop.run_until_complete(self.index.close())
+            self._loop.run_until_complete(self.wrapped.close())
             self._loop.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class BlockingAsync(Blocking):
+    """An async index opened at ``url`` with ``kwargs``, driven as a blocking one."""
+
+    def __init__(self, url: str, kwargs: dict[str, Any]) -> None:
+        super().__init__(lambda: open_async_index(url, **kwargs))
+        self.index: AsyncNearDuplicateIndex = self.wrapped
 
 
 def opener(url: str, asynchronous: bool) -> Callable[..., Any]:

@@ -13,24 +13,16 @@ from scrapy_simhash.dust import AsyncRuleStore, RuleState, open_rule_store
 from scrapy_simhash.dust import store as store_module
 from scrapy_simhash.exceptions import ConfigurationError
 from scrapy_simhash.reset import reset_namespace
+from tests.conftest import backend_params, backend_url
 
-BACKENDS = ["memory", "sqlite", "redis", "cluster"]
+#: Rules are two hashes under the namespace's hash tag: index sharding does not spread them.
+KINDS = ("memory", "sqlite", "redis", "cluster")
 H = "example.com"
 
 
-def _url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if backend == "memory":
-        return "memory://"
-    if backend == "sqlite":
-        return f"sqlite:///{tmp_path}/index.sqlite3"
-    if backend == "redis":
-        return str(request.getfixturevalue("redis_url"))
-    return str(request.getfixturevalue("redis_cluster_url"))
-
-
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(params=backend_params(KINDS))
 def make(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[..., Any]]:
-    url = _url(request.param, request, tmp_path)
+    url = backend_url(request.param, request, tmp_path)
     opened: list[Any] = []
 
     def make_store(namespace: str = "ns") -> Any:

@@ -11,28 +11,14 @@ import pytest
 
 from scrapy_simhash.exceptions import ConfigurationError, IndexMismatchError
 from scrapy_simhash.index import Match, Observation, open_index
-from tests.index_helpers import Clock, at_distance, flip, opener
-
-BACKENDS = ["memory", "sqlite", "redis", "cluster", "sharded"]
-PERSISTENT = ["sqlite", "redis", "cluster", "sharded"]
+from tests.conftest import MODES, PERSISTENT, Clock, backend_params, backend_url
+from tests.index_helpers import at_distance, flip, opener
 
 
-def _url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if backend == "memory":
-        return "memory://"
-    if backend == "sqlite":
-        return f"sqlite:///{tmp_path}/index.sqlite3"
-    if backend == "redis":
-        return str(request.getfixturevalue("redis_url"))
-    if backend == "sharded":  # one namespace over the six masters (SIMHASH_INDEX_SHARDS=6)
-        return str(request.getfixturevalue("redis_cluster6_url"))
-    return str(request.getfixturevalue("redis_cluster_url"))
-
-
-@pytest.fixture(params=[(b, m) for b in BACKENDS for m in ("sync", "async")], ids=lambda p: "-".join(p))
+@pytest.fixture(params=backend_params(modes=MODES))
 def make(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[..., Any]]:
     backend, mode = request.param
-    url = _url(backend, request, tmp_path)
+    url = backend_url(backend, request, tmp_path)
     open_ = opener(url, mode == "async")
     opened: list[Any] = []
 
@@ -437,13 +423,13 @@ def test_rename_moves_an_entry_to_another_key(make: Callable[..., Any]) -> None:
     assert len(index) == 41
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", backend_params())
 def test_keys_and_drop_records_can_be_listed(
     backend: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     """What a report reads: every live key and every live drop record, one pass each."""
     clock = Clock()
-    url = _url(backend, request, tmp_path)
+    url = backend_url(backend, request, tmp_path)
     with open_index(url, clock=clock, ttl_secs=100, drop_ttl_secs=100) as index:
         assert list(index.keys()) == []
         assert list(index.drops()) == []

@@ -24,6 +24,7 @@ from scrapy_simhash.index import (
     split_bands,
 )
 from scrapy_simhash.index.layout import candidate_layouts
+from tests.conftest import backend_params, backend_url
 
 fingerprints = st.integers(min_value=0, max_value=(1 << 64) - 1)
 
@@ -233,27 +234,25 @@ _STATEFUL = settings(
 )
 
 
-def test_memory_matches_the_model() -> None:
-    IndexModel.TestCase.settings = _STATEFUL
-    IndexModel.TestCase().runTest()
+@pytest.mark.parametrize("kind", backend_params())
+def test_every_backend_matches_the_model(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    class BackendModel(IndexModel):
+        url = backend_url(kind, request, tmp_path)
+        options: ClassVar[dict[str, Any]] = {"shards": 6} if kind == "sharded" else {}
 
-
-def test_sqlite_matches_the_model(tmp_path: Path) -> None:
-    class SqliteModel(IndexModel):
-        url = f"sqlite:///{tmp_path}/model.sqlite3"
-
-    SqliteModel.TestCase.settings = _STATEFUL
-    SqliteModel.TestCase().runTest()
+    BackendModel.TestCase.settings = _STATEFUL
+    BackendModel.TestCase().runTest()
 
 
 @pytest.mark.redis
-@pytest.mark.parametrize("expected_size", [None, 1], ids=["default", "one-group"])
-def test_redis_matches_the_model(redis_url: str, expected_size: int | None) -> None:
+def test_redis_in_one_group_matches_the_model(redis_url: str) -> None:
     # expected_size=1 puts every band record of a table in one sorted group and every
     # entry in one bucket, so replacements and removals splice inside shared strings.
     class RedisModel(IndexModel):
         url = redis_url
-        options: ClassVar[dict[str, Any]] = {"expected_size": expected_size}
+        options: ClassVar[dict[str, Any]] = {"expected_size": 1}
 
     RedisModel.TestCase.settings = _STATEFUL
     RedisModel.TestCase().runTest()

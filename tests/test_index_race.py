@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from scrapy_simhash.index import open_index
+from tests.conftest import backend_url
 
 PROCESSES = 3
 CLUSTERS = 12
@@ -83,12 +84,12 @@ def test_processes_racing_through_one_sqlite_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.redis
-@pytest.mark.parametrize(("cluster", "processes"), [("redis_cluster_url", 4), ("redis_cluster6_url", 5)])
+@pytest.mark.parametrize(("kind", "processes"), [("cluster", 4), ("sharded", 5)])
 def test_processes_racing_through_a_sharded_namespace(
-    request: pytest.FixtureRequest, cluster: str, processes: int
+    request: pytest.FixtureRequest, tmp_path: Path, kind: str, processes: int
 ) -> None:
     """One namespace spread over every master (3, then 6): pages of one cluster land in
     different shards, yet exactly one per cluster is kept."""
-    url = str(request.getfixturevalue(cluster))
-    shards = 3 if cluster == "redis_cluster_url" else 6
+    url = backend_url(kind, request, tmp_path)
+    shards = 3 if kind == "cluster" else 6
     _check(url, _race(url, processes, shards=shards), shards=shards)

@@ -13,6 +13,7 @@ import redis
 from scrapy_simhash._redis import sync_client
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError, IndexMismatchError
 from scrapy_simhash.index import Match, Observation, index_options_from_settings, open_index
+from tests.conftest import backend_params, backend_url
 from tests.index_helpers import BlockingAsync, at_distance
 from tests.redis_servers import RedisServer
 
@@ -217,11 +218,11 @@ def _async_observe_all(url: str, pages: list[tuple[str, int]]) -> tuple[list[Obs
     return asyncio.run(run())
 
 
-@pytest.mark.parametrize("cluster", [False, True], ids=["redis", "cluster"])
+@pytest.mark.parametrize("kind", backend_params(["redis", "cluster"]))
 def test_concurrent_calls_share_pipelines_but_stay_one_atomic_call_each(
-    request: pytest.FixtureRequest, cluster: bool
+    request: pytest.FixtureRequest, tmp_path: Path, kind: str
 ) -> None:
-    url = request.getfixturevalue("redis_cluster_url" if cluster else "redis_url")
+    url = backend_url(kind, request, tmp_path)
     rng = random.Random(5)
     base = rng.getrandbits(64)
     # 150 near-duplicates of one page in flight at once, then a script flush between bursts.

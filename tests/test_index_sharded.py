@@ -20,7 +20,8 @@ from scrapy_simhash.index import open_index
 from scrapy_simhash.index.redis_backend import key_id
 from scrapy_simhash.index.sharded import ShardedRedisIndex, grow
 from scrapy_simhash.recrawl import open_recrawl_store
-from tests.index_helpers import Clock, at_distance, flip
+from tests.conftest import Clock
+from tests.index_helpers import at_distance, flip
 from tests.redis_servers import RedisServer
 
 pytestmark = pytest.mark.redis

@@ -34,6 +34,7 @@ from scrapy_simhash.exceptions import (
 )
 from scrapy_simhash.index import open_async_index, open_index
 from scrapy_simhash.index.keys import MAX_KEY_CHARS, index_key
+from tests.conftest import backend_params, backend_url
 from tests.redis_servers import RedisServer, free_port
 from tests.scrapy_runner import REPO
 
@@ -139,14 +140,9 @@ def test_known_settings_are_the_readme_settings_and_those_the_code_reads() -> No
 # -- keys ------------------------------------------------------------------------------------
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis"])
+@pytest.fixture(params=backend_params(["memory", "sqlite", "redis", "cluster"]))
 def index_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "memory":
-        return "memory://"
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'index.sqlite3'}"
-    url: str = request.getfixturevalue("redis_url")
-    return url
+    return backend_url(request.param, request, tmp_path)
 
 
 def test_a_bad_key_fails_one_call_alike_on_every_backend(index_url: str) -> None:

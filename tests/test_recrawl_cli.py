@@ -13,6 +13,7 @@ import redis
 
 from scrapy_simhash.cli import main
 from scrapy_simhash.recrawl import open_recrawl_store
+from tests.conftest import Clock
 
 
 @pytest.fixture
@@ -71,10 +72,10 @@ def test_push_needs_a_redis_target(store_url: str, capsys: pytest.CaptureFixture
 
 
 def test_schedule_explains_one_page(store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
-    now = [1_700_000_000.0]
-    with open_recrawl_store(store_url, namespace="n", clock=lambda: now[0]) as store:
+    clock = Clock(1_700_000_000.0)
+    with open_recrawl_store(store_url, namespace="n", clock=clock) as store:
         store.observe("http://a/1", 0, etag='"x"')
-        now[0] += 3600
+        clock.now += 3600
         store.observe("http://a/1", 0xFFFF)
     assert main(["schedule", "http://a/1", "--index-url", store_url, "--namespace", "n"]) == 0
     text = capsys.readouterr().out

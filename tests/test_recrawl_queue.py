@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from scrapy_simhash.recrawl import open_recrawl_store
+from tests.conftest import Clock, backend_params, backend_url
 
 _CLAIMER = """
 import json, sys
@@ -65,15 +66,13 @@ def _claim_concurrently(url: str, now: float, observe_every: int) -> list[list[s
     return results
 
 
-@pytest.fixture(params=["sqlite", pytest.param("redis", marks=pytest.mark.redis)])
+@pytest.fixture(params=backend_params(["sqlite", "redis"]))  # the stores processes can share
 def queue_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'queue.sqlite3'}"
-    return str(request.getfixturevalue("redis_url"))
+    return backend_url(request.param, request, tmp_path)
 
 
 def test_concurrent_claims_hand_out_each_url_once_and_leases_expire(queue_url: str) -> None:
-    with open_recrawl_store(queue_url, namespace="q", clock=lambda: NOW) as store:
+    with open_recrawl_store(queue_url, namespace="q", clock=Clock(NOW)) as store:
         store.add(URLS)
 
     first = _claim_concurrently(queue_url, NOW, observe_every=3)
@@ -85,7 +84,7 @@ def test_concurrent_claims_hand_out_each_url_once_and_leases_expire(queue_url: s
         assert sum(1 for batch in first if batch) >= 2
 
     # Nothing is due while the leases run.
-    with open_recrawl_store(queue_url, namespace="q", clock=lambda: NOW + 599) as store:
+    with open_recrawl_store(queue_url, namespace="q", clock=Clock(NOW + 599)) as store:
         assert store.claim_due(len(URLS)) == []
 
     # After expiry, the URLs whose fetch never completed come back, once each; the

@@ -19,15 +19,8 @@ from scrapy_simhash._scrapy_config import MiddlewareConfig, content_type_matches
 from scrapy_simhash._scrapy_guard import BackendUnavailable, Guarded, scrub
 from scrapy_simhash.exceptions import ConfigurationError
 from scrapy_simhash.index import open_async_index
+from tests.conftest import Clock
 from tests.redis_servers import RedisServer
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.mark.redis

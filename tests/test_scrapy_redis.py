@@ -12,6 +12,7 @@ import redis
 from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
 from scrapy_simhash.index import open_index
 from scrapy_simhash.recrawl import open_recrawl_store
+from tests.conftest import backend_params, backend_url
 from tests.redis_servers import RedisServer
 from tests.scrapy_runner import CrawlResult, finish_crawl, run_crawl, start_crawl
 
@@ -169,7 +170,7 @@ def test_index_error_policies(
         assert result.stats["simhash/dropped"] == 2
 
 
-@pytest.mark.parametrize("index", ["redis", "sharded"])
+@pytest.mark.parametrize("index", backend_params(["redis", "sharded"]))
 def test_several_processes_share_one_crawl_with_scrapy_redis(
     http_site: SiteServer, redis_url: str, tmp_path: Path, request: pytest.FixtureRequest,
     index: str,
@@ -179,7 +180,7 @@ def test_several_processes_share_one_crawl_with_scrapy_redis(
     index_settings: dict[str, Any] = {"SIMHASH_INDEX_URL": redis_url}
     if index == "sharded":
         index_settings = {
-            "SIMHASH_INDEX_URL": request.getfixturevalue("redis_cluster6_url"),
+            "SIMHASH_INDEX_URL": backend_url(index, request, tmp_path),
             "SIMHASH_INDEX_SHARDS": 6,
         }
     clusters = [
