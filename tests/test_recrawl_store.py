@@ -1,12 +1,14 @@
-"""The recrawl store contract, identical on memory, SQLite, Redis and Redis Cluster."""
+"""The recrawl store contract, identical on every backend, through the blocking and the
+asyncio facade."""
 
 from __future__ import annotations
 
 import asyncio
 import math
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 import redis
@@ -23,6 +25,8 @@ from scrapy_simhash.recrawl import (
 )
 from scrapy_simhash.recrawl.packing import as_float32, quantize_interval
 from scrapy_simhash.recrawl.redisstore import stored_shards
+from tests.conftest import MODES, Clock, backend_params, backend_url
+from tests.index_helpers import Blocking
 from tests.redis_servers import RedisServer
 
 HOUR = 3600.0
@@ -32,45 +36,34 @@ B = A ^ 0xFFFF_0000_0000_0000  # 16 bits away from A
 A_TRIVIAL = A ^ 0b101  # 2 bits away: a timestamp changed
 
 
-class Clock:
-    """A settable clock: the store reads time only through it."""
-
-    def __init__(self, now: float = 1_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture(params=["memory", "sqlite", pytest.param("redis", marks=pytest.mark.redis),
-                        pytest.param("cluster", marks=pytest.mark.cluster),
-                        pytest.param("sharded", marks=pytest.mark.cluster)])
+@pytest.fixture(params=backend_params())
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     kind = request.param
-    if kind == "memory":
-        return "memory://"
-    if kind == "sqlite":
-        return f"sqlite:///{tmp_path / 'store.sqlite3'}"
-    if kind == "redis":
-        return str(request.getfixturevalue("redis_url"))
+    url = backend_url(kind, request, tmp_path)
     if kind == "sharded":
         # The namespaces these tests use, spread over the six masters (as a crawl with
         # SIMHASH_INDEX_SHARDS=6 creates them); every open then finds them sharded.
-        url = str(request.getfixturevalue("redis_cluster6_url"))
         for namespace in ("t", "b", "n1", "n2", "keep", "exp", "default"):
             assert stored_shards(url, namespace, 6) == 6
-        return url
-    return str(request.getfixturevalue("redis_cluster_url"))
+    return url
+
+
+@pytest.fixture(params=MODES)
+def open_store(request: pytest.FixtureRequest, store_url: str) -> Callable[..., RecrawlStore]:
+    """Open a store at ``store_url`` through the blocking facade or the asyncio one (driven
+    from a private event loop): the same test body checks both."""
+
+    def open_(**kwargs: Any) -> RecrawlStore:
+        if request.param == "async":
+            return cast(RecrawlStore, Blocking(lambda: open_async_recrawl_store(store_url, **kwargs)))
+        return open_recrawl_store(store_url, **kwargs)
+
+    return open_
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def store(store_url: str, clock: Clock) -> Iterator[RecrawlStore]:
-    with open_recrawl_store(store_url, namespace="t", config=RecrawlConfig(), clock=clock) as s:
+def store(open_store: Callable[..., RecrawlStore], clock: Clock) -> Iterator[RecrawlStore]:
+    with open_store(namespace="t", config=RecrawlConfig(), clock=clock) as s:
         yield s
 
 
@@ -186,9 +179,11 @@ def test_remove_and_clear(store: RecrawlStore) -> None:
     assert store.due(within=1e9) == []
 
 
-def test_budget_policy_spends_the_budget(store_url: str, clock: Clock) -> None:
+def test_budget_policy_spends_the_budget(
+    open_store: Callable[..., RecrawlStore], clock: Clock
+) -> None:
     config = RecrawlConfig(budget_per_day=40, rebalance_secs=0, max_interval_secs=365 * DAY)
-    with open_recrawl_store(store_url, namespace="b", config=config, clock=clock) as store:
+    with open_store(namespace="b", config=config, clock=clock) as store:
         store.clear()
         visits = {f"p{i}": store.observe(f"p{i}", A) for i in range(10)}
         visits = {url: store.observe(url, A) for url in visits}
@@ -217,9 +212,11 @@ def test_async_store_matches_sync_contract(store_url: str, clock: Clock) -> None
     assert asyncio.run(scenario()) == [None, True, 2, ["v"], "e"]
 
 
-def test_namespaces_are_separate(store_url: str, clock: Clock) -> None:
-    with open_recrawl_store(store_url, namespace="n1", clock=clock) as one, \
-            open_recrawl_store(store_url, namespace="n2", clock=clock) as two:
+def test_namespaces_are_separate(
+    store_url: str, open_store: Callable[..., RecrawlStore], clock: Clock
+) -> None:
+    with open_store(namespace="n1", clock=clock) as one, \
+            open_store(namespace="n2", clock=clock) as two:
         one.observe("u", A)
         assert two.get("u") is None
         if not store_url.startswith("memory"):  # memory stores are private to one object
@@ -318,9 +315,11 @@ def test_server_errors_and_failed_downloads_back_off_without_touching_history(
     assert state.history[-1] == (12 * HOUR, False)
 
 
-def test_misses_never_retire_when_retirement_is_off(store_url: str, clock: Clock) -> None:
+def test_misses_never_retire_when_retirement_is_off(
+    open_store: Callable[..., RecrawlStore], clock: Clock
+) -> None:
     config = RecrawlConfig(retire_after_misses=0, max_interval_secs=4 * HOUR)
-    with open_recrawl_store(store_url, namespace="keep", config=config, clock=clock) as store:
+    with open_store(namespace="keep", config=config, clock=clock) as store:
         store.clear()
         visits = [store.observe("u", None, status=410) for _ in range(5)]
     assert {v.outcome for v in visits} == {"missing"}
@@ -328,10 +327,10 @@ def test_misses_never_retire_when_retirement_is_off(store_url: str, clock: Clock
 
 
 def test_urls_not_fetched_for_the_expiry_are_forgotten_when_due(
-    store_url: str, clock: Clock
+    open_store: Callable[..., RecrawlStore], clock: Clock
 ) -> None:
     config = RecrawlConfig(expire_after_secs=10 * DAY, retire_after_misses=1)
-    with open_recrawl_store(store_url, namespace="exp", config=config, clock=clock) as store:
+    with open_store(namespace="exp", config=config, clock=clock) as store:
         store.clear()
         store.add(["seed"])
         store.observe("fresh", A)
