@@ -469,39 +469,32 @@ def _sqlite(url: str | None, namespace: str) -> Backend:
 
 
 def _redis(url: str | None, namespace: str, shards: int | None = None) -> Backend:
-    from scrapy_simhash.recrawl.redisstore import (
-        DetectedBackend,
-        RedisBackend,
-        ShardedRedisBackend,
-        stored_shards,
-    )
+    from scrapy_simhash.recrawl import redisstore as r
 
-    def make() -> Backend:
-        count = 1 if shards == 1 else stored_shards(str(url), namespace, shards)
-        if count > 1:
-            return ShardedRedisBackend(str(url), namespace, count)
-        return RedisBackend(str(url), namespace)
-
+    make = _redis_maker(url, namespace, shards, r.RedisBackend, r.ShardedRedisBackend)
     # None: whatever the namespace recorded, read on first use.
-    return cast(Backend, DetectedBackend(make)) if shards is None else make()
+    return cast(Backend, r.DetectedBackend(make)) if shards is None else make()
 
 
 def _async_redis(url: str | None, namespace: str, shards: int | None = None) -> AsyncBackend:
     """An asyncio backend; the shard count is read with one blocking call at open."""
-    from scrapy_simhash.recrawl.redisstore import (
-        AsyncDetectedBackend,
-        AsyncRedisBackend,
-        AsyncShardedRedisBackend,
-        stored_shards,
-    )
+    from scrapy_simhash.recrawl import redisstore as r
 
-    def make() -> AsyncBackend:
+    make = _redis_maker(url, namespace, shards, r.AsyncRedisBackend, r.AsyncShardedRedisBackend)
+    return cast(AsyncBackend, r.AsyncDetectedBackend(make)) if shards != 1 else make()
+
+
+def _redis_maker(
+    url: str | None, namespace: str, shards: int | None, plain: Any, sharded: Any
+) -> Callable[[], Any]:
+    """Opens the plain or the sharded Redis backend, by the namespace's shard count."""
+    from scrapy_simhash.recrawl.redisstore import stored_shards
+
+    def make() -> Any:
         count = 1 if shards == 1 else stored_shards(str(url), namespace, shards)
-        if count > 1:
-            return AsyncShardedRedisBackend(str(url), namespace, count)
-        return AsyncRedisBackend(str(url), namespace)
+        return sharded(str(url), namespace, count) if count > 1 else plain(str(url), namespace)
 
-    return cast(AsyncBackend, AsyncDetectedBackend(make)) if shards != 1 else make()
+    return make
 
 
 register_backend("memory", _memory)
