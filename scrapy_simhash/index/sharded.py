@@ -87,6 +87,7 @@ from scrapy_simhash.index.redis.connection import (
     _redis_errors,
     client_options,
 )
+from scrapy_simhash.index.redis.drop_record import RedisDropRecord
 
 logger = logging.getLogger(__name__)
 
@@ -120,7 +121,7 @@ def check_shards(shards: int) -> int:
     return shards
 
 
-class ShardedRedisIndex(NearDuplicateIndex):
+class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
     """Blocking client of a sharded namespace (the crawl runs it in a worker thread)."""
 
     def __init__(
@@ -441,28 +442,8 @@ class ShardedRedisIndex(NearDuplicateIndex):
         finally:
             self._unlock(token, lock, key, ident)
 
-    def record_drop(self, url: str, kept: str, distance: int) -> None:
-        check_key(url)
-        args = self._root.drop_args(url, kept, distance)
-        if args is None:
-            return
-        try:
-            self._client.execute_command("EVAL", *args)
-        except self._errors as exc:
-            raise self._root.error("record drop", exc) from exc
-
-    def drop_of(self, url: str) -> DropRecord | None:
-        try:
-            value = self._client.hget(self._root.drop_keys[0], key_id(url))
-        except self._errors as exc:
-            raise self._root.error("drop lookup", exc) from exc
-        return self._root.drop(url, value)
-
-    def drop_count(self) -> int:
-        try:
-            return int(self._client.hlen(self._root.drop_keys[0]))
-        except self._errors as exc:
-            raise self._root.error("drop count", exc) from exc
+    def _drop_codec(self) -> _Codec:
+        return self._root
 
     def _names(self, codec: _Codec, kind: bytes) -> list[bytes]:
         return list(self._client.scan_iter(match=codec.pattern(kind), count=_SCAN_BATCH))

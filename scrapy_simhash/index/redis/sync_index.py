@@ -25,9 +25,10 @@ from scrapy_simhash.index.redis.connection import (
     client_options,
     logger,
 )
+from scrapy_simhash.index.redis.drop_record import RedisDropRecord
 
 
-class RedisIndex(NearDuplicateIndex):
+class RedisIndex(RedisDropRecord, NearDuplicateIndex):
     """Blocking client (CLI, scripts, benchmarks)."""
 
     def __init__(self, url: str, config: IndexConfig, **options: Any) -> None:
@@ -84,28 +85,8 @@ class RedisIndex(NearDuplicateIndex):
         check_key(new)
         return bool(self._run("rename", 0, old, *self._codec.rename_args(new)))
 
-    def record_drop(self, url: str, kept: str, distance: int) -> None:
-        check_key(url)
-        args = self._codec.drop_args(url, kept, distance)
-        if args is None:
-            return
-        try:
-            self._client.execute_command("EVAL", *args)
-        except self._errors as exc:
-            raise self._codec.error("record drop", exc) from exc
-
-    def drop_of(self, url: str) -> DropRecord | None:
-        try:
-            value = self._client.hget(self._codec.drop_keys[0], key_id(url))
-        except self._errors as exc:
-            raise self._codec.error("drop lookup", exc) from exc
-        return self._codec.drop(url, value)
-
-    def drop_count(self) -> int:
-        try:
-            return int(self._client.hlen(self._codec.drop_keys[0]))
-        except self._errors as exc:
-            raise self._codec.error("drop count", exc) from exc
+    def _drop_codec(self) -> _Codec:
+        return self._codec
 
     def keys(self) -> Iterator[str]:
         now, prefix = self.config.clock(), self._codec.prefix
