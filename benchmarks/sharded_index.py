@@ -52,17 +52,6 @@ def _stats(server: RedisServer) -> tuple[int, int, float]:
         client.close()
 
 
-def _memory(server: RedisServer) -> int:
-    client = redis.Redis(port=server.port)
-    try:
-        return sum(
-            int(client.memory_usage(name, samples=0) or 0)
-            for name in client.scan_iter(match=b"simhash:*", count=1000)
-        )
-    finally:
-        client.close()
-
-
 def run(servers: list[RedisServer], shards: int, count: int, processes: int) -> dict[str, Any]:
     for server in servers:
         redis.Redis(port=server.port).flushall()
@@ -88,7 +77,7 @@ def run(servers: list[RedisServer], shards: int, count: int, processes: int) -> 
     for proc in procs:
         proc.join()
     stats = [_stats(server) for server in servers]
-    memory = [_memory(server) for server in servers]
+    memory = [server.simhash_bytes() for server in servers]
     used = [m for m in memory if m > max(memory) / 100]  # not the masters holding no shard
     return {
         "shards": shards,

@@ -121,24 +121,34 @@ def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
     server.stop()
 
 
-@pytest.fixture(scope="session")
-def redis_cluster_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[RedisServer]]:
-    """A real 3-master Redis Cluster on loopback for the whole session."""
+def _session_cluster(
+    tmp_path_factory: pytest.TempPathFactory, masters: int
+) -> Iterator[list[RedisServer]]:
     try:
-        servers = start_cluster(tmp_path_factory.mktemp("redis-cluster"))
+        servers = start_cluster(tmp_path_factory.mktemp(f"redis-cluster{masters}"), masters=masters)
     except (RuntimeError, OSError) as exc:
-        pytest.fail(f"could not start a Redis Cluster: {exc}")
+        pytest.fail(f"could not start a {masters}-master Redis Cluster: {exc}")
     yield servers
     for server in servers:
         server.stop()
 
 
+def _emptied(servers: list[RedisServer]) -> str:
+    """The ``redis+cluster://`` URL of a session cluster, emptied for one test."""
+    for server in servers:
+        _flush(server.url)
+    return f"redis+cluster://127.0.0.1:{servers[0].port}/0"
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[RedisServer]]:
+    """A real 3-master Redis Cluster on loopback for the whole session."""
+    yield from _session_cluster(tmp_path_factory, 3)
+
+
 @pytest.fixture
 def redis_cluster_url(redis_cluster_servers: list[RedisServer]) -> str:
-    """``redis+cluster://`` URL of the session cluster, emptied for one test."""
-    for server in redis_cluster_servers:
-        _flush(server.url)
-    return f"redis+cluster://127.0.0.1:{redis_cluster_servers[0].port}/0"
+    return _emptied(redis_cluster_servers)
 
 
 @pytest.fixture(scope="session")
@@ -146,18 +156,9 @@ def redis_cluster6_servers(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[list[RedisServer]]:
     """A real 6-master Redis Cluster for the whole session (sharded namespaces)."""
-    try:
-        servers = start_cluster(tmp_path_factory.mktemp("redis-cluster6"), masters=6)
-    except (RuntimeError, OSError) as exc:
-        pytest.fail(f"could not start a 6-master Redis Cluster: {exc}")
-    yield servers
-    for server in servers:
-        server.stop()
+    yield from _session_cluster(tmp_path_factory, 6)
 
 
 @pytest.fixture
 def redis_cluster6_url(redis_cluster6_servers: list[RedisServer]) -> str:
-    """``redis+cluster://`` URL of the session 6-master cluster, emptied for one test."""
-    for server in redis_cluster6_servers:
-        _flush(server.url)
-    return f"redis+cluster://127.0.0.1:{redis_cluster6_servers[0].port}/0"
+    return _emptied(redis_cluster6_servers)

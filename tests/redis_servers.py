@@ -61,6 +61,19 @@ class RedisServer:
         """Return the ``redis://`` URL of this server."""
         return f"redis://127.0.0.1:{self.port}/0"
 
+    def simhash_bytes(self) -> int:
+        """Memory this server spends on scrapy-simhash's keys (``MEMORY USAGE``, summed)."""
+        import redis
+
+        client = redis.Redis(port=self.port)
+        try:
+            return sum(
+                int(client.memory_usage(name, samples=0) or 0)
+                for name in client.scan_iter(match=b"simhash:*", count=1000)
+            )
+        finally:
+            client.close()
+
     def start(self) -> RedisServer:
         """Start the server and wait until it accepts connections."""
         if REDIS_SERVER is None:

@@ -69,17 +69,6 @@ def test_verdicts_equal_one_shard_and_brute_force(redis_cluster6_url: str, steps
             assert index.get(key) == fp
 
 
-def _node_bytes(server: RedisServer) -> int:
-    client = redis.Redis(port=server.port)
-    try:
-        return sum(
-            int(client.memory_usage(name, samples=0) or 0)
-            for name in client.scan_iter(match=b"simhash:*", count=1000)
-        )
-    finally:
-        client.close()
-
-
 def test_memory_spreads_evenly_over_six_masters(
     redis_cluster6_url: str, redis_cluster6_servers: list[RedisServer]
 ) -> None:
@@ -87,7 +76,7 @@ def test_memory_spreads_evenly_over_six_masters(
     with _sharded(redis_cluster6_url, namespace="spread", expected_size=3000) as index:
         for i in range(3000):
             index.observe(f"https://site.example/page/{i}", rng.getrandbits(64))
-    usage = [_node_bytes(server) for server in redis_cluster6_servers]
+    usage = [server.simhash_bytes() for server in redis_cluster6_servers]
     mean = sum(usage) / len(usage)
     assert min(usage) > 0
     assert max(usage) / mean <= 1.15, usage

@@ -40,8 +40,9 @@ if redis.call('HGET', KEYS[1], 'cid') ~= ARGV[#ARGV] then
 end
 
 local mode = ARGV[1]
--- unlock (a sharded page found its copy) needs none of the layout below.
-if mode == 'unlock' then
+-- Release the sharded page's locks (ARGV[15..]) held under its token ARGV[13]; 1 when one
+-- of them was no longer ours (its lease ran out).
+local function release_locks()
   local lost = 0
   for i = 15, #ARGV - 1 do
     if redis.call('GET', ARGV[i]) == ARGV[13] then
@@ -51,6 +52,10 @@ if mode == 'unlock' then
     end
   end
   return lost
+end
+-- unlock (a sharded page found its copy) needs none of the layout below.
+if mode == 'unlock' then
+  return release_locks()
 end
 local prefix = ARGV[2]
 local masks_s = ARGV[3]
@@ -348,14 +353,7 @@ if mode == 'lock' then
   end
   return out
 elseif mode == 'store' then
-  lease_lost = 0
-  for i = 15, #ARGV - 1 do
-    if redis.call('GET', ARGV[i]) == ARGV[13] then
-      redis.call('DEL', ARGV[i])
-    else
-      lease_lost = 1
-    end
-  end
+  lease_lost = release_locks()
   mode = 'observe'
 end
 
