@@ -16,7 +16,6 @@ from typing import Any
 from scrapy.settings import Settings
 
 from scrapy_simhash import _scrapy_config as config
-from scrapy_simhash.cli._target import require_existing
 from scrapy_simhash.exceptions import ConfigurationError
 
 
@@ -78,12 +77,3 @@ def namespace(settings: Settings, spider: str | None, explicit: str | None = Non
     return explicit or config.namespace(settings, spider)
 
 
-def existing_index_url(settings: Settings) -> str:
-    """The crawl's index URL, for a read-only command: an error if nothing is stored there.
-
-    An embedded SQLite file that does not exist is not created (the command would show an
-    empty index and leave a stray file): the error says where it looked.
-    """
-    url = config.index_url(settings, create=False)
-    require_existing(url)
-    return url

@@ -22,7 +22,7 @@ each other); one with an empty side only removes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import NamedTuple
 from urllib.parse import parse_qsl, unquote_plus, urlsplit, urlunsplit
 
@@ -235,11 +235,6 @@ def rewrites(url: str, rules: Iterable[str]) -> list[str]:
             if candidate != url and candidate not in out:
                 out.append(candidate)
     return out
-
-
-def trusted_rewrites(url: str, rules: Sequence[str]) -> list[str]:
-    """:func:`rewrites` of ``url`` under the trusted rules of its host (empty if none)."""
-    return rewrites(url, rules) if rules else []
 
 
 def used_rules(url: str, other: str, rules: Iterable[str]) -> list[str]:
