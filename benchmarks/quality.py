@@ -37,7 +37,6 @@ from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
 from scrapy_simhash.index.settings import DEFAULT_MAX_DISTANCE
 
 KS = range(11)
-TARGET_K = DEFAULT_MAX_DISTANCE  # the crawl's default k; -k changes it
 
 
 def fingerprint_all(
@@ -74,7 +73,9 @@ def scores(fps: dict[str, int | None], pairs: list[Pair], k: int) -> dict[str, f
     return {"P": precision, "R": recall, "F1": f1, "FPR_tpl": same_fp / same_n if same_n else 0}
 
 
-def report_pairs(corpus: Corpus, methods: dict[str, dict[str, int | None]]) -> None:
+def report_pairs(
+    corpus: Corpus, methods: dict[str, dict[str, int | None]], target_k: int
+) -> None:
     for lang in ("zh", "en"):
         pairs = [p for p in corpus.pairs if p.lang == lang]
         if not pairs:
@@ -93,22 +94,22 @@ def report_pairs(corpus: Corpus, methods: dict[str, dict[str, int | None]]) -> N
                 s = scores(fps, pairs, k)
                 cells.append(f"{s['P']:.3f} {s['R']:.3f} {s['F1']:.3f} {s['FPR_tpl'] * 100:5.1f}%")
             print(f"{k:2d} | " + " | ".join(f"{cell:>28s}" for cell in cells))
-        ours = scores(methods["ours"], pairs, TARGET_K)
+        ours = scores(methods["ours"], pairs, target_k)
         for name, fps in methods.items():
             if name == "ours":
                 continue
-            other = scores(fps, pairs, TARGET_K)
+            other = scores(fps, pairs, target_k)
             ratio = ours["F1"] / other["F1"] if other["F1"] else float("inf")
-            print(f"k={TARGET_K}: F1 ours/{name} = {ratio:.2f}x", end="; ")
+            print(f"k={target_k}: F1 ours/{name} = {ratio:.2f}x", end="; ")
         print()
-        print(f"\nrecall at k={TARGET_K} by positive kind / hit rate by negative kind:")
+        print(f"\nrecall at k={target_k} by positive kind / hit rate by negative kind:")
         kinds: dict[str, list[Pair]] = defaultdict(list)
         for pair in pairs:
             kinds[pair.kind].append(pair)
         for kind, group in sorted(kinds.items()):
             cells = []
             for name, fps in methods.items():
-                hits = sum((d := distance(fps, p)) is not None and d <= TARGET_K for p in group)
+                hits = sum((d := distance(fps, p)) is not None and d <= target_k for p in group)
                 none = sum(distance(fps, p) is None for p in group)
                 cells.append(f"{name} {hits / len(group):.3f} (no fp {none})")
             label = "pos" if group[0].positive else "neg"
@@ -172,11 +173,10 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=20240501)
     parser.add_argument("--no-baselines", action="store_true")
     parser.add_argument("--no-extraction", action="store_true")
-    parser.add_argument("-k", type=int, default=None, help="k of the per-kind table and ratios")
+    parser.add_argument(
+        "-k", type=int, default=DEFAULT_MAX_DISTANCE, help="k of the per-kind table and ratios"
+    )
     args = parser.parse_args()
-    global TARGET_K
-    if args.k is not None:
-        TARGET_K = args.k
     logging.getLogger("jieba").setLevel(logging.WARNING)
     pages = load_pages()
     overrides = dict(args.settings)
@@ -205,7 +205,7 @@ def main() -> int:
             "simhash-lib", simhash_lib, corpus
         )
         methods["jieba-md5"], timings["jieba-md5"] = fingerprint_all("jieba-md5", jieba_md5, corpus)
-    report_pairs(corpus, methods)
+    report_pairs(corpus, methods, args.k)
     print(
         "\nfingerprinting time per document: "
         + ", ".join(f"{name} {t / len(corpus.docs) * 1e3:.1f} ms" for name, t in timings.items())
