@@ -36,8 +36,8 @@ try:
     from scrapy.crawler import AsyncCrawlerProcess, Crawler
 
     from scrapy_simhash._redis import mask_url
-    from scrapy_simhash._scrapy_config import index_url, namespace
     from scrapy_simhash.exceptions import SimhashError
+    from scrapy_simhash.glue.config import index_url, namespace
     from scrapy_simhash.recrawl import open_recrawl_store
 except ModuleNotFoundError as exc:  # the first thing a new user runs: say what to do
     if exc.name not in ("scrapy", "scrapy_simhash"):

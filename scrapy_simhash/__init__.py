@@ -22,12 +22,12 @@ _LAZY = {
     "Addon": "scrapy_simhash.addon",
     "SimhashDownloaderMiddleware": "scrapy_simhash.middleware",
     "SimhashPipeline": "scrapy_simhash.pipeline",
-    "SimhashSpiderMiddleware": "scrapy_simhash._scrapy_spidermw",
+    "SimhashSpiderMiddleware": "scrapy_simhash.glue.follow",
 }
 
 if TYPE_CHECKING:
-    from scrapy_simhash._scrapy_spidermw import SimhashSpiderMiddleware
     from scrapy_simhash.addon import Addon
+    from scrapy_simhash.glue.follow import SimhashSpiderMiddleware
     from scrapy_simhash.middleware import SimhashDownloaderMiddleware
     from scrapy_simhash.pipeline import SimhashPipeline
 

@@ -1,51 +1,6 @@
-"""``scrapy simhash``: the ``scrapy-simhash`` command line inside a Scrapy project.
-
-The commands and their defaults are those of :mod:`scrapy_simhash.cli`; this adds only
-what Scrapy knows: the project's settings (``settings.py``, ``-s``), to which the commands
-that read a crawl's state add the spider's ``custom_settings``.
-"""
-
+"""The path settings and the README name; the code lives in :mod:`scrapy_simhash.glue.commands`."""
 from __future__ import annotations
 
-import argparse
-import sys
-from typing import Any, ClassVar
+from scrapy_simhash.glue.commands import SimhashCommand
 
-from scrapy.commands import ScrapyCommand
-from scrapy.exceptions import UsageError
-
-
-class SimhashCommand(ScrapyCommand):
-    """Fingerprints, near-duplicate index, recrawl schedule and report of a project."""
-
-    requires_project = False
-    requires_crawler_process = False
-    default_settings: ClassVar[dict[str, Any]] = {"LOG_LEVEL": "WARNING"}
-
-    def syntax(self) -> str:
-        return "COMMAND [options]"
-
-    def short_desc(self) -> str:
-        return "Near-duplicate index, recrawl schedule and report of the project's crawls"
-
-    def long_desc(self) -> str:
-        from scrapy_simhash.cli import command_names
-
-        return (
-            f"The scrapy-simhash commands ({', '.join(command_names())}) with the project's settings and, for "
-            "those reading a crawl's state, the spider's (--spider NAME). "
-            "'scrapy-simhash COMMAND --help' describes each command's options."
-        )
-
-    def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        from scrapy_simhash.cli import main
-
-        if not args:
-            raise UsageError("name a command (scrapy simhash COMMAND; see scrapy simhash -h)")
-        if self.settings is None:  # set by scrapy.cmdline before run()
-            raise UsageError("settings are not loaded")
-        try:
-            self.exitcode = main(args, project_settings=self.settings, prog="scrapy simhash")
-        except SystemExit as exc:  # argparse: --help or a usage error (printed already)
-            self.exitcode = exc.code if isinstance(exc.code, int) else 2
-        sys.stdout.flush()
+__all__ = ["SimhashCommand"]

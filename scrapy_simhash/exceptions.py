@@ -27,9 +27,9 @@ def __getattr__(name: str) -> object:
     """``NearDuplicate`` and ``KnownCopy`` subclass Scrapy's ``IgnoreRequest``: imported on
     first use only."""
     if name in ("NearDuplicate", "KnownCopy"):
-        from scrapy_simhash import _scrapy_errors
+        from scrapy_simhash.glue import errors
 
-        return getattr(_scrapy_errors, name)
+        return getattr(errors, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

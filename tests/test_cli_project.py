@@ -159,7 +159,7 @@ def test_mismatched_index_names_the_command_that_resets_it(
 
 
 def test_plain_settings_object_has_no_project(tmp_path: Path) -> None:
-    from scrapy_simhash._scrapy_project import crawl_settings
+    from scrapy_simhash.glue.project import crawl_settings
 
     settings, spider = crawl_settings("pages", base=Settings({"SIMHASH_NAMESPACE": "x"}))
     assert spider == "pages"  # outside a project the name is only a namespace

@@ -8,7 +8,8 @@ import sys
 
 import scrapy_simhash
 
-#: The Scrapy glue layer; every other module is the pure core.
+#: The Scrapy glue layer (with the package ``scrapy_simhash.glue``); every other module is
+#: the pure core.
 GLUE = {
     "scrapy_simhash.addon",
     "scrapy_simhash.commands",
@@ -24,7 +25,7 @@ def core_modules() -> list[str]:
         info.name
         for info in pkgutil.walk_packages(scrapy_simhash.__path__, "scrapy_simhash.")
         if info.name not in GLUE
-        and not info.name.startswith("scrapy_simhash._scrapy")
+        and not info.name.startswith("scrapy_simhash.glue")
         and info.name != "scrapy_simhash.__main__"
     ]
     return sorted(names)
@@ -64,4 +65,4 @@ def test_package_exports_scrapy_components_lazily() -> None:
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
-    assert result.stdout.split() == ["False", "scrapy_simhash.addon", "True"]
+    assert result.stdout.split() == ["False", "scrapy_simhash.glue.addon", "True"]

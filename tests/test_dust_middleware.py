@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from scrapy.http import HtmlResponse, Request
 
-from scrapy_simhash._scrapy_errors import KnownCopy, NearDuplicate
 from scrapy_simhash.dust import open_rule_store
 from scrapy_simhash.exceptions import ConfigurationError
+from scrapy_simhash.glue.errors import KnownCopy, NearDuplicate
 from tests.scrapy_inprocess import Harness, random_story
 
 SITE = "http://site.example"

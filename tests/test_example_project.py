@@ -222,7 +222,7 @@ def test_demo_on_the_embedded_index(tmp_path: Path) -> None:
 
 
 def test_demo_default_index_is_in_the_project_data_dir(monkeypatch: pytest.MonkeyPatch) -> None:
-    from scrapy_simhash._scrapy_config import index_url
+    from scrapy_simhash.glue.config import index_url
 
     monkeypatch.chdir(EXAMPLE)  # what demo.py does before reading the settings
     monkeypatch.delenv("SCRAPY_SETTINGS_MODULE", raising=False)

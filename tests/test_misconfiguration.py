@@ -22,9 +22,6 @@ from pathlib import Path
 import pytest
 import redis
 
-from scrapy_simhash._scrapy_config import MiddlewareConfig
-from scrapy_simhash._scrapy_glue import guarded_index, index_kwargs, validate_index
-from scrapy_simhash._scrapy_guard import Guarded
 from scrapy_simhash._setting_names import KNOWN_SETTINGS, unknown_settings
 from scrapy_simhash.exceptions import (
     ConfigurationError,
@@ -32,6 +29,9 @@ from scrapy_simhash.exceptions import (
     IndexMismatchError,
     InvalidKeyError,
 )
+from scrapy_simhash.glue.config import MiddlewareConfig
+from scrapy_simhash.glue.guard import Guarded
+from scrapy_simhash.glue.wiring import guarded_index, index_kwargs, validate_index
 from scrapy_simhash.index import open_async_index, open_index
 from scrapy_simhash.index.keys import MAX_KEY_CHARS, index_key
 from tests.conftest import backend_params, backend_url
@@ -251,7 +251,7 @@ def test_a_locked_sqlite_file_says_so(tmp_path: Path, caplog: pytest.LogCaptureF
         await guard.aclose()
 
     try:
-        with caplog.at_level(logging.ERROR, logger="scrapy_simhash._scrapy_guard"):
+        with caplog.at_level(logging.ERROR, logger="scrapy_simhash.glue.guard"):
             asyncio.run(scenario())
     finally:
         holder.execute("ROLLBACK")
@@ -265,7 +265,7 @@ def test_a_locked_sqlite_file_says_so(tmp_path: Path, caplog: pytest.LogCaptureF
 
 _PARENT = """
 import sys
-from scrapy_simhash._scrapy_workers import FingerprintRunner
+from scrapy_simhash.glue.workers import FingerprintRunner
 from scrapy_simhash.fingerprint import FingerprintConfig
 import asyncio
 if __name__ == "__main__":
@@ -304,7 +304,7 @@ def test_workers_exit_when_the_crawl_is_killed(tmp_path: Path) -> None:
 
 
 def test_the_minimum_scrapy_is_declared_once() -> None:
-    from scrapy_simhash._scrapy_glue import MIN_SCRAPY
+    from scrapy_simhash.glue.wiring import MIN_SCRAPY
 
     setup = (REPO / "setup.cfg").read_text()
     assert f"Scrapy>={'.'.join(map(str, MIN_SCRAPY))}\n" in setup

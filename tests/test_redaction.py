@@ -23,10 +23,10 @@ from hypothesis import strategies as st
 from scrapy.settings import Settings
 
 from scrapy_simhash._redact import mask_url, scrub
-from scrapy_simhash._scrapy_glue import validate_index
-from scrapy_simhash._scrapy_guard import BackendUnavailable, Guarded
 from scrapy_simhash.cli import main as cli_main
 from scrapy_simhash.commands import SimhashCommand
+from scrapy_simhash.glue.guard import BackendUnavailable, Guarded
+from scrapy_simhash.glue.wiring import validate_index
 from scrapy_simhash.index import open_async_index, open_index
 from tests.redis_servers import free_port
 

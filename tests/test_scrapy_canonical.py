@@ -16,8 +16,8 @@ from scrapy import Request
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse
 
-from scrapy_simhash._scrapy_spidermw import SimhashSpiderMiddleware
 from scrapy_simhash.exceptions import NearDuplicate
+from scrapy_simhash.glue.follow import SimhashSpiderMiddleware
 from scrapy_simhash.index.drops import kept_name
 from scrapy_simhash.recrawl import open_recrawl_store
 from tests.scrapy_inprocess import HARBOUR, ORCHARD, harness, story

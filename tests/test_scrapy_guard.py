@@ -15,9 +15,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scrapy_simhash._redis import mask_url
-from scrapy_simhash._scrapy_config import MiddlewareConfig, content_type_matches
-from scrapy_simhash._scrapy_guard import BackendUnavailable, Guarded, scrub
 from scrapy_simhash.exceptions import ConfigurationError
+from scrapy_simhash.glue.config import MiddlewareConfig, content_type_matches
+from scrapy_simhash.glue.guard import BackendUnavailable, Guarded, scrub
 from scrapy_simhash.index import open_async_index
 from tests.conftest import Clock
 from tests.redis_servers import RedisServer
@@ -66,9 +66,9 @@ def test_guard_pauses_throttles_logs_and_reconnects(
         with pytest.raises(BackendUnavailable):
             await guard.call(lambda index: index.observe("a", 1))
 
-    with caplog.at_level(logging.WARNING, logger="scrapy_simhash._scrapy_guard"):
+    with caplog.at_level(logging.WARNING, logger="scrapy_simhash.glue.guard"):
         asyncio.run(scenario())
-    guard_logs = [r for r in caplog.records if r.name == "scrapy_simhash._scrapy_guard"]
+    guard_logs = [r for r in caplog.records if r.name == "scrapy_simhash.glue.guard"]
     messages = [r.getMessage() for r in guard_logs]
     assert len(messages) == 3, messages
     assert "failed" in messages[0]

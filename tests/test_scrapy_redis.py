@@ -143,7 +143,7 @@ def test_crawl_survives_redis_going_away(
     assert stats["simhash/index_error"] == 3
     assert stats["simhash/dropped"] == 1
     # One error with its traceback, then quiet; recovery is announced; no password anywhere.
-    guard_error = "[scrapy_simhash._scrapy_guard] ERROR: SimHash index at redis://:***@"
+    guard_error = "[scrapy_simhash.glue.guard] ERROR: SimHash index at redis://:***@"
     assert result.log.count(guard_error) == 1
     assert result.log.count("IndexBackendError: Redis index redis://:***@") == 1
     assert "is reachable again after 3 errors" in result.log

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from scrapy_simhash._scrapy_workers import FingerprintRunner
 from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
+from scrapy_simhash.glue.workers import FingerprintRunner
 
 SITE = Path(__file__).parent / "site"
 CONFIG = FingerprintConfig(tokenizer="rjieba")

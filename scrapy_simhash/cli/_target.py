@@ -105,13 +105,13 @@ def resolve(args: argparse.Namespace, *, create: bool = False) -> Target:
     if base is not None or (
         (url is None or namespace is None or spider) and find_project() is not None
     ):
-        from scrapy_simhash import _scrapy_config, _scrapy_project
+        from scrapy_simhash.glue import config, project
 
-        settings, spider = _scrapy_project.crawl_settings(
+        settings, spider = project.crawl_settings(
             spider, base=base, overrides=overrides, namespace_given=namespace is not None
         )
-        namespace = namespace or _scrapy_config.namespace(settings, spider)
-        url = url or _scrapy_config.index_url(settings, create=create)
+        namespace = namespace or config.namespace(settings, spider)
+        url = url or config.index_url(settings, create=create)
     namespace = namespace or spider or "default"
     if getattr(args, "items", False):
         namespace = f"{namespace}:items"

@@ -3,7 +3,7 @@
 Pure core (no Scrapy): :mod:`.rules` (what a rule is, learning one from a pair, rewriting a
 URL), :mod:`.store` (the namespace's shared rule store, every backend) and :mod:`.book`
 (which rules a process trusts, checks in flight, requests to queue again). The Scrapy glue
-is ``scrapy_simhash._scrapy_dust``.
+is ``scrapy_simhash.glue.dust``.
 """
 
 from __future__ import annotations

@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy_simhash._failures import permanent_reason
 from scrapy_simhash._redact import mask_url, scrub
-from scrapy_simhash._scrapy_config import GuardConfig
-from scrapy_simhash._scrapy_guard import BACKEND_ERRORS, BackendUnavailable, Guarded
 from scrapy_simhash.exceptions import ConfigurationError
+from scrapy_simhash.glue.config import GuardConfig
+from scrapy_simhash.glue.guard import BACKEND_ERRORS, BackendUnavailable, Guarded
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("scrapy_simhash.glue.wiring")  # the name users filter on
 
 #: The oldest Scrapy the crawl tests pass with (setup.cfg declares the same; .ci/min_scrapy.py
 #: runs them against it).

@@ -26,7 +26,7 @@ from scrapy_simhash.exceptions import (
     SimhashError,
 )
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("scrapy_simhash.glue.guard")  # the name users filter on
 
 T = TypeVar("T")
 R = TypeVar("R")

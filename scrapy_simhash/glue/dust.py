@@ -4,7 +4,7 @@ The downloader middleware owns one :class:`DustGlue` and calls it at two points:
 
 - ``process_request``: a request whose URL the trusted rules of its host rewrite into a
   page already kept (or a copy dropped in favour of one) is not downloaded: it fails with
-  :class:`~scrapy_simhash._scrapy_errors.KnownCopy` (an ``IgnoreRequest``), a DEBUG line and
+  :class:`~scrapy_simhash.glue.errors.KnownCopy` (an ``IgnoreRequest``), a DEBUG line and
   ``simhash/dust/skipped``. ``SIMHASH_DUST_CHECK_SHARE`` of such requests are fetched
   anyway, and their pages checked against the kept one (``simhash/dust/check_passed`` or
   ``check_failed``).
@@ -31,9 +31,6 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals as scrapy_signals
 
 from scrapy_simhash import signals
-from scrapy_simhash._scrapy_errors import KnownCopy
-from scrapy_simhash._scrapy_glue import send_signal
-from scrapy_simhash._scrapy_guard import BackendUnavailable
 from scrapy_simhash._settings import get_bool, get_dict, get_float, get_int
 from scrapy_simhash.dust import (
     AsyncRuleStore,
@@ -47,15 +44,18 @@ from scrapy_simhash.dust import (
 from scrapy_simhash.dust.book import MIN_SUPPORT
 from scrapy_simhash.dust.store import MAX_PAIRS, check_rule_store_url
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError, InvalidKeyError
+from scrapy_simhash.glue.errors import KnownCopy
+from scrapy_simhash.glue.guard import BackendUnavailable
+from scrapy_simhash.glue.wiring import send_signal
 
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
 
-    from scrapy_simhash._scrapy_canonical import CanonicalKeys
-    from scrapy_simhash._scrapy_guard import Guarded
+    from scrapy_simhash.glue.guard import Guarded
+    from scrapy_simhash.glue.keys import CanonicalKeys
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("scrapy_simhash.glue.dust")  # the name users filter on
 
 #: Share of skippable requests fetched anyway to keep checking the rules.
 CHECK_SHARE = 0.1

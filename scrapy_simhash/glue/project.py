@@ -15,8 +15,8 @@ from typing import Any
 
 from scrapy.settings import Settings
 
-from scrapy_simhash import _scrapy_config as config
 from scrapy_simhash.exceptions import ConfigurationError
+from scrapy_simhash.glue import config
 
 
 def spider_names(settings: Settings) -> list[str]:

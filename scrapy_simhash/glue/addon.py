@@ -1,0 +1,55 @@
+"""Scrapy add-on: ``ADDONS = {"scrapy_simhash.Addon": 0}`` turns everything on.
+
+It installs the downloader middleware (priority 540), the spider middleware that drops the
+items of near-duplicates passed only for their links (50) and the item pipeline (800)
+unless the project lists them itself, and sets defaults at "addon" priority, so ``settings.py``, spider
+``custom_settings`` and ``-s`` still win. With no configuration the index is an embedded
+SQLite file in the project's ``.scrapy/`` directory and near-duplicates are pages within 3 bits.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from scrapy.exceptions import NotConfigured
+
+from scrapy_simhash._settings import get_bool
+from scrapy_simhash.index.settings import DEFAULT_MAX_DISTANCE
+
+if TYPE_CHECKING:
+    from scrapy.settings import Settings
+
+#: Defaults the add-on applies; anything set elsewhere overrides them.
+DEFAULTS: dict[str, object] = {
+    "SIMHASH_DROP_DUPLICATES": True,
+    "SIMHASH_MAX_DISTANCE": DEFAULT_MAX_DISTANCE,
+    "SIMHASH_ON_INDEX_ERROR": "pass",
+}
+
+
+class Addon:
+    """Enable the SimHash middleware and pipeline with sound defaults."""
+
+    def update_settings(self, settings: Settings) -> None:
+        if not get_bool(settings, "SIMHASH_ENABLED", True):
+            raise NotConfigured("SIMHASH_ENABLED is False: near-duplicate detection is off")
+        from scrapy_simhash.glue.follow import PRIORITY as SPIDER_MW_PRIORITY
+        from scrapy_simhash.glue.follow import SimhashSpiderMiddleware
+        from scrapy_simhash.middleware import PRIORITY as MIDDLEWARE_PRIORITY
+        from scrapy_simhash.middleware import SimhashDownloaderMiddleware
+        from scrapy_simhash.pipeline import PRIORITY as PIPELINE_PRIORITY
+        from scrapy_simhash.pipeline import SimhashPipeline
+
+        for name, value in DEFAULTS.items():
+            settings.set(name, value, priority="addon")
+        settings.setdefault_in_component_priority_dict(
+            "DOWNLOADER_MIDDLEWARES", SimhashDownloaderMiddleware, MIDDLEWARE_PRIORITY
+        )
+        settings.setdefault_in_component_priority_dict(
+            "SPIDER_MIDDLEWARES", SimhashSpiderMiddleware, SPIDER_MW_PRIORITY
+        )
+        # The pipeline disables itself (NotConfigured, logged) until SIMHASH_ITEM_FIELDS is set.
+        if settings.get("SIMHASH_ITEM_FIELDS"):
+            settings.setdefault_in_component_priority_dict(
+                "ITEM_PIPELINES", SimhashPipeline, PIPELINE_PRIORITY
+            )

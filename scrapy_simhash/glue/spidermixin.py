@@ -1,0 +1,89 @@
+"""A spider mixin that starts a crawl with the URLs the recrawl schedule says are due.
+
+The downloader middleware records every fetch in the recrawl store; this mixin closes the
+loop: ``start()`` claims the due URLs (leased, so concurrent crawler processes split them)
+and requests them with the stored validators, so an unchanged page may cost only a 304.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from scrapy import Request
+
+from scrapy_simhash._redis import mask_url
+from scrapy_simhash._settings import get_bool, get_float, get_int
+from scrapy_simhash.exceptions import SimhashError
+from scrapy_simhash.glue import config
+from scrapy_simhash.recrawl import DueUrl, RecrawlConfig, open_async_recrawl_store
+
+logger = logging.getLogger("scrapy_simhash.spidermixin")  # the name users filter on
+
+
+class RecrawlSpiderMixin:
+    """Put before ``scrapy.Spider`` in the bases: ``class News(RecrawlSpiderMixin, Spider)``.
+
+    Settings: ``SIMHASH_RECRAWL_START_LIMIT`` (URLs claimed per start, default 10000),
+    ``SIMHASH_RECRAWL_START_WITHIN_SECS`` (also claim URLs due that soon, default 0) and
+    ``SIMHASH_RECRAWL_START_REQUESTS`` (then yield the spider's own start requests, default
+    True; a start URL already yielded as due is not requested twice).
+    """
+
+    settings: Any
+    name: str | None
+
+    async def start(self) -> AsyncIterator[Any]:
+        """Yield due URLs first, then (optionally) the spider's own start requests."""
+        settings = self.settings
+        seen: set[str] = set()
+        for due in await self.claim_due_urls():
+            seen.add(due.url)
+            yield self.make_recrawl_request(due)
+        if not get_bool(settings, "SIMHASH_RECRAWL_START_REQUESTS", True):
+            return
+        async for item in super().start():  # type: ignore[misc]
+            if isinstance(item, Request) and item.url in seen:
+                continue
+            yield item
+
+    async def claim_due_urls(self) -> list[DueUrl]:
+        """Claim due URLs from the store the middleware writes (none if it is off or down)."""
+        settings = self.settings
+        recrawl = RecrawlConfig.from_settings(settings)
+        if not recrawl.enabled:
+            return []
+        url = config.index_url(settings)
+        store = open_async_recrawl_store(
+            url, namespace=config.namespace(settings, self.name), config=recrawl
+        )
+        try:
+            due = await store.claim_due(
+                get_int(settings, "SIMHASH_RECRAWL_START_LIMIT", 10000, minimum=0),
+                within=get_float(settings, "SIMHASH_RECRAWL_START_WITHIN_SECS", 0.0, minimum=0),
+            )
+        except SimhashError as exc:
+            logger.error("no due URLs from the recrawl store %s: %s", mask_url(url), exc)
+            return []
+        finally:
+            await store.close()
+        logger.info("recrawl: %d due URL(s) claimed from %s", len(due), mask_url(url))
+        return due
+
+    def make_recrawl_request(self, due: DueUrl) -> Request:
+        """Build the request for a due URL; override to set a callback, priority, etc.
+
+        ``simhash_key`` keeps the observation on the stored key even after a redirect.
+        """
+        headers = {}
+        if due.etag:
+            headers["If-None-Match"] = due.etag
+        if due.last_modified:
+            headers["If-Modified-Since"] = due.last_modified
+        return Request(
+            due.url,
+            headers=headers,
+            dont_filter=True,
+            meta={"simhash_key": due.url, "simhash_recrawl": True},
+        )
