@@ -26,7 +26,9 @@ from __future__ import annotations
 import html
 import ipaddress
 import re
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from typing import Any
 from urllib.parse import SplitResult, urljoin, urlsplit, urlunsplit
 
 #: Two-label suffixes under which each name is a separate site (a small, common subset of
@@ -194,3 +196,50 @@ def preferred(candidate: str, current: str, rules: Iterable[str] = PREFERENCE_RU
         and same_site(candidate, current)
         and url_rank(candidate, chosen) < url_rank(current, chosen)
     )
+
+
+#: Keys stored by another URL, and keys declared canonical, remembered per crawl (each; the
+#: oldest are forgotten first).
+MEMORY_ENTRIES = 100_000
+
+
+class KeyMemory:
+    """Which keys this crawl saw stored by another URL, or declared canonical.
+
+    One case needs memory beyond the index: a copy arrived first and was stored under the
+    canonical URL it names, and then the canonical URL itself arrives. To the index that
+    looks like a re-fetch of the same key (a change observation), yet it is the second page
+    of one cluster in this crawl, so such an arrival is a claim too. A later crawl starts
+    with an empty memory, so a re-fetch of the canonical URL is again a change observation.
+    Keys some page declared canonical are never renamed by a URL preference.
+    """
+
+    def __init__(self, entries: int = MEMORY_ENTRIES) -> None:
+        self._entries = entries
+        self._held: OrderedDict[str, str] = OrderedDict()
+        self._declared: OrderedDict[str, None] = OrderedDict()
+
+    def declared(self, key: str) -> None:
+        """A page of this crawl named ``key`` as its canonical URL."""
+        self._remember(self._declared, key, None)
+
+    def is_declared(self, key: str) -> bool:
+        return key in self._declared
+
+    def needs_claim(self, key: str, own: str) -> bool:
+        """Whether the index must count an entry already under ``key`` as a match."""
+        return key != own or key in self._held
+
+    def stored_by(self, key: str, own: str) -> None:
+        """``own`` was stored under ``key``: remember it if that is another URL."""
+        if key == own:
+            self._held.pop(key, None)
+            return
+        self._remember(self._held, key, own)
+
+    def _remember(self, memory: OrderedDict[str, Any], key: str, value: Any) -> None:
+        """Add ``key`` as the newest entry, forgetting the oldest beyond the bound."""
+        memory[key] = value
+        memory.move_to_end(key)
+        while len(memory) > self._entries:
+            memory.popitem(last=False)

@@ -19,6 +19,13 @@ class IndexBackendError(SimhashError):
     """
 
 
+class BackendUnavailable(SimhashError):
+    """A storage call did not happen: the backend failed or waits out its retry pause.
+
+    Raised by the crawl's guarded backends; the caller applies its error policy.
+    """
+
+
 class IndexMismatchError(ConfigurationError):
     """An existing index was built with another fingerprint scheme, width or band layout."""
 

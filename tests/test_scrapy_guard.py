@@ -15,9 +15,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scrapy_simhash._redis import mask_url
-from scrapy_simhash.exceptions import ConfigurationError
+from scrapy_simhash.exceptions import BackendUnavailable, ConfigurationError
 from scrapy_simhash.glue.config import MiddlewareConfig, content_type_matches
-from scrapy_simhash.glue.guard import BackendUnavailable, Guarded, scrub
+from scrapy_simhash.glue.guard import Guarded, scrub
 from scrapy_simhash.index import open_async_index
 from tests.conftest import Clock
 from tests.redis_servers import RedisServer

@@ -43,9 +43,13 @@ from scrapy_simhash.dust import (
 )
 from scrapy_simhash.dust.book import MIN_SUPPORT
 from scrapy_simhash.dust.store import MAX_PAIRS, check_rule_store_url
-from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError, InvalidKeyError
+from scrapy_simhash.exceptions import (
+    BackendUnavailable,
+    ConfigurationError,
+    IndexBackendError,
+    InvalidKeyError,
+)
 from scrapy_simhash.glue.errors import KnownCopy
-from scrapy_simhash.glue.guard import BackendUnavailable
 from scrapy_simhash.glue.wiring import send_signal
 
 if TYPE_CHECKING:

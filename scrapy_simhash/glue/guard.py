@@ -19,21 +19,17 @@ from typing import Any, Generic, TypeVar
 
 from scrapy_simhash._redact import mask_url, scrub
 from scrapy_simhash.exceptions import (
+    BackendUnavailable,
     ConfigurationError,
     IndexBackendError,
     IndexMismatchError,
     InvalidKeyError,
-    SimhashError,
 )
 
 logger = logging.getLogger("scrapy_simhash.glue.guard")  # the name users filter on
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-
-class BackendUnavailable(SimhashError):
-    """The backend failed or is in its retry pause; the caller applies its error policy."""
 
 
 def _backend_errors() -> tuple[type[BaseException], ...]:

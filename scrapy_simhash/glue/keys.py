@@ -1,45 +1,34 @@
-"""The index key of a response: its declared canonical URL, and who stored it first.
+"""The index key of a response: its declared canonical URL, or its own URL.
 
 A page fetched under one URL may name another as canonical (``/print/a.html`` names
 ``/a.html``); its key is then the canonical URL and the index is asked with ``claim``, so
-the stored page under that key counts as its match. One case needs memory beyond the
-index: a copy arrived first and was stored under the canonical URL, and then the canonical
-URL itself arrives. To the index that looks like a re-fetch of the same key (a change
-observation), yet it is the second page of one cluster in this crawl. So the keys stored by
-another URL during this crawl are remembered here (bounded), and such an arrival is a
-claim too. A later crawl starts with an empty memory, so a re-fetch of the canonical URL is
-again a change observation.
+the stored page under that key counts as its match. What this crawl has seen stored under
+which key is the core's :class:`~scrapy_simhash.canonical.KeyMemory`.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from scrapy.http import HtmlResponse, TextResponse
 
-from scrapy_simhash.canonical import HEAD_SCAN_CHARS, declared_canonical
+from scrapy_simhash.canonical import HEAD_SCAN_CHARS, KeyMemory, declared_canonical
 from scrapy_simhash.index.keys import index_key
 
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.http import Response
 
-#: Keys stored by another URL, and keys declared canonical, remembered per crawl (each; the
-#: oldest are forgotten first).
-MEMORY_ENTRIES = 100_000
-
 
 class CanonicalKeys:
-    """Chooses index keys and remembers keys first stored by another URL in this crawl."""
+    """Chooses index keys from requests and responses, remembering declarations."""
 
-    def __init__(self, *, use_canonical: bool, canonicalize: bool) -> None:
+    def __init__(
+        self, *, use_canonical: bool, canonicalize: bool, memory: KeyMemory | None = None
+    ) -> None:
         self.use_canonical = use_canonical
         self.canonicalize = canonicalize
-        self._held: OrderedDict[str, str] = OrderedDict()
-        #: Keys some page of this crawl declared canonical: a URL preference never renames them.
-        self._declared: OrderedDict[str, None] = OrderedDict()
-
+        self.memory = memory if memory is not None else KeyMemory()
     def _normal(self, url: str) -> str:
         if self.canonicalize:
             from w3lib.url import canonicalize_url
@@ -70,11 +59,8 @@ class CanonicalKeys:
         if not canonical:
             return own, own
         key = self._normal(canonical)
-        _remember(self._declared, key, None)
+        self.memory.declared(key)
         return key, own
-
-    def is_declared(self, key: str) -> bool:
-        return key in self._declared
 
     @staticmethod
     def _declaration(response: Response) -> str | None:
@@ -88,22 +74,3 @@ class CanonicalKeys:
         if not links and not document:
             return None
         return declared_canonical(response.url, document=document, link_headers=links)
-
-    def needs_claim(self, key: str, own: str) -> bool:
-        """Whether the index must count an entry already under ``key`` as a match."""
-        return key != own or key in self._held
-
-    def stored_by(self, key: str, own: str) -> None:
-        """``own`` was stored under ``key``: remember it if that is another URL."""
-        if key == own:
-            self._held.pop(key, None)
-            return
-        _remember(self._held, key, own)
-
-
-def _remember(memory: OrderedDict[str, Any], key: str, value: Any) -> None:
-    """Add ``key`` as the newest entry, forgetting the oldest beyond MEMORY_ENTRIES."""
-    memory[key] = value
-    memory.move_to_end(key)
-    while len(memory) > MEMORY_ENTRIES:
-        memory.popitem(last=False)

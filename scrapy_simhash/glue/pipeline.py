@@ -17,19 +17,18 @@ from scrapy.exceptions import DropItem, NotConfigured
 
 from scrapy_simhash import signals
 from scrapy_simhash._settings import get_bool
-from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError, InvalidKeyError
+from scrapy_simhash.exceptions import ConfigurationError, InvalidKeyError
 from scrapy_simhash.glue import config
 from scrapy_simhash.glue.config import PipelineConfig
-from scrapy_simhash.glue.guard import BackendUnavailable
 from scrapy_simhash.glue.wiring import (
+    IndexErrorPolicy,
     guarded_index,
     index_kwargs,
-    record_drop,
-    report_unusable_index,
     send_signal,
     validate_index,
 )
 from scrapy_simhash.index.keys import index_key
+from scrapy_simhash.verdict import DUPLICATE, UNAVAILABLE, UNUSABLE, VerdictStep
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -81,7 +80,11 @@ class SimhashPipeline:
         )
         validate_index(url, kwargs)
         self.index = guarded_index(url, kwargs, self.config.guard, lambda: self._inc("index_error"))
-        self._unusable_reported = False
+        # Items have no schedule and no canonical URLs: the step only asks the index.
+        self.verdicts = VerdictStep(
+            self.index, None, bits=self.fingerprinter.bits, change_distance=0
+        )
+        self.errors = IndexErrorPolicy(crawler, self.config.guard.on_error, self.config.on_mismatch)
         crawler.signals.connect(self._spider_closed, signal=scrapy_signals.spider_closed)
 
     @classmethod
@@ -111,44 +114,38 @@ class SimhashPipeline:
             self._inc("no_text")
             return item
         if self.config.fingerprint_field:
-            adapter[self.config.fingerprint_field] = self._to_hex(fp, self.fingerprinter.bits)
+            adapter[self.config.fingerprint_field] = self.verdicts.hex(fp)
         try:
             key = self._key(adapter)
-            observation = await self.index.call(lambda index: index.observe(key, fp))
-        except BackendUnavailable as exc:
-            return self._index_failed(item, str(exc))
         except InvalidKeyError as exc:  # this item's key alone: the item passes
             self._inc("invalid_key")
             logger.warning("SimHash cannot check an item, passing it: %s", exc)
             return item
-        except ConfigurationError as exc:
-            self._inc("index_unusable")
-            if not self._unusable_reported:
-                self._unusable_reported = True
-                report_unusable_index(self.crawler, self.config.on_mismatch, exc)
+        # Keyed by a field, a dropped item is worth a record for `lookup`; anonymous ones not.
+        record = self.config.drop_duplicates and not key.startswith(ANONYMOUS)
+        verdict = await self.verdicts.page(key, key, fp, None, record_drops=record)
+        if verdict.outcome == UNAVAILABLE:
+            error = self.errors.unavailable(
+                verdict.reason or "", checking="an item", things="items", drop=DropItem
+            )
+            if isinstance(error, DropItem):
+                self._inc("dropped")
+            if error is not None:
+                raise error
             return item
-        match = observation.match
-        if match is None:
+        if verdict.outcome == UNUSABLE:
+            self._inc("index_unusable")
+            self.errors.unusable(verdict.error or ConfigurationError(verdict.reason))
+            return item
+        if verdict.outcome != DUPLICATE:
             self._inc("unique")
             return item
         self._inc("duplicate")
-        info = {"key": key, "duplicate_of": match.key, "distance": match.distance}
         if not self.config.drop_duplicates:
             return item
         self._inc("dropped")
-        if not key.startswith(ANONYMOUS):  # keyed by a field: worth a lookup later
-            await record_drop(self.index, key, match.key, match.distance)
+        info = {"key": key, "duplicate_of": verdict.duplicate_of, "distance": verdict.distance}
         await send_signal(self.crawler, signals.item_dropped, item=item, info=info)
-        raise DropItem(f"near-duplicate of item {match.key} (distance {match.distance})")
-
-    def _index_failed(self, item: Any, error: str) -> Any:
-        policy = self.config.guard.on_error
-        if policy == "drop":
-            self._inc("dropped")
-            raise DropItem(f"SimHash index unavailable ({error}); SIMHASH_ON_INDEX_ERROR=drop")
-        if policy == "raise":
-            raise IndexBackendError(
-                f"SimHash index unavailable while checking an item: {error} "
-                "(set SIMHASH_ON_INDEX_ERROR=pass to let items through)"
-            )
-        return item
+        raise DropItem(
+            f"near-duplicate of item {verdict.duplicate_of} (distance {verdict.distance})"
+        )

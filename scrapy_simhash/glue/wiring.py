@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import logging
 import re
@@ -12,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy_simhash._failures import permanent_reason
 from scrapy_simhash._redact import mask_url, scrub
-from scrapy_simhash.exceptions import ConfigurationError
+from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
 from scrapy_simhash.glue.config import GuardConfig
-from scrapy_simhash.glue.guard import BACKEND_ERRORS, BackendUnavailable, Guarded
+from scrapy_simhash.glue.guard import BACKEND_ERRORS, Guarded
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -128,13 +127,6 @@ async def send_signal(crawler: Crawler, signal: object, **kwargs: Any) -> None:
     await maybe_deferred_to_future(manager.send_catch_log_deferred(signal, **kwargs))
 
 
-async def record_drop(index: Guarded[Any], url: str, kept: str, distance: int) -> None:
-    """Record a dropped near-duplicate; an unavailable (or, found mid-crawl, unusable)
-    index only loses the record."""
-    with contextlib.suppress(BackendUnavailable, ConfigurationError):
-        await index.call(lambda backend: backend.record_drop(url, kept, distance))
-
-
 def check_crawl_settings(settings: Any) -> None:
     """Refuse a crawl the add-on cannot serve; warn about misspelt ``SIMHASH_*`` names.
 
@@ -184,6 +176,38 @@ def close_spider(crawler: Crawler, reason: str) -> None:
 
 
 _CLOSING: set[asyncio.Future[Any]] = set()
+
+
+class IndexErrorPolicy:
+    """What a page (or item) meets when the index could not check it, for the middleware
+    and the pipeline alike: ``SIMHASH_ON_INDEX_ERROR`` for outages, ``SIMHASH_ON_INDEX_MISMATCH``
+    (reported once) for an index that turned out unusable."""
+
+    def __init__(self, crawler: Crawler, on_error: str, on_mismatch: str) -> None:
+        self.crawler = crawler
+        self.on_error = on_error
+        self.on_mismatch = on_mismatch
+        self._reported = False
+
+    def unavailable(
+        self, error: str, *, checking: str, things: str, drop: Callable[[str], Exception]
+    ) -> Exception | None:
+        """The exception to raise for a thing the index could not check (None: it passes).
+        ``drop`` makes the exception that drops it (IgnoreRequest, DropItem)."""
+        if self.on_error == "drop":
+            return drop(f"SimHash index unavailable ({error}); SIMHASH_ON_INDEX_ERROR=drop")
+        if self.on_error == "raise":
+            return IndexBackendError(
+                f"SimHash index unavailable while checking {checking}: {error} "
+                f"(set SIMHASH_ON_INDEX_ERROR=pass to let {things} through)"
+            )
+        return None
+
+    def unusable(self, exc: Exception) -> None:
+        """Report the first unusable-index answer; the thing itself passes either way."""
+        if not self._reported:
+            self._reported = True
+            report_unusable_index(self.crawler, self.on_mismatch, exc)
 
 
 def report_unusable_index(crawler: Crawler, policy: str, exc: Exception) -> None:

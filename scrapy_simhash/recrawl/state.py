@@ -153,6 +153,16 @@ class Fetch:
     last_modified: str | None = None
 
 
+def compare(previous: int, fingerprint: int, change_distance: int) -> tuple[bool, int]:
+    """Whether a page changed between two fingerprints, and by how many bits.
+
+    The one change rule: more than ``change_distance`` bits is a substantive change, so
+    timestamps, counters and rotating teasers, which move a few bits, are not.
+    """
+    distance = (previous ^ fingerprint).bit_count()
+    return distance > change_distance, distance
+
+
 def next_interval(
     config: RecrawlConfig,
     rate: float,
@@ -214,8 +224,7 @@ def advance(
         changed = False
     elif fetch.fingerprint is not None:
         if old.fingerprint is not None:
-            distance = (old.fingerprint ^ fetch.fingerprint).bit_count()
-            changed = distance > config.change_distance
+            changed, distance = compare(old.fingerprint, fetch.fingerprint, config.change_distance)
         fingerprint = fetch.fingerprint
     if changed is not None and last_compared is not None:
         elapsed = quantize_interval(max(0.0, now - last_compared))

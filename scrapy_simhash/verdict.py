@@ -1,0 +1,300 @@
+"""The verdict on one fetched page: a copy or not, changed or not, and what storage learns.
+
+Why one place: a page's answer takes several stores in a fixed order (the index's atomic
+observe or claim, the change rule, the recrawl schedule, the drop record), and the order
+carries the guarantees: a copy is never scheduled for revisits, a URL that names a canonical
+URL it does not copy is filed under its own, the cluster keeps the name the URL preference
+gives it. The downloader middleware and the item pipeline ask this step and turn its answer
+into Scrapy's actions (drop, mark, skip, stats, signals); they decide nothing themselves.
+It imports no Scrapy, so every branch is tested with real backends and no crawler.
+
+Storage is reached through guarded callers (``glue.guard.Guarded`` in a crawl): a call
+raises :class:`BackendUnavailable` during an outage and :class:`ConfigurationError` when the
+storage cannot be used as configured; the verdict says which, and the caller's policy acts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from scrapy_simhash.canonical import KeyMemory, preferred
+from scrapy_simhash.exceptions import BackendUnavailable, ConfigurationError, InvalidKeyError
+from scrapy_simhash.recrawl.state import Visit, compare
+
+#: Outcomes of :meth:`VerdictStep.page`.
+UNIQUE = "unique"
+DUPLICATE = "duplicate"
+#: No fingerprint to check (too little text, an extraction failure, a key no backend stores).
+UNCHECKED = "unchecked"
+#: The index did not answer (an outage): SIMHASH_ON_INDEX_ERROR decides.
+UNAVAILABLE = "unavailable"
+#: The index cannot be used as configured: SIMHASH_ON_INDEX_MISMATCH decides.
+UNUSABLE = "unusable"
+
+#: The keys of ``response.meta["simhash"]``, always present.
+META_KEYS = (
+    "key", "fingerprint", "duplicate_of", "distance", "changed", "change_distance", "reason",
+)
+#: Keys present only when they hold something.
+OPTIONAL_META_KEYS = ("renamed_from", "links_only")
+
+
+class Guarded(Protocol):
+    """A storage object behind a guard: ``await call(lambda backend: backend.method())``."""
+
+    async def call(self, operation: Callable[[Any], Awaitable[Any]]) -> Any: ...
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the server said about a URL, as recrawl scheduling needs it."""
+
+    status: int
+    etag: str | None = None
+    last_modified: str | None = None
+
+
+@dataclass(frozen=True)
+class Verdict(Mapping[str, Any]):
+    """The answer for one page; as a mapping, the keys of ``response.meta["simhash"]``.
+
+    The crawl stores ``dict(verdict)`` in ``meta``: items that carry it must still
+    serialise with Scrapy's feed exporters, which know dicts, not mappings.
+    """
+
+    outcome: str
+    key: str | None = None
+    #: Hex digits, as users see fingerprints.
+    fingerprint: str | None = None
+    duplicate_of: str | None = None
+    distance: int | None = None
+    changed: bool | None = None
+    change_distance: int | None = None
+    reason: str | None = None
+    renamed_from: str | None = None
+    #: A near-duplicate passed to the spider for its links only (SIMHASH_FOLLOW_DUPLICATE_LINKS).
+    links_only: bool = False
+    #: Why the index is unusable (outcome UNUSABLE), for the mismatch policy.
+    error: ConfigurationError | None = None
+
+    def __getitem__(self, name: str) -> Any:
+        if name in META_KEYS or (name in OPTIONAL_META_KEYS and getattr(self, name)):
+            return getattr(self, name)
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        yield from META_KEYS
+        yield from (name for name in OPTIONAL_META_KEYS if getattr(self, name))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def but(self, **changes: Any) -> Verdict:
+        """A copy with ``changes`` (the crawl adds what only it knows, such as links_only)."""
+        return replace(self, **changes)
+
+
+class VerdictStep:
+    """Index observe -> change rule -> recrawl observe or forget -> one :class:`Verdict`."""
+
+    def __init__(
+        self,
+        index: Guarded,
+        recrawl: Guarded | None,
+        *,
+        bits: int,
+        change_distance: int,
+        keys: KeyMemory | None = None,
+        prefer_urls: tuple[str, ...] = (),
+        count: Callable[[str], None] = lambda name: None,
+    ) -> None:
+        """``recrawl`` None: no schedule is kept, and the index's previous fingerprint
+        alone tells whether a re-fetched page changed, by the same ``change_distance``.
+        ``count`` receives the names of stats the step alone sees (recrawl updates lost)."""
+        self.index = index
+        self.recrawl = recrawl
+        self.bits = bits
+        self.change_distance = change_distance
+        self.keys = keys if keys is not None else KeyMemory()
+        self.prefer_urls = prefer_urls
+        self._count = count
+
+    def hex(self, fingerprint: int) -> str:
+        return f"{fingerprint:0{self.bits // 4}x}"
+
+    async def page(
+        self,
+        key: str,
+        own: str,
+        fingerprint: int | None,
+        answer: Answer | None,
+        *,
+        reason: str | None = None,
+        record_drops: bool = True,
+    ) -> Verdict:
+        """The verdict on a page fetched from ``own`` and keyed ``key`` (its declared
+        canonical URL, or ``own``). ``answer`` None: not a visit (a cached response), the
+        schedule is left alone. ``fingerprint`` None: nothing to check, for ``reason``;
+        the visit still counts for scheduling. ``record_drops``: write the drop record of
+        copies (``lookup`` answers from it)."""
+        if fingerprint is None:
+            await self._visit(key, None, answer, own=key == own)
+            return Verdict(UNCHECKED, key=key or None, reason=reason)
+        hex_digits = self.hex(fingerprint)
+        try:
+            observation, key = await self._observe(key, own, fingerprint)
+        except BackendUnavailable as exc:
+            # The visit still counts for scheduling (the store may be up when the index
+            # is not); if it fails too, it is counted as lost.
+            await self._visit(key, fingerprint, answer, own=key == own)
+            return Verdict(
+                UNAVAILABLE, key=key, fingerprint=hex_digits, reason=f"index unavailable: {exc}"
+            )
+        except InvalidKeyError as exc:  # this page's key alone: the page passes
+            return Verdict(UNCHECKED, key=key, fingerprint=hex_digits, reason=f"invalid key: {exc}")
+        except ConfigurationError as exc:  # not an outage: the caller's mismatch policy
+            return Verdict(
+                UNUSABLE, key=key, fingerprint=hex_digits, reason=f"index unusable: {exc}",
+                error=exc,
+            )
+        match = observation.match
+        if match is not None:
+            renamed = await self._prefer(key, own, fingerprint, match, answer)
+            if not renamed and own != match.key:
+                # A copy is not scheduled for revisits: its content is tracked under the
+                # page it copies, and a URL claimed from the due queue must not return when
+                # its lease ends. The record says what it copies, for `lookup`.
+                if key == own:
+                    await self.forget(own)
+                if record_drops:
+                    await self.record_drop(own, match.key, match.distance)
+            return Verdict(
+                DUPLICATE, key=key, fingerprint=hex_digits, duplicate_of=match.key,
+                distance=match.distance, renamed_from=match.key if renamed else None,
+            )
+        if key != own and record_drops:
+            # Kept under the canonical URL it names: its own URL is a copy of that, which
+            # `lookup` should say as for any dropped copy.
+            await self.record_drop(own, key, 0)
+        changed = change_distance = None
+        if observation.previous is not None:
+            changed, change_distance = compare(
+                observation.previous, fingerprint, self.change_distance
+            )
+        visit = await self._visit(key, fingerprint, answer, own=key == own)
+        if visit is not None:
+            changed = visit.changed
+            if visit.distance is not None:
+                change_distance = visit.distance
+        return Verdict(
+            UNIQUE, key=key, fingerprint=hex_digits, changed=changed,
+            change_distance=change_distance,
+        )
+
+    async def _observe(self, key: str, own: str, fingerprint: int) -> tuple[Any, str]:
+        """Ask the index about a page; return the answer and the key it is filed under.
+
+        A page keyed by a canonical URL other than its own (or by one another URL stored
+        earlier in this crawl) is a claim: what is stored under that key is its match.
+        """
+        index = self.index
+        if not self.keys.needs_claim(key, own):
+            return await index.call(lambda backend: backend.observe(key, fingerprint)), key
+        observation = await index.call(lambda backend: backend.claim(key, fingerprint))
+        if observation.match is not None and observation.match.key == own != key:
+            # The page itself, filed under its own URL at an earlier fetch because it does
+            # not copy the canonical URL it names (page 2 naming page 1): a visit again.
+            return await index.call(lambda backend: backend.observe(own, fingerprint)), own
+        if observation.match is None and not observation.stored:
+            # The key holds other content: a page naming a canonical URL it does not copy
+            # (a paginated or misdeclared page) is filed under its own URL, and the
+            # canonical URL itself replaces what a misdeclaring page stored under it.
+            observation = await index.call(lambda backend: backend.observe(own, fingerprint))
+            if key == own:  # nor is that page's fetch a visit of this one
+                observation = observation._replace(previous=None)
+                await self.forget(key)
+            key = own
+        if observation.stored:
+            self.keys.stored_by(key, own)
+        return observation, key
+
+    async def _prefer(
+        self, key: str, own: str, fingerprint: int, match: Any, answer: Answer | None
+    ) -> bool:
+        """Name the cluster by this copy's URL if SIMHASH_PREFER_URLS ranks it better.
+
+        Only between URLs no page declared canonical: the index entry is renamed (the
+        stored fingerprint, of the page the spider received, stays), the former name is
+        recorded as a copy, and recrawl scheduling moves to this URL. The page itself is
+        still a near-duplicate: its cluster already reached the spider.
+        """
+        if (
+            not self.prefer_urls
+            or key != own
+            or own == match.key
+            or self.keys.is_declared(match.key)
+            or not preferred(own, match.key, self.prefer_urls)
+        ):
+            return False
+        try:
+            renamed = await self.index.call(lambda backend: backend.rename(match.key, own))
+        except (BackendUnavailable, ConfigurationError):  # the copy is still dropped
+            return False
+        if not renamed:
+            return False
+        await self.forget(match.key)
+        await self.record_drop(match.key, own, match.distance)
+        await self._visit(own, fingerprint, answer)
+        return True
+
+    async def status(self, key: str, answer: Answer) -> Visit | None:
+        """A response with no page to read (304, 404, 5xx; status 0: the download failed
+        for good): the schedule hears of it. None without a schedule or when it is away."""
+        return await self._visit(key, None, answer)
+
+    async def record_drop(self, url: str, kept: str, distance: int) -> None:
+        """Record a dropped near-duplicate; an unavailable (or, found mid-crawl, unusable)
+        index only loses the record."""
+        with contextlib.suppress(BackendUnavailable, ConfigurationError):
+            await self.index.call(lambda backend: backend.record_drop(url, kept, distance))
+
+    async def forget(self, key: str) -> None:
+        """Take ``key`` off the recrawl schedule."""
+        if self.recrawl is None:
+            return
+        try:
+            await self.recrawl.call(lambda store: store.remove(key))
+        except (BackendUnavailable, ConfigurationError) as exc:
+            self._lost(exc)
+
+    async def _visit(
+        self, key: str, fingerprint: int | None, answer: Answer | None, *, own: bool = True
+    ) -> Visit | None:
+        """Record a fetch under ``key``; validators only come from the key's own URL (a
+        copy's ETag would be sent to the canonical URL) and from a page, not an error."""
+        if self.recrawl is None or answer is None:
+            return None
+        status = answer.status
+        validators = own and (200 <= status < 300 or status == 304)
+        etag = answer.etag if validators else None
+        modified = answer.last_modified if validators else None
+        try:
+            visit: Visit = await self.recrawl.call(
+                lambda store: store.observe(
+                    key, fingerprint, status=status, etag=etag, last_modified=modified
+                )
+            )
+        except (BackendUnavailable, ConfigurationError) as exc:
+            self._lost(exc)
+            return None
+        return visit
+
+    def _lost(self, exc: Exception) -> None:
+        """A recrawl update that did not happen: counted (simhash/recrawl_error by the guard
+        for outages, here for the rest) and summed up in a WARNING at the close."""
+        if isinstance(exc, ConfigurationError):
+            self._count("recrawl_error")
+        self._count("recrawl_lost")

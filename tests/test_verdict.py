@@ -1,0 +1,255 @@
+"""The verdict step on real backends, without a crawler: every branch of a page's answer."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from scrapy_simhash.exceptions import IndexMismatchError
+from scrapy_simhash.glue.guard import Guarded
+from scrapy_simhash.index import open_async_index
+from scrapy_simhash.recrawl import RecrawlConfig, open_async_recrawl_store
+from scrapy_simhash.verdict import (
+    DUPLICATE,
+    META_KEYS,
+    UNAVAILABLE,
+    UNCHECKED,
+    UNIQUE,
+    UNUSABLE,
+    Answer,
+    Verdict,
+    VerdictStep,
+)
+from tests.conftest import backend_params, backend_url
+
+A = 0x0123_4567_89AB_CDEF
+NEAR_A = A ^ 0b101  # 2 bits from A
+FAR = A ^ 0xFFFF_FFFF  # 32 bits from A
+OK = Answer(200, etag='"v1"', last_modified="Tue, 01 Jul 2025 10:00:00 GMT")
+
+
+def guard(opener: Callable[[], Awaitable[Any]]) -> Guarded[Any]:
+    return Guarded("test store", "test://", opener, timeout=5.0, retry_after=60.0,
+                   log_interval=60.0)
+
+
+class Stores:
+    """An index and a recrawl store of one URL, each behind a guard, and the step over them."""
+
+    def __init__(self, url: str, *, recrawl: bool = True, scheme: str = "test-scheme",
+                 prefer: tuple[str, ...] = ()) -> None:
+        self.url = url
+        self.counts: dict[str, int] = {}
+        self.index = guard(lambda: open_async_index(
+            url, namespace="verdict", max_distance=3, scheme=scheme))
+        self.recrawl = guard(self._open_recrawl) if recrawl else None
+        self.step = VerdictStep(
+            self.index, self.recrawl, bits=64, change_distance=3, prefer_urls=prefer,
+            count=lambda name: self.counts.__setitem__(name, self.counts.get(name, 0) + 1),
+        )
+
+    async def _open_recrawl(self) -> Any:
+        return open_async_recrawl_store(self.url, namespace="verdict", config=RecrawlConfig())
+
+    async def state(self, url: str) -> Any:
+        assert self.recrawl is not None
+        return await self.recrawl.call(lambda store: store.get(url))
+
+    async def drop_of(self, url: str) -> Any:
+        return await self.index.call(lambda index: index.drop_of(url))
+
+    async def close(self) -> None:
+        await self.index.aclose()
+        if self.recrawl is not None:
+            await self.recrawl.aclose()
+
+
+@pytest.fixture(params=backend_params(("memory", "sqlite", "redis")))
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    return backend_url(request.param, request, tmp_path)
+
+
+def run(coroutine: Awaitable[Any]) -> Any:
+    return asyncio.run(coroutine)  # type: ignore[arg-type]
+
+
+def test_a_page_seen_again_is_a_change_observation_not_a_copy(url: str) -> None:
+    async def scenario() -> None:
+        stores = Stores(url)
+        first = await stores.step.page("https://a.test/x", "https://a.test/x", A, OK)
+        again = await stores.step.page("https://a.test/x", "https://a.test/x", NEAR_A, OK)
+        changed = await stores.step.page("https://a.test/x", "https://a.test/x", FAR, OK)
+        assert (first.outcome, first.changed) == (UNIQUE, None)
+        assert (again.outcome, again.changed, again.change_distance) == (UNIQUE, False, 2)
+        assert (changed.outcome, changed.changed, changed.change_distance) == (UNIQUE, True, 30)
+        assert (await stores.state("https://a.test/x")).visits == 3
+        await stores.close()
+
+    run(scenario())
+
+
+def test_a_copy_is_recorded_and_taken_off_the_schedule(url: str) -> None:
+    async def scenario() -> None:
+        stores = Stores(url)
+        await stores.step.page("https://a.test/x", "https://a.test/x", A, OK)
+        copy = await stores.step.page("https://a.test/x?s=1", "https://a.test/x?s=1", NEAR_A, OK)
+        assert (copy.outcome, copy.duplicate_of, copy.distance) == (DUPLICATE, "https://a.test/x", 2)
+        assert await stores.state("https://a.test/x?s=1") is None
+        record = await stores.drop_of("https://a.test/x?s=1")
+        assert (record.kept, record.distance) == ("https://a.test/x", 2)
+        await stores.close()
+
+    run(scenario())
+
+
+def test_a_page_naming_a_canonical_url_is_filed_under_it_with_the_canonical_validators(
+    url: str,
+) -> None:
+    async def scenario() -> None:
+        stores = Stores(url)
+        amp = await stores.step.page("https://a.test/x", "https://a.test/amp/x", A, OK)
+        assert (amp.outcome, amp.key) == (UNIQUE, "https://a.test/x")
+        record = await stores.drop_of("https://a.test/amp/x")
+        assert (record.kept, record.distance) == ("https://a.test/x", 0)
+        state = await stores.state("https://a.test/x")
+        assert state.visits == 1
+        assert state.etag is None  # the AMP view's validators are not the canonical URL's
+        # The canonical URL arriving next is a copy of what its AMP view stored.
+        canonical = await stores.step.page("https://a.test/x", "https://a.test/x", NEAR_A, OK)
+        assert (canonical.outcome, canonical.duplicate_of) == (DUPLICATE, "https://a.test/x")
+        await stores.close()
+
+    run(scenario())
+
+
+def test_a_page_misdeclaring_its_canonical_url_is_filed_under_its_own(url: str) -> None:
+    async def scenario() -> None:
+        stores = Stores(url)
+        await stores.step.page("https://a.test/1", "https://a.test/1", A, OK)
+        page_two = await stores.step.page("https://a.test/1", "https://a.test/2", FAR, OK)
+        assert (page_two.outcome, page_two.key, page_two.duplicate_of) == (
+            UNIQUE, "https://a.test/2", None
+        )
+        assert (await stores.state("https://a.test/2")).visits == 1
+        await stores.close()
+
+    run(scenario())
+
+
+def test_a_preferred_url_renames_the_cluster_and_takes_over_its_schedule(url: str) -> None:
+    async def scenario() -> None:
+        stores = Stores(url, prefer=("no_print_amp", "fewer_params"))
+        await stores.step.page("https://a.test/x?utm=1", "https://a.test/x?utm=1", A, OK)
+        clean = await stores.step.page("https://a.test/x", "https://a.test/x", NEAR_A, OK)
+        assert (clean.outcome, clean.renamed_from) == (DUPLICATE, "https://a.test/x?utm=1")
+        assert clean["renamed_from"] == "https://a.test/x?utm=1"
+        assert await stores.state("https://a.test/x?utm=1") is None
+        assert (await stores.state("https://a.test/x")).visits == 1
+        assert (await stores.drop_of("https://a.test/x?utm=1")).kept == "https://a.test/x"
+        await stores.close()
+
+    run(scenario())
+
+
+def test_a_page_without_a_fingerprint_is_a_visit_and_a_cached_one_is_not(url: str) -> None:
+    async def scenario() -> None:
+        stores = Stores(url)
+        short = await stores.step.page("https://a.test/s", "https://a.test/s", None, OK,
+                                       reason="too little text")
+        assert (short.outcome, short.reason, short.fingerprint) == (
+            UNCHECKED, "too little text", None
+        )
+        assert (await stores.state("https://a.test/s")).visits == 1
+        cached = await stores.step.page("https://a.test/c", "https://a.test/c", A, None)
+        assert cached.outcome == UNIQUE
+        assert await stores.state("https://a.test/c") is None
+        await stores.close()
+
+    run(scenario())
+
+
+def test_without_a_schedule_the_index_alone_tells_a_change(url: str) -> None:
+    async def scenario() -> None:
+        stores = Stores(url, recrawl=False)
+        await stores.step.page("https://a.test/x", "https://a.test/x", A, OK)
+        again = await stores.step.page("https://a.test/x", "https://a.test/x", FAR, OK)
+        assert (again.changed, again.change_distance) == (True, 32)
+        await stores.close()
+
+    run(scenario())
+
+
+def test_an_index_that_is_away_leaves_the_page_unchecked_and_the_visit_counted(
+    tmp_path: Path,
+) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        dead = f"redis://127.0.0.1:{probe.getsockname()[1]}/0"
+
+    async def scenario() -> None:
+        stores = Stores(f"sqlite:///{tmp_path / 'state.sqlite3'}")
+        stores.index = guard(lambda: open_async_index(dead, namespace="verdict"))
+        stores.step.index = stores.index
+        verdict = await stores.step.page("https://a.test/x", "https://a.test/x", A, OK)
+        assert verdict.outcome == UNAVAILABLE
+        assert str(verdict.reason).startswith("index unavailable")
+        assert (await stores.state("https://a.test/x")).visits == 1
+        await stores.close()
+
+    run(scenario())
+
+
+def test_an_index_of_another_scheme_is_unusable_with_its_reason(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'index.sqlite3'}"
+
+    async def scenario() -> None:
+        first = Stores(url, scheme="scheme-one")
+        await first.step.page("https://a.test/x", "https://a.test/x", A, OK)
+        await first.close()
+        second = Stores(url, scheme="scheme-two", recrawl=False)
+        verdict = await second.step.page("https://a.test/y", "https://a.test/y", FAR, OK)
+        assert verdict.outcome == UNUSABLE
+        assert isinstance(verdict.error, IndexMismatchError)
+        assert "scheme" in str(verdict.reason)
+        await second.close()
+
+    run(scenario())
+
+
+def test_a_verdict_reads_as_the_meta_mapping_users_know() -> None:
+    plain = Verdict(UNIQUE, key="https://a.test/x", fingerprint="00ff", changed=False)
+    assert list(plain) == list(META_KEYS)
+    assert json.loads(json.dumps(dict(plain)))["changed"] is False
+    assert "renamed_from" not in plain
+    assert "links_only" not in plain
+    marked = plain.but(links_only=True)
+    assert marked["links_only"] is True
+    assert len(marked) == len(META_KEYS) + 1
+    with pytest.raises(TypeError):
+        plain["key"] = "other"  # type: ignore[index]
+    with pytest.raises(KeyError):
+        plain["outcome"]
+
+
+@given(st.lists(st.integers(0, 2**64 - 1), min_size=2, max_size=6))
+def test_change_follows_the_distance_to_the_previous_fingerprint(prints: list[int]) -> None:
+    async def scenario() -> list[Verdict]:
+        stores = Stores("memory://", recrawl=False)
+        verdicts = [await stores.step.page("https://a.test/x", "https://a.test/x", fp, OK)
+                    for fp in prints]
+        await stores.close()
+        return verdicts
+
+    verdicts = run(scenario())
+    assert verdicts[0].changed is None
+    for previous, fp, verdict in zip(prints[:-1], prints[1:], verdicts[1:], strict=True):
+        distance = (previous ^ fp).bit_count()
+        assert (verdict.changed, verdict.change_distance) == (distance > 3, distance)
