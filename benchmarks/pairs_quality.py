@@ -37,7 +37,7 @@ from _pages import data_dir
 from scrapy_simhash.cli import common_parser
 from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
 from scrapy_simhash.index.layout import choose_layout
-from scrapy_simhash.index.settings import index_options_from_settings
+from scrapy_simhash.settings import index_options
 
 KS = range(13)
 SAME_TEMPLATE = ("same_template", "same_template_swap")
@@ -205,9 +205,9 @@ def main() -> int:
         print(f"skipped: pair benchmark not found at {root} (set SIMHASH_BENCH_DATA)")
         return 0
     overrides = dict(args.settings)
-    index_options = index_options_from_settings(overrides)
-    k = args.k if args.k is not None else index_options["max_distance"]
-    exact = min(index_options["exact_distance"], k)
+    options_of_index = index_options(overrides)
+    k = args.k if args.k is not None else options_of_index["max_distance"]
+    exact = min(options_of_index["exact_distance"], k)
     masks = choose_layout(64, exact).masks
     pairs = load_pairs(root)
     files = sorted({root / p.a for p in pairs} | {root / p.b for p in pairs})

@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 import xxhash
 
-from scrapy_simhash._settings import get_bool, get_choice, get_float, get_int, get_str
 from scrapy_simhash.exceptions import ConfigurationError
 from scrapy_simhash.features import (
     CJK_FEATURES,
@@ -101,26 +100,9 @@ class FingerprintConfig:
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> FingerprintConfig:
         """Read the ``SIMHASH_*`` fingerprint settings (Scrapy settings or a plain dict)."""
-        d = cls()
-        return cls(
-            bits=get_int(settings, "SIMHASH_BITS", d.bits),
-            tokenizer=get_choice(settings, "SIMHASH_TOKENIZER", d.tokenizer, TOKENIZERS),
-            jieba_hmm=get_bool(settings, "SIMHASH_JIEBA_HMM", d.jieba_hmm),
-            cjk_features=get_choice(
-                settings, "SIMHASH_CJK_FEATURES", d.cjk_features, CJK_FEATURES
-            ),
-            weighting=get_choice(settings, "SIMHASH_WEIGHTING", d.weighting, WEIGHTINGS),
-            title_weight=get_float(settings, "SIMHASH_TITLE_WEIGHT", d.title_weight),
-            shingle_size=get_int(settings, "SIMHASH_SHINGLE_SIZE", d.shingle_size),
-            builtin_stopwords=get_bool(settings, "SIMHASH_STOPWORDS", d.builtin_stopwords),
-            stopwords_file=get_str(settings, "SIMHASH_STOPWORDS_FILE", d.stopwords_file),
-            keep_numbers=get_bool(settings, "SIMHASH_KEEP_NUMBERS", d.keep_numbers),
-            length_factor=get_bool(settings, "SIMHASH_LENGTH_FACTOR", d.length_factor),
-            pos_factor=get_bool(settings, "SIMHASH_POS_FACTOR", d.pos_factor),
-            seed=get_int(settings, "SIMHASH_SEED", d.seed),
-            min_text_chars=get_int(settings, "SIMHASH_MIN_TEXT_CHARS", d.min_text_chars),
-            max_body_bytes=get_int(settings, "SIMHASH_MAX_BODY_BYTES", d.max_body_bytes),
-        )
+        from scrapy_simhash.settings import fingerprint_config
+
+        return fingerprint_config(settings)
 
     @cached_property
     def stopwords(self) -> frozenset[str]:

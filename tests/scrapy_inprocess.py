@@ -57,10 +57,21 @@ class Harness:
         self.middleware = SimhashDownloaderMiddleware(self.crawler)
         self.middleware._spider_opened()
 
-    def fetch(self, url: str, body: bytes, headers: dict[str, str] | None = None) -> Any:
+    def fetch(
+        self,
+        url: str,
+        body: bytes,
+        headers: dict[str, str] | None = None,
+        *,
+        status: int = 200,
+        meta: dict[str, Any] | None = None,
+        flags: list[str] | None = None,
+    ) -> Any:
         """The response passed on, or the exception raised; ``meta["simhash"]`` either way."""
-        request = Request(url)
-        response = HtmlResponse(url, body=body, headers=headers, request=request)
+        request = Request(url, meta=meta)
+        response = HtmlResponse(
+            url, status=status, body=body, headers=headers, request=request, flags=flags
+        )
         try:
             result: Any = self.loop.run_until_complete(
                 self.middleware.process_response(request, response)

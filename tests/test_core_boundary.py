@@ -66,3 +66,30 @@ def test_package_exports_scrapy_components_lazily() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
     assert result.stdout.split() == ["False", "scrapy_simhash.glue.addon", "True"]
+
+
+def test_settings_are_read_in_the_settings_package_only() -> None:
+    """A setting read elsewhere would have a second default, or a second meaning of a
+    malformed value: every call naming a ``SIMHASH_*`` setting is in scrapy_simhash.settings."""
+    import ast
+    import re
+    from pathlib import Path
+
+    root = Path(scrapy_simhash.__file__).parent
+    name = re.compile(r"SIMHASH_[A-Z0-9_]+")
+
+    def names_a_setting(node: ast.AST) -> bool:
+        return isinstance(node, ast.Call) and any(
+            isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+            and name.fullmatch(arg.value) is not None
+            for arg in node.args
+        )
+
+    readers = [
+        f"{path.relative_to(root)}:{getattr(node, 'lineno', 0)}"
+        for path in sorted(root.rglob("*.py"))
+        if path.parent.name != "settings"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if names_a_setting(node)
+    ]
+    assert readers == []

@@ -22,18 +22,17 @@ from pathlib import Path
 import pytest
 import redis
 
-from scrapy_simhash._setting_names import KNOWN_SETTINGS, unknown_settings
 from scrapy_simhash.exceptions import (
     ConfigurationError,
     IndexBackendError,
     IndexMismatchError,
     InvalidKeyError,
 )
-from scrapy_simhash.glue.config import MiddlewareConfig
 from scrapy_simhash.glue.guard import Guarded
-from scrapy_simhash.glue.wiring import guarded_index, index_kwargs, validate_index
+from scrapy_simhash.glue.wiring import guarded_index, validate_index
 from scrapy_simhash.index import open_async_index, open_index
 from scrapy_simhash.index.keys import MAX_KEY_CHARS, index_key
+from scrapy_simhash.settings import KNOWN_SETTINGS, MiddlewareConfig, index_kwargs, unknown_settings
 from tests.conftest import backend_params, backend_url
 from tests.redis_servers import RedisServer, free_port
 from tests.scrapy_runner import REPO

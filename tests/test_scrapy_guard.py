@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from scrapy_simhash._redis import mask_url
 from scrapy_simhash.exceptions import BackendUnavailable, ConfigurationError
-from scrapy_simhash.glue.config import MiddlewareConfig, content_type_matches
 from scrapy_simhash.glue.guard import Guarded, scrub
 from scrapy_simhash.index import open_async_index
+from scrapy_simhash.settings import MiddlewareConfig, content_type_matches
 from tests.conftest import Clock
 from tests.redis_servers import RedisServer
 

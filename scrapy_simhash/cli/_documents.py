@@ -154,9 +154,9 @@ def max_distance(args: Any, settings: Mapping[str, Any]) -> int:
     """``-k`` when given, else ``SIMHASH_MAX_DISTANCE`` as a crawl would read it."""
     if args.k is not None:
         return int(args.k)
-    from scrapy_simhash.index.settings import max_distance_from_settings
+    from scrapy_simhash.settings import max_distance as setting
 
-    return max_distance_from_settings(settings)
+    return setting(settings)
 
 
 def add_text_option(parser: Any) -> None:

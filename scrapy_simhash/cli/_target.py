@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scrapy_simhash import settings as simhash_settings
 from scrapy_simhash._redis import mask_url
-from scrapy_simhash._settings import get_str
 from scrapy_simhash.exceptions import ConfigurationError
 from scrapy_simhash.index.sqlite import DEFAULT_URL, sqlite_path
 
@@ -98,8 +98,8 @@ def resolve(args: argparse.Namespace, *, create: bool = False) -> Target:
     """Find the crawl's settings, store and namespace from the options and the project."""
     overrides = dict(getattr(args, "settings", []))
     base = getattr(args, "project_settings", None)
-    url = getattr(args, "index_url", None) or get_str(overrides, "SIMHASH_INDEX_URL", None)
-    namespace = args.namespace or get_str(overrides, "SIMHASH_NAMESPACE", None)
+    url = getattr(args, "index_url", None) or simhash_settings.index_url(overrides)
+    namespace = args.namespace or simhash_settings.given_namespace(overrides)
     spider = args.spider
     settings: Mapping[str, Any] = overrides
     if base is not None or (
@@ -150,12 +150,10 @@ def open_index(args: argparse.Namespace) -> tuple[NearDuplicateIndex, Fingerprin
 
 def index_options(target: Target, fingerprinter: Fingerprinter) -> dict[str, Any]:
     """``open_index`` keyword arguments (without the URL) of a target's index."""
-    from scrapy_simhash.index import index_options_from_settings
-
-    options = index_options_from_settings(target.settings)
-    options.pop("url", None)
-    options.update(namespace=target.namespace, bits=fingerprinter.bits, scheme=fingerprinter.scheme)
-    return options
+    return simhash_settings.index_kwargs(
+        target.settings, namespace=target.namespace, bits=fingerprinter.bits,
+        scheme=fingerprinter.scheme,
+    )
 
 
 def where(url: str | None, namespace: str) -> str:

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from scrapy_simhash._redis import mask_url
-from scrapy_simhash._settings import get_bool
 from scrapy_simhash.cli._target import (
     add_store_options,
     index_options,
@@ -24,6 +23,7 @@ from scrapy_simhash.cli._target import (
 )
 from scrapy_simhash.exceptions import SimhashError
 from scrapy_simhash.fingerprint import from_hex, to_hex
+from scrapy_simhash.settings import canonicalize_keys
 
 
 def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -147,7 +147,7 @@ def run_reset(args: argparse.Namespace) -> int:
 
 def _key(target: str, settings: Mapping[str, Any]) -> str:
     """The index key of a URL as the crawl wrote it (canonical when it canonicalises keys)."""
-    if get_bool(settings, "SIMHASH_CANONICALIZE_KEYS", False) and "://" in target:
+    if canonicalize_keys(settings) and "://" in target:
         from w3lib.url import canonicalize_url
 
         return canonicalize_url(target)

@@ -26,14 +26,14 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from scrapy_simhash._settings import get_int
     from scrapy_simhash.dust import open_rule_store
     from scrapy_simhash.dust.book import MIN_SUPPORT
     from scrapy_simhash.dust.listing import format_rules
+    from scrapy_simhash.settings import dust_min_support
 
     target = resolve(args)
     require_existing(target.url)
-    min_support = get_int(target.settings, "SIMHASH_DUST_MIN_SUPPORT", MIN_SUPPORT, minimum=1)
+    min_support = dust_min_support(target.settings, default=MIN_SUPPORT)
     with open_rule_store(target.url, target.namespace) as store:
         states = store.rules()
     print(f"URL rules of namespace {target.namespace!r} in {mask_url(target.index_url)}:")

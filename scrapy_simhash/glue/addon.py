@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import NotConfigured
 
-from scrapy_simhash._settings import get_bool
 from scrapy_simhash.index.settings import DEFAULT_MAX_DISTANCE
+from scrapy_simhash.settings import enabled, item_fields
 
 if TYPE_CHECKING:
     from scrapy.settings import Settings
@@ -31,7 +31,7 @@ class Addon:
     """Enable the SimHash middleware and pipeline with sound defaults."""
 
     def update_settings(self, settings: Settings) -> None:
-        if not get_bool(settings, "SIMHASH_ENABLED", True):
+        if not enabled(settings):
             raise NotConfigured("SIMHASH_ENABLED is False: near-duplicate detection is off")
         from scrapy_simhash.glue.follow import PRIORITY as SPIDER_MW_PRIORITY
         from scrapy_simhash.glue.follow import SimhashSpiderMiddleware
@@ -49,7 +49,7 @@ class Addon:
             "SPIDER_MIDDLEWARES", SimhashSpiderMiddleware, SPIDER_MW_PRIORITY
         )
         # The pipeline disables itself (NotConfigured, logged) until SIMHASH_ITEM_FIELDS is set.
-        if settings.get("SIMHASH_ITEM_FIELDS"):
+        if item_fields(settings):
             settings.setdefault_in_component_priority_dict(
                 "ITEM_PIPELINES", SimhashPipeline, PIPELINE_PRIORITY
             )

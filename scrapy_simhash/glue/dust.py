@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals as scrapy_signals
 
 from scrapy_simhash import signals
-from scrapy_simhash._settings import get_bool, get_dict, get_float, get_int
 from scrapy_simhash.dust import (
     AsyncRuleStore,
     Check,
@@ -41,8 +40,7 @@ from scrapy_simhash.dust import (
     learn,
     open_rule_store,
 )
-from scrapy_simhash.dust.book import MIN_SUPPORT
-from scrapy_simhash.dust.store import MAX_PAIRS, check_rule_store_url
+from scrapy_simhash.dust.store import check_rule_store_url
 from scrapy_simhash.exceptions import (
     BackendUnavailable,
     ConfigurationError,
@@ -51,6 +49,7 @@ from scrapy_simhash.exceptions import (
 )
 from scrapy_simhash.glue.errors import KnownCopy
 from scrapy_simhash.glue.wiring import send_signal
+from scrapy_simhash.settings import DustConfig, dust_enabled
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -59,16 +58,8 @@ if TYPE_CHECKING:
     from scrapy_simhash.glue.guard import Guarded
     from scrapy_simhash.glue.keys import CanonicalKeys
 
-logger = logging.getLogger("scrapy_simhash.glue.dust")  # the name users filter on
+logger = logging.getLogger(__name__)
 
-#: Share of skippable requests fetched anyway to keep checking the rules.
-CHECK_SHARE = 0.1
-#: Default counterexample distance per 64 fingerprint bits: on the pair benchmark's site the
-#: copies URL rules relate are within 10 bits of their page but one, while distinct pages
-#: are 12 or more bits apart but 26 pairs in 190,000 (benchmarks/README.md).
-COUNTEREXAMPLE_BITS_PER_64 = 10
-#: Seconds between reads of the shared rules (other processes' rules and counterexamples).
-REFRESH_SECS = 10.0
 #: Meta key: False fetches the request whatever the rules say.
 META_KEY = "simhash_dust"
 #: Meta key set on a request fetched to check a rule: the kept URL it was checked against.
@@ -102,24 +93,13 @@ class DustGlue:
         self.keys = keys
         self.max_distance = max_distance
         self.hamming = hamming
-        self.min_support = get_int(
-            settings, "SIMHASH_DUST_MIN_SUPPORT", MIN_SUPPORT, minimum=1, maximum=MAX_PAIRS
-        )
-        self.check_share = get_float(
-            settings, "SIMHASH_DUST_CHECK_SHARE", CHECK_SHARE, minimum=0.0, maximum=1.0
-        )
-        # Pages farther apart than this are different pages: one such pair a rule maps
-        # together kills it. Copies a rule finds often differ by more than the near-duplicate
-        # distance (another page chrome around the same text), distinct pages by far more.
-        self.counterexample_distance = get_int(
-            settings, "SIMHASH_DUST_COUNTEREXAMPLE_DISTANCE",
-            max(max_distance, COUNTEREXAMPLE_BITS_PER_64 * bits // 64), minimum=max_distance,
-        )
-        self.refresh_secs = get_float(
-            settings, "SIMHASH_DUST_REFRESH_SECS", REFRESH_SECS, minimum=0.0
-        )
+        self.config = DustConfig.from_settings(settings, max_distance=max_distance, bits=bits)
+        self.min_support = self.config.min_support
+        self.check_share = self.config.check_share
+        self.counterexample_distance = self.config.counterexample_distance
+        self.refresh_secs = self.config.refresh_secs
         check_rule_store_url(url)  # a store that cannot hold rules refuses the crawl now
-        options = get_dict(settings, "SIMHASH_INDEX_OPTIONS")
+        options = self.config.store_options
         self.store = AsyncRuleStore(lambda: open_rule_store(url, namespace, **options))
         self.book: RuleBook[Request] = RuleBook(self.min_support)
         self.rng = rng if rng is not None else random.Random()
@@ -135,7 +115,7 @@ class DustGlue:
 
     @classmethod
     def enabled(cls, settings: Any) -> bool:
-        return get_bool(settings, "SIMHASH_DUST_ENABLED", False)
+        return dust_enabled(settings)
 
     def _inc(self, name: str, count: int = 1) -> None:
         self.stats.inc_value(f"simhash/dust/{name}", count)

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
-logger = logging.getLogger("scrapy_simhash.glue.follow")  # the name users filter on
+logger = logging.getLogger(__name__)
 
 #: Priority in SPIDER_MIDDLEWARES used by the add-on: close to the spider (runs first on
 #: its output), so later middlewares never see an item of a copy.

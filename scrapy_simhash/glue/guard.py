@@ -26,7 +26,7 @@ from scrapy_simhash.exceptions import (
     InvalidKeyError,
 )
 
-logger = logging.getLogger("scrapy_simhash.glue.guard")  # the name users filter on
+logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 R = TypeVar("R")

@@ -21,10 +21,8 @@ from scrapy.http import TextResponse
 
 from scrapy_simhash import signals
 from scrapy_simhash._redis import mask_url
-from scrapy_simhash._settings import get_bool
 from scrapy_simhash.exceptions import ConfigurationError, InvalidKeyError
 from scrapy_simhash.glue import config
-from scrapy_simhash.glue.config import MiddlewareConfig
 from scrapy_simhash.glue.dust import DustGlue
 from scrapy_simhash.glue.errors import NearDuplicate
 from scrapy_simhash.glue.guard import Guarded
@@ -34,12 +32,19 @@ from scrapy_simhash.glue.wiring import (
     check_crawl_settings,
     guarded,
     guarded_index,
-    index_kwargs,
     resolve,
     send_signal,
     validate_index,
 )
 from scrapy_simhash.glue.workers import FingerprintRunner
+from scrapy_simhash.settings import (
+    MiddlewareConfig,
+    content_type_matches,
+    enabled,
+    fingerprint_config,
+    index_kwargs,
+    recrawl_config,
+)
 from scrapy_simhash.verdict import (
     DUPLICATE,
     UNAVAILABLE,
@@ -80,9 +85,9 @@ class SimhashDownloaderMiddleware:
 
     def __init__(self, crawler: Crawler) -> None:
         settings = crawler.settings
-        if not get_bool(settings, "SIMHASH_ENABLED", True):
+        if not enabled(settings):
             raise NotConfigured("SIMHASH_ENABLED is False: near-duplicate detection is off")
-        from scrapy_simhash.fingerprint import FingerprintConfig, hamming
+        from scrapy_simhash.fingerprint import hamming
 
         self._hamming = hamming
         self.crawler = crawler
@@ -92,7 +97,7 @@ class SimhashDownloaderMiddleware:
             use_canonical=self.config.use_canonical, canonicalize=self.config.canonicalize_keys
         )
         self.runner = FingerprintRunner(
-            FingerprintConfig.from_settings(settings),
+            fingerprint_config(settings),
             workers=self.config.workers,
             inline_max_bytes=self.config.inline_max_bytes,
             cache_size=self.config.body_cache_size,
@@ -125,25 +130,25 @@ class SimhashDownloaderMiddleware:
         """Scrapy's way in: a crawl that cannot work (no asyncio reactor, an old Scrapy)
         stops here, and misspelt settings are named. Tests that drive the middleware from
         their own event loop build it directly."""
-        if get_bool(crawler.settings, "SIMHASH_ENABLED", True):
+        if enabled(crawler.settings):
             check_crawl_settings(crawler.settings)
         return cls(crawler)
 
     def _open_recrawl(self, settings: Any) -> Guarded[Any] | None:
         """The recrawl store (same storage as the index), unless SIMHASH_RECRAWL_ENABLED is off."""
-        from scrapy_simhash.recrawl import RecrawlConfig, open_async_recrawl_store
+        from scrapy_simhash.recrawl import open_async_recrawl_store
 
-        recrawl_config = RecrawlConfig.from_settings(settings)
+        recrawl = recrawl_config(settings)
         # Without the recrawl store, the index's previous fingerprint still tells whether a
         # re-fetched page changed, by the same threshold.
-        self.change_threshold = recrawl_config.change_distance
-        if not recrawl_config.enabled:
+        self.change_threshold = recrawl.change_distance
+        if not recrawl.enabled:
             return None
 
         async def opener() -> Any:
             return await resolve(
                 open_async_recrawl_store(
-                    self.index_url, namespace=self.namespace, config=recrawl_config
+                    self.index_url, namespace=self.namespace, config=recrawl
                 )
             )
 
@@ -235,7 +240,7 @@ class SimhashDownloaderMiddleware:
             # No header: trust Scrapy's sniffing of the body.
             return None if isinstance(response, TextResponse) else "content_type"
         text = content_type.decode("latin-1")
-        if not config.content_type_matches(text, self.config.content_types):
+        if not content_type_matches(text, self.config.content_types):
             return "content_type"
         return None
 

@@ -16,18 +16,16 @@ from scrapy import signals as scrapy_signals
 from scrapy.exceptions import DropItem, NotConfigured
 
 from scrapy_simhash import signals
-from scrapy_simhash._settings import get_bool
 from scrapy_simhash.exceptions import ConfigurationError, InvalidKeyError
 from scrapy_simhash.glue import config
-from scrapy_simhash.glue.config import PipelineConfig
 from scrapy_simhash.glue.wiring import (
     IndexErrorPolicy,
     guarded_index,
-    index_kwargs,
     send_signal,
     validate_index,
 )
 from scrapy_simhash.index.keys import index_key
+from scrapy_simhash.settings import PipelineConfig, enabled, fingerprint_config, index_kwargs
 from scrapy_simhash.verdict import DUPLICATE, UNAVAILABLE, UNUSABLE, VerdictStep
 
 if TYPE_CHECKING:
@@ -55,7 +53,7 @@ class SimhashPipeline:
 
     def __init__(self, crawler: Crawler) -> None:
         settings = crawler.settings
-        if not get_bool(settings, "SIMHASH_ENABLED", True):
+        if not enabled(settings):
             raise NotConfigured("SIMHASH_ENABLED is False: near-duplicate detection is off")
         self.config = PipelineConfig.from_settings(settings)
         if not self.config.text_fields:
@@ -63,12 +61,12 @@ class SimhashPipeline:
                 "SIMHASH_ITEM_FIELDS is empty: set it to the item fields holding the text to "
                 "compare (e.g. ['body']) to drop near-duplicate items"
             )
-        from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter, to_hex
+        from scrapy_simhash.fingerprint import Fingerprinter, to_hex
 
         self._to_hex = to_hex
         self.crawler = crawler
         self.stats = crawler.stats
-        self.fingerprinter = Fingerprinter(FingerprintConfig.from_settings(settings))
+        self.fingerprinter = Fingerprinter(fingerprint_config(settings))
         spider_name = getattr(crawler.spidercls, "name", None)
         self.namespace = f"{config.namespace(settings, spider_name)}:items"
         url = config.index_url(settings)

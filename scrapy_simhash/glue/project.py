@@ -17,6 +17,7 @@ from scrapy.settings import Settings
 
 from scrapy_simhash.exceptions import ConfigurationError
 from scrapy_simhash.glue import config
+from scrapy_simhash.settings import given_namespace
 
 
 def spider_names(settings: Settings) -> list[str]:
@@ -54,7 +55,7 @@ def crawl_settings(
     if overrides:
         settings.setdict(dict(overrides), priority="cmdline")
     names = spider_names(settings)
-    if spider is None and not namespace_given and not settings.get("SIMHASH_NAMESPACE"):
+    if spider is None and not namespace_given and not given_namespace(settings):
         if len(names) > 1:
             raise ConfigurationError(
                 f"this project has several spiders ({', '.join(names)}): pass --spider NAME "

@@ -14,10 +14,10 @@ from typing import Any
 from scrapy import Request
 
 from scrapy_simhash._redis import mask_url
-from scrapy_simhash._settings import get_bool, get_float, get_int
 from scrapy_simhash.exceptions import SimhashError
 from scrapy_simhash.glue import config
-from scrapy_simhash.recrawl import DueUrl, RecrawlConfig, open_async_recrawl_store
+from scrapy_simhash.recrawl import DueUrl, open_async_recrawl_store
+from scrapy_simhash.settings import RecrawlStartConfig, recrawl_config
 
 logger = logging.getLogger("scrapy_simhash.spidermixin")  # the name users filter on
 
@@ -36,12 +36,11 @@ class RecrawlSpiderMixin:
 
     async def start(self) -> AsyncIterator[Any]:
         """Yield due URLs first, then (optionally) the spider's own start requests."""
-        settings = self.settings
         seen: set[str] = set()
         for due in await self.claim_due_urls():
             seen.add(due.url)
             yield self.make_recrawl_request(due)
-        if not get_bool(settings, "SIMHASH_RECRAWL_START_REQUESTS", True):
+        if not RecrawlStartConfig.from_settings(self.settings).start_requests:
             return
         async for item in super().start():  # type: ignore[misc]
             if isinstance(item, Request) and item.url in seen:
@@ -51,7 +50,7 @@ class RecrawlSpiderMixin:
     async def claim_due_urls(self) -> list[DueUrl]:
         """Claim due URLs from the store the middleware writes (none if it is off or down)."""
         settings = self.settings
-        recrawl = RecrawlConfig.from_settings(settings)
+        recrawl = recrawl_config(settings)
         if not recrawl.enabled:
             return []
         url = config.index_url(settings)
@@ -59,10 +58,8 @@ class RecrawlSpiderMixin:
             url, namespace=config.namespace(settings, self.name), config=recrawl
         )
         try:
-            due = await store.claim_due(
-                get_int(settings, "SIMHASH_RECRAWL_START_LIMIT", 10000, minimum=0),
-                within=get_float(settings, "SIMHASH_RECRAWL_START_WITHIN_SECS", 0.0, minimum=0),
-            )
+            start = RecrawlStartConfig.from_settings(settings)
+            due = await store.claim_due(start.limit, within=start.within_secs)
         except SimhashError as exc:
             logger.error("no due URLs from the recrawl store %s: %s", mask_url(url), exc)
             return []

@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING, Any
 from scrapy_simhash._failures import permanent_reason
 from scrapy_simhash._redact import mask_url, scrub
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
-from scrapy_simhash.glue.config import GuardConfig
 from scrapy_simhash.glue.guard import BACKEND_ERRORS, Guarded
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-logger = logging.getLogger("scrapy_simhash.glue.wiring")  # the name users filter on
+    from scrapy_simhash.settings import GuardConfig
+
+logger = logging.getLogger(__name__)
 
 #: The oldest Scrapy the crawl tests pass with (setup.cfg declares the same; .ci/min_scrapy.py
 #: runs them against it).
@@ -28,18 +29,6 @@ MIN_SCRAPY = (2, 13, 2)
 async def resolve(value: Any) -> Any:
     """Await ``value`` if it is awaitable: openers may be plain functions or coroutines."""
     return await value if inspect.isawaitable(value) else value
-
-
-def index_kwargs(
-    settings: Mapping[str, Any], *, namespace: str, bits: int, scheme: str
-) -> dict[str, Any]:
-    """Keyword arguments of ``open_index``/``open_async_index`` for this crawl."""
-    from scrapy_simhash.index import index_options_from_settings
-
-    options = dict(index_options_from_settings(settings))
-    options.pop("url", None)
-    options.update(namespace=namespace, bits=bits, scheme=scheme)
-    return options
 
 
 def validate_index(url: str, kwargs: Mapping[str, Any]) -> None:
@@ -136,7 +125,7 @@ def check_crawl_settings(settings: Any) -> None:
     import scrapy
     from scrapy.utils.reactor import is_asyncio_reactor_installed
 
-    from scrapy_simhash._setting_names import unknown_settings
+    from scrapy_simhash.settings import unknown_settings
 
     version = tuple(int(part) for part in re.findall(r"\d+", scrapy.__version__)[:3])
     if version < MIN_SCRAPY:
@@ -162,7 +151,10 @@ def check_crawl_settings(settings: Any) -> None:
 def close_spider(crawler: Crawler, reason: str) -> None:
     """Ask the engine to close the spider, without waiting (callers are inside a download,
     which the close itself waits for)."""
-    engine = crawler.engine
+    try:
+        engine = crawler.engine
+    except RuntimeError:  # Scrapy 2.13+: no engine before the crawl starts
+        return
     if engine is None:
         return
     close_async = getattr(engine, "close_spider_async", None)

@@ -27,7 +27,7 @@ import xxhash
 if TYPE_CHECKING:
     from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter, PageFingerprint
 
-logger = logging.getLogger("scrapy_simhash.glue.workers")  # the name users filter on
+logger = logging.getLogger(__name__)
 
 _worker_fingerprinter: Fingerprinter | None = None
 

@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scrapy_simhash._settings import get_bool, get_choice, get_float, get_int
 from scrapy_simhash.exceptions import ConfigurationError
 
 DAY = 86400.0
@@ -114,30 +113,6 @@ class RecrawlConfig:
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> RecrawlConfig:
         """Read ``SIMHASH_RECRAWL_*`` settings from Scrapy settings or a ``-s`` dict."""
-        d = cls()
-        p = "SIMHASH_RECRAWL_"
-        return cls(
-            enabled=get_bool(settings, p + "ENABLED", d.enabled),
-            policy=get_choice(settings, p + "POLICY", d.policy, POLICIES),
-            change_distance=get_int(settings, p + "CHANGE_DISTANCE", d.change_distance, minimum=0),
-            target_freshness=get_float(settings, p + "TARGET_FRESHNESS", d.target_freshness),
-            budget_per_day=get_float(settings, p + "BUDGET_PER_DAY", d.budget_per_day, minimum=0),
-            min_interval_secs=get_float(settings, p + "MIN_INTERVAL_SECS", d.min_interval_secs),
-            max_interval_secs=get_float(settings, p + "MAX_INTERVAL_SECS", d.max_interval_secs),
-            default_interval_secs=get_float(
-                settings, p + "DEFAULT_INTERVAL_SECS", d.default_interval_secs
-            ),
-            prior_rate_per_day=get_float(settings, p + "PRIOR_RATE_PER_DAY", d.prior_rate_per_day),
-            prior_weight=get_float(settings, p + "PRIOR_WEIGHT", d.prior_weight),
-            history_size=get_int(settings, p + "HISTORY_SIZE", d.history_size, minimum=1),
-            lease_secs=get_float(settings, p + "LEASE_SECS", d.lease_secs),
-            rebalance_secs=get_float(settings, p + "REBALANCE_SECS", d.rebalance_secs, minimum=0),
-            retire_after_misses=get_int(
-                settings, p + "RETIRE_AFTER_MISSES", d.retire_after_misses, minimum=0
-            ),
-            error_retry_secs=get_float(settings, p + "ERROR_RETRY_SECS", d.error_retry_secs),
-            expire_after_secs=get_float(
-                settings, p + "EXPIRE_AFTER_SECS", d.expire_after_secs, minimum=0
-            ),
-            shards=get_int(settings, "SIMHASH_INDEX_SHARDS", 1, minimum=1, maximum=1024),
-        )
+        from scrapy_simhash.settings import recrawl_config
+
+        return recrawl_config(settings)
