@@ -185,10 +185,12 @@ def test_a_rule_killed_by_another_process_queues_the_skips_again(tmp_path: Path)
 
 
 def test_a_store_that_cannot_hold_rules_refuses_the_crawl(monkeypatch: pytest.MonkeyPatch) -> None:
+    from scrapy_simhash import storage
+    from scrapy_simhash.index import register_backend
     from scrapy_simhash.index.memory import MemoryIndex
-    from scrapy_simhash.index.registry import BACKENDS
 
-    monkeypatch.setitem(BACKENDS, "custom", lambda url, config, **_: MemoryIndex(url, config))
+    monkeypatch.setattr(storage, "_STORAGES", dict(storage._STORAGES))
+    register_backend("custom", lambda url, config, **_: MemoryIndex(url, config))
     loop = asyncio.new_event_loop()
     try:
         with pytest.raises(ConfigurationError, match="SIMHASH_DUST_ENABLED needs"):

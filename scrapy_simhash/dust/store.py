@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import xxhash
 
-from scrapy_simhash._redis import REDIS_SCHEMES, mask_url, sync_client
+from scrapy_simhash._redis import mask_url, sync_client
 from scrapy_simhash._sqlite import connect, immediate
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
 
@@ -337,28 +337,26 @@ def check_rule_store_url(url: str | None) -> str:
     """The storage URL (None: the embedded SQLite file) if it can hold rules, else the
     ConfigurationError a crawl with SIMHASH_DUST_ENABLED refuses to start with."""
     from scrapy_simhash.index.sqlite import DEFAULT_URL
+    from scrapy_simhash.storage import storage_for
 
     url = url or DEFAULT_URL
-    if url.partition("://")[0] not in ("memory", "sqlite", *REDIS_SCHEMES):
+    try:
+        storage_for(url, "rules")
+    except ConfigurationError as exc:
         raise ConfigurationError(
-            f"no URL rule store for {mask_url(url)!r}: SIMHASH_DUST_ENABLED needs a memory://, "
-            "sqlite:// or redis:// index (or SIMHASH_DUST_ENABLED = False)"
-        )
+            f"no URL rule store for {mask_url(url)!r}: SIMHASH_DUST_ENABLED needs a storage "
+            f"that holds rules ({exc}), or SIMHASH_DUST_ENABLED = False"
+        ) from None
     return url
 
 
 def open_rule_store(url: str | None, namespace: str, **options: Any) -> RuleStore:
     """The rule store of ``namespace`` in the storage the index URL names (None: the
     embedded SQLite file). ``options``: Redis client options, or SQLite's ``timeout``."""
-    from scrapy_simhash.index.sqlite import sqlite_path
+    from scrapy_simhash.storage import storage_for
 
     url = check_rule_store_url(url)
-    scheme = url.partition("://")[0]
-    if scheme == "memory":
-        return MemoryRuleStore()
-    if scheme == "sqlite":
-        timeout = float(options.get("timeout", 30.0))
-        return SqliteRuleStore(sqlite_path(url), namespace, timeout_secs=timeout)
-    from scrapy_simhash.index.redis import client_options
-
-    return RedisRuleStore(url, namespace, **client_options(dict(options)))
+    opener = storage_for(url, "rules").rules
+    assert opener is not None  # checked above
+    store: RuleStore = opener(url, namespace, **options)
+    return store

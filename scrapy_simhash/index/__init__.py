@@ -22,7 +22,6 @@ from scrapy_simhash.index.base import (
 from scrapy_simhash.index.drops import DropRecord
 from scrapy_simhash.index.layout import BandLayout, choose_layout, split_bands
 from scrapy_simhash.index.registry import (
-    BACKENDS,
     open_async_index,
     open_index,
     register_backend,
@@ -31,7 +30,6 @@ from scrapy_simhash.index.settings import index_options_from_settings
 from scrapy_simhash.index.sqlite import DEFAULT_URL
 
 __all__ = [
-    "BACKENDS",
     "DEFAULT_URL",
     "AsyncNearDuplicateIndex",
     "BandLayout",

@@ -1,8 +1,4 @@
-"""URL scheme -> backend, and the two entry points that open an index from a URL.
-
-Like the ``limits`` library's storage registry: the scheme picks the class, an unknown
-scheme is a configuration error that lists the known ones.
-"""
+"""The two entry points that open an index from a URL (the storage registry picks the class)."""
 
 from __future__ import annotations
 
@@ -13,7 +9,6 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from scrapy_simhash._redis import REDIS_SCHEMES, mask_url
 from scrapy_simhash.exceptions import ConfigurationError
 from scrapy_simhash.index.base import (
     AsyncNearDuplicateIndex,
@@ -25,77 +20,31 @@ from scrapy_simhash.index.base import (
 )
 from scrapy_simhash.index.drops import DROP_MAX_ENTRIES, DROP_TTL_SECS, DropRecord
 from scrapy_simhash.index.sqlite import DEFAULT_URL
+from scrapy_simhash.storage import Storage, extend_storage, storage_for
 
 T = TypeVar("T")
 
 SyncFactory = Callable[..., NearDuplicateIndex]
 
 
-def _memory(url: str, config: IndexConfig, **options: Any) -> NearDuplicateIndex:
-    from scrapy_simhash.index.memory import MemoryIndex
-
-    if options:
-        raise ConfigurationError(f"memory:// takes no options, got {sorted(options)}")
-    return MemoryIndex(url, config)
+def register_backend(scheme: str, factory: SyncFactory) -> None:
+    """Serve ``scheme://`` URLs with ``factory(url, config, **options)``; the crawl runs it
+    in a worker thread (see :mod:`scrapy_simhash.storage` to declare an asyncio one)."""
+    extend_storage(scheme, index=factory, async_index=None)
 
 
-def _sqlite(url: str, config: IndexConfig, **options: Any) -> NearDuplicateIndex:
-    from scrapy_simhash.index.sqlite import OPTIONS, SqliteIndex
-
-    unknown = sorted(set(options) - set(OPTIONS))
-    if unknown:
-        raise ConfigurationError(
-            f"sqlite:// does not take option(s) {unknown}; it takes {', '.join(OPTIONS)}"
-        )
-    return SqliteIndex(url, config, **options)
-
-
-def _redis(url: str, config: IndexConfig, **options: Any) -> NearDuplicateIndex:
-    from scrapy_simhash.index.redis import RedisIndex
-
-    shards = options.pop("shards", 1)
-    if shards != 1:
-        from scrapy_simhash.index.sharded import ShardedRedisIndex, check_shards
-
-        return ShardedRedisIndex(url, config, shards=check_shards(shards), **options)
-    return RedisIndex(url, config, **options)
-
-
-#: Backends by URL scheme; :func:`register_backend` adds more.
-BACKENDS: dict[str, SyncFactory] = {
-    "memory": _memory,
-    "sqlite": _sqlite,
-    **dict.fromkeys(REDIS_SCHEMES, _redis),
-}
-
-
-def _check_shards(kind: str, options: dict[str, Any]) -> bool:
-    """Whether a sharded Redis namespace is asked for; shards elsewhere refuse to start."""
+def _storage(url: str, options: dict[str, Any]) -> Storage:
+    """The storage of ``url``; shards (SIMHASH_INDEX_SHARDS) only on Redis, else it refuses."""
+    storage = storage_for(url, "index")
     shards = options.get("shards", 1)
     if shards == 1:
         options.pop("shards", None)
-        return False
-    if BACKENDS[kind] is not _redis:
+    elif storage.name != "redis":
         raise ConfigurationError(
             f"SIMHASH_INDEX_SHARDS={shards} needs a Redis index URL (redis://, "
-            f"redis+cluster://, ...), not {kind}://"
+            f"redis+cluster://, ...), not {urlsplit(url).scheme}://"
         )
-    return True
-
-
-def register_backend(scheme: str, factory: SyncFactory) -> None:
-    """Serve ``scheme://`` URLs with ``factory(url, config, **options)``."""
-    BACKENDS[scheme] = factory
-
-
-def _scheme(url: str) -> str:
-    scheme = urlsplit(url).scheme
-    if scheme not in BACKENDS:
-        raise ConfigurationError(
-            f"unknown index URL scheme in {mask_url(url)!r}: use one of "
-            f"{', '.join(sorted(s + '://' for s in BACKENDS))}"
-        )
-    return scheme
+    return storage
 
 
 def _prepare(
@@ -144,9 +93,10 @@ def open_index(
         namespace=namespace, tables=tables, expected_size=expected_size, ttl_secs=ttl_secs,
         reset=reset, clock=clock, drop_ttl_secs=drop_ttl_secs, drop_max_entries=drop_max_entries,
     )
-    kind = _scheme(url)
-    _check_shards(kind, merged)
-    return BACKENDS[kind](url, config, **merged)
+    opener = _storage(url, merged).index
+    assert opener is not None  # storage_for checked it
+    index: NearDuplicateIndex = opener(url, config, **merged)
+    return index
 
 
 async def open_async_index(
@@ -169,8 +119,9 @@ async def open_async_index(
 ) -> AsyncNearDuplicateIndex:
     """Async twin of :func:`open_index`; await it inside the loop that will use the index.
 
-    Redis gets a native redis.asyncio client. Memory is called directly (it never blocks);
-    other backends run in a worker thread so the event loop never waits on the disk.
+    Storages declare an asyncio opener where they have one (Redis: a native redis.asyncio
+    client; memory: called directly, it never blocks); others run in a worker thread so the
+    event loop never waits on the disk.
     """
     url, config, merged = _prepare(
         url, options, backend_options, bits=bits, max_distance=max_distance, exact_distance=exact_distance,
@@ -178,19 +129,12 @@ async def open_async_index(
         namespace=namespace, tables=tables, expected_size=expected_size, ttl_secs=ttl_secs,
         reset=reset, clock=clock, drop_ttl_secs=drop_ttl_secs, drop_max_entries=drop_max_entries,
     )
-    kind = _scheme(url)
-    if _check_shards(kind, merged):
-        # A sharded namespace takes two rounds of pipelines per page; its blocking client
-        # runs them in a worker thread.
-        index = await asyncio.to_thread(_redis, url, config, **merged)
-        return AsyncIndexAdapter(index, threaded=True)
-    if BACKENDS[kind] is _redis:
-        from scrapy_simhash.index.redis import AsyncRedisIndex
-
-        return await AsyncRedisIndex.create(url, config, **merged)
-    if kind == "memory":
-        return AsyncIndexAdapter(BACKENDS[kind](url, config, **merged), threaded=False)
-    index = await asyncio.to_thread(BACKENDS[kind], url, config, **merged)
+    storage = _storage(url, merged)
+    if storage.async_index is not None:
+        opened: AsyncNearDuplicateIndex = await storage.async_index(url, config, **merged)
+        return opened
+    assert storage.index is not None  # storage_for checked it
+    index = await asyncio.to_thread(storage.index, url, config, **merged)
     return AsyncIndexAdapter(index, threaded=True)
 
 

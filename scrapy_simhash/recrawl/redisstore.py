@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from importlib import resources
 from typing import Any, cast
 
@@ -271,6 +272,19 @@ def stored_shards(url: str, namespace: str, requested: int | None) -> int:
             "namespace)"
         )
     return stored
+
+
+def maker(
+    url: str | None, namespace: str, shards: int | None, plain: Any, sharded: Any
+) -> Callable[[], Any]:
+    """Opens the plain or the sharded backend (classes ``plain`` and ``sharded``), by the
+    namespace's shard count."""
+
+    def make() -> Any:
+        count = 1 if shards == 1 else stored_shards(str(url), namespace, shards)
+        return sharded(str(url), namespace, count) if count > 1 else plain(str(url), namespace)
+
+    return make
 
 
 def _merge(

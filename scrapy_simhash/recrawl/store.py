@@ -15,15 +15,15 @@ from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
-from urllib.parse import urlsplit
 
 from scrapy_simhash._redact import scrub
-from scrapy_simhash._redis import REDIS_SCHEMES, mask_url
+from scrapy_simhash._redis import mask_url
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
 from scrapy_simhash.recrawl.backend import AsyncBackend, Backend, histogram_rates
 from scrapy_simhash.recrawl.config import DAY, RecrawlConfig
 from scrapy_simhash.recrawl.policy import solve_multiplier
 from scrapy_simhash.recrawl.state import Fetch, PageState, Visit, advance
+from scrapy_simhash.storage import extend_storage, storage_for
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -35,8 +35,6 @@ Clock = Callable[[], float]
 SyncFactory = Callable[[str | None, str], Backend]
 AsyncFactory = Callable[[str | None, str], AsyncBackend]
 
-_SYNC_FACTORIES: dict[str, SyncFactory] = {}
-_ASYNC_FACTORIES: dict[str, AsyncFactory] = {}
 
 
 @dataclass(frozen=True)
@@ -57,21 +55,15 @@ def register_backend(
 
     Without an async factory the blocking backend runs in a worker thread.
     """
-    _SYNC_FACTORIES[scheme] = factory
-    if async_factory is not None:
-        _ASYNC_FACTORIES[scheme] = async_factory
 
+    def sync(url: str | None, namespace: str, shards: int | None = None) -> Backend:
+        return factory(url, namespace)
 
-def _scheme(url: str | None) -> str:
-    if url is None:
-        return "sqlite"
-    scheme = urlsplit(url).scheme
-    if scheme not in _SYNC_FACTORIES:
-        known = ", ".join(sorted(_SYNC_FACTORIES))
-        raise ConfigurationError(
-            f"unsupported recrawl store URL {mask_url(url)!r}: use one of the schemes {known}"
-        )
-    return scheme
+    def asyncio_(url: str | None, namespace: str, shards: int | None = None) -> AsyncBackend:
+        assert async_factory is not None
+        return async_factory(url, namespace)
+
+    extend_storage(scheme, recrawl=sync, async_recrawl=asyncio_ if async_factory else None)
 
 
 def _wrap(url: str | None, exc: BaseException) -> IndexBackendError:
@@ -404,11 +396,10 @@ class ThreadedBackend:
 
 
 def _open_backend(url: str | None, namespace: str, shards: int | None = None) -> Backend:
-    scheme = _scheme(url)
+    opener = storage_for(url, "recrawl").recrawl
+    assert opener is not None  # storage_for checked it
     try:
-        if scheme in REDIS_SCHEMES:
-            return _redis(url, namespace, shards)
-        return _SYNC_FACTORIES[scheme](url, namespace)
+        return cast(Backend, opener(url, namespace, shards=shards))
     except (ConfigurationError, IndexBackendError):
         raise
     except Exception as exc:
@@ -437,67 +428,16 @@ def open_async_recrawl_store(
     clock: Clock = time.time,
 ) -> AsyncRecrawlStore:
     """Open the asyncio store at ``url``; Redis clients bind to the loop on first use."""
-    scheme = _scheme(url)
-    factory = _ASYNC_FACTORIES.get(scheme)
+    opener = storage_for(url, "recrawl").async_recrawl
     backend: AsyncBackend
     shards = (config or RecrawlConfig()).shards
-    if factory is None:
+    if opener is None:
         backend = ThreadedBackend(_open_backend(url, namespace))
     else:
         try:
-            if scheme in REDIS_SCHEMES:
-                backend = _async_redis(url, namespace, shards)
-            else:
-                backend = factory(url, namespace)
+            backend = opener(url, namespace, shards=shards)
         except Exception as exc:
             raise _wrap(url, exc) from exc
     return AsyncRecrawlStore(
         backend, url=url, namespace=namespace, config=config or RecrawlConfig(), clock=clock
     )
-
-
-def _memory(url: str | None, namespace: str) -> Backend:
-    from scrapy_simhash.recrawl.memory import MemoryBackend
-
-    return MemoryBackend()
-
-
-def _sqlite(url: str | None, namespace: str) -> Backend:
-    from scrapy_simhash.recrawl.sqlite import SqliteBackend, path_from_url
-
-    return SqliteBackend(path_from_url(url), namespace)
-
-
-def _redis(url: str | None, namespace: str, shards: int | None = None) -> Backend:
-    from scrapy_simhash.recrawl import redisstore as r
-
-    make = _redis_maker(url, namespace, shards, r.RedisBackend, r.ShardedRedisBackend)
-    # None: whatever the namespace recorded, read on first use.
-    return cast(Backend, r.DetectedBackend(make)) if shards is None else make()
-
-
-def _async_redis(url: str | None, namespace: str, shards: int | None = None) -> AsyncBackend:
-    """An asyncio backend; the shard count is read with one blocking call at open."""
-    from scrapy_simhash.recrawl import redisstore as r
-
-    make = _redis_maker(url, namespace, shards, r.AsyncRedisBackend, r.AsyncShardedRedisBackend)
-    return cast(AsyncBackend, r.AsyncDetectedBackend(make)) if shards != 1 else make()
-
-
-def _redis_maker(
-    url: str | None, namespace: str, shards: int | None, plain: Any, sharded: Any
-) -> Callable[[], Any]:
-    """Opens the plain or the sharded Redis backend, by the namespace's shard count."""
-    from scrapy_simhash.recrawl.redisstore import stored_shards
-
-    def make() -> Any:
-        count = 1 if shards == 1 else stored_shards(str(url), namespace, shards)
-        return sharded(str(url), namespace, count) if count > 1 else plain(str(url), namespace)
-
-    return make
-
-
-register_backend("memory", _memory)
-register_backend("sqlite", _sqlite)
-for _scheme_name in REDIS_SCHEMES:
-    register_backend(_scheme_name, _redis, _async_redis)

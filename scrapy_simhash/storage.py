@@ -1,0 +1,208 @@
+"""One registry of storages by URL scheme, for every store a crawl keeps.
+
+The near-duplicate index, the recrawl schedule and the learned URL rules of a crawl live in
+the same storage, named by one URL (``SIMHASH_INDEX_URL``), so the three must agree on which
+schemes exist and what each opens. Like the ``limits`` library's storage registry, a
+:class:`Storage` declares the schemes it serves and how it opens each store, blocking and
+asyncio; an unknown scheme, or a storage that cannot hold a store, is a configuration error
+that lists the schemes that can. A storage without an asyncio opener has its blocking one
+run in a worker thread by the store's facade.
+
+Openers import their backend on first use, so naming a storage costs nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+from urllib.parse import urlsplit
+
+from scrapy_simhash._redis import REDIS_SCHEMES, mask_url
+from scrapy_simhash.exceptions import ConfigurationError
+
+#: The stores a storage may hold, by the field of :class:`Storage` that opens them.
+STORES = {
+    "index": "near-duplicate index",
+    "recrawl": "recrawl store",
+    "rules": "URL rule store",
+}
+
+Opener = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class Storage:
+    """How one kind of storage opens each store; None where it cannot hold one.
+
+    ``index(url, config, **options)`` and ``async_index`` (a coroutine function) open the
+    near-duplicate index; ``recrawl(url, namespace, shards=...)`` and ``async_recrawl`` the
+    recrawl schedule's backend (``shards`` None: as the namespace recorded);
+    ``rules(url, namespace, **options)`` the URL rule store.
+    """
+
+    name: str
+    schemes: tuple[str, ...]
+    index: Opener | None = None
+    async_index: Opener | None = None
+    recrawl: Opener | None = None
+    async_recrawl: Opener | None = None
+    rules: Opener | None = None
+
+
+_STORAGES: dict[str, Storage] = {}
+
+
+def register_storage(storage: Storage) -> None:
+    """Serve ``storage.schemes`` URLs with ``storage`` (replacing what served them)."""
+    for scheme in storage.schemes:
+        _STORAGES[scheme] = storage
+
+
+def extend_storage(scheme: str, **openers: Opener | None) -> None:
+    """Give the storage of ``scheme`` (a new one if none) other openers for some stores:
+    what the index's and the recrawl store's ``register_backend`` do."""
+    current = _STORAGES.get(scheme) or Storage(name=scheme, schemes=(scheme,))
+    changes: dict[str, Any] = {"schemes": (scheme,), **openers}
+    _STORAGES[scheme] = replace(current, **changes)
+
+
+def scheme_of(url: str | None) -> str:
+    """The scheme of a storage URL; None is the embedded SQLite file."""
+    return urlsplit(url).scheme if url else "sqlite"
+
+
+def storage_for(url: str | None, store: str) -> Storage:
+    """The storage of ``url`` (None: the embedded SQLite file), if it can hold ``store``."""
+    storage = _STORAGES.get(scheme_of(url))
+    if storage is None or getattr(storage, store) is None:
+        known = sorted(s + "://" for s, st in _STORAGES.items() if getattr(st, store) is not None)
+        where = mask_url(url) if url else "the default"
+        raise ConfigurationError(
+            f"unknown {STORES[store]} URL scheme in {where!r}: use one of {', '.join(known)}"
+        )
+    return storage
+
+
+def is_redis(url: str | None) -> bool:
+    """Whether ``url`` names the built-in Redis storage (the one that can be sharded)."""
+    storage = _STORAGES.get(scheme_of(url))
+    return storage is not None and storage.name == "redis"
+
+
+# -- the built-in storages ---------------------------------------------------------------------
+
+
+def _memory_index(url: str, config: Any, **options: Any) -> Any:
+    from scrapy_simhash.index.memory import MemoryIndex
+
+    if options:
+        raise ConfigurationError(f"memory:// takes no options, got {sorted(options)}")
+    return MemoryIndex(url, config)
+
+
+async def _async_memory_index(url: str, config: Any, **options: Any) -> Any:
+    from scrapy_simhash.index.registry import AsyncIndexAdapter
+
+    # Memory never blocks: called inline, not in a thread.
+    return AsyncIndexAdapter(_memory_index(url, config, **options), threaded=False)
+
+
+def _memory_recrawl(url: str | None, namespace: str, shards: int | None = None) -> Any:
+    from scrapy_simhash.recrawl.memory import MemoryBackend
+
+    return MemoryBackend()
+
+
+def _memory_rules(url: str, namespace: str, **options: Any) -> Any:
+    from scrapy_simhash.dust.store import MemoryRuleStore
+
+    return MemoryRuleStore()
+
+
+def _sqlite_index(url: str, config: Any, **options: Any) -> Any:
+    from scrapy_simhash.index.sqlite import OPTIONS, SqliteIndex
+
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise ConfigurationError(
+            f"sqlite:// does not take option(s) {unknown}; it takes {', '.join(OPTIONS)}"
+        )
+    return SqliteIndex(url, config, **options)
+
+
+def _sqlite_recrawl(url: str | None, namespace: str, shards: int | None = None) -> Any:
+    from scrapy_simhash.recrawl.sqlite import SqliteBackend, path_from_url
+
+    return SqliteBackend(path_from_url(url), namespace)
+
+
+def _sqlite_rules(url: str, namespace: str, **options: Any) -> Any:
+    from scrapy_simhash.dust.store import SqliteRuleStore
+    from scrapy_simhash.index.sqlite import sqlite_path
+
+    timeout = float(options.get("timeout", 30.0))
+    return SqliteRuleStore(sqlite_path(url), namespace, timeout_secs=timeout)
+
+
+def _redis_index(url: str, config: Any, **options: Any) -> Any:
+    from scrapy_simhash.index.redis import RedisIndex
+
+    shards = options.pop("shards", 1)
+    if shards != 1:
+        from scrapy_simhash.index.sharded import ShardedRedisIndex, check_shards
+
+        return ShardedRedisIndex(url, config, shards=check_shards(shards), **options)
+    return RedisIndex(url, config, **options)
+
+
+async def _async_redis_index(url: str, config: Any, **options: Any) -> Any:
+    import asyncio
+
+    from scrapy_simhash.index.registry import AsyncIndexAdapter
+
+    if options.get("shards", 1) != 1:
+        # A sharded namespace takes two rounds of pipelines per page; its blocking client
+        # runs them in a worker thread.
+        index = await asyncio.to_thread(_redis_index, url, config, **options)
+        return AsyncIndexAdapter(index, threaded=True)
+    from scrapy_simhash.index.redis import AsyncRedisIndex
+
+    options.pop("shards", None)
+    return await AsyncRedisIndex.create(url, config, **options)
+
+
+def _redis_recrawl(url: str | None, namespace: str, shards: int | None = None) -> Any:
+    from scrapy_simhash.recrawl import redisstore as r
+
+    make = r.maker(url, namespace, shards, r.RedisBackend, r.ShardedRedisBackend)
+    # None: whatever the namespace recorded, read on first use.
+    return r.DetectedBackend(make) if shards is None else make()
+
+
+def _async_redis_recrawl(url: str | None, namespace: str, shards: int | None = None) -> Any:
+    """An asyncio backend; the shard count is read with one blocking call at open."""
+    from scrapy_simhash.recrawl import redisstore as r
+
+    make = r.maker(url, namespace, shards, r.AsyncRedisBackend, r.AsyncShardedRedisBackend)
+    return r.AsyncDetectedBackend(make) if shards != 1 else make()
+
+
+def _redis_rules(url: str, namespace: str, **options: Any) -> Any:
+    from scrapy_simhash.dust.store import RedisRuleStore
+    from scrapy_simhash.index.redis import client_options
+
+    return RedisRuleStore(url, namespace, **client_options(dict(options)))
+
+
+register_storage(Storage(
+    "memory", ("memory",), index=_memory_index, async_index=_async_memory_index,
+    recrawl=_memory_recrawl, rules=_memory_rules,
+))
+register_storage(Storage(
+    "sqlite", ("sqlite",), index=_sqlite_index, recrawl=_sqlite_recrawl, rules=_sqlite_rules,
+))
+register_storage(Storage(
+    "redis", REDIS_SCHEMES, index=_redis_index, async_index=_async_redis_index,
+    recrawl=_redis_recrawl, async_recrawl=_async_redis_recrawl, rules=_redis_rules,
+))
