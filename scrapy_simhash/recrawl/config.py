@@ -8,13 +8,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from scrapy_simhash.exceptions import ConfigurationError
 
+if TYPE_CHECKING:
+    from scrapy_simhash.recrawl.policy import Policy
+
 DAY = 86400.0
 
-#: ``auto`` picks ``budget`` when a budget is set and ``target`` otherwise.
+#: The built-in policies; ``auto`` picks ``budget`` when a budget is set and ``target``
+#: otherwise. SIMHASH_RECRAWL_POLICY may also name a policy class of one's own.
 POLICIES = ("auto", "budget", "target", "nutch", "fixed")
 
 
@@ -56,10 +61,7 @@ class RecrawlConfig:
     shards: int | None = None
 
     def __post_init__(self) -> None:
-        if self.policy not in POLICIES:
-            raise ConfigurationError(
-                f"SIMHASH_RECRAWL_POLICY must be one of {', '.join(POLICIES)}; got {self.policy!r}"
-            )
+        self.schedule  # noqa: B018 - a policy that cannot be loaded refuses here
         if not 0.0 < self.target_freshness < 1.0:
             raise ConfigurationError(
                 "SIMHASH_RECRAWL_TARGET_FRESHNESS must be strictly between 0 and 1, "
@@ -100,6 +102,13 @@ class RecrawlConfig:
         if self.policy == "auto":
             return "budget" if self.budget_per_day > 0 else "target"
         return self.policy
+
+    @cached_property
+    def schedule(self) -> Policy:
+        """The policy object that turns a change rate into the next interval."""
+        from scrapy_simhash.recrawl.policy import load_policy
+
+        return load_policy(self.effective_policy)
 
     @property
     def prior_rate(self) -> float:

@@ -9,8 +9,15 @@ on pages that change much faster than they can be fetched.
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, Protocol, cast
+
+from scrapy_simhash.exceptions import ConfigurationError
+
+if TYPE_CHECKING:
+    from scrapy_simhash.recrawl.config import RecrawlConfig
 
 NUTCH_CHANGED_FACTOR = 0.8
 NUTCH_UNCHANGED_FACTOR = 1.4
@@ -132,3 +139,107 @@ def nutch_interval(previous: float, changed: bool | None) -> float:
     if changed is None:
         return previous
     return previous * (NUTCH_CHANGED_FACTOR if changed else NUTCH_UNCHANGED_FACTOR)
+
+
+# -- policies as objects -----------------------------------------------------------------------
+
+
+class Policy(Protocol):
+    """How long to wait before the next visit of a page: one object per policy, named by
+    ``SIMHASH_RECRAWL_POLICY`` (a built-in name or the import path of a class or object of
+    one's own, as Scrapy's ``HTTPCACHE_POLICY``). The store clamps the result to the
+    configured bounds and runs it inside its atomic update, so it must be pure."""
+
+    #: Whether the policy spends a namespace-wide budget: the store then solves the
+    #: multiplier over all pages' change rates every ``rebalance_secs`` and passes it in.
+    uses_budget: bool
+
+    def interval(
+        self,
+        config: RecrawlConfig,
+        rate: float,
+        previous_interval: float | None,
+        changed: bool | None,
+        multiplier: float | None,
+    ) -> float:
+        """Seconds until the next visit of a page changing ``rate`` times per second
+        (``changed``: what the last visit found, None when nothing was compared)."""
+
+
+class TargetPolicy:
+    """Each page fetched just often enough to be fresh ``target_freshness`` of the time."""
+
+    uses_budget = False
+
+    def interval(self, config: RecrawlConfig, rate: float, previous_interval: float | None,
+                 changed: bool | None, multiplier: float | None) -> float:
+        return interval_for_freshness(rate, config.target_freshness)
+
+
+class BudgetPolicy(TargetPolicy):
+    """``budget_per_day`` fetches spread to maximise mean freshness; the freshness target
+    until the first multiplier is solved (an empty store)."""
+
+    uses_budget = True
+
+    def interval(self, config: RecrawlConfig, rate: float, previous_interval: float | None,
+                 changed: bool | None, multiplier: float | None) -> float:
+        if multiplier is None or not math.isfinite(multiplier):
+            return super().interval(config, rate, previous_interval, changed, multiplier)
+        frequency = budget_frequency(rate, multiplier)
+        return 1.0 / frequency if frequency > 0 else math.inf
+
+
+class NutchPolicy:
+    """Apache Nutch's adaptive schedule: x0.8 after a change, x1.4 after none."""
+
+    uses_budget = False
+
+    def interval(self, config: RecrawlConfig, rate: float, previous_interval: float | None,
+                 changed: bool | None, multiplier: float | None) -> float:
+        return nutch_interval(previous_interval or config.default_interval_secs, changed)
+
+
+class FixedPolicy:
+    """Every page every ``default_interval_secs``."""
+
+    uses_budget = False
+
+    def interval(self, config: RecrawlConfig, rate: float, previous_interval: float | None,
+                 changed: bool | None, multiplier: float | None) -> float:
+        return config.default_interval_secs
+
+
+#: The built-in policies by name (``auto`` is resolved by the config).
+POLICIES: dict[str, Policy] = {
+    "budget": BudgetPolicy(),
+    "target": TargetPolicy(),
+    "nutch": NutchPolicy(),
+    "fixed": FixedPolicy(),
+}
+
+
+def load_policy(name: str) -> Policy:
+    """The policy named ``name``: a built-in one, or ``package.module.Name`` (a class is
+    instantiated without arguments). ConfigurationError says why another name cannot work."""
+    if name in POLICIES:
+        return POLICIES[name]
+    module, _, attribute = name.rpartition(".")
+    if not module:
+        raise ConfigurationError(
+            f"SIMHASH_RECRAWL_POLICY must be one of auto, {', '.join(POLICIES)} or the import "
+            f"path of a policy class; got {name!r}"
+        )
+    try:
+        found = getattr(importlib.import_module(module), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigurationError(
+            f"SIMHASH_RECRAWL_POLICY {name!r} cannot be loaded: {exc}"
+        ) from None
+    policy = found() if isinstance(found, type) else found
+    if not callable(getattr(policy, "interval", None)) or not hasattr(policy, "uses_budget"):
+        raise ConfigurationError(
+            f"SIMHASH_RECRAWL_POLICY {name!r} is not a policy: it needs an interval(config, "
+            "rate, previous_interval, changed, multiplier) method and a uses_budget flag"
+        )
+    return cast(Policy, policy)

@@ -14,11 +14,6 @@ from dataclasses import dataclass, replace
 from scrapy_simhash.recrawl.config import RecrawlConfig
 from scrapy_simhash.recrawl.estimate import Observation, estimate_rate
 from scrapy_simhash.recrawl.packing import as_float32, pack, quantize_interval, unpack
-from scrapy_simhash.recrawl.policy import (
-    budget_frequency,
-    interval_for_freshness,
-    nutch_interval,
-)
 
 
 @dataclass(frozen=True)
@@ -176,16 +171,7 @@ def next_interval(
     one yet (an empty store) the budget policy falls back to the freshness target. The
     result is a float32, as stored, so a state reads back exactly as it was computed.
     """
-    policy = config.effective_policy
-    if policy == "fixed":
-        interval = config.default_interval_secs
-    elif policy == "nutch":
-        interval = nutch_interval(previous_interval or config.default_interval_secs, changed)
-    elif policy == "budget" and multiplier is not None and math.isfinite(multiplier):
-        frequency = budget_frequency(rate, multiplier)
-        interval = 1.0 / frequency if frequency > 0 else math.inf
-    else:
-        interval = interval_for_freshness(rate, config.target_freshness)
+    interval = config.schedule.interval(config, rate, previous_interval, changed, multiplier)
     return as_float32(config.clamp(interval))
 
 

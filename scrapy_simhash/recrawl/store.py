@@ -92,7 +92,7 @@ class _Scheduler:
 
     def needs_multiplier(self, now: float) -> bool:
         return (
-            self.config.effective_policy == "budget"
+            self.config.schedule.uses_budget
             and now - self._solved_at >= self.config.rebalance_secs
         )
 

@@ -127,7 +127,7 @@ def recrawl_config(settings: Settings) -> RecrawlConfig:
     p = "SIMHASH_RECRAWL_"
     return RecrawlConfig(
         enabled=get_bool(settings, p + "ENABLED", d.enabled),
-        policy=get_choice(settings, p + "POLICY", d.policy, POLICIES),
+        policy=_policy_name(get_str(settings, p + "POLICY", d.policy) or d.policy, POLICIES),
         change_distance=get_int(settings, p + "CHANGE_DISTANCE", d.change_distance, minimum=0),
         target_freshness=get_float(settings, p + "TARGET_FRESHNESS", d.target_freshness),
         budget_per_day=get_float(settings, p + "BUDGET_PER_DAY", d.budget_per_day, minimum=0),
@@ -150,6 +150,11 @@ def recrawl_config(settings: Settings) -> RecrawlConfig:
         ),
         shards=shards(settings),
     )
+
+
+def _policy_name(value: str, builtin: tuple[str, ...]) -> str:
+    """A built-in policy in any case, or an import path as given (the config loads it)."""
+    return value.lower() if value.lower() in builtin else value
 
 
 def max_distance(settings: Settings) -> int:
