@@ -9,14 +9,15 @@ depend on feature order or on summation order.
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from itertools import repeat
-from typing import Any
+from typing import Any, Protocol, cast
 
 import numpy as np
 import xxhash
@@ -49,6 +50,27 @@ _BYTE_SLOTS = np.arange(16, dtype=np.intp) * 256
 _BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(np.float64)
 
 
+class ExtractedText(Protocol):
+    """What an extractor returns (:class:`scrapy_simhash.text.MainText` is one)."""
+
+    @property
+    def title(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def encoding(self) -> str: ...
+    @property
+    def notes(self) -> Sequence[str]: ...
+
+
+class MainTextExtractor(Protocol):
+    """A page's main text from its body (SIMHASH_EXTRACTOR names one of one's own)."""
+
+    def __call__(
+        self, body: bytes | str, *, content_type: str | None = ..., max_bytes: int | None = ...
+    ) -> ExtractedText: ...
+
+
 @dataclass(frozen=True)
 class FingerprintConfig:
     """Every option that shapes features and fingerprints (``SIMHASH_*`` settings)."""
@@ -68,6 +90,9 @@ class FingerprintConfig:
     seed: int = 0
     min_text_chars: int = 200
     max_body_bytes: int = 5_000_000
+    #: Import path of the main-text extractor; "" is the built-in one
+    #: (:func:`scrapy_simhash.text.extract_main_text`).
+    extractor: str = ""
 
     def __post_init__(self) -> None:
         if self.bits not in _WIDTHS:
@@ -96,6 +121,7 @@ class FingerprintConfig:
             raise ConfigurationError(
                 "SIMHASH_MIN_TEXT_CHARS and SIMHASH_MAX_BODY_BYTES must be >= 0"
             )
+        self.main_text  # noqa: B018 - an extractor that cannot be loaded refuses here
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> FingerprintConfig:
@@ -103,6 +129,28 @@ class FingerprintConfig:
         from scrapy_simhash.settings import fingerprint_config
 
         return fingerprint_config(settings)
+
+    @cached_property
+    def main_text(self) -> MainTextExtractor:
+        """The extractor ``extractor`` names: ``(body, *, content_type, max_bytes)`` returning
+        an object with ``title``, ``text`` (a paragraph per line), ``encoding`` and
+        ``notes``, as :func:`scrapy_simhash.text.extract_main_text` does."""
+        if not self.extractor:
+            from scrapy_simhash.text import extract_main_text
+
+            return extract_main_text
+        module, _, name = self.extractor.rpartition(".")
+        try:
+            found = getattr(importlib.import_module(module), name) if module else None
+        except (ImportError, AttributeError) as exc:
+            raise ConfigurationError(
+                f"SIMHASH_EXTRACTOR {self.extractor!r} cannot be loaded: {exc}"
+            ) from None
+        if not callable(found):
+            raise ConfigurationError(
+                f"SIMHASH_EXTRACTOR must be the import path of a function, got {self.extractor!r}"
+            )
+        return cast(MainTextExtractor, found)
 
     @cached_property
     def stopwords(self) -> frozenset[str]:
@@ -120,6 +168,8 @@ class FingerprintConfig:
         """
         options = asdict(self)
         left_out = ["stopwords_file", "builtin_stopwords", "min_text_chars", "max_body_bytes"]
+        if not self.extractor:  # the built-in extractor is what every scheme id so far used
+            left_out.append("extractor")
         if self.cjk_features == "chars":
             left_out += ["tokenizer", "jieba_hmm", "pos_factor"]
         for name in left_out:
@@ -254,9 +304,7 @@ class Fingerprinter:
         self, body: bytes | str, *, content_type: str | None = None
     ) -> PageFingerprint:
         """Extract a page's main text (HTML bytes or text) and fingerprint it."""
-        from scrapy_simhash.text import extract_main_text
-
-        main = extract_main_text(
+        main = self.config.main_text(
             body, content_type=content_type, max_bytes=self.config.max_body_bytes or None
         )
         return self.fingerprint_document(

@@ -6,9 +6,11 @@ import dataclasses
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import xxhash
@@ -257,6 +259,7 @@ SCHEME_CHANGES = {
     "length_factor": True,
     "pos_factor": True,
     "seed": 1,
+    "extractor": "scrapy_simhash.text.extract_main_text",
 }
 
 
@@ -411,3 +414,30 @@ def test_own_text_folds_like_line_by_line(text: str, title: str) -> None:
         if (folded := " ".join(normalize(line).split())) and folded not in folded_title
     ]
     assert own_text(text, title) == ("\n".join(expected) if folded_title else text)
+
+
+def paragraphs_only(
+    body: bytes | str, *, content_type: str | None = None, max_bytes: int | None = None
+) -> Any:
+    """An extractor of one's own: the text of <p> elements, nothing else."""
+    from scrapy_simhash.text import MainText
+
+    html = body.decode() if isinstance(body, bytes) else body
+    found = re.findall(r"<p>(.*?)</p>", html, flags=re.DOTALL)
+    return MainText(title="", text="\n".join(found), encoding="utf-8")
+
+
+def test_an_extractor_of_ones_own_by_import_path_enters_the_scheme() -> None:
+    from scrapy_simhash.settings import fingerprint_config
+
+    article = " ".join(f"Sentence {i} tells of the harbour, the ferry and the bridge." for i in
+                       range(30))
+    page = f"<html><body><div>{'menu ' * 50}</div><p>{article}</p></body></html>"
+    builtin = Fingerprinter(FingerprintConfig())
+    own = Fingerprinter(fingerprint_config(
+        {"SIMHASH_EXTRACTOR": "tests.test_fingerprint.paragraphs_only"}))
+    assert own.fingerprint_page(page).fingerprint == own.fingerprint_text(article)
+    assert own.scheme != builtin.scheme
+    assert builtin.scheme == Fingerprinter(fingerprint_config({"SIMHASH_EXTRACTOR": ""})).scheme
+    with pytest.raises(ConfigurationError, match="cannot be loaded"):
+        fingerprint_config({"SIMHASH_EXTRACTOR": "tests.test_fingerprint.no_such_function"})

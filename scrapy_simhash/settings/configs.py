@@ -115,6 +115,7 @@ def fingerprint_config(settings: Settings) -> FingerprintConfig:
         seed=get_int(settings, "SIMHASH_SEED", d.seed),
         min_text_chars=get_int(settings, "SIMHASH_MIN_TEXT_CHARS", d.min_text_chars),
         max_body_bytes=get_int(settings, "SIMHASH_MAX_BODY_BYTES", d.max_body_bytes),
+        extractor=get_str(settings, "SIMHASH_EXTRACTOR", d.extractor) or "",
     )
 
 
