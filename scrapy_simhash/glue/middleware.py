@@ -4,10 +4,12 @@ Placement: ``process_response`` runs from high priority numbers to low, so at 54
 response after redirects (600), decompression (590), meta refresh (580) and retries (550) —
 the body a spider would parse, once per final page.
 
-Each considered response is fingerprinted (main text, SimHash) and handed to the index in one
-atomic ``observe``: a page within ``SIMHASH_MAX_DISTANCE`` bits of a page kept under another
-key is a near-duplicate; the same key seen again is a change observation for recrawl
-scheduling, never a duplicate of itself.
+Each considered response is fingerprinted (main text, SimHash) and judged by the verdict
+step (:mod:`scrapy_simhash.verdict`): a page within ``SIMHASH_MAX_DISTANCE`` bits of a page
+kept under another key is a near-duplicate; the same key seen again is a change observation
+for recrawl scheduling, never a duplicate of itself. This module decides nothing of that: it
+skips what is not a page, picks the key, and turns the verdict into Scrapy's actions, stats
+and signals.
 """
 
 from __future__ import annotations
@@ -25,16 +27,13 @@ from scrapy_simhash.exceptions import ConfigurationError, InvalidKeyError
 from scrapy_simhash.glue import config
 from scrapy_simhash.glue.dust import DustGlue
 from scrapy_simhash.glue.errors import NearDuplicate
-from scrapy_simhash.glue.guard import Guarded
 from scrapy_simhash.glue.keys import CanonicalKeys
+from scrapy_simhash.glue.stores import CrawlStores
 from scrapy_simhash.glue.wiring import (
     IndexErrorPolicy,
     check_crawl_settings,
-    guarded,
-    guarded_index,
-    resolve,
+    report_close,
     send_signal,
-    validate_index,
 )
 from scrapy_simhash.glue.workers import FingerprintRunner
 from scrapy_simhash.settings import (
@@ -42,7 +41,6 @@ from scrapy_simhash.settings import (
     content_type_matches,
     enabled,
     fingerprint_config,
-    index_kwargs,
     recrawl_config,
 )
 from scrapy_simhash.verdict import (
@@ -53,7 +51,6 @@ from scrapy_simhash.verdict import (
     UNUSABLE,
     Answer,
     Verdict,
-    VerdictStep,
 )
 
 if TYPE_CHECKING:
@@ -87,9 +84,6 @@ class SimhashDownloaderMiddleware:
         settings = crawler.settings
         if not enabled(settings):
             raise NotConfigured("SIMHASH_ENABLED is False: near-duplicate detection is off")
-        from scrapy_simhash.fingerprint import hamming
-
-        self._hamming = hamming
         self.crawler = crawler
         self.stats = crawler.stats
         self.config = MiddlewareConfig.from_settings(settings)
@@ -102,26 +96,20 @@ class SimhashDownloaderMiddleware:
             inline_max_bytes=self.config.inline_max_bytes,
             cache_size=self.config.body_cache_size,
         )
-        fingerprinter = self.runner.fingerprinter
-        self.bits = fingerprinter.bits
-        self.namespace = config.namespace(settings, getattr(crawler.spidercls, "name", None))
-        self.index_url = config.index_url(settings)
-        kwargs = index_kwargs(
-            settings, namespace=self.namespace, bits=self.bits, scheme=fingerprinter.scheme
+        self.stores = CrawlStores.open(
+            crawler,
+            namespace=config.namespace(settings, getattr(crawler.spidercls, "name", None)),
+            fingerprinter=self.runner.fingerprinter,
+            guard=self.config.guard,
+            count=self._inc,
+            recrawl=recrawl_config(settings),
+            keys=self.keys.memory,
+            prefer_urls=self.config.prefer_urls,
         )
-        validate_index(self.index_url, kwargs)
-        self.index = guarded_index(
-            self.index_url, kwargs, self.config.guard, lambda: self._inc("index_error")
-        )
-        self.recrawl = self._open_recrawl(settings)
-        self.verdicts = VerdictStep(
-            self.index, self.recrawl, bits=self.bits, change_distance=self.change_threshold,
-            keys=self.keys.memory, prefer_urls=self.config.prefer_urls, count=self._inc,
-        )
-        self.errors = IndexErrorPolicy(
-            crawler, self.config.guard.on_error, self.config.on_mismatch
-        )
-        self.dust = self._open_dust(kwargs["max_distance"])
+        self.index, self.recrawl = self.stores.index, self.stores.recrawl
+        self.verdicts = self.stores.verdicts
+        self.errors = IndexErrorPolicy(crawler, self.config.guard.on_error, self.config.on_mismatch)
+        self.dust = self._open_dust()
         crawler.signals.connect(self._spider_opened, signal=scrapy_signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=scrapy_signals.spider_closed)
 
@@ -134,40 +122,17 @@ class SimhashDownloaderMiddleware:
             check_crawl_settings(crawler.settings)
         return cls(crawler)
 
-    def _open_recrawl(self, settings: Any) -> Guarded[Any] | None:
-        """The recrawl store (same storage as the index), unless SIMHASH_RECRAWL_ENABLED is off."""
-        from scrapy_simhash.recrawl import open_async_recrawl_store
-
-        recrawl = recrawl_config(settings)
-        # Without the recrawl store, the index's previous fingerprint still tells whether a
-        # re-fetched page changed, by the same threshold.
-        self.change_threshold = recrawl.change_distance
-        if not recrawl.enabled:
-            return None
-
-        async def opener() -> Any:
-            return await resolve(
-                open_async_recrawl_store(
-                    self.index_url, namespace=self.namespace, config=recrawl
-                )
-            )
-
-        return guarded(
-            "recrawl store",
-            self.index_url,
-            opener,
-            self.config.guard,
-            lambda: self._inc("recrawl_error"),
-        )
-
-    def _open_dust(self, max_distance: int) -> DustGlue | None:
+    def _open_dust(self) -> DustGlue | None:
         """URL rule learning (SIMHASH_DUST_ENABLED): skip fetching known copies."""
         if not DustGlue.enabled(self.crawler.settings):
             return None
+        from scrapy_simhash.fingerprint import hamming
+
+        stores = self.stores
         return DustGlue(
-            self.crawler, self.index, self.keys, url=self.index_url, namespace=self.namespace,
-            max_distance=max_distance, bits=self.bits, hamming=self._hamming,
-            timeout_secs=self.config.guard.timeout,
+            self.crawler, self.index, self.keys, url=stores.url, namespace=stores.namespace,
+            max_distance=stores.max_distance, bits=self.runner.fingerprinter.bits,
+            hamming=hamming, timeout_secs=self.config.guard.timeout,
         )
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -177,53 +142,19 @@ class SimhashDownloaderMiddleware:
         logger.info(
             "SimHash near-duplicate detection on: index %s, namespace %r, %d-bit, "
             "%s duplicates, %d fingerprint worker(s)",
-            mask_url(self.index_url), self.namespace, self.bits,
+            mask_url(self.stores.url), self.stores.namespace, self.runner.fingerprinter.bits,
             "dropping" if self.config.drop_duplicates else "marking",
             self.config.workers,
         )
 
     async def _spider_closed(self, spider: Any = None, reason: str = "") -> None:
         self.runner.close()
-        if self.runner.cache_hits:
-            self.stats.set_value("simhash/body_cache_hits", self.runner.cache_hits)
-        self._cpu_stats()
-        await self.index.aclose()
-        if self.recrawl is not None:
-            await self.recrawl.aclose()
+        for name, value in self.runner.stats().items():
+            self.stats.set_value(f"simhash/{name}", value)
+        await self.stores.aclose()
         if self.dust is not None:
             await self.dust.aclose()
-        get = self.stats.get_value
-        unchecked = get("simhash/index_unusable", 0)
-        if unchecked:
-            logger.error(
-                "SimHash: %d page(s) passed unchecked because the index cannot be used as "
-                "configured (simhash/index_unusable)", unchecked,
-            )
-        lost = get("simhash/recrawl_lost", 0)
-        if lost:
-            logger.warning(
-                "SimHash: %d recrawl observation(s) lost while the recrawl store was "
-                "unavailable (simhash/recrawl_error); those pages keep their earlier schedule",
-                lost,
-            )
-        logger.info(
-            "SimHash: %d pages checked, %d unique, %d near-duplicates (%d dropped), "
-            "%d changed, %d unchanged, %d without text, %d index errors",
-            *(get(f"simhash/{n}", 0) for n in (
-                "pages", "unique", "duplicate", "dropped", "changed", "unchanged",
-                "no_text", "index_error",
-            )),
-        )
-
-    def _cpu_stats(self) -> None:
-        """CPU time spent fingerprinting (reactor thread and workers), not wall time:
-        wall time of concurrent pages overlaps and includes waiting for a worker."""
-        pages = self.runner.computed
-        if not pages:
-            return
-        total_us = int(self.runner.cpu_secs * 1_000_000)
-        self.stats.set_value("simhash/fingerprint_cpu_us", total_us)
-        self.stats.set_value("simhash/fingerprint_cpu_us_per_page", total_us // pages)
+        report_close(self.stats, logger)
 
     # -- per response ------------------------------------------------------------------------
 

@@ -18,15 +18,14 @@ from scrapy.exceptions import DropItem, NotConfigured
 from scrapy_simhash import signals
 from scrapy_simhash.exceptions import ConfigurationError, InvalidKeyError
 from scrapy_simhash.glue import config
+from scrapy_simhash.glue.stores import CrawlStores
 from scrapy_simhash.glue.wiring import (
     IndexErrorPolicy,
-    guarded_index,
     send_signal,
-    validate_index,
 )
 from scrapy_simhash.index.keys import index_key
-from scrapy_simhash.settings import PipelineConfig, enabled, fingerprint_config, index_kwargs
-from scrapy_simhash.verdict import DUPLICATE, UNAVAILABLE, UNUSABLE, VerdictStep
+from scrapy_simhash.settings import PipelineConfig, enabled, fingerprint_config
+from scrapy_simhash.verdict import DUPLICATE, UNAVAILABLE, UNUSABLE
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -69,19 +68,12 @@ class SimhashPipeline:
         self.fingerprinter = Fingerprinter(fingerprint_config(settings))
         spider_name = getattr(crawler.spidercls, "name", None)
         self.namespace = f"{config.namespace(settings, spider_name)}:items"
-        url = config.index_url(settings)
-        kwargs = index_kwargs(
-            settings,
-            namespace=self.namespace,
-            bits=self.fingerprinter.bits,
-            scheme=self.fingerprinter.scheme,
-        )
-        validate_index(url, kwargs)
-        self.index = guarded_index(url, kwargs, self.config.guard, lambda: self._inc("index_error"))
         # Items have no schedule and no canonical URLs: the step only asks the index.
-        self.verdicts = VerdictStep(
-            self.index, None, bits=self.fingerprinter.bits, change_distance=0
+        self.stores = CrawlStores.open(
+            crawler, namespace=self.namespace, fingerprinter=self.fingerprinter,
+            guard=self.config.guard, count=self._inc,
         )
+        self.index, self.verdicts = self.stores.index, self.stores.verdicts
         self.errors = IndexErrorPolicy(crawler, self.config.guard.on_error, self.config.on_mismatch)
         crawler.signals.connect(self._spider_closed, signal=scrapy_signals.spider_closed)
 
@@ -90,7 +82,7 @@ class SimhashPipeline:
         return cls(crawler)
 
     async def _spider_closed(self, spider: Any = None, reason: str = "") -> None:
-        await self.index.aclose()
+        await self.stores.aclose()
 
     def _inc(self, name: str) -> None:
         self.stats.inc_value(f"simhash/items_{name}")

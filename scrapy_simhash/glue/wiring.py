@@ -220,3 +220,29 @@ def report_unusable_index(crawler: Crawler, policy: str, exc: Exception) -> None
             "SimHash index cannot be used as configured; every page from now on passes "
             "UNCHECKED (SIMHASH_ON_INDEX_MISMATCH=pass): %s", exc,
         )
+
+
+def report_close(stats: Any, log: logging.Logger) -> None:
+    """The crawl's SimHash summary at the close: what passed unchecked or was lost first."""
+    get = stats.get_value
+    unchecked = get("simhash/index_unusable", 0)
+    if unchecked:
+        log.error(
+            "SimHash: %d page(s) passed unchecked because the index cannot be used as "
+            "configured (simhash/index_unusable)", unchecked,
+        )
+    lost = get("simhash/recrawl_lost", 0)
+    if lost:
+        log.warning(
+            "SimHash: %d recrawl observation(s) lost while the recrawl store was "
+            "unavailable (simhash/recrawl_error); those pages keep their earlier schedule",
+            lost,
+        )
+    log.info(
+        "SimHash: %d pages checked, %d unique, %d near-duplicates (%d dropped), "
+        "%d changed, %d unchanged, %d without text, %d index errors",
+        *(get(f"simhash/{n}", 0) for n in (
+            "pages", "unique", "duplicate", "dropped", "changed", "unchanged",
+            "no_text", "index_error",
+        )),
+    )

@@ -147,6 +147,17 @@ class FingerprintRunner:
         finally:
             self._count(time.thread_time() - started)
 
+    def stats(self) -> dict[str, int]:
+        """Body cache hits and the CPU time spent fingerprinting (reactor thread and
+        workers), not wall time: wall time of concurrent pages overlaps and includes
+        waiting for a worker."""
+        stats = {"body_cache_hits": self.cache_hits} if self.cache_hits else {}
+        if self.computed:
+            total_us = int(self.cpu_secs * 1_000_000)
+            stats["fingerprint_cpu_us"] = total_us
+            stats["fingerprint_cpu_us_per_page"] = total_us // self.computed
+        return stats
+
     def _count(self, cpu_secs: float) -> None:
         self.computed += 1
         self.cpu_secs += cpu_secs

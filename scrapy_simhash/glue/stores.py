@@ -1,0 +1,91 @@
+"""The storage one crawl component talks to: opened and checked once, closed once.
+
+The middleware (pages) and the pipeline (items, in ``<namespace>:items``) each keep an
+index, the middleware also a recrawl schedule, in the storage ``SIMHASH_INDEX_URL`` names;
+both reach them through guards (timeouts, retry pauses, throttled logs) and through one
+verdict step, so opening them is written once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from scrapy_simhash.glue import config
+from scrapy_simhash.glue.guard import Guarded
+from scrapy_simhash.glue.wiring import guarded, guarded_index, resolve, validate_index
+from scrapy_simhash.settings import index_kwargs
+from scrapy_simhash.verdict import VerdictStep
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+    from scrapy_simhash.canonical import KeyMemory
+    from scrapy_simhash.fingerprint import Fingerprinter
+    from scrapy_simhash.recrawl import RecrawlConfig
+    from scrapy_simhash.settings import GuardConfig
+
+
+@dataclass
+class CrawlStores:
+    """A component's index and recrawl store behind guards, and the verdict step over them."""
+
+    url: str
+    namespace: str
+    max_distance: int
+    index: Guarded[Any]
+    recrawl: Guarded[Any] | None
+    verdicts: VerdictStep
+
+    @classmethod
+    def open(
+        cls,
+        crawler: Crawler,
+        *,
+        namespace: str,
+        fingerprinter: Fingerprinter,
+        guard: GuardConfig,
+        count: Callable[[str], None],
+        recrawl: RecrawlConfig | None = None,
+        keys: KeyMemory | None = None,
+        prefer_urls: tuple[str, ...] = (),
+    ) -> CrawlStores:
+        """Check the index now (a mismatched or unusable one refuses the crawl here; an
+        unreachable one only warns) and guard what the crawl will call. ``count`` receives
+        stat names (``index_error``, ``recrawl_error``, ``recrawl_lost``). ``recrawl`` None
+        or disabled: no schedule, and the index's previous fingerprint alone tells a change
+        (by the recrawl config's change distance when there is one)."""
+        url = config.index_url(crawler.settings)
+        kwargs = index_kwargs(
+            crawler.settings, namespace=namespace, bits=fingerprinter.bits,
+            scheme=fingerprinter.scheme,
+        )
+        validate_index(url, kwargs)
+        index = guarded_index(url, kwargs, guard, lambda: count("index_error"))
+        store = None
+        if recrawl is not None and recrawl.enabled:
+            store = guarded(
+                "recrawl store", url, _recrawl_opener(url, namespace, recrawl), guard,
+                lambda: count("recrawl_error"),
+            )
+        verdicts = VerdictStep(
+            index, store, bits=fingerprinter.bits,
+            change_distance=recrawl.change_distance if recrawl is not None else 0,
+            keys=keys, prefer_urls=prefer_urls, count=count,
+        )
+        return cls(url, namespace, int(kwargs["max_distance"]), index, store, verdicts)
+
+    async def aclose(self) -> None:
+        await self.index.aclose()
+        if self.recrawl is not None:
+            await self.recrawl.aclose()
+
+
+def _recrawl_opener(url: str, namespace: str, recrawl: RecrawlConfig) -> Callable[[], Any]:
+    from scrapy_simhash.recrawl import open_async_recrawl_store
+
+    async def opener() -> Any:
+        return await resolve(open_async_recrawl_store(url, namespace=namespace, config=recrawl))
+
+    return opener
