@@ -114,6 +114,13 @@ def _memory_recrawl(url: str | None, namespace: str, shards: int | None = None) 
     return MemoryBackend()
 
 
+def _async_memory_recrawl(url: str | None, namespace: str, shards: int | None = None) -> Any:
+    from scrapy_simhash.recrawl.store import ThreadedBackend
+
+    # Memory never blocks: called inline, not in a thread.
+    return ThreadedBackend(_memory_recrawl(url, namespace), threaded=False)
+
+
 def _memory_rules(url: str, namespace: str, **options: Any) -> Any:
     from scrapy_simhash.dust.store import MemoryRuleStore
 
@@ -197,7 +204,7 @@ def _redis_rules(url: str, namespace: str, **options: Any) -> Any:
 
 register_storage(Storage(
     "memory", ("memory",), index=_memory_index, async_index=_async_memory_index,
-    recrawl=_memory_recrawl, rules=_memory_rules,
+    recrawl=_memory_recrawl, async_recrawl=_async_memory_recrawl, rules=_memory_rules,
 ))
 register_storage(Storage(
     "sqlite", ("sqlite",), index=_sqlite_index, recrawl=_sqlite_recrawl, rules=_sqlite_rules,
