@@ -230,6 +230,10 @@ class KeyMemory:
         """Whether the index must count an entry already under ``key`` as a match."""
         return key != own or key in self._held
 
+    def holder(self, key: str) -> str | None:
+        """The other URL whose page this crawl stored under ``key``, if any."""
+        return self._held.get(key)
+
     def stored_by(self, key: str, own: str) -> None:
         """``own`` was stored under ``key``: remember it if that is another URL."""
         if key == own:

@@ -216,6 +216,9 @@ class VerdictStep:
             if key == own:  # nor is that page's fetch a visit of this one
                 observation = observation._replace(previous=None)
                 await self.forget(key)
+                holder = self.keys.holder(key)
+                if holder is not None:  # which is no copy of this page either
+                    await self.forget_drop(holder)
             key = own
         if observation.stored:
             self.keys.stored_by(key, own)
@@ -260,6 +263,11 @@ class VerdictStep:
         index only loses the record."""
         with contextlib.suppress(BackendUnavailable, ConfigurationError):
             await self.index.call(lambda backend: backend.record_drop(url, kept, distance))
+
+    async def forget_drop(self, url: str) -> None:
+        """Forget a drop record that turned out wrong; an index away only keeps it."""
+        with contextlib.suppress(BackendUnavailable, ConfigurationError):
+            await self.index.call(lambda backend: backend.forget_drop(url))
 
     async def forget(self, key: str) -> None:
         """Take ``key`` off the recrawl schedule."""

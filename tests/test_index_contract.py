@@ -333,6 +333,20 @@ def test_drop_records_say_what_a_dropped_url_copies(make: Callable[..., Any]) ->
     assert index.drop_of(key) is None
 
 
+def test_a_drop_record_found_wrong_is_forgotten_alone(make: Callable[..., Any]) -> None:
+    index = make()
+    index.record_drop("https://a.example/2", "https://a.example/1", 0)
+    index.record_drop("https://a.example/print/1", "https://a.example/1", 1)
+    index.forget_drop("https://a.example/2")
+    index.forget_drop("https://a.example/never-dropped")
+    assert index.drop_of("https://a.example/2") is None
+    assert index.drop_of("https://a.example/print/1").kept == "https://a.example/1"
+    assert index.drop_count() == 1
+    index.record_drop("https://a.example/2", "https://a.example/3", 2)
+    assert index.drop_of("https://a.example/2").kept == "https://a.example/3"
+    assert index.drop_count() == 2
+
+
 def test_drop_records_are_bounded_by_count_oldest_first(make: Callable[..., Any]) -> None:
     clock = Clock()
     index = make(clock=clock, drop_max_entries=5)

@@ -144,6 +144,23 @@ def test_a_page_misdeclaring_its_canonical_url_is_filed_under_its_own(url: str) 
     run(scenario())
 
 
+def test_a_canonical_url_replacing_a_misdeclaring_page_forgets_its_drop_record(
+    url: str,
+) -> None:
+    async def scenario() -> None:
+        stores = Stores(url)
+        # Page 2 names page 1 as canonical and arrives first: filed under page 1's URL.
+        await stores.step.page("https://a.test/1", "https://a.test/2", FAR, OK)
+        assert (await stores.drop_of("https://a.test/2")).kept == "https://a.test/1"
+        # Page 1 itself differs: it takes its own URL back, and page 2 copies nothing.
+        first = await stores.step.page("https://a.test/1", "https://a.test/1", A, OK)
+        assert (first.outcome, first.key, first.changed) == (UNIQUE, "https://a.test/1", None)
+        assert await stores.drop_of("https://a.test/2") is None
+        await stores.close()
+
+    run(scenario())
+
+
 def test_a_preferred_url_renames_the_cluster_and_takes_over_its_schedule(url: str) -> None:
     async def scenario() -> None:
         stores = Stores(url, prefer=("no_print_amp", "fewer_params"))

@@ -291,6 +291,9 @@ class NearDuplicateIndex(ABC):
         """The live drop record of ``url``, if it was dropped as a near-duplicate."""
         return None
 
+    def forget_drop(self, url: str) -> None:  # noqa: B027 (optional, as record_drop)
+        """Forget the drop record of ``url``: it turned out not to copy what it names."""
+
     def drop_count(self) -> int:
         """Drop records stored, including expired ones not yet purged."""
         return 0
@@ -390,6 +393,9 @@ class AsyncNearDuplicateIndex(ABC):
 
     async def drop_of(self, url: str) -> DropRecord | None:
         return None
+
+    async def forget_drop(self, url: str) -> None:  # noqa: B027
+        """See :meth:`NearDuplicateIndex.forget_drop`."""
 
     async def drop_count(self) -> int:
         return 0

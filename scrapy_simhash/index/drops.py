@@ -108,6 +108,9 @@ class MemoryDrops:
         """The live records (a snapshot: callers may record more while iterating)."""
         return (r for r in list(self._records.values()) if not self._expired(r, now))
 
+    def forget(self, url: str) -> None:
+        self._records.pop(url, None)
+
     def clear(self) -> None:
         self._records.clear()
 

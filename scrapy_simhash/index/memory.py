@@ -154,6 +154,10 @@ class MemoryIndex(NearDuplicateIndex):
         with self._lock:
             return self._drops.get(url, self._clock())
 
+    def forget_drop(self, url: str) -> None:
+        with self._lock:
+            self._drops.forget(url)
+
     def drop_count(self) -> int:
         return len(self._drops)
 

@@ -171,6 +171,9 @@ class AsyncIndexAdapter(AsyncNearDuplicateIndex):
     async def drop_of(self, url: str) -> DropRecord | None:
         return await self._call(self.sync.drop_of, url)
 
+    async def forget_drop(self, url: str) -> None:
+        await self._call(self.sync.forget_drop, url)
+
     async def drop_count(self) -> int:
         return await self._call(self.sync.drop_count)
 

@@ -339,6 +339,13 @@ class SqliteIndex(NearDuplicateIndex):
             return None
         return DropRecord(url, row[0], int(row[1]), int(row[2]))
 
+    def forget_drop(self, url: str) -> None:
+        try:
+            with self._write() as db:
+                db.execute("DELETE FROM simhash_drops WHERE ns = ? AND url = ?", (self._ns, url))
+        except sqlite3.Error as exc:
+            raise self._error("forget drop", exc) from exc
+
     def drop_count(self) -> int:
         row = self._row("drop count", "SELECT COUNT(*) FROM simhash_drops WHERE ns = ?")
         return int(row[0]) if row else 0

@@ -117,6 +117,16 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
             raise self._codec.error("drop lookup", exc) from exc
         return self._codec.drop(url, value)
 
+    async def forget_drop(self, url: str) -> None:
+        if await self.drop_of(url) is None:  # none, or another URL's under a colliding id
+            return
+        records, order = self._codec.drop_keys
+        try:
+            await self._client.hdel(records, key_id(url))
+            await self._client.lrem(order, 1, key_id(url))
+        except self._errors as exc:
+            raise self._codec.error("forget drop", exc) from exc
+
     async def drop_count(self) -> int:
         try:
             return int(await self._client.hlen(self._codec.drop_keys[0]))

@@ -41,6 +41,17 @@ class RedisDropRecord:
             raise codec.error("drop lookup", exc) from exc
         return codec.drop(url, value)
 
+    def forget_drop(self, url: str) -> None:
+        codec = self._drop_codec()
+        if self.drop_of(url) is None:  # none, or another URL's under a colliding id
+            return
+        records, order = codec.drop_keys
+        try:
+            self._client.hdel(records, key_id(url))
+            self._client.lrem(order, 1, key_id(url))
+        except self._errors as exc:
+            raise codec.error("forget drop", exc) from exc
+
     def drop_count(self) -> int:
         codec = self._drop_codec()
         try:
