@@ -36,7 +36,7 @@ from scrapy_simhash.features import (
 logger = logging.getLogger(__name__)
 
 # Bump when the feature pipeline or the hashing changes, so indexes refuse old fingerprints.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 # Weights are multiplied by this and rounded: sums of integers below 2**53 are exact in
 # float64 whatever the order.
 _FIXED_POINT = 1024.0

@@ -584,3 +584,26 @@ def test_the_documented_import_paths_and_log_names_outlive_the_text_package() ->
     # Log configurations written for the old modules still select their lines.
     assert scrapy_simhash.text.extract.logger.name == "scrapy_simhash.extract"
     assert scrapy_simhash.text.decode.logger.name == "scrapy_simhash.decode"
+
+
+def test_layout_columns_named_by_their_ids_are_not_read_as_one_article() -> None:
+    """A syndicated article in a classless layout column (div#col_2) beside another column
+    of the host's own prose (div#col_3Outer, a partner box): the columns share tag and
+    class (none), yet their ids name different regions. Repeated units whose ids differ
+    only by a number (div#part-1, div#part-2) still continue each other."""
+    story = "".join(f"<p>{text}</p>" for text in EN_ARTICLE)
+    partners = "".join(f"<p>{text}</p>" for text in EN_OTHER[:2])
+    page = (
+        f"<html><body><div id='all'><div id='col_2'><div><div>{story}</div></div></div>"
+        f"<div id='col_3Outer'><div><div>{partners}</div></div></div></div></body></html>"
+    )
+    main = extract_main_text(page.encode())
+    assert "bicycle lane" in main.text
+    assert "comet" not in main.text
+    parts = "".join(
+        f"<div id='part-{n}'><div><p>{a}</p><p>{b}</p></div></div>"
+        for n, (a, b) in enumerate([EN_ARTICLE[:2], EN_ARTICLE[2:]], 1)
+    )
+    main = extract_main_text(f"<html><body><div id='all'>{parts}</div></body></html>".encode())
+    assert "bicycle lane" in main.text
+    assert "parking spaces" in main.text

@@ -89,13 +89,29 @@ def _best_container(walk: _Walk) -> tuple[etree._Element, list[etree._Element]]:
             continue
         chars, link = frame[_CHARS], frame[_LINK]
         # Repeated units (posts of a thread, sections of one article) share tag and class.
-        alike = (sibling.tag, sibling.get("class")) == best_key and (
-            frame[_MASS] >= best_mass * 0.2
+        alike = (
+            (sibling.tag, sibling.get("class")) == best_key
+            and frame[_MASS] >= best_mass * 0.2
+            and not _distinct_regions(best, sibling)
         )
         prose = sibling.tag == "p" and link < chars * 0.25 and chars > 80
         if alike or prose or _final_score(sibling, frame) >= threshold:
             chosen.append(sibling)
     return best, chosen
+
+
+_DIGITS = str.maketrans("", "", "0123456789")
+
+
+def _distinct_regions(a: etree._Element, b: etree._Element) -> bool:
+    """Whether two classless divs are named as different regions of a layout by their
+    ids ("col_2" beside "col_3Outer"), not as repeated units ("post-12", "post-13")."""
+    if a.tag != "div" or a.get("class") is not None:
+        return False
+    first, second = a.get("id"), b.get("id")
+    if not first or not second:
+        return False
+    return first.translate(_DIGITS) != second.translate(_DIGITS)
 
 
 # The share of a wrapper's paragraph mass that makes the marked article inside it the content.
