@@ -12,14 +12,11 @@ from __future__ import annotations
 import importlib
 import json
 import logging
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
-from itertools import repeat
 from typing import Any, Protocol, cast
 
-import numpy as np
 import xxhash
 
 from scrapy_simhash.exceptions import ConfigurationError
@@ -32,22 +29,28 @@ from scrapy_simhash.features import (
     load_stopwords,
     normalize,
 )
+from scrapy_simhash.simhash import from_hex, hamming, simhash, similarity, to_hex
+
+# from_hex, hamming, similarity and to_hex were documented here before they moved to
+# scrapy_simhash.simhash.
+__all__ = [
+    "FingerprintConfig",
+    "Fingerprinter",
+    "PageFingerprint",
+    "from_hex",
+    "hamming",
+    "own_text",
+    "similarity",
+    "to_hex",
+]
 
 logger = logging.getLogger(__name__)
 
 # Bump when the feature pipeline or the hashing changes, so indexes refuse old fingerprints.
 FORMAT_VERSION = 3
-# Weights are multiplied by this and rounded: sums of integers below 2**53 are exact in
-# float64 whatever the order.
-_FIXED_POINT = 1024.0
 #: Main text beyond this many characters is not tokenized (a long book chapter is ~100k).
 MAX_FEATURE_CHARS = 300_000
 _WIDTHS = (64, 128)
-_HEX = re.compile("[0-9a-f]{1,32}")
-# Offset of each digest byte position in the (position, byte value) weight table.
-_BYTE_SLOTS = np.arange(16, dtype=np.intp) * 256
-# Row v holds the 8 bits of byte value v, most significant first.
-_BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(np.float64)
 
 
 class ExtractedText(Protocol):
@@ -228,26 +231,7 @@ class Fingerprinter:
 
     def fingerprint_features(self, features: Mapping[str, float]) -> int | None:
         """SimHash of weighted features; None when there are none (never all zeros)."""
-        if not features:
-            return None
-        count, width = len(features), self.bits // 8
-        names = map(str.encode, features)
-        seed = self.config.seed
-        hashes = map(self._digest, names, repeat(seed)) if seed else map(self._digest, names)
-        raw = b"".join(hashes)
-        digests = np.frombuffer(raw, dtype=np.uint8).reshape(count, width)
-        weights = np.fromiter(features.values(), dtype=np.float64, count=count)
-        np.rint(np.multiply(weights, _FIXED_POINT, out=weights), out=weights)
-        total = float(weights.sum())
-        if total <= 0:
-            return None
-        # Sum the weights per (byte position, byte value), then expand each byte value to
-        # its 8 bits: 8x less arithmetic than a features x bits matrix. Byte 0 of the
-        # canonical digest is the most significant, so the votes come out in bit order.
-        slots = (digests + _BYTE_SLOTS[:width]).ravel()
-        per_value = np.bincount(slots, weights=np.repeat(weights, width), minlength=256 * width)
-        votes = (per_value.reshape(width, 256) @ _BYTE_BITS).ravel()
-        return int.from_bytes(np.packbits(votes > total / 2).tobytes(), "big")
+        return simhash(features, self._digest, self.bits, self.config.seed)
 
     def too_short(self, text: str, title: str = "", *, folded: str | None = None) -> str | None:
         """Why ``text`` is too little to fingerprint, or None when it is enough.
@@ -332,28 +316,3 @@ def own_text(text: str, title: str, folded: str | None = None) -> str:
         if folded and folded not in folded_title:
             kept.append(line)
     return "\n".join(kept)
-
-
-def hamming(a: int, b: int) -> int:
-    """Number of differing bits."""
-    return (a ^ b).bit_count()
-
-
-def similarity(a: int, b: int, bits: int = 64) -> float:
-    """Share of equal bits, 0..1 (1.0 = identical fingerprints)."""
-    return 1.0 - hamming(a, b) / bits
-
-
-def to_hex(fingerprint: int, bits: int = 64) -> str:
-    """Fixed-width lowercase hex (16 digits for 64 bits, 32 for 128)."""
-    if not 0 <= fingerprint < 1 << bits:
-        raise ValueError(f"fingerprint does not fit in {bits} bits: {fingerprint}")
-    return format(fingerprint, f"0{bits // 4}x")
-
-
-def from_hex(text: str) -> int:
-    """Parse a fingerprint written by :func:`to_hex` (an ``0x`` prefix is accepted)."""
-    cleaned = text.strip().lower().removeprefix("0x")
-    if not _HEX.fullmatch(cleaned):
-        raise ValueError(f"not a 64- or 128-bit hex fingerprint: {text!r}")
-    return int(cleaned, 16)

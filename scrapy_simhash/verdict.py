@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from scrapy_simhash.canonical import KeyMemory, preferred
 from scrapy_simhash.exceptions import BackendUnavailable, ConfigurationError, InvalidKeyError
 from scrapy_simhash.recrawl.state import Visit, compare
+from scrapy_simhash.simhash import to_hex
 
 #: Outcomes of :meth:`VerdictStep.page`.
 UNIQUE = "unique"
@@ -123,7 +124,7 @@ class VerdictStep:
         self._count = count
 
     def hex(self, fingerprint: int) -> str:
-        return f"{fingerprint:0{self.bits // 4}x}"
+        return to_hex(fingerprint, self.bits)
 
     async def page(
         self,
