@@ -164,6 +164,11 @@ def test_settings_become_open_index_arguments(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="SIMHASH_INDEX_EXACT_DISTANCE"):
         index_options_from_settings({"SIMHASH_MAX_DISTANCE": "2", "SIMHASH_INDEX_EXACT_DISTANCE": "3"})
     assert index_options_from_settings({"SIMHASH_MAX_DISTANCE": "0"})["exact_distance"] == 0
+    # 128-bit fingerprints get distances of their own unless set.
+    wide = index_options_from_settings({"SIMHASH_BITS": "128"})
+    assert (wide["max_distance"], wide["exact_distance"]) == (9, 5)
+    wide = index_options_from_settings({"SIMHASH_BITS": "128", "SIMHASH_MAX_DISTANCE": "7"})
+    assert (wide["max_distance"], wide["exact_distance"]) == (7, 5)
     with pytest.raises(ConfigurationError, match=r"memory:// takes no options.*retries"):
         open_index("memory://", options={"retries": 2})
     with pytest.raises(ConfigurationError, match="sqlite:// does not take option"):

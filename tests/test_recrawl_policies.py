@@ -68,3 +68,10 @@ def test_the_budget_policy_falls_back_to_the_target_until_a_multiplier_is_solved
     assert BudgetPolicy().interval(config, rate, None, None, math.inf) == target
     # A page changing far faster than any budget can follow is given up on.
     assert BudgetPolicy().interval(config, 1.0, None, None, 10.0) == math.inf
+
+
+def test_the_change_distance_follows_the_fingerprint_width() -> None:
+    assert recrawl_config({}).change_distance == 3
+    assert recrawl_config({"SIMHASH_BITS": 128}).change_distance == 6
+    assert recrawl_config({"SIMHASH_BITS": 128,
+                           "SIMHASH_RECRAWL_CHANGE_DISTANCE": 2}).change_distance == 2

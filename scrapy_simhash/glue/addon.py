@@ -4,7 +4,8 @@ It installs the downloader middleware (priority 540), the spider middleware that
 items of near-duplicates passed only for their links (50) and the item pipeline (800)
 unless the project lists them itself, and sets defaults at "addon" priority, so ``settings.py``, spider
 ``custom_settings`` and ``-s`` still win. With no configuration the index is an embedded
-SQLite file in the project's ``.scrapy/`` directory and near-duplicates are pages within 3 bits.
+SQLite file in the project's ``.scrapy/`` directory and near-duplicates are pages within 4 bits
+(9 of 128 with ``SIMHASH_BITS = 128``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import NotConfigured
 
-from scrapy_simhash.index.settings import DEFAULT_MAX_DISTANCE
 from scrapy_simhash.settings import enabled, item_fields
 
 if TYPE_CHECKING:
@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 #: Defaults the add-on applies; anything set elsewhere overrides them.
 DEFAULTS: dict[str, object] = {
     "SIMHASH_DROP_DUPLICATES": True,
-    "SIMHASH_MAX_DISTANCE": DEFAULT_MAX_DISTANCE,
     "SIMHASH_ON_INDEX_ERROR": "pass",
 }
 

@@ -100,7 +100,7 @@ def fingerprint_config(settings: Settings) -> FingerprintConfig:
 
     d = FingerprintConfig()
     return FingerprintConfig(
-        bits=get_int(settings, "SIMHASH_BITS", d.bits),
+        bits=bits(settings),
         tokenizer=get_choice(settings, "SIMHASH_TOKENIZER", d.tokenizer, TOKENIZERS),
         jieba_hmm=get_bool(settings, "SIMHASH_JIEBA_HMM", d.jieba_hmm),
         cjk_features=get_choice(settings, "SIMHASH_CJK_FEATURES", d.cjk_features, CJK_FEATURES),
@@ -129,7 +129,10 @@ def recrawl_config(settings: Settings) -> RecrawlConfig:
     return RecrawlConfig(
         enabled=get_bool(settings, p + "ENABLED", d.enabled),
         policy=_policy_name(get_str(settings, p + "POLICY", d.policy) or d.policy, POLICIES),
-        change_distance=get_int(settings, p + "CHANGE_DISTANCE", d.change_distance, minimum=0),
+        # Bits, so twice as many at 128 bits for the same share of the fingerprint.
+        change_distance=get_int(
+            settings, p + "CHANGE_DISTANCE", d.change_distance * bits(settings) // 64, minimum=0
+        ),
         target_freshness=get_float(settings, p + "TARGET_FRESHNESS", d.target_freshness),
         budget_per_day=get_float(settings, p + "BUDGET_PER_DAY", d.budget_per_day, minimum=0),
         min_interval_secs=get_float(settings, p + "MIN_INTERVAL_SECS", d.min_interval_secs),
@@ -158,18 +161,27 @@ def _policy_name(value: str, builtin: tuple[str, ...]) -> str:
     return value.lower() if value.lower() in builtin else value
 
 
-def max_distance(settings: Settings) -> int:
-    """``SIMHASH_MAX_DISTANCE``, read the same way by the crawl and the command line."""
-    from scrapy_simhash.index.settings import DEFAULT_MAX_DISTANCE
+def bits(settings: Settings) -> int:
+    """``SIMHASH_BITS`` as the distances' defaults need it (the fingerprint config checks it)."""
+    from scrapy_simhash.fingerprint import FingerprintConfig
 
-    return get_int(settings, "SIMHASH_MAX_DISTANCE", DEFAULT_MAX_DISTANCE, minimum=0, maximum=31)
+    return get_int(settings, "SIMHASH_BITS", FingerprintConfig.bits)
+
+
+def max_distance(settings: Settings) -> int:
+    """``SIMHASH_MAX_DISTANCE``, read the same way by the crawl and the command line; its
+    default follows ``SIMHASH_BITS`` (4 at 64 bits, 9 at 128)."""
+    from scrapy_simhash.index.settings import default_distances
+
+    default = default_distances(bits(settings))[0]
+    return get_int(settings, "SIMHASH_MAX_DISTANCE", default, minimum=0, maximum=31)
 
 
 def index_options(settings: Settings) -> dict[str, Any]:
     """Keyword arguments of ``open_index``/``open_async_index``, with ``url`` (None = the
     embedded SQLite file). ``bits`` and ``scheme`` come from the fingerprinter."""
     from scrapy_simhash.index.drops import DROP_MAX_ENTRIES, DROP_TTL_SECS
-    from scrapy_simhash.index.settings import DEFAULT_EXACT_DISTANCE
+    from scrapy_simhash.index.settings import default_distances
 
     tables = get_int(settings, "SIMHASH_INDEX_TABLES", 0, minimum=0)
     expected = get_int(settings, "SIMHASH_INDEX_EXPECTED_PAGES", 0, minimum=0)
@@ -180,7 +192,7 @@ def index_options(settings: Settings) -> dict[str, Any]:
         "url": index_url(settings),
         "max_distance": k,
         "exact_distance": get_int(
-            settings, "SIMHASH_INDEX_EXACT_DISTANCE", min(DEFAULT_EXACT_DISTANCE, k),
+            settings, "SIMHASH_INDEX_EXACT_DISTANCE", min(default_distances(bits(settings))[1], k),
             minimum=0, maximum=k,
         ),
         "namespace": namespace(settings, None),
