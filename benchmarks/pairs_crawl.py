@@ -210,11 +210,11 @@ def index_would_drop(site: Site, pairs: dict[str, str], settings: dict[str, Any]
     from scrapy.settings import Settings
 
     from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
-    from scrapy_simhash.index.settings import max_distance_from_settings
+    from scrapy_simhash.settings import max_distance
 
     crawl = Settings({**CRAWL_SETTINGS, **settings})
     fingerprinter = Fingerprinter(FingerprintConfig.from_settings(crawl))
-    limit = max_distance_from_settings(crawl)
+    limit = max_distance(crawl)
 
     def fp(path: str) -> int | None:
         return fingerprinter.fingerprint_page(site.body(path), content_type="text/html").fingerprint

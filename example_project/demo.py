@@ -37,8 +37,9 @@ try:
 
     from scrapy_simhash._redis import mask_url
     from scrapy_simhash.exceptions import SimhashError
-    from scrapy_simhash.glue.config import index_url, namespace
+    from scrapy_simhash.glue.config import index_url
     from scrapy_simhash.recrawl import open_recrawl_store
+    from scrapy_simhash.settings import namespace
 except ModuleNotFoundError as exc:  # the first thing a new user runs: say what to do
     if exc.name not in ("scrapy", "scrapy_simhash"):
         raise

@@ -23,7 +23,7 @@ from scrapy_simhash.exceptions import ConfigurationError
 
 #: The stores a storage may hold, by the field of :class:`Storage` that opens them.
 STORES = {
-    "index": "near-duplicate index",
+    "index": "index",
     "recrawl": "recrawl store",
     "rules": "URL rule store",
 }
@@ -48,6 +48,8 @@ class Storage:
     recrawl: Opener | None = None
     async_recrawl: Opener | None = None
     rules: Opener | None = None
+    #: Whether its index can spread a namespace over shards (SIMHASH_INDEX_SHARDS).
+    shardable: bool = False
 
 
 _STORAGES: dict[str, Storage] = {}
@@ -64,6 +66,8 @@ def extend_storage(scheme: str, **openers: Opener | None) -> None:
     what the index's and the recrawl store's ``register_backend`` do."""
     current = _STORAGES.get(scheme) or Storage(name=scheme, schemes=(scheme,))
     changes: dict[str, Any] = {"schemes": (scheme,), **openers}
+    if "index" in openers:  # an index of one's own shards nothing
+        changes["shardable"] = False
     _STORAGES[scheme] = replace(current, **changes)
 
 
@@ -72,22 +76,21 @@ def scheme_of(url: str | None) -> str:
     return urlsplit(url).scheme if url else "sqlite"
 
 
+def holding(store: str) -> list[str]:
+    """The schemes whose storage can hold ``store``, as ``scheme://``."""
+    return sorted(s + "://" for s, st in _STORAGES.items() if getattr(st, store) is not None)
+
+
 def storage_for(url: str | None, store: str) -> Storage:
     """The storage of ``url`` (None: the embedded SQLite file), if it can hold ``store``."""
     storage = _STORAGES.get(scheme_of(url))
     if storage is None or getattr(storage, store) is None:
-        known = sorted(s + "://" for s, st in _STORAGES.items() if getattr(st, store) is not None)
         where = mask_url(url) if url else "the default"
         raise ConfigurationError(
-            f"unknown {STORES[store]} URL scheme in {where!r}: use one of {', '.join(known)}"
+            f"unknown {STORES[store]} URL scheme in {where!r}: use one of "
+            f"{', '.join(holding(store))}"
         )
     return storage
-
-
-def is_redis(url: str | None) -> bool:
-    """Whether ``url`` names the built-in Redis storage (the one that can be sharded)."""
-    storage = _STORAGES.get(scheme_of(url))
-    return storage is not None and storage.name == "redis"
 
 
 # -- the built-in storages ---------------------------------------------------------------------
@@ -115,10 +118,9 @@ def _memory_recrawl(url: str | None, namespace: str, shards: int | None = None) 
 
 
 def _async_memory_recrawl(url: str | None, namespace: str, shards: int | None = None) -> Any:
-    from scrapy_simhash.recrawl.store import ThreadedBackend
+    from scrapy_simhash.recrawl.store import InlineBackend
 
-    # Memory never blocks: called inline, not in a thread.
-    return ThreadedBackend(_memory_recrawl(url, namespace), threaded=False)
+    return InlineBackend(_memory_recrawl(url, namespace))
 
 
 def _memory_rules(url: str, namespace: str, **options: Any) -> Any:
@@ -212,4 +214,5 @@ register_storage(Storage(
 register_storage(Storage(
     "redis", REDIS_SCHEMES, index=_redis_index, async_index=_async_redis_index,
     recrawl=_redis_recrawl, async_recrawl=_async_redis_recrawl, rules=_redis_rules,
+    shardable=True,
 ))

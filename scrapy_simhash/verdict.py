@@ -6,7 +6,7 @@ carries the guarantees: a copy is never scheduled for revisits, a URL that names
 URL it does not copy is filed under its own, the cluster keeps the name the URL preference
 gives it. The downloader middleware and the item pipeline ask this step and turn its answer
 into Scrapy's actions (drop, mark, skip, stats, signals); they decide nothing themselves.
-It imports no Scrapy, so every branch is tested with real backends and no crawler.
+It imports no Scrapy, so its branches are tested with real backends and no crawler.
 
 Storage is reached through guarded callers (``glue.guard.Guarded`` in a crawl): a call
 raises :class:`BackendUnavailable` during an outage and :class:`ConfigurationError` when the
@@ -34,16 +34,20 @@ UNCHECKED = "unchecked"
 UNAVAILABLE = "unavailable"
 #: The index cannot be used as configured: SIMHASH_ON_INDEX_MISMATCH decides.
 UNUSABLE = "unusable"
+#: The index refused this page's key alone (one no backend can store): the page passes.
+INVALID_KEY = "invalid_key"
 
 #: The keys of ``response.meta["simhash"]``, always present.
 META_KEYS = (
     "key", "fingerprint", "duplicate_of", "distance", "changed", "change_distance", "reason",
 )
+#: Set on near-duplicates passed to the spider only for their links.
+LINKS_ONLY = "links_only"
 #: Keys present only when they hold something.
-OPTIONAL_META_KEYS = ("renamed_from", "links_only")
+OPTIONAL_META_KEYS = ("renamed_from", LINKS_ONLY)
 
 
-class Guarded(Protocol):
+class GuardedStore(Protocol):
     """A storage object behind a guard: ``await call(lambda backend: backend.method())``."""
 
     async def call(self, operation: Callable[[Any], Awaitable[Any]]) -> Any: ...
@@ -78,8 +82,9 @@ class Verdict(Mapping[str, Any]):
     renamed_from: str | None = None
     #: A near-duplicate passed to the spider for its links only (SIMHASH_FOLLOW_DUPLICATE_LINKS).
     links_only: bool = False
-    #: Why the index is unusable (outcome UNUSABLE), for the mismatch policy.
-    error: ConfigurationError | None = None
+    #: What went wrong, for the caller's policy: the outage (UNAVAILABLE), why the index
+    #: is unusable (UNUSABLE) or why the key was refused (INVALID_KEY).
+    error: Exception | None = None
 
     def __getitem__(self, name: str) -> Any:
         if name in META_KEYS or (name in OPTIONAL_META_KEYS and getattr(self, name)):
@@ -103,8 +108,8 @@ class VerdictStep:
 
     def __init__(
         self,
-        index: Guarded,
-        recrawl: Guarded | None,
+        index: GuardedStore,
+        recrawl: GuardedStore | None,
         *,
         bits: int,
         change_distance: int,
@@ -152,10 +157,14 @@ class VerdictStep:
             # is not); if it fails too, it is counted as lost.
             await self._visit(key, fingerprint, answer, own=key == own)
             return Verdict(
-                UNAVAILABLE, key=key, fingerprint=hex_digits, reason=f"index unavailable: {exc}"
+                UNAVAILABLE, key=key, fingerprint=hex_digits, reason=f"index unavailable: {exc}",
+                error=exc,
             )
         except InvalidKeyError as exc:  # this page's key alone: the page passes
-            return Verdict(UNCHECKED, key=key, fingerprint=hex_digits, reason=f"invalid key: {exc}")
+            return Verdict(
+                INVALID_KEY, key=key, fingerprint=hex_digits, reason=f"invalid key: {exc}",
+                error=exc,
+            )
         except ConfigurationError as exc:  # not an outage: the caller's mismatch policy
             return Verdict(
                 UNUSABLE, key=key, fingerprint=hex_digits, reason=f"index unusable: {exc}",

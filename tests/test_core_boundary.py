@@ -78,17 +78,22 @@ def test_settings_are_read_in_the_settings_package_only() -> None:
     root = Path(scrapy_simhash.__file__).parent
     name = re.compile(r"SIMHASH_[A-Z0-9_]+")
 
-    def names_a_setting(node: ast.AST) -> bool:
-        return isinstance(node, ast.Call) and any(
-            isinstance(arg, ast.Constant) and isinstance(arg.value, str)
-            and name.fullmatch(arg.value) is not None
-            for arg in node.args
+    def is_name(node: ast.AST) -> bool:
+        return (
+            isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and name.fullmatch(node.value) is not None
         )
+
+    def names_a_setting(node: ast.AST) -> bool:
+        """A call with a setting's name as an argument, or ``settings["SIMHASH_X"]``."""
+        if isinstance(node, ast.Call):
+            return any(map(is_name, [*node.args, *(k.value for k in node.keywords)]))
+        return isinstance(node, ast.Subscript) and is_name(node.slice)
 
     readers = [
         f"{path.relative_to(root)}:{getattr(node, 'lineno', 0)}"
         for path in sorted(root.rglob("*.py"))
-        if path.parent.name != "settings"
+        if path.parent != root / "settings"
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
         if names_a_setting(node)
     ]

@@ -4,6 +4,7 @@ drops, skipping known copies, checks, counterexamples and re-queueing."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -109,7 +110,7 @@ def test_a_share_of_skippable_requests_is_fetched_to_check_the_rule(dust: Dust) 
     learn_sid(dust)
     glue = dust.middleware.dust
     assert glue is not None
-    glue.check_share = 1.0
+    glue.config = dataclasses.replace(glue.config, check_share=1.0)
     dust.fetched(f"{SITE}/b", text(3))
     passing = dust.request(f"{SITE}/b?sid=1")
     dust.fetched(f"{SITE}/b?sid=1", text(3), passing)
@@ -126,7 +127,7 @@ def test_the_check_share_is_drawn_from_the_injected_generator(dust: Dust) -> Non
     learn_sid(dust)
     glue = dust.middleware.dust
     assert glue is not None
-    glue.check_share = 0.5
+    glue.config = dataclasses.replace(glue.config, check_share=0.5)
     glue.rng = random.Random(3)
     draws = random.Random(3)
     expected = [draws.random() < 0.5 for _ in range(20)]

@@ -13,7 +13,7 @@ from scrapy import Spider
 from scrapy.exceptions import DropItem, IgnoreRequest
 from scrapy.utils.test import get_crawler
 
-from scrapy_simhash.exceptions import IndexBackendError, NearDuplicate
+from scrapy_simhash.exceptions import BackendUnavailable, IndexBackendError, NearDuplicate
 from scrapy_simhash.index import open_index
 from scrapy_simhash.pipeline import SimhashPipeline
 from tests.scrapy_inprocess import HARBOUR, ORCHARD, harness, story
@@ -108,15 +108,23 @@ def test_every_index_error_policy_on_a_page_the_index_cannot_check(policy: str) 
         result, info = h.fetch("https://a.test/x", story(HARBOUR))
         assert info["reason"].startswith("index unavailable")
         assert h.stat("index_error") == 1
+        error = info["reason"].removeprefix("index unavailable: ")
+        assert "index unavailable" not in error  # said once, by the message around it
         if policy == "pass":
             assert result.status == 200
+            assert h.stat("dropped") is None
         elif policy == "drop":
             assert isinstance(result, IgnoreRequest)
-            assert "SIMHASH_ON_INDEX_ERROR=drop" in str(result)
+            assert str(result) == (
+                f"SimHash index unavailable ({error}); SIMHASH_ON_INDEX_ERROR=drop"
+            )
             assert h.stat("dropped") == 1
         else:
             assert isinstance(result, IndexBackendError)
-            assert "SIMHASH_ON_INDEX_ERROR=pass" in str(result)
+            assert str(result) == (
+                f"SimHash index unavailable while checking https://a.test/x: {error} "
+                "(set SIMHASH_ON_INDEX_ERROR=pass to let pages through)"
+            )
 
 
 @pytest.mark.parametrize("policy", ["close", "pass"])
@@ -151,16 +159,26 @@ def pipeline(**settings: Any) -> SimhashPipeline:
     return SimhashPipeline(crawler)
 
 
-def process(pipe: SimhashPipeline, *items: dict[str, Any]) -> list[Any]:
-    async def run() -> list[Any]:
+def process(pipe: SimhashPipeline, *items: dict[str, Any]) -> tuple[list[Any], list[Any]]:
+    """Run ``items`` through the pipeline in one event loop; return what came out and the
+    drop records of their URLs (read through the pipeline's own index)."""
+
+    async def run() -> tuple[list[Any], list[Any]]:
         results: list[Any] = []
         for item in items:
             try:
                 results.append(await pipe.process_item(item))
             except (DropItem, IndexBackendError) as exc:
                 results.append(exc)
-        await pipe.index.aclose()
-        return results
+        records: list[Any] = []
+        for item in items:
+            url = item.get("url")
+            try:
+                records.append(url and await pipe.index.call(lambda i, u=url: i.drop_of(u)))
+            except BackendUnavailable:  # the tests of an index that is away
+                records.append(None)
+        await pipe.stores.aclose()
+        return results, records
 
     return asyncio.run(run())
 
@@ -168,20 +186,25 @@ def process(pipe: SimhashPipeline, *items: dict[str, Any]) -> list[Any]:
 def test_the_pipeline_drops_a_copied_item_and_records_it() -> None:
     pipe = pipeline()
     body = " ".join(HARBOUR)
-    kept, dropped = process(pipe, {"url": "https://a.test/1", "body": body},
-                            {"url": "https://b.test/1", "body": body})
+    (kept, dropped, anonymous), records = process(
+        pipe, {"url": "https://a.test/1", "body": body}, {"url": "https://b.test/1", "body": body},
+        {"body": body},
+    )
     assert kept["url"] == "https://a.test/1"
     assert isinstance(dropped, DropItem)
-    assert "https://a.test/1" in str(dropped)
+    assert str(dropped) == "near-duplicate of item https://a.test/1 (distance 0)"
+    assert isinstance(anonymous, DropItem)
     stats = pipe.stats.get_stats()
-    assert (stats["simhash/items_unique"], stats["simhash/items_dropped"]) == (1, 1)
+    assert (stats["simhash/items_unique"], stats["simhash/items_dropped"]) == (1, 2)
+    assert records[0] is None
+    assert (records[1].kept, records[1].distance) == ("https://a.test/1", 0)
 
 
 def test_the_pipeline_marks_only_and_never_matches_an_item_with_itself() -> None:
     pipe = pipeline(SIMHASH_DROP_DUPLICATES=False, SIMHASH_ITEM_FINGERPRINT_FIELD="fp",
                     SIMHASH_ITEM_KEY_FIELD=None)
     body = " ".join(ORCHARD)
-    first, second = process(pipe, {"body": body}, {"body": body})
+    (first, second), _ = process(pipe, {"body": body}, {"body": body})
     assert first["fp"] == second["fp"]
     assert len(first["fp"]) == 16
     stats = pipe.stats.get_stats()
@@ -193,7 +216,7 @@ def test_the_pipeline_marks_only_and_never_matches_an_item_with_itself() -> None
 def test_every_index_error_policy_on_an_item(policy: str) -> None:
     pipe = pipeline(SIMHASH_INDEX_URL=dead_redis_url(), SIMHASH_ON_INDEX_ERROR=policy,
                     SIMHASH_INDEX_TIMEOUT_SECS=2)
-    (result,) = process(pipe, {"url": "https://a.test/1", "body": " ".join(HARBOUR)})
+    (result,), _ = process(pipe, {"url": "https://a.test/1", "body": " ".join(HARBOUR)})
     if policy == "pass":
         assert result["url"] == "https://a.test/1"
     elif policy == "drop":

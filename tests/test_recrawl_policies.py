@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import pytest
 
@@ -75,3 +76,31 @@ def test_the_change_distance_follows_the_fingerprint_width() -> None:
     assert recrawl_config({"SIMHASH_BITS": 128}).change_distance == 6
     assert recrawl_config({"SIMHASH_BITS": 128,
                            "SIMHASH_RECRAWL_CHANGE_DISTANCE": 2}).change_distance == 2
+
+
+class HalfTheBudget:
+    """A budget policy of one's own: the built-in one, at half its frequency."""
+
+    uses_budget = True
+
+    def interval(self, config: RecrawlConfig, rate: float, previous_interval: float | None,
+                 changed: bool | None, multiplier: float | None) -> float:
+        self.multipliers.append(multiplier)
+        return 2 * BudgetPolicy().interval(config, rate, previous_interval, changed, multiplier)
+
+    multipliers: ClassVar[list[float | None]] = []
+
+
+def test_a_budget_policy_of_ones_own_gets_the_solved_multiplier(clock: Clock) -> None:
+    name = "tests.test_recrawl_policies.HalfTheBudget"
+    with pytest.raises(ConfigurationError, match="needs SIMHASH_RECRAWL_BUDGET_PER_DAY > 0"):
+        recrawl_config({"SIMHASH_RECRAWL_POLICY": name})
+    config = recrawl_config({"SIMHASH_RECRAWL_POLICY": name,
+                             "SIMHASH_RECRAWL_BUDGET_PER_DAY": 10})
+    HalfTheBudget.multipliers.clear()
+    with open_recrawl_store("memory://", config=config, clock=clock) as store:
+        store.observe("https://a.test/1", 1)
+        store.observe("https://a.test/2", 2)
+    # Solved over the store's rate histogram before each observation, as for "budget".
+    assert len(HalfTheBudget.multipliers) == 2
+    assert all(m is not None and m > 0 for m in HalfTheBudget.multipliers)

@@ -19,6 +19,7 @@ from scrapy_simhash.index import open_async_index
 from scrapy_simhash.recrawl import RecrawlConfig, open_async_recrawl_store
 from scrapy_simhash.verdict import (
     DUPLICATE,
+    INVALID_KEY,
     META_KEYS,
     UNAVAILABLE,
     UNCHECKED,
@@ -270,3 +271,61 @@ def test_change_follows_the_distance_to_the_previous_fingerprint(prints: list[in
     for previous, fp, verdict in zip(prints[:-1], prints[1:], verdicts[1:], strict=True):
         distance = (previous ^ fp).bit_count()
         assert (verdict.changed, verdict.change_distance) == (distance > 3, distance)
+
+
+def test_drop_records_are_left_out_when_asked(url: str) -> None:
+    async def scenario() -> None:
+        stores = Stores(url)
+        await stores.step.page("https://a.test/x", "https://a.test/x", A, OK)
+        copy = await stores.step.page("item:1", "item:1", A, None, record_drops=False)
+        assert copy.outcome == DUPLICATE
+        assert await stores.drop_of("item:1") is None
+        await stores.close()
+
+    run(scenario())
+
+
+def test_an_answer_without_a_page_reaches_the_schedule_only(url: str) -> None:
+    async def scenario() -> None:
+        stores = Stores(url)
+        await stores.step.page("https://a.test/x", "https://a.test/x", A, OK)
+        visit = await stores.step.status("https://a.test/x", Answer(304, etag='"v1"'))
+        assert visit is not None
+        assert (visit.outcome, visit.changed) == ("not_modified", False)
+        failed = await stores.step.status("https://a.test/gone", Answer(404))
+        assert failed is not None
+        assert failed.outcome == "missing"
+        await stores.close()
+
+    run(scenario())
+
+
+def test_a_key_the_index_refuses_fails_that_page_alone() -> None:
+    async def scenario() -> None:
+        stores = Stores("memory://")
+        refused = await stores.step.page("https://a.test/\ud800", "https://a.test/\ud800", A, OK)
+        assert refused.outcome == INVALID_KEY
+        assert "invalid key" in str(refused.reason)
+        fine = await stores.step.page("https://a.test/x", "https://a.test/x", A, OK)
+        assert fine.outcome == UNIQUE
+        await stores.close()
+
+    run(scenario())
+
+
+def test_a_schedule_that_is_away_loses_the_visit_and_counts_it(tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        dead = f"redis://127.0.0.1:{probe.getsockname()[1]}/0"
+
+    async def scenario() -> None:
+        stores = Stores("memory://")
+        stores.recrawl = guard(lambda: asyncio.sleep(0, open_async_recrawl_store(
+            dead, namespace="verdict", config=RecrawlConfig())))
+        stores.step.recrawl = stores.recrawl
+        verdict = await stores.step.page("https://a.test/x", "https://a.test/x", A, OK)
+        assert verdict.outcome == UNIQUE  # the page is checked; only its visit is lost
+        assert stores.counts == {"recrawl_lost": 1}
+        await stores.close()
+
+    run(scenario())

@@ -110,7 +110,7 @@ def resolve(args: argparse.Namespace, *, create: bool = False) -> Target:
         settings, spider = project.crawl_settings(
             spider, base=base, overrides=overrides, namespace_given=namespace is not None
         )
-        namespace = namespace or config.namespace(settings, spider)
+        namespace = namespace or simhash_settings.namespace(settings, spider)
         url = url or config.index_url(settings, create=create)
     namespace = namespace or spider or "default"
     if getattr(args, "items", False):

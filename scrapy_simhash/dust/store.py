@@ -337,15 +337,15 @@ def check_rule_store_url(url: str | None) -> str:
     """The storage URL (None: the embedded SQLite file) if it can hold rules, else the
     ConfigurationError a crawl with SIMHASH_DUST_ENABLED refuses to start with."""
     from scrapy_simhash.index.sqlite import DEFAULT_URL
-    from scrapy_simhash.storage import storage_for
+    from scrapy_simhash.storage import holding, storage_for
 
     url = url or DEFAULT_URL
     try:
         storage_for(url, "rules")
-    except ConfigurationError as exc:
+    except ConfigurationError:
         raise ConfigurationError(
-            f"no URL rule store for {mask_url(url)!r}: SIMHASH_DUST_ENABLED needs a storage "
-            f"that holds rules ({exc}), or SIMHASH_DUST_ENABLED = False"
+            f"no URL rule store for {mask_url(url)!r}: SIMHASH_DUST_ENABLED needs an index URL "
+            f"of {', '.join(holding('rules'))} (or SIMHASH_DUST_ENABLED = False)"
         ) from None
     return url
 

@@ -94,14 +94,10 @@ class DustGlue:
         self.max_distance = max_distance
         self.hamming = hamming
         self.config = DustConfig.from_settings(settings, max_distance=max_distance, bits=bits)
-        self.min_support = self.config.min_support
-        self.check_share = self.config.check_share
-        self.counterexample_distance = self.config.counterexample_distance
-        self.refresh_secs = self.config.refresh_secs
         check_rule_store_url(url)  # a store that cannot hold rules refuses the crawl now
         options = self.config.store_options
         self.store = AsyncRuleStore(lambda: open_rule_store(url, namespace, **options))
-        self.book: RuleBook[Request] = RuleBook(self.min_support)
+        self.book: RuleBook[Request] = RuleBook(self.config.min_support)
         self.rng = rng if rng is not None else random.Random()
         self.clock = clock
         self._loaded_at: float | None = None
@@ -133,7 +129,8 @@ class DustGlue:
 
     async def refresh(self, *, force: bool = False) -> None:
         now = self.clock()
-        if not force and self._loaded_at is not None and now - self._loaded_at < self.refresh_secs:
+        recent = self._loaded_at is not None and now - self._loaded_at < self.config.refresh_secs
+        if not force and recent:
             return
         self._loaded_at = now
         try:
@@ -206,7 +203,7 @@ class DustGlue:
             if await self._fingerprint(key) is not None:
                 return  # the URL is a page of its own, whatever the rules say
             rules = tuple(rule.rule for rule in used)
-            if self.rng.random() < self.check_share:
+            if self.rng.random() < self.config.check_share:
                 self._inc("checks")
                 meta[CHECK_META] = {"kept": kept, "rules": list(rules)}
                 return
@@ -301,7 +298,7 @@ class DustGlue:
         distance = self.hamming(fingerprint, kept)
         if distance <= self.max_distance:
             self._inc("check_passed")
-        elif distance <= self.counterexample_distance:
+        elif distance <= self.config.counterexample_distance:
             self._inc("check_unclear")
         else:
             self._inc("check_failed")
@@ -309,7 +306,7 @@ class DustGlue:
 
     async def _judge(self, test: Check, other: int) -> None:
         distance = self.hamming(test.fingerprint, other)
-        if distance <= self.counterexample_distance:
+        if distance <= self.config.counterexample_distance:
             return
         fresh = [rule for rule in test.rules if not self.book.is_dead(rule)]
         if not fresh:
@@ -334,7 +331,7 @@ class DustGlue:
             states = await self.store.rules()
         except _STORE_ERRORS:
             states = []
-        trusted = sum(1 for s in states if s.trusted(self.min_support))
+        trusted = sum(1 for s in states if s.trusted(self.config.min_support))
         self.stats.set_value("simhash/dust/rules_trusted", trusted)
         logger.info(
             "SimHash URL rules: %d skipped as known copies (%d checked anyway: %d passed, "

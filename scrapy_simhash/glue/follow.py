@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
 
+from scrapy_simhash.verdict import LINKS_ONLY
+
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
@@ -26,7 +28,7 @@ logger = logging.getLogger(__name__)
 PRIORITY = 50
 
 #: ``response.meta["simhash"]`` key set on near-duplicates passed only for their links.
-FOLLOW_ONLY = "links_only"
+FOLLOW_ONLY = LINKS_ONLY
 
 
 class SimhashSpiderMiddleware:

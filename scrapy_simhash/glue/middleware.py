@@ -21,10 +21,10 @@ from scrapy import signals as scrapy_signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import TextResponse
 
+from scrapy_simhash import settings as simhash_settings
 from scrapy_simhash import signals
 from scrapy_simhash._redis import mask_url
 from scrapy_simhash.exceptions import ConfigurationError, InvalidKeyError
-from scrapy_simhash.glue import config
 from scrapy_simhash.glue.dust import DustGlue
 from scrapy_simhash.glue.errors import NearDuplicate
 from scrapy_simhash.glue.keys import CanonicalKeys
@@ -45,6 +45,7 @@ from scrapy_simhash.settings import (
 )
 from scrapy_simhash.verdict import (
     DUPLICATE,
+    INVALID_KEY,
     UNAVAILABLE,
     UNCHECKED,
     UNIQUE,
@@ -98,7 +99,7 @@ class SimhashDownloaderMiddleware:
         )
         self.stores = CrawlStores.open(
             crawler,
-            namespace=config.namespace(settings, getattr(crawler.spidercls, "name", None)),
+            namespace=simhash_settings.namespace(settings, getattr(crawler.spidercls, "name", None)),
             fingerprinter=self.runner.fingerprinter,
             guard=self.config.guard,
             count=self._inc,
@@ -194,7 +195,6 @@ class SimhashDownloaderMiddleware:
             return response
         return await self._handle(request, response, cached)
 
-    # -- per response ------------------------------------------------------------------------
 
     async def _handle(self, request: Request, response: Response, cached: bool) -> Response:
         self._inc("pages")
@@ -211,7 +211,7 @@ class SimhashDownloaderMiddleware:
         verdict = await self.verdicts.page(
             key, own, fingerprint, None if cached else answer_of(response), reason=reason
         )
-        if fingerprint is not None and self.dust is not None and verdict.outcome in (
+        if self.dust is not None and fingerprint is not None and verdict.outcome in (
             UNIQUE, DUPLICATE
         ):
             await self.dust.observed(
@@ -228,7 +228,7 @@ class SimhashDownloaderMiddleware:
         await self._observed(request, response, self._meta(request, verdict))
         if verdict.outcome == UNAVAILABLE:
             error = self.errors.unavailable(
-                verdict.reason or "", checking=response.url, things="pages", drop=IgnoreRequest
+                str(verdict.error), checking=response.url, things="pages", drop=IgnoreRequest
             )
             if isinstance(error, IgnoreRequest):
                 self._inc("dropped")
@@ -237,6 +237,8 @@ class SimhashDownloaderMiddleware:
         elif verdict.outcome == UNUSABLE:
             self._inc("index_unusable")
             self.errors.unusable(verdict.error or ConfigurationError(verdict.reason))
+        elif verdict.outcome == INVALID_KEY:
+            self._invalid_key(response, verdict.error)
         elif verdict.changed is False and self.config.skip_unchanged:
             self._inc("skipped_unchanged")
             raise IgnoreRequest(f"unchanged since the last visit: {verdict.key}")
@@ -300,7 +302,7 @@ class SimhashDownloaderMiddleware:
         )
 
     async def _record_status(self, request: Request, response: Response) -> None:
-        if self.verdicts.recrawl is None or request.meta.get("dont_simhash"):
+        if self.recrawl is None or request.meta.get("dont_simhash"):
             return
         # The URL's own key: an error page's canonical link must not mark its target.
         try:
@@ -321,7 +323,7 @@ class SimhashDownloaderMiddleware:
     ) -> None:
         """Record a download that failed for good (retries exhausted) as status 0."""
         if (
-            self.verdicts.recrawl is None
+            self.recrawl is None
             or isinstance(exception, IgnoreRequest)
             or request.meta.get("dont_simhash")
         ):
@@ -335,7 +337,7 @@ class SimhashDownloaderMiddleware:
         if visit is not None:
             self._inc(f"recrawl/{visit.outcome}")
 
-    def _invalid_key(self, response: Response, exc: InvalidKeyError) -> str:
+    def _invalid_key(self, response: Response, exc: Exception | None) -> str:
         """A key no backend can store fails this page's check alone; the page passes."""
         self._inc("invalid_key")
         logger.warning("SimHash cannot check %s, passing it: %s", response.url, exc)

@@ -15,9 +15,9 @@ from itemadapter import ItemAdapter
 from scrapy import signals as scrapy_signals
 from scrapy.exceptions import DropItem, NotConfigured
 
+from scrapy_simhash import settings as simhash_settings
 from scrapy_simhash import signals
 from scrapy_simhash.exceptions import ConfigurationError, InvalidKeyError
-from scrapy_simhash.glue import config
 from scrapy_simhash.glue.stores import CrawlStores
 from scrapy_simhash.glue.wiring import (
     IndexErrorPolicy,
@@ -25,7 +25,7 @@ from scrapy_simhash.glue.wiring import (
 )
 from scrapy_simhash.index.keys import index_key
 from scrapy_simhash.settings import PipelineConfig, enabled, fingerprint_config
-from scrapy_simhash.verdict import DUPLICATE, UNAVAILABLE, UNUSABLE
+from scrapy_simhash.verdict import DUPLICATE, INVALID_KEY, UNAVAILABLE, UNUSABLE
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -60,14 +60,13 @@ class SimhashPipeline:
                 "SIMHASH_ITEM_FIELDS is empty: set it to the item fields holding the text to "
                 "compare (e.g. ['body']) to drop near-duplicate items"
             )
-        from scrapy_simhash.fingerprint import Fingerprinter, to_hex
+        from scrapy_simhash.fingerprint import Fingerprinter
 
-        self._to_hex = to_hex
         self.crawler = crawler
         self.stats = crawler.stats
         self.fingerprinter = Fingerprinter(fingerprint_config(settings))
         spider_name = getattr(crawler.spidercls, "name", None)
-        self.namespace = f"{config.namespace(settings, spider_name)}:items"
+        self.namespace = f"{simhash_settings.namespace(settings, spider_name)}:items"
         # Items have no schedule and no canonical URLs: the step only asks the index.
         self.stores = CrawlStores.open(
             crawler, namespace=self.namespace, fingerprinter=self.fingerprinter,
@@ -116,7 +115,7 @@ class SimhashPipeline:
         verdict = await self.verdicts.page(key, key, fp, None, record_drops=record)
         if verdict.outcome == UNAVAILABLE:
             error = self.errors.unavailable(
-                verdict.reason or "", checking="an item", things="items", drop=DropItem
+                str(verdict.error), checking="an item", things="items", drop=DropItem
             )
             if isinstance(error, DropItem):
                 self._inc("dropped")
@@ -126,6 +125,10 @@ class SimhashPipeline:
         if verdict.outcome == UNUSABLE:
             self._inc("index_unusable")
             self.errors.unusable(verdict.error or ConfigurationError(verdict.reason))
+            return item
+        if verdict.outcome == INVALID_KEY:
+            self._inc("invalid_key")
+            logger.warning("SimHash cannot check an item, passing it: %s", verdict.error)
             return item
         if verdict.outcome != DUPLICATE:
             self._inc("unique")

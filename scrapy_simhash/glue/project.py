@@ -15,8 +15,8 @@ from typing import Any
 
 from scrapy.settings import Settings
 
+from scrapy_simhash import settings as simhash_settings
 from scrapy_simhash.exceptions import ConfigurationError
-from scrapy_simhash.glue import config
 from scrapy_simhash.settings import given_namespace
 
 
@@ -75,6 +75,6 @@ def crawl_settings(
 
 def namespace(settings: Settings, spider: str | None, explicit: str | None = None) -> str:
     """The namespace the crawl of ``spider`` writes (``explicit`` wins: --namespace)."""
-    return explicit or config.namespace(settings, spider)
+    return explicit or simhash_settings.namespace(settings, spider)
 
 

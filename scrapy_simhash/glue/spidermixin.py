@@ -13,6 +13,7 @@ from typing import Any
 
 from scrapy import Request
 
+from scrapy_simhash import settings as simhash_settings
 from scrapy_simhash._redis import mask_url
 from scrapy_simhash.exceptions import SimhashError
 from scrapy_simhash.glue import config
@@ -55,7 +56,7 @@ class RecrawlSpiderMixin:
             return []
         url = config.index_url(settings)
         store = open_async_recrawl_store(
-            url, namespace=config.namespace(settings, self.name), config=recrawl
+            url, namespace=simhash_settings.namespace(settings, self.name), config=recrawl
         )
         try:
             start = RecrawlStartConfig.from_settings(settings)

@@ -39,7 +39,7 @@ def _storage(url: str, options: dict[str, Any]) -> Storage:
     shards = options.get("shards", 1)
     if shards == 1:
         options.pop("shards", None)
-    elif storage.name != "redis":
+    elif not storage.shardable:
         raise ConfigurationError(
             f"SIMHASH_INDEX_SHARDS={shards} needs a Redis index URL (redis://, "
             f"redis+cluster://, ...), not {urlsplit(url).scheme}://"

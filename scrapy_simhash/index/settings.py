@@ -27,13 +27,6 @@ def default_distances(bits: int) -> tuple[int, int]:
     return DEFAULT_DISTANCES.get(bits, DEFAULT_DISTANCES[64])
 
 
-def max_distance_from_settings(settings: Mapping[str, Any]) -> int:
-    """``SIMHASH_MAX_DISTANCE`` (read in :mod:`scrapy_simhash.settings`)."""
-    from scrapy_simhash.settings import max_distance
-
-    return max_distance(settings)
-
-
 def index_options_from_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     """Keyword arguments of ``open_index`` from the settings, ``url`` included (read in
     :mod:`scrapy_simhash.settings`)."""

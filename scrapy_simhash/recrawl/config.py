@@ -61,7 +61,6 @@ class RecrawlConfig:
     shards: int | None = None
 
     def __post_init__(self) -> None:
-        self.schedule  # noqa: B018 - a policy that cannot be loaded refuses here
         if not 0.0 < self.target_freshness < 1.0:
             raise ConfigurationError(
                 "SIMHASH_RECRAWL_TARGET_FRESHNESS must be strictly between 0 and 1, "
@@ -73,9 +72,9 @@ class RecrawlConfig:
                 f"SIMHASH_RECRAWL_MAX_INTERVAL_SECS, got {self.min_interval_secs} and "
                 f"{self.max_interval_secs}"
             )
-        if self.policy == "budget" and self.budget_per_day <= 0:
+        if self.schedule.uses_budget and self.budget_per_day <= 0:
             raise ConfigurationError(
-                "SIMHASH_RECRAWL_POLICY=budget needs SIMHASH_RECRAWL_BUDGET_PER_DAY > 0"
+                f"SIMHASH_RECRAWL_POLICY={self.policy} needs SIMHASH_RECRAWL_BUDGET_PER_DAY > 0"
             )
         for name, value in (
             ("CHANGE_DISTANCE", self.change_distance),

@@ -348,9 +348,8 @@ class AsyncRecrawlStore:
 
 
 class ThreadedBackend:
-    """Run a blocking backend in one worker thread so the event loop never waits on disk;
-    ``threaded=False`` calls a backend that never blocks (memory) inline, which costs a
-    fifth of a thread hop per call."""
+    """Run a blocking backend in one worker thread so the event loop never waits on disk
+    (:class:`InlineBackend` calls one that never blocks directly)."""
 
     def __init__(self, backend: Backend, *, threaded: bool = True) -> None:
         self._backend = backend
@@ -401,6 +400,14 @@ class ThreadedBackend:
         finally:
             if self._executor is not None:
                 self._executor.shutdown(wait=False)
+
+
+class InlineBackend(ThreadedBackend):
+    """The asyncio face of a backend that never blocks (memory): called directly, which
+    costs a fifth of a thread hop per call."""
+
+    def __init__(self, backend: Backend) -> None:
+        super().__init__(backend, threaded=False)
 
 
 def _open_backend(url: str | None, namespace: str, shards: int | None = None) -> Backend:

@@ -328,9 +328,8 @@ class PipelineConfig:
 
 @dataclass(frozen=True)
 class DustConfig:
-    """URL rules learned from drops (``SIMHASH_DUST_*``): off unless enabled."""
+    """URL rules learned from drops (``SIMHASH_DUST_*``; on with ``SIMHASH_DUST_ENABLED``)."""
 
-    enabled: bool
     min_support: int
     check_share: float
     #: Pages farther apart than this are different pages: one such pair a rule maps
@@ -346,7 +345,6 @@ class DustConfig:
         from scrapy_simhash.dust.store import MAX_PAIRS
 
         return cls(
-            enabled=get_bool(settings, "SIMHASH_DUST_ENABLED", False),
             min_support=dust_min_support(settings, maximum=MAX_PAIRS, default=MIN_SUPPORT),
             check_share=get_float(
                 settings, "SIMHASH_DUST_CHECK_SHARE", DUST_CHECK_SHARE, minimum=0.0, maximum=1.0

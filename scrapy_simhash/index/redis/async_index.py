@@ -25,6 +25,7 @@ from scrapy_simhash.index.redis.connection import (
     client_options,
     logger,
 )
+from scrapy_simhash.index.redis.drop_record import FORGET_SCRIPT
 
 
 class AsyncRedisIndex(AsyncNearDuplicateIndex):
@@ -118,12 +119,13 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
         return self._codec.drop(url, value)
 
     async def forget_drop(self, url: str) -> None:
-        if await self.drop_of(url) is None:  # none, or another URL's under a colliding id
-            return
-        records, order = self._codec.drop_keys
+        records = self._codec.drop_keys[0]
         try:
-            await self._client.hdel(records, key_id(url))
-            await self._client.lrem(order, 1, key_id(url))
+            value = await self._client.hget(records, key_id(url))
+            if self._codec.drop(url, value) is not None:  # not a colliding id's record
+                await self._client.execute_command(
+                    "EVAL", FORGET_SCRIPT, 1, records, key_id(url), value
+                )
         except self._errors as exc:
             raise self._codec.error("forget drop", exc) from exc
 

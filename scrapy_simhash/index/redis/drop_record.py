@@ -12,6 +12,13 @@ from scrapy_simhash.index.drops import DropRecord
 from scrapy_simhash.index.keys import check_key
 from scrapy_simhash.index.redis.codec import _Codec, key_id
 
+#: Delete a drop record if it is still the one read (a newer record of the URL stays). Its
+#: id stays in the order list: the trim treats a missing record as expired and skips it.
+FORGET_SCRIPT = (
+    "if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then "
+    "return redis.call('HDEL', KEYS[1], ARGV[1]) end return 0"
+)
+
 
 class RedisDropRecord:
     """Mixin: ``record_drop``, ``drop_of`` and ``drop_count`` over ``_drop_codec()``."""
@@ -43,12 +50,11 @@ class RedisDropRecord:
 
     def forget_drop(self, url: str) -> None:
         codec = self._drop_codec()
-        if self.drop_of(url) is None:  # none, or another URL's under a colliding id
-            return
-        records, order = codec.drop_keys
+        records = codec.drop_keys[0]
         try:
-            self._client.hdel(records, key_id(url))
-            self._client.lrem(order, 1, key_id(url))
+            value = self._client.hget(records, key_id(url))
+            if codec.drop(url, value) is not None:  # not another URL's under a colliding id
+                self._client.execute_command("EVAL", FORGET_SCRIPT, 1, records, key_id(url), value)
         except self._errors as exc:
             raise codec.error("forget drop", exc) from exc
 
