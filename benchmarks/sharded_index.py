@@ -4,7 +4,7 @@
 
 Per shard count: round trips per page (pipelines a page waits for: by design, counted here
 from the code path), script calls per page, Redis CPU per page on each master (script time:
-INFO commandstats ``usec`` of EVALSHA, which counts time the server was descheduled on a busy
+INFO commandstats ``usec`` of EVALSHA and FCALL, which counts time the server was descheduled on a busy
 machine; process time: INFO cpu, which also counts serving the calls), memory per page on
 each master (MEMORY USAGE of the namespace's keys) and pages/s from ``--processes`` client processes (blocking
 clients). On a shared 2-core machine the wall clock is capped by the clients; the per-master
@@ -38,14 +38,16 @@ def _client(url: str, shards: int, data: list[tuple[str, int]], barrier: Any, ou
 
 
 def _stats(server: RedisServer) -> tuple[int, int, float]:
-    """EVALSHA calls and their usec (INFO commandstats), and the process's CPU seconds."""
+    """Script calls (EVALSHA: one shard; FCALL: the shards' library) and their usec (INFO
+    commandstats), and the process's CPU seconds."""
     client = redis.Redis(port=server.port)
     try:
-        stat = client.info("commandstats").get("cmdstat_evalsha", {})
+        stats = client.info("commandstats")
+        calls = [stats.get(f"cmdstat_{name}", {}) for name in ("evalsha", "fcall")]
         cpu = client.info("cpu")
         return (
-            int(stat.get("calls", 0)),
-            int(stat.get("usec", 0)),
+            sum(int(stat.get("calls", 0)) for stat in calls),
+            sum(int(stat.get("usec", 0)) for stat in calls),
             float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"]),
         )
     finally:
