@@ -240,3 +240,21 @@ def test_growing_never_loses_entries_stored_under_a_smaller_distance(
     assert grow(redis_cluster6_url, "narrow", 1, 3, **narrow) == 2
     with open_index(redis_cluster6_url, namespace="narrow", shards=3, **narrow) as index:
         assert {key: index.get(key) for key in pages} == pages
+
+
+def test_a_namespace_in_an_older_sharded_layout_is_refused(redis_cluster6_url: str) -> None:
+    """Sharded layout 1 (entries and URLs copied to every shard a page touched) is not read
+    by layout 2: opening it names the layouts and the ways out instead of misreading it."""
+    import json
+
+    with _sharded(redis_cluster6_url, namespace="older") as index:
+        root = index._root
+        record = json.loads(index._client.hget(root.meta, "config"))
+        assert record["sharded_format"] == 2
+        del record["sharded_format"]  # as layout 1 wrote it
+        index._client.hset(root.meta, "config", json.dumps(record, sort_keys=True))
+    with pytest.raises(IndexMismatchError, match="sharded layout 1, this version reads sharded layout 2"):
+        _sharded(redis_cluster6_url, namespace="older")
+    # One shard keeps today's record, without the sharded layout.
+    with open_index(redis_cluster6_url, namespace="single") as index:
+        assert "sharded_format" not in json.loads(index._client.hget(index._codec.meta, "config"))

@@ -3,54 +3,69 @@
 Why: one namespace under one hash tag lives on one cluster master, whose memory and single
 script thread then bound the crawl whatever the number of masters.
 
-Layout. Shard ``i`` is an index of today's format (except that every band record names its
-entry bucket) under its own hash tag ``{namespace:s<i>of<shards>.<n>}``, ``n`` picked so its
-slot falls in the ``i``-th of ``shards`` equal slot ranges: one shard per master of a cluster
-created with equal ranges (redis-cli's default), instead of shards colliding on a master by
-chance. Table ``t``'s band record of a page with fingerprint ``f`` lives in
-``shard(t, band_t(f))`` (a hash of the table and band value); the page's entry and URL live
-in each shard of ``D(f)``, the set of those shards, so a match found there is read there, and
-in the home shard of its key (``get``/``remove`` and its previous fingerprint are found
-there). The root record at ``{namespace}`` says how many shards there are; a namespace opened
-with another count refuses.
+Layout (sharded layout 2, recorded as ``sharded_format`` in the namespace's and each
+shard's record; a namespace of another sharded layout is refused). Shard ``i`` lives under
+its own hash tag ``{namespace:s<i>of<shards>.<n>}``, ``n`` picked so its slot falls in the
+``i``-th of ``shards`` equal slot ranges: one shard per master of a cluster created with
+equal ranges (redis-cli's default), instead of shards colliding on a master by chance.
+Table ``t``'s band record of a page with fingerprint ``f`` lives in ``shard(t, band_t(f))``
+(a hash of the table and band value) and names the page's key id and last-seen time; the
+page's entry and URL live only in the home shard of its key (``get``/``remove`` and its
+previous fingerprint are found there). ``D(f)`` is the set of shards holding the page's
+band records. The root record at ``{namespace}`` says how many shards there are; a
+namespace opened with another count refuses. The shards' operations are one Redis Functions
+library (``resources/simhash_sharded.lua``), loaded on every master.
 
 Same verdicts as one shard. One shard reports a stored page as a match when it shares a
 band with the probe in some table and is within ``max_distance``. If they share table
 ``t``'s band, both band records are in ``shard(t, band)``, which the probe queries for table
 ``t``; every match a shard reports is such a pair. So the union over ``D(f)`` is exactly the
-single-shard answer, including the matches beyond ``exact_distance`` (band layout built for it, matches accepted
-up to ``max_distance``): those are found iff they share a band, here as there.
+single-shard answer, including the matches beyond ``exact_distance`` (band layout built for
+it, matches accepted up to ``max_distance``): those are found iff they share a band, here
+as there. Expiry is read from the band record's last-seen time, which every store writes
+with the entry's.
 
-Atomic across processes (two rounds, each one pipeline of one script call per shard, sent to
-all shards at once):
+Atomic across processes (two rounds, each one pipeline of one function call per shard, sent
+to all shards at once):
 
 1. ``lock`` on every shard of ``D(f)`` and the home shard: all or none of that shard's locks
-   (one per (table, band value) the shard answers for, plus the key's lock at home) under a
-   random token with a lease, and the live matches there. If any shard is busy the page
-   releases what it took and retries after a random backoff (no lock is held while waiting,
-   so there is no deadlock, whatever order pages meet in).
-2. ``store`` (unique page) or ``unlock`` (near-duplicate): release and, for ``store``, observe
-   in the same script call; shards holding only the key's previous fingerprint drop it.
+   (one per (table, band value) the shard answers for, plus the key's lock at home: fields of
+   the shard's record hash holding a random token and a deadline in server time) and the
+   live matches there (fingerprint, distance, key id), and at home the key's entry.
+2. ``store`` (unique page): release, and store the band records and (home) the entry and URL
+   in the same call; shards holding only the key's previous fingerprint drop its records.
+   Or ``unlock`` (near-duplicate): release, and read the closest matches' URLs at their
+   homes in the same pipeline.
 
-Two pages a shard would match share a band value in some table, hence the lock on it:
+If any shard is busy in round 1 the page releases what it took and retries after a random
+backoff (no lock is held while waiting, so there is no deadlock, whatever order pages meet
+in). Two pages a shard would match share a band value in some table, hence the lock on it:
 whichever locks it second has all its locks only after the first released it in round 2,
-i.e. after the first was stored in that shard (or found a copy and stored nothing), and its
-own round 1 then reads that shard. Two pages under one key share the key's lock.
+i.e. after the first stored its band record there (or found a copy and stored nothing), and
+its own round 1 then reads that shard. Two pages under one key share the key's lock.
 
-Leases: a process that dies (SIGKILL) mid-page leaves locks that expire after
-``lock_lease_secs``; pages waiting on them then proceed and read whatever it stored, so the
-namespace is blocked for at most one lease and stored pages stay found. A live process
-whose lease ran out (stalled longer than the lease) learns it in round 2: the page is stored
-but :class:`IndexBackendError` says it was not checked, as does a shard failing mid-page.
-The crawl then lets the page through ("not checked"): a failure never drops a page.
+A writer's round 2 stores its band records and its entry on different shards in parallel,
+so a page may meet a band record whose key's entry (and URL) has not landed yet: it reads the
+URL again, for at most one lease. A band record whose key has no entry after that (its
+writer's home failed in round 2, or the key was removed meanwhile) makes the page "not
+checked" (:class:`IndexBackendError`), never a copy of a page the index cannot name.
+
+Leases: a process that dies (SIGKILL) mid-page leaves lock fields whose deadline passes
+after ``lock_lease_secs``; pages waiting on them then proceed and read whatever it stored,
+so the namespace is blocked for at most one lease and stored pages stay found. The first
+page to meet an expired lock on a shard sweeps that shard's expired locks. A live process
+whose lease ran out (stalled longer than the lease) and whose lock another page took learns
+it in round 2: the page is stored but :class:`IndexBackendError` says it was not checked, as
+does a shard failing mid-page. The crawl then lets the page through ("not checked"): a
+failure never drops a page.
 
 Drop records (rare, bounded by count) stay under the root tag, so their bound and order are
 exact. Recrawl state is spread by URL hash over the same shard tags (recrawl/redisstore.py).
 
-Costs: two round trips per page (a near-duplicate: two as well); each page's entry and URL
-are stored in about ``|D(f)| + 1`` shards (4 tables: ~2.6 of 3 shards, ~3.6 of 6) and each
-shard touched costs two script calls, so memory and script time per page grow by that factor
-while spreading over the masters; see the README for the figures.
+Costs: two round trips per page (a near-duplicate: two as well); each shard touched
+(``|D(f) ∪ {home}|``: 4 tables: ~2.7 of 3 shards, ~4.0 of 6) takes one call per round; a
+page's band records are stored once in the cluster (20 bytes each with 64-bit
+fingerprints), its entry and URL once, at home; see the README for the figures.
 """
 
 from __future__ import annotations
