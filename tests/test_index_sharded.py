@@ -258,3 +258,18 @@ def test_a_namespace_in_an_older_sharded_layout_is_refused(redis_cluster6_url: s
     # One shard keeps today's record, without the sharded layout.
     with open_index(redis_cluster6_url, namespace="single") as index:
         assert "sharded_format" not in json.loads(index._client.hget(index._codec.meta, "config"))
+
+
+def test_a_restarted_server_gets_the_library_and_records_back(own_redis: RedisServer) -> None:
+    """Without persistence a restart loses the shards' function library and records: the
+    next page loads and writes them again instead of failing (shards on one plain server)."""
+    fp = 0x0123_4567_89AB_CDEF
+    with open_index(own_redis.url, namespace="restart", shards=3, max_distance=5,
+                    exact_distance=3) as index:
+        assert index.observe("https://site.example/a", fp).stored
+        own_redis.stop()
+        own_redis.start()
+        assert index.observe("https://site.example/b", flip(fp, 2)).stored  # the data is gone
+        match = index.observe("https://site.example/c", flip(fp, 2, 9)).match
+        assert match is not None
+        assert match.key == "https://site.example/b"
