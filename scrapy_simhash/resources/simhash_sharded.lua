@@ -139,6 +139,20 @@ end
 local function lower_bound(c, t, s, b)
   local size = c.rec
   local lo, hi = 0, #s / size
+  local k = c.keyed[t]
+  if #k == 1 then
+    -- One word holds the band (every table of the usual layouts): compare inline.
+    local off, m, want = k[1][1] + 1, k[1][2], b[1]
+    while lo < hi do
+      local mid = rshift(lo + hi, 1)
+      if band((sunpack('>i4', s, mid * size + off)), m) < want then
+        lo = mid + 1
+      else
+        hi = mid
+      end
+    end
+    return lo * size + 1
+  end
   while lo < hi do
     local mid = rshift(lo + hi, 1)
     if compare_at(c, t, s, mid * size + 1, b) < 0 then
