@@ -273,3 +273,34 @@ def test_a_restarted_server_gets_the_library_and_records_back(own_redis: RedisSe
         match = index.observe("https://site.example/c", flip(fp, 2, 9)).match
         assert match is not None
         assert match.key == "https://site.example/b"
+
+
+def test_a_copy_met_before_its_entry_landed_is_named_once_it_lands(
+    redis_cluster6_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer's second round stores its band records and its entry on different shards in
+    parallel, so a reader may meet the records first: it reads the URL again until the entry
+    lands, then reports the copy. Here the entry lands while the reader backs off (its wait
+    is replaced by the writer's retry), so the reader never really sleeps."""
+    from scrapy_simhash.index import sharded
+
+    fp = 0x0F0F_F0F0_1234_5678
+    key = "https://site.example/writer"
+    with _sharded(redis_cluster6_url, namespace="late", lock_lease_secs=5) as index:
+        home = index._codecs[index.home(key_id(key))]
+        index._client.hset(home.meta, "n", "x")  # the writer's home fails in round 2 ...
+        with pytest.raises(IndexBackendError):
+            index.observe(key, fp)
+        index._client.hset(home.meta, "n", 0)
+        landed = []
+
+        def land(_: float) -> None:  # ... and its entry lands while the reader waits
+            if not landed:
+                landed.append(index.observe(key, fp).stored)
+
+        monkeypatch.setattr(sharded.time, "sleep", land)
+        seen = index.observe("https://site.example/reader", flip(fp, 2))
+        assert landed == [True]
+        assert seen.match is not None
+        assert seen.match.key == key
+        assert not seen.stored
