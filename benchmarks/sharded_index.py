@@ -4,11 +4,17 @@
 
 Per shard count: round trips per page (pipelines a page waits for: by design, counted here
 from the code path), script calls per page, Redis CPU per page on each master (script time:
-INFO commandstats ``usec`` of EVALSHA, which counts time the server was descheduled on a busy
+INFO commandstats ``usec`` of EVALSHA and FCALL, which counts time the server was descheduled on a busy
 machine; process time: INFO cpu, which also counts serving the calls), memory per page on
 each master (MEMORY USAGE of the namespace's keys) and pages/s from ``--processes`` client processes (blocking
 clients). On a shared 2-core machine the wall clock is capped by the clients; the per-master
 CPU figures show the spread.
+
+On 2 busy cores the masters of a cluster compete for the CPU while they serve one page's
+round in parallel, and commandstats counts the time a script was descheduled. ``--one-server``
+measures the script cost without that: every shard on one private redis-server, one client,
+the rounds' calls then run one after another; script µs per page divided by the shard count
+is what each master of an evenly spread cluster would spend.
 """
 
 from __future__ import annotations
@@ -38,14 +44,16 @@ def _client(url: str, shards: int, data: list[tuple[str, int]], barrier: Any, ou
 
 
 def _stats(server: RedisServer) -> tuple[int, int, float]:
-    """EVALSHA calls and their usec (INFO commandstats), and the process's CPU seconds."""
+    """Script calls (EVALSHA: one shard; FCALL: the shards' library) and their usec (INFO
+    commandstats), and the process's CPU seconds."""
     client = redis.Redis(port=server.port)
     try:
-        stat = client.info("commandstats").get("cmdstat_evalsha", {})
+        stats = client.info("commandstats")
+        calls = [stats.get(f"cmdstat_{name}", {}) for name in ("evalsha", "fcall")]
         cpu = client.info("cpu")
         return (
-            int(stat.get("calls", 0)),
-            int(stat.get("usec", 0)),
+            sum(int(stat.get("calls", 0)) for stat in calls),
+            sum(int(stat.get("usec", 0)) for stat in calls),
             float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"]),
         )
     finally:
@@ -100,12 +108,59 @@ def run(servers: list[RedisServer], shards: int, count: int, processes: int) -> 
     }
 
 
+def run_one_server(server: RedisServer, shards: int, count: int) -> dict[str, Any]:
+    """All shards on one server, one client: script cost per page without CPU contention."""
+    client = redis.Redis(port=server.port)
+    client.flushall()
+    data = list(pages(count))
+    for i in range(10, count, 10):
+        data[i] = (data[i][0], data[i - 7][1] ^ 0b101)
+    options: dict[str, Any] = {"shards": shards} if shards > 1 else {}
+    with open_index(server.url, namespace="bench", max_distance=5, exact_distance=3,
+                    expected_size=count, **options) as index:
+        client.config_resetstat()
+        started = time.perf_counter()
+        for key, fp in data:
+            index.observe(key, fp)
+        elapsed = time.perf_counter() - started
+    calls, usec, _ = _stats(server)
+    inner = {
+        name.removeprefix("cmdstat_"): round(stat["calls"] / count, 2)
+        for name, stat in client.info("commandstats").items()
+        if name not in ("cmdstat_evalsha", "cmdstat_fcall", "cmdstat_config|resetstat")
+    }
+    client.close()
+    return {
+        "shards": shards,
+        "pages/s (one client)": count / elapsed,
+        "script calls/page": calls / count,
+        "script us/call": usec / max(calls, 1),
+        "script us/page, all shards": usec / count,
+        "script us/page per shard": usec / count / shards,
+        "commands in scripts/page": inner,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--pages", type=int, default=30000)
     parser.add_argument("--processes", type=int, default=3)
     parser.add_argument("--shards", type=int, nargs="*", default=[1, 3, 6])
+    parser.add_argument("--one-server", action="store_true",
+                        help="every shard on one private redis-server (see the docstring)")
     args = parser.parse_args()
+    if args.one_server:
+        with tempfile.TemporaryDirectory(prefix="simhash-shards-") as workdir:
+            server = RedisServer(Path(workdir)).start()
+            try:
+                for shards in args.shards:
+                    for name, value in run_one_server(server, shards, args.pages).items():
+                        shown = f"{value:.2f}" if isinstance(value, float) else value
+                        print(f"{name:>36}: {shown}")
+                    print(flush=True)
+            finally:
+                server.stop()
+        return
     with tempfile.TemporaryDirectory(prefix="simhash-shards-") as workdir:
         servers = start_cluster(Path(workdir), masters=6)
         try:

@@ -85,19 +85,36 @@ def test_memory_spreads_evenly_over_six_masters(
 def _hold_locks(url: str, fingerprint: int, ready: Any) -> None:
     """Take a page's locks (round 1) and never come back, as a process killed mid-page."""
     index = _sharded(url, namespace="lease", lock_lease_secs=0.5)
-    index._lock(fingerprint, "https://dead.example/", key_id("https://dead.example/"))
+    ident = key_id("https://dead.example/")
+    index._lock(fingerprint, ident, index._plan(fingerprint, ident))
     ready.put(True)
     signal.pause()
 
 
 def _lock_names(index: ShardedRedisIndex) -> list[bytes]:
+    """Lock fields of every shard's record hash (a band's or a key's)."""
     client = index._client
     return [
         name
         for codec in index._codecs
-        for kind in (b"l", b"k")
-        for name in client.scan_iter(match=codec.pattern(kind))
+        for name in client.hkeys(codec.meta)
+        if name[:1] in (b"l", b"k")
     ]
+
+
+def _held_locks(index: ShardedRedisIndex) -> list[bytes]:
+    """Lock fields still within their lease (value: token, ":", deadline in the server's
+    milliseconds)."""
+    client = index._client
+    held = []
+    for codec in index._codecs:
+        node = client.get_node_from_key(codec.meta)
+        seconds, micros = client.time(target_nodes=node)
+        now = seconds * 1000 + micros // 1000
+        for name, value in client.hgetall(codec.meta).items():
+            if name[:1] in (b"l", b"k") and int(value.split(b":")[1]) > now:
+                held.append(name)
+    return held
 
 
 def test_a_process_killed_holding_locks_blocks_no_longer_than_its_lease(
@@ -117,7 +134,7 @@ def test_a_process_killed_holding_locks_blocks_no_longer_than_its_lease(
         assert _lock_names(index)  # the dead process's locks are still there
         # A near-duplicate of the dead process's page waits out the lease, then is stored.
         assert index.observe("https://live.example/a", flip(fp, 1)).stored
-        assert not _lock_names(index)
+        assert not _held_locks(index)
         # And stays found: recall is intact after the lease.
         match = index.observe("https://live.example/b", flip(fp, 1, 40)).match
         assert match is not None
@@ -136,13 +153,16 @@ def test_a_failing_shard_leaves_the_page_unchecked_never_dropped(redis_cluster6_
             index.observe(key, fp)
         assert not _lock_names(index)  # the other shards' locks were released
         index._client.delete(bucket)
-        # Round 2 fails on one shard: its entry counter is not a number, so its store
-        # refuses after round 1 went through everywhere.
-        shard = min(index.placement(fp) - {index.home(key_id(key))})
-        index._client.hset(index._codecs[shard].meta, "n", "x")
+        # Round 2 fails on one shard: the home's entry counter is not a number, so its
+        # store refuses after round 1 went through everywhere (the other shards store).
+        index._client.hset(home.meta, "n", "x")
         with pytest.raises(IndexBackendError):
             index.observe(key, fp)
-        index._client.hset(index._codecs[shard].meta, "n", 0)
+        index._client.hset(home.meta, "n", 0)
+        # A near-duplicate meets band records naming a key without an entry: not checked
+        # either, never a copy of a page the index cannot name.
+        with pytest.raises(IndexBackendError):
+            index.observe("https://site.example/other", flip(fp, 2))
         # Nothing was ever reported as a copy; the page is stored on the next visit.
         assert index.observe(key, fp).match is None
         assert index.get(key) == fp
@@ -220,3 +240,67 @@ def test_growing_never_loses_entries_stored_under_a_smaller_distance(
     assert grow(redis_cluster6_url, "narrow", 1, 3, **narrow) == 2
     with open_index(redis_cluster6_url, namespace="narrow", shards=3, **narrow) as index:
         assert {key: index.get(key) for key in pages} == pages
+
+
+def test_a_namespace_in_an_older_sharded_layout_is_refused(redis_cluster6_url: str) -> None:
+    """Sharded layout 1 (entries and URLs copied to every shard a page touched) is not read
+    by layout 2: opening it names the layouts and the ways out instead of misreading it."""
+    import json
+
+    with _sharded(redis_cluster6_url, namespace="older") as index:
+        root = index._root
+        record = json.loads(index._client.hget(root.meta, "config"))
+        assert record["sharded_format"] == 2
+        del record["sharded_format"]  # as layout 1 wrote it
+        index._client.hset(root.meta, "config", json.dumps(record, sort_keys=True))
+    with pytest.raises(IndexMismatchError, match="sharded layout 1, this version reads sharded layout 2"):
+        _sharded(redis_cluster6_url, namespace="older")
+    # One shard keeps today's record, without the sharded layout.
+    with open_index(redis_cluster6_url, namespace="single") as index:
+        assert "sharded_format" not in json.loads(index._client.hget(index._codec.meta, "config"))
+
+
+def test_a_restarted_server_gets_the_library_and_records_back(own_redis: RedisServer) -> None:
+    """Without persistence a restart loses the shards' function library and records: the
+    next page loads and writes them again instead of failing (shards on one plain server)."""
+    fp = 0x0123_4567_89AB_CDEF
+    with open_index(own_redis.url, namespace="restart", shards=3, max_distance=5,
+                    exact_distance=3) as index:
+        assert index.observe("https://site.example/a", fp).stored
+        own_redis.stop()
+        own_redis.start()
+        assert index.observe("https://site.example/b", flip(fp, 2)).stored  # the data is gone
+        match = index.observe("https://site.example/c", flip(fp, 2, 9)).match
+        assert match is not None
+        assert match.key == "https://site.example/b"
+
+
+def test_a_copy_met_before_its_entry_landed_is_named_once_it_lands(
+    redis_cluster6_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer's second round stores its band records and its entry on different shards in
+    parallel, so a reader may meet the records first: it reads the URL again until the entry
+    lands, then reports the copy. Here the entry lands while the reader backs off (its wait
+    is replaced by the writer's retry), so the reader never really sleeps."""
+    from scrapy_simhash.index import sharded
+
+    fp = 0x0F0F_F0F0_1234_5678
+    key = "https://site.example/writer"
+    with _sharded(redis_cluster6_url, namespace="late", lock_lease_secs=5) as index:
+        home = index._codecs[index.home(key_id(key))]
+        index._client.hset(home.meta, "n", "x")  # the writer's home fails in round 2 ...
+        with pytest.raises(IndexBackendError):
+            index.observe(key, fp)
+        index._client.hset(home.meta, "n", 0)
+        landed = []
+
+        def land(_: float) -> None:  # ... and its entry lands while the reader waits
+            if not landed:
+                landed.append(index.observe(key, fp).stored)
+
+        monkeypatch.setattr(sharded.time, "sleep", land)
+        seen = index.observe("https://site.example/reader", flip(fp, 2))
+        assert landed == [True]
+        assert seen.match is not None
+        assert seen.match.key == key
+        assert not seen.stored

@@ -3,54 +3,69 @@
 Why: one namespace under one hash tag lives on one cluster master, whose memory and single
 script thread then bound the crawl whatever the number of masters.
 
-Layout. Shard ``i`` is an index of today's format (except that every band record names its
-entry bucket) under its own hash tag ``{namespace:s<i>of<shards>.<n>}``, ``n`` picked so its
-slot falls in the ``i``-th of ``shards`` equal slot ranges: one shard per master of a cluster
-created with equal ranges (redis-cli's default), instead of shards colliding on a master by
-chance. Table ``t``'s band record of a page with fingerprint ``f`` lives in
-``shard(t, band_t(f))`` (a hash of the table and band value); the page's entry and URL live
-in each shard of ``D(f)``, the set of those shards, so a match found there is read there, and
-in the home shard of its key (``get``/``remove`` and its previous fingerprint are found
-there). The root record at ``{namespace}`` says how many shards there are; a namespace opened
-with another count refuses.
+Layout (sharded layout 2, recorded as ``sharded_format`` in the namespace's and each
+shard's record; a namespace of another sharded layout is refused). Shard ``i`` lives under
+its own hash tag ``{namespace:s<i>of<shards>.<n>}``, ``n`` picked so its slot falls in the
+``i``-th of ``shards`` equal slot ranges: one shard per master of a cluster created with
+equal ranges (redis-cli's default), instead of shards colliding on a master by chance.
+Table ``t``'s band record of a page with fingerprint ``f`` lives in ``shard(t, band_t(f))``
+(a hash of the table and band value) and names the page's key id and last-seen time; the
+page's entry and URL live only in the home shard of its key (``get``/``remove`` and its
+previous fingerprint are found there). ``D(f)`` is the set of shards holding the page's
+band records. The root record at ``{namespace}`` says how many shards there are; a
+namespace opened with another count refuses. The shards' operations are one Redis Functions
+library (``resources/simhash_sharded.lua``), loaded on every master.
 
 Same verdicts as one shard. One shard reports a stored page as a match when it shares a
 band with the probe in some table and is within ``max_distance``. If they share table
 ``t``'s band, both band records are in ``shard(t, band)``, which the probe queries for table
 ``t``; every match a shard reports is such a pair. So the union over ``D(f)`` is exactly the
-single-shard answer, including the matches beyond ``exact_distance`` (band layout built for it, matches accepted
-up to ``max_distance``): those are found iff they share a band, here as there.
+single-shard answer, including the matches beyond ``exact_distance`` (band layout built for
+it, matches accepted up to ``max_distance``): those are found iff they share a band, here
+as there. Expiry is read from the band record's last-seen time, which every store writes
+with the entry's.
 
-Atomic across processes (two rounds, each one pipeline of one script call per shard, sent to
-all shards at once):
+Atomic across processes (two rounds, each one pipeline of one function call per shard, sent
+to all shards at once):
 
 1. ``lock`` on every shard of ``D(f)`` and the home shard: all or none of that shard's locks
-   (one per (table, band value) the shard answers for, plus the key's lock at home) under a
-   random token with a lease, and the live matches there. If any shard is busy the page
-   releases what it took and retries after a random backoff (no lock is held while waiting,
-   so there is no deadlock, whatever order pages meet in).
-2. ``store`` (unique page) or ``unlock`` (near-duplicate): release and, for ``store``, observe
-   in the same script call; shards holding only the key's previous fingerprint drop it.
+   (one per (table, band value) the shard answers for, plus the key's lock at home: fields of
+   the shard's record hash holding a random token and a deadline in server time) and the
+   live matches there (fingerprint, distance, key id), and at home the key's entry.
+2. ``store`` (unique page): release, and store the band records and (home) the entry and URL
+   in the same call; shards holding only the key's previous fingerprint drop its records.
+   Or ``unlock`` (near-duplicate): release, and read the closest matches' URLs at their
+   homes in the same pipeline.
 
-Two pages a shard would match share a band value in some table, hence the lock on it:
+If any shard is busy in round 1 the page releases what it took and retries after a random
+backoff (no lock is held while waiting, so there is no deadlock, whatever order pages meet
+in). Two pages a shard would match share a band value in some table, hence the lock on it:
 whichever locks it second has all its locks only after the first released it in round 2,
-i.e. after the first was stored in that shard (or found a copy and stored nothing), and its
-own round 1 then reads that shard. Two pages under one key share the key's lock.
+i.e. after the first stored its band record there (or found a copy and stored nothing), and
+its own round 1 then reads that shard. Two pages under one key share the key's lock.
 
-Leases: a process that dies (SIGKILL) mid-page leaves locks that expire after
-``lock_lease_secs``; pages waiting on them then proceed and read whatever it stored, so the
-namespace is blocked for at most one lease and stored pages stay found. A live process
-whose lease ran out (stalled longer than the lease) learns it in round 2: the page is stored
-but :class:`IndexBackendError` says it was not checked, as does a shard failing mid-page.
-The crawl then lets the page through ("not checked"): a failure never drops a page.
+A writer's round 2 stores its band records and its entry on different shards in parallel,
+so a page may meet a band record whose key's entry (and URL) has not landed yet: it reads the
+URL again, for at most one lease. A band record whose key has no entry after that (its
+writer's home failed in round 2, or the key was removed meanwhile) makes the page "not
+checked" (:class:`IndexBackendError`), never a copy of a page the index cannot name.
+
+Leases: a process that dies (SIGKILL) mid-page leaves lock fields whose deadline passes
+after ``lock_lease_secs``; pages waiting on them then proceed and read whatever it stored,
+so the namespace is blocked for at most one lease and stored pages stay found. The first
+page to meet an expired lock on a shard sweeps that shard's expired locks. A live process
+whose lease ran out (stalled longer than the lease) and whose lock another page took learns
+it in round 2: the page is stored but :class:`IndexBackendError` says it was not checked, as
+does a shard failing mid-page. The crawl then lets the page through ("not checked"): a
+failure never drops a page.
 
 Drop records (rare, bounded by count) stay under the root tag, so their bound and order are
 exact. Recrawl state is spread by URL hash over the same shard tags (recrawl/redisstore.py).
 
-Costs: two round trips per page (a near-duplicate: two as well); each page's entry and URL
-are stored in about ``|D(f)| + 1`` shards (4 tables: ~2.6 of 3 shards, ~3.6 of 6) and each
-shard touched costs two script calls, so memory and script time per page grow by that factor
-while spreading over the masters; see the README for the figures.
+Costs: two round trips per page (a near-duplicate: two as well); each shard touched
+(``|D(f) ∪ {home}|``: 4 tables: ~2.7 of 3 shards, ~4.0 of 6) takes one call per round; a
+page's band records are stored once in the cluster (20 bytes each with 64-bit
+fingerprints), its entry and URL once, at home; see the README for the figures.
 """
 
 from __future__ import annotations
@@ -61,6 +76,7 @@ import random
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
+from importlib import resources
 from typing import Any
 
 import xxhash
@@ -80,7 +96,7 @@ from scrapy_simhash.index.base import (
 )
 from scrapy_simhash.index.drops import DropRecord, unpack_record
 from scrapy_simhash.index.keys import check_key
-from scrapy_simhash.index.redis.codec import _DATA_KINDS, SCRIPT, _Codec, key_id
+from scrapy_simhash.index.redis.codec import _DATA_KINDS, _Codec, group_mask, key_id
 from scrapy_simhash.index.redis.connection import (
     _SCAN_BATCH,
     _no_record,
@@ -97,6 +113,13 @@ LOCK_LEASE_SECS = 10.0
 #: Most shards a namespace is spread over.
 MAX_SHARDS = 1024
 _SLOTS = 16384
+_LIBRARY_TEXT = (
+    resources.files("scrapy_simhash.resources").joinpath("simhash_sharded.lua").read_text()
+)
+#: The shard library and its function, named after its text so clients of different
+#: versions sharing a cluster each call their own.
+SHARD_FUNCTION = "simhash_shard_" + xxhash.xxh3_64_hexdigest(_LIBRARY_TEXT.encode())[:12]
+SHARD_LIBRARY = _LIBRARY_TEXT.replace("__LIBRARY__", SHARD_FUNCTION)
 
 
 def shard_namespace(namespace: str, shard: int, shards: int) -> str:
@@ -142,9 +165,15 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
         self._lease_ms = b"%d" % max(1, round(lock_lease_secs * 1000))
         #: A page waits at most this long for locks (a dead holder's lease, then others').
         self._wait_secs = 2 * lock_lease_secs + 1
+        self._lease_secs = lock_lease_secs
         self._errors = _redis_errors()
         self._root = _Codec(url, config)
         self._root.shards = shards
+        # A new namespace: each shard holds ~1/shards of the records and entries, so fewer
+        # keys keep ~RECORDS_PER_KEY records each (an existing one keeps its record's).
+        fewer = shards.bit_length() - 1
+        self._root.ebits = max(0, self._root.ebits - fewer)
+        self._root.gbits = max(0, self._root.gbits - fewer)
         self._codecs = [
             _Codec(
                 url,
@@ -155,10 +184,15 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
         for codec in self._codecs:
             codec.shard = True
         self._cluster = is_cluster_url(url)
+        self._library, self._function = SHARD_LIBRARY, SHARD_FUNCTION
+        #: Per shard: the cluster node serving its tag (forgotten on any error).
+        self._nodes: dict[int, Any] = {}
+        #: Per shard: the layout argument of its calls (see the library).
+        self._conf: list[bytes] = [b""] * shards
         try:
             client: Any = sync_client(url, **client_options(options))
             self._client = client
-            self._sha = self._client.script_load(SCRIPT)
+            self._load()
             if config.reset:
                 for codec in (self._root, *self._codecs):
                     self._delete(codec, b"")
@@ -197,6 +231,19 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
                 f"{root.layout.name}; reset the namespace"
             )
         self._client.hset(codec.meta, "cid", codec.record_id)
+        fields = (
+            codec.prefix,
+            b"%d" % codec.width,
+            b"".join(mask.to_bytes(codec.width, "big") for mask in codec.layout.masks),
+            b"".join(
+                group_mask(mask, codec.gbits).to_bytes(codec.width, "big")
+                for mask in codec.layout.masks
+            ),
+            b"%d" % codec.ebits,
+            b"%d" % self.config.max_distance,
+            b"%d" % (self.config.ttl_secs or 0),
+        )
+        self._conf[shard] = b"".join(len(f).to_bytes(2, "big") + f for f in fields)
 
     # -- placement -------------------------------------------------------------------------
 
@@ -205,67 +252,76 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
         high ones)."""
         return int.from_bytes(ident[4:], "big") % self.shards
 
-    def _bands(self, fingerprint: int) -> Iterable[tuple[int, bytes]]:
-        """(shard, band name) per table: the band value names its shard and its lock; the
-        name starts with the table number."""
-        width = self._root.width
-        for t, mask in enumerate(self.layout.masks, 1):
-            band = bytes([t]) + (fingerprint & mask).to_bytes(width, "big")
-            yield self._shard_of(band), band
-
-    def _tables(self, fingerprint: int) -> dict[int, bytes]:
-        """Per shard, the tables whose band of ``fingerprint`` it holds (one byte each)."""
-        tables: dict[int, bytes] = {}
-        for shard, band in self._bands(fingerprint):
-            tables[shard] = tables.get(shard, b"") + band[:1]
-        return tables
-
     def _shard_of(self, band: bytes) -> int:
         return xxhash.xxh3_64_intdigest(band) % self.shards
 
+    def _tables(self, fingerprint: int) -> dict[int, bytes]:
+        """Per shard, the tables whose band of ``fingerprint`` it holds (one byte each, in
+        table order): the band value names its shard and its lock."""
+        width = self._root.width
+        tables: dict[int, bytes] = {}
+        for t, mask in enumerate(self.layout.masks, 1):
+            table = bytes([t])
+            shard = self._shard_of(table + (fingerprint & mask).to_bytes(width, "big"))
+            tables[shard] = tables.get(shard, b"") + table
+        return tables
+
     def placement(self, fingerprint: int) -> set[int]:
         """Shards storing the band records of ``fingerprint`` (``D(f)``)."""
-        return {shard for shard, _ in self._bands(fingerprint)}
+        return set(self._tables(fingerprint))
 
-    def _plan(self, fingerprint: int, ident: bytes) -> dict[int, list[bytes]]:
-        """Per shard a page touches: its tables there, then its lock names (fixed order)."""
-        plan: dict[int, list[bytes]] = {}
-        for shard, band in self._bands(fingerprint):
-            plan.setdefault(shard, []).append(self._codecs[shard].prefix + b"l" + band)
-        home = self.home(ident)
-        plan.setdefault(home, []).append(self._codecs[home].prefix + b"k" + ident)
-        tables = self._tables(fingerprint)
-        return {
-            shard: [tables.get(shard, b""), *sorted(set(names))]
-            for shard, names in sorted(plan.items())
-        }
+    def _plan(self, fingerprint: int, ident: bytes) -> dict[int, bytes]:
+        """The tables of each shard a page touches: ``D(f)`` and the key's home."""
+        plan = self._tables(fingerprint)
+        plan.setdefault(self.home(ident), b"")
+        return dict(sorted(plan.items()))
 
     # -- rounds ----------------------------------------------------------------------------
+
+    def _node(self, shard: int) -> Any:
+        node = self._nodes.get(shard)
+        if node is None:
+            node = self._nodes[shard] = self._client.get_node_from_key(self._codecs[shard].meta)
+        return node
 
     def _send(self, calls: list[tuple[int, list[bytes]]]) -> list[Any]:
         pipe = self._client.pipeline(transaction=False)
         for shard, args in calls:
-            pipe.execute_command("EVALSHA", self._sha, 1, self._codecs[shard].meta, *args)
+            meta = self._codecs[shard].meta
+            if self._cluster:
+                # The node is named here: redis-py would ask the server for FCALL's keys.
+                pipe.execute_command(
+                    "FCALL", self._function, 1, meta, *args, target_nodes=self._node(shard)
+                )
+            else:
+                pipe.execute_command("FCALL", self._function, 1, meta, *args)
         try:
-            return list(pipe.execute(raise_on_error=False))
+            replies = list(pipe.execute(raise_on_error=False))
         except self._errors as exc:
-            return [exc] * len(calls)
+            replies = [exc] * len(calls)
+        if any(isinstance(reply, Exception) for reply in replies):
+            self._nodes.clear()  # the cluster may have moved a slot
+        return replies
+
+    def _load(self) -> None:
+        """Load the shard library on every master (once per server start)."""
+        self._client.function_load(self._library, replace=True)
 
     def _round(self, calls: list[tuple[int, list[bytes]]]) -> list[Any]:
-        """One script call per shard, all in one pipeline; a shard that lost its script
+        """One function call per shard, all in one pipeline; a shard that lost its library
         (restart) or record is repaired and asked again. Failures come back as values."""
-        from redis.exceptions import NoScriptError
+        from redis.exceptions import ResponseError
 
         replies = self._send(calls)
         again = [
             i
             for i, reply in enumerate(replies)
-            if isinstance(reply, NoScriptError)
-            or (isinstance(reply, Exception) and _no_record(reply))
+            if isinstance(reply, ResponseError)
+            and (_no_record(reply) or "function not found" in str(reply).lower())
         ]
         if again:
             try:
-                self._sha = self._client.script_load(SCRIPT)
+                self._load()
                 for shard in {calls[i][0] for i in again}:
                     self._restore(shard)
             except self._errors as exc:
@@ -276,36 +332,31 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
                 replies[i] = reply
         return replies
 
-    def _args(
-        self, mode: str, shard: int, fp: int, key: str, ident: bytes, *extra: bytes
-    ) -> list[bytes]:
-        return self._codecs[shard].args(mode, fp, key, ident, *extra)
+    def _now(self) -> bytes:
+        return repr(float(self.config.clock())).encode()
 
-    def _locked(
-        self, mode: str, shard: int, fp: int, key: str, ident: bytes, token: bytes,
-        plan: list[bytes],
-    ) -> list[bytes]:
-        """Arguments of a lock, store or unlock call: the tables, token, lease and locks."""
-        tables, *names = plan
-        return self._args(mode, shard, fp, key, ident, tables, token, self._lease_ms, *names)
+    def _fp(self, fingerprint: int) -> bytes:
+        return fingerprint.to_bytes(self._root.width, "big")
 
     def _lock(
-        self, fp: int, key: str, ident: bytes
-    ) -> tuple[bytes, dict[int, list[bytes]], dict[int, Any]]:
-        """Round 1: every lock of the page, and each shard's reply."""
-        plan = self._plan(fp, ident)
-
-        def mine(home: bool) -> tuple[str, bytes]:
-            return (key, ident) if home else ("", b"")
-
+        self, fp: int, ident: bytes, plan: dict[int, bytes]
+    ) -> tuple[bytes, dict[int, Any]]:
+        """Round 1: every lock of the page and each shard's reply, retried (after a random
+        backoff, holding nothing) while another page holds one."""
+        home = self.home(ident)
+        fpb = self._fp(fp)
         deadline = time.monotonic() + self._wait_secs
         delay = 0.002
         while True:
             token = os.urandom(8).hex().encode()
-            home = self.home(ident)
+            now = self._now()
             calls = [
-                (shard, self._locked("lock", shard, fp, *mine(shard == home), token, names))
-                for shard, names in plan.items()
+                (
+                    shard,
+                    [b"lock", self._codecs[shard].record_id, self._conf[shard], now, fpb, ident,
+                     b"1" if shard == home else b"", tables, token, self._lease_ms],
+                )
+                for shard, tables in plan.items()
             ]
             replies = self._round(calls)
             held = {
@@ -314,8 +365,8 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
                 if not isinstance(reply, Exception) and int(reply[0]) == 1
             }
             if len(held) == len(plan):
-                return token, plan, held
-            self._unlock(token, {shard: plan[shard] for shard in held}, key, ident)
+                return token, held
+            self._unlock(fp, ident, token, {shard: plan[shard] for shard in held})
             failed = [reply for reply in replies if isinstance(reply, Exception)]
             if failed:
                 raise self._root.error("lock", failed[0])
@@ -327,54 +378,142 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
             time.sleep(random.uniform(0, delay))
             delay = min(delay * 2, 0.05)
 
-    def _unlock(self, token: bytes, plan: dict[int, list[bytes]], key: str, ident: bytes) -> None:
+    def _unlock_call(
+        self, shard: int, fp: int, ident: bytes, token: bytes, tables: bytes, ids: list[bytes]
+    ) -> tuple[int, list[bytes]]:
+        home = b"1" if token and shard == self.home(ident) else b""
+        return shard, [b"unlock", self._codecs[shard].record_id, self._conf[shard], self._fp(fp), ident,
+                       home, tables, token, *ids]
+
+    def _unlock(self, fp: int, ident: bytes, token: bytes, plan: dict[int, bytes]) -> None:
         """Release locks (best effort: a lock left behind expires with its lease)."""
         if plan:
             self._round(
-                [
-                    (shard, self._locked("unlock", shard, 0, key, ident, token, names))
-                    for shard, names in plan.items()
-                ]
+                [self._unlock_call(s, fp, ident, token, t, []) for s, t in plan.items()]
             )
+
+    def _texts(
+        self,
+        candidates: list[tuple[int, int, bytes]],
+        locks: list[tuple[int, bytes, int]],
+        token: bytes = b"",
+        ident: bytes = b"",
+    ) -> list[Match]:
+        """Round 2 of a page reported as a copy (or of a query): the key texts of
+        ``candidates`` (fingerprint, distance, key id) read at their homes, in the same
+        pipeline as the release of ``locks`` (shard, tables, fingerprint; none for a
+        query).
+
+        A writer's second round stores its band records and its entry on different shards
+        in parallel, so a band record may be read before its key's entry lands: a missing
+        text is read again until it does, for at most a lease (then its writer failed
+        or the key was removed meanwhile, and the page is not checked)."""
+        texts: dict[bytes, bytes] = {}
+        deadline = time.monotonic() + self._lease_secs
+        delay = 0.001
+        while True:
+            wanted: dict[int, list[bytes]] = {}
+            for _, _, other in candidates:
+                if other not in texts:
+                    wanted.setdefault(self.home(other), []).append(other)
+            calls = [
+                self._unlock_call(shard, fp, ident, token, tables, wanted.pop(shard, []))
+                for shard, tables, fp in locks
+            ]
+            calls += [
+                self._unlock_call(shard, 0, b"", b"", b"", ids) for shard, ids in wanted.items()
+            ]
+            locks = []
+            replies = self._round(calls)
+            for (_, args), reply in zip(calls, replies, strict=True):
+                if isinstance(reply, Exception):
+                    raise self._root.error("read a match", reply)
+                texts.update(
+                    (other, text) for other, text in zip(args[8:], reply, strict=True) if text
+                )
+            if len(texts) == len({other for _, _, other in candidates}):
+                return [
+                    Match(texts[other].decode("utf-8", "surrogatepass"), fp, distance)
+                    for fp, distance, other in candidates
+                ]
+            if time.monotonic() > deadline:
+                raise IndexBackendError(
+                    f"Redis index {mask_url(self.url)}: a stored page within reach names a "
+                    "key without an entry (its writer failed, or it was removed meanwhile); "
+                    "the page was not checked"
+                )
+            time.sleep(random.uniform(0, delay))
+            delay = min(delay * 2, 0.05)
+
+    @staticmethod
+    def _candidates(replies: Iterable[Any], skip: int) -> dict[bytes, tuple[int, int, bytes]]:
+        """(fingerprint, distance, key id) per key id of the shards' replies."""
+        found: dict[bytes, tuple[int, int, bytes]] = {}
+        for reply in replies:
+            for i in range(skip, len(reply), 3):
+                found[reply[i + 2]] = (int.from_bytes(reply[i], "big"), int(reply[i + 1]),
+                                       reply[i + 2])
+        return found
 
     def _check(self, key: str, fp: int, claim: bool) -> Observation:
         check_key(key)
         check_fingerprint(fp, self.config.bits)
         ident = key_id(key)
-        token, plan, replies = self._lock(fp, key, ident)
+        plan = self._plan(fp, ident)
+        token, replies = self._lock(fp, ident, plan)
         home = replies[self.home(ident)]
         own = int.from_bytes(home[1], "big") if home[1] else None
         live = own is not None and int(home[2]) == 1
-        found = {
-            match
-            for shard, reply in replies.items()
-            for match in self._codecs[shard].matches(reply[3:])
-            if claim or match.key != key
-        }
-        best = closest(found)
-        if best is not None or (claim and live):
-            self._unlock(token, plan, key, ident)
-            return Observation(best, None if best else own, False)
+        found = self._candidates(replies.values(), 3)
+        stale = [c for c in found.values() if c[1] < 0 and c[2] != ident]
+        found = {i: c for i, c in found.items() if c[1] >= 0}
+        if not claim:
+            found.pop(ident, None)
+        locks = [(shard, tables, fp) for shard, tables in plan.items()]
+        if found:
+            best = min(distance for _, distance, _ in found.values())
+            tied = [c for c in found.values() if c[1] == best]
+            mine = [Match(key, f, d) for f, d, i in tied if i == ident]
+            matches = self._texts([c for c in tied if c[2] != ident], locks, token, ident)
+            return Observation(closest(matches + mine), None, False)
+        if claim and live:
+            self._unlock(fp, ident, token, plan)
+            return Observation(None, own, False)
+        old = self._tables(own) if own is not None and own != fp else {}
+        now, fpb, text = self._now(), self._fp(fp), key.encode("utf-8", "surrogatepass")
+        oldfp = self._fp(own) if old and own is not None else b""
         calls = [
-            (shard, self._locked("store", shard, fp, key, ident, token, names))
-            for shard, names in plan.items()
+            (
+                shard,
+                [b"store", self._codecs[shard].record_id, self._conf[shard], now, fpb, ident,
+                 b"1" if shard == self.home(ident) else b"", plan.get(shard, b""),
+                 token if shard in plan else b"", text if shard == self.home(ident) else b"",
+                 oldfp if shard in old else b"", old.get(shard, b"")],
+            )
+            for shard in sorted(plan.keys() | old.keys())
         ]
-        if own is not None and own != fp:
+        # Expired entries met on the way go too (as one shard drops them when met), best
+        # effort: a failure there leaves them to purge_expired.
+        storing = len(calls)
+        for f, _, other in stale:
+            where = self._tables(f)
             calls += [
-                (shard, self._args("remove", shard, 0, key, ident))
-                for shard in sorted(self.placement(own) - plan.keys())
+                (shard, [b"expire", self._codecs[shard].record_id, self._conf[shard], now,
+                         self._fp(f), other, b"1" if shard == self.home(other) else b"",
+                         where.get(shard, b"")])
+                for shard in sorted(where.keys() | {self.home(other)})
             ]
-        stored = self._round(calls)
+        stored = self._round(calls)[:storing]
         failed = [reply for reply in stored if isinstance(reply, Exception)]
         if failed:
             raise self._root.error("store", failed[0])
-        if any(int(reply[0]) for reply in stored[: len(plan)]):
+        if any(int(reply[0]) for reply in stored):
             raise IndexBackendError(
                 f"Redis index {mask_url(self.url)}: the locks of a page expired before it "
                 "was stored (a process stalled longer than lock_lease_secs); the page was "
                 "stored but not checked"
             )
-        if any(int(reply[1]) for reply in stored[: len(plan)]):
+        if any(int(reply[1]) for reply in stored):
             raise IndexBackendError(
                 f"Redis index {mask_url(self.url)}: a near-duplicate was stored by a writer "
                 f"not taking the namespace's locks (is every process set to "
@@ -393,16 +532,17 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
     def query(self, fingerprint: int) -> list[Match]:
         check_fingerprint(fingerprint, self.config.bits)
         tables = self._tables(fingerprint)
-        shards = sorted(tables)
+        now, fp = self._now(), self._fp(fingerprint)
         replies = self._round(
-            [(s, self._args("query", s, fingerprint, "", b"", tables[s])) for s in shards]
+            [(s, [b"query", self._codecs[s].record_id, self._conf[s], now, fp, t]) for s, t in tables.items()]
         )
-        found: set[Match] = set()
-        for shard, reply in zip(shards, replies, strict=True):
+        for reply in replies:
             if isinstance(reply, Exception):
                 raise self._root.error("query", reply)
-            found.update(self._codecs[shard].matches(reply))
-        return ordered(found)
+        found = self._candidates(replies, 0)
+        if not found:
+            return []
+        return ordered(self._texts(list(found.values()), []))
 
     def get(self, key: str) -> int | None:
         ident = key_id(key)
@@ -413,34 +553,32 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
             raise self._root.error("get", exc) from exc
         return codec.entry(bucket, ident)
 
+    def _remove(self, ident: bytes, fingerprint: int, token: bytes) -> bool:
+        """Drop a key's entry and its band records (releasing its lock held by ``token``)."""
+        home = self.home(ident)
+        tables = self._tables(fingerprint)
+        fp = self._fp(fingerprint)
+        shards = sorted(tables.keys() | {home})
+        replies = self._round(
+            [
+                (s, [b"remove", self._codecs[s].record_id, self._conf[s], fp, ident,
+                     b"1" if s == home else b"", tables.get(s, b""), token])
+                for s in shards
+            ]
+        )
+        for result in replies:
+            if isinstance(result, Exception):
+                raise self._root.error("remove", result)
+        return bool(replies[shards.index(home)])
+
     def remove(self, key: str) -> bool:
         ident = key_id(key)
         home = self.home(ident)
-        lock = {home: [b"", self._codecs[home].prefix + b"k" + ident]}
-        token = os.urandom(8).hex().encode()
-        deadline = time.monotonic() + self._wait_secs
-        while True:
-            reply = self._round(
-                [(home, self._locked("lock", home, 0, key, ident, token, lock[home]))]
-            )[0]
-            if isinstance(reply, Exception):
-                raise self._root.error("remove", reply)
-            if int(reply[0]) == 1:
-                break
-            if time.monotonic() > deadline:
-                raise IndexBackendError(f"Redis index {mask_url(self.url)}: key stayed locked")
-            time.sleep(0.005)
-        try:
-            if not reply[1]:
-                return False
-            shards = sorted(self.placement(int.from_bytes(reply[1], "big")) | {home})
-            replies = self._round([(s, self._args("remove", s, 0, key, ident)) for s in shards])
-            for result in replies:
-                if isinstance(result, Exception):
-                    raise self._root.error("remove", result)
-            return bool(replies[shards.index(home)])
-        finally:
-            self._unlock(token, lock, key, ident)
+        token, replies = self._lock(0, ident, {home: b""})
+        if not replies[home][1]:
+            self._unlock(0, ident, token, {home: b""})
+            return False
+        return self._remove(ident, int.from_bytes(replies[home][1], "big"), token)
 
     def _drop_codec(self) -> _Codec:
         return self._root
@@ -464,21 +602,11 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
         except self._errors as exc:
             raise self._root.error("clear", exc) from exc
 
-    def _home_entries(self) -> Iterable[tuple[int, bytes, int]]:
-        """(shard, key id, last seen) of every entry in its home shard (scans: not per page)."""
-        for shard, codec in enumerate(self._codecs):
-            for name in self._names(codec, b"e"):
-                for ident, _, seen in codec.entries(self._client.get(name)):
-                    if self.home(ident) == shard:
-                        yield shard, ident, seen
-
     def keys(self) -> Iterator[str]:
         now = self.config.clock()
         try:
-            for shard, codec in enumerate(self._codecs):
-                for key, _, seen in _entries(
-                    self._client, codec, lambda ident, shard=shard: self.home(ident) == shard
-                ):
+            for codec in self._codecs:
+                for key, _, seen in _entries(self._client, codec, lambda ident: True):
                     if not self.config.expired(seen, now):
                         yield key
         except self._errors as exc:
@@ -495,9 +623,10 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
             raise self._root.error("list drops", exc) from exc
 
     def count(self) -> int:
-        """Entries (each counted in its home shard; scans every entry bucket)."""
+        """Entries, including expired ones not yet purged (each shard counts the keys whose
+        home it is)."""
         try:
-            return sum(1 for _ in self._home_entries())
+            return sum(int(self._client.hget(codec.meta, "n") or 0) for codec in self._codecs)
         except self._errors as exc:
             raise self._root.error("count", exc) from exc
 
@@ -507,34 +636,30 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
         removed = 0
         try:
             for shard, codec in enumerate(self._codecs):
-                for name in self._names(codec, b"e"):
-                    for ident in codec.expired_ids(self._client.get(name)):
-                        reply = self._round([(shard, codec.args("expire", ident=ident))])[0]
+                for kind in (b"e", b"b"):
+                    for name in self._names(codec, kind):
+                        reply = self._round(
+                            [(shard, [b"purge", self._codecs[shard].record_id, self._conf[shard],
+                                      self._now(), name])]
+                        )[0]
                         if isinstance(reply, Exception):
                             raise reply
-                        removed += int(reply) if self.home(ident) == shard else 0
+                        removed += int(reply)
         except self._errors as exc:
             raise self._root.error("purge", exc) from exc
         return removed
 
     def stats(self) -> IndexStats:
-        """Records per band group as one shard would hold them: a record counts in the
-        shard its band is placed in, not in the shards holding copies."""
+        """Records per band group, summed over the shards (each band record is stored in
+        one shard only)."""
         groups: dict[bytes, int] = {}
-        masks = self.layout.masks
+        size = self._root.width + 12
         try:
-            for shard, codec in enumerate(self._codecs):
+            for codec in self._codecs:
                 start = len(codec.prefix) + 1
-                width = codec.width
                 for name in self._names(codec, b"b"):
-                    t = name[start]
-                    size = width + 2  # every record of a shard names its entry bucket
-                    records = self._client.get(name) or b""
-                    for p in range(0, len(records) - size + 1, size):
-                        fp = int.from_bytes(records[p : p + width], "big")
-                        band = bytes([t]) + (fp & masks[t - 1]).to_bytes(width, "big")
-                        if self._shard_of(band) == shard:
-                            groups[name[start:]] = groups.get(name[start:], 0) + 1
+                    records = len(self._client.get(name) or b"") // size
+                    groups[name[start:]] = groups.get(name[start:], 0) + records
         except self._errors as exc:
             raise self._root.error("stats", exc) from exc
         return bucket_stats("redis", self.count(), self.layout, groups.values())

@@ -44,6 +44,11 @@ DEFAULT_KEY_BITS = 12
 MAX_ENTRY_BITS = 16
 #: Version of the Redis key layout, recorded with the index; other versions are refused.
 REDIS_FORMAT = 2
+#: Version of the key layout of a sharded namespace's shards (index/sharded.py), recorded
+#: with the namespace and each shard when there is more than one; other versions are
+#: refused. 2: band records name their key and last-seen time, entries and key texts live
+#: only at their key's home shard, locks are fields of each shard's record hash.
+SHARDED_FORMAT = 2
 #: Key kinds holding index data (band groups, entry records, key texts, drop records and
 #: their order), as opposed to "m".
 _DATA_KINDS = (b"b", b"e", b"u", b"d", b"q")
@@ -102,7 +107,9 @@ class _Codec:
         self.shard = False
 
     def record(self) -> str:
-        extra = {"shards": self.shards} if self.shards > 1 else {}
+        extra: dict[str, int] = {"shards": self.shards} if self.shards > 1 else {}
+        if self.shards > 1 or self.shard:
+            extra["sharded_format"] = SHARDED_FORMAT
         return self.config.record(
             self.layout,
             redis_format=REDIS_FORMAT,
@@ -132,6 +139,13 @@ class _Codec:
                 f"{where} is spread over {stored_shards} shard(s), opened with "
                 f"SIMHASH_INDEX_SHARDS={self.shards}: set SIMHASH_INDEX_SHARDS={stored_shards} "
                 f"(README: growing a sharded namespace), or {reset_hint(self.config.namespace)}"
+            )
+        sharded = data.get("sharded_format", 1)
+        if (self.shards > 1 or self.shard) and sharded != SHARDED_FORMAT:
+            raise IndexMismatchError(
+                f"{where} is a sharded namespace in sharded layout {sharded}, this version "
+                f"reads sharded layout {SHARDED_FORMAT}; {reset_hint(self.config.namespace)}; "
+                "or grow it to 1 shard with the version that wrote it and back with this one"
             )
         self.set_layout(layout, int(data["entry_bits"]), int(data["group_bits"]))
 
