@@ -195,7 +195,6 @@ class SimhashDownloaderMiddleware:
             return response
         return await self._handle(request, response, cached)
 
-
     async def _handle(self, request: Request, response: Response, cached: bool) -> Response:
         self._inc("pages")
         if cached:
