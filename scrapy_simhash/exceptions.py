@@ -19,6 +19,11 @@ class IndexBackendError(SimhashError):
     """
 
 
+class PageNotChecked(IndexBackendError):
+    """This one page could not be checked (a sharded namespace's locks stayed busy, or a
+    page it met is half-written); the index itself is fine, so no retry pause follows."""
+
+
 class BackendUnavailable(SimhashError):
     """A storage call did not happen: the backend failed or waits out its retry pause.
 

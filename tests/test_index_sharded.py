@@ -187,6 +187,8 @@ def test_a_namespace_grows_in_place_and_keeps_its_pages(redis_cluster6_url: str)
     with pytest.raises(IndexMismatchError, match="SIMHASH_INDEX_SHARDS=6"):
         open_index(redis_cluster6_url, namespace="grow", **options)
     assert grow(redis_cluster6_url, "grow", 6, 3, **options) == 200
+    with pytest.raises(ConfigurationError, match="back to 1 it is not supported"):
+        grow(redis_cluster6_url, "grow", 3, 1, **options)
     with open_index(redis_cluster6_url, namespace="grow", shards=3, **options) as index:
         assert len(index) == 200
         assert all(index.get(key) == fp for key, fp in fps.items())
@@ -304,3 +306,69 @@ def test_a_copy_met_before_its_entry_landed_is_named_once_it_lands(
         assert seen.match is not None
         assert seen.match.key == key
         assert not seen.stored
+
+
+@pytest.mark.cluster
+def test_a_band_record_left_behind_by_a_failed_home_never_drops_a_page(
+    redis_cluster6_url: str,
+) -> None:
+    """A key moves from fp1 to fp2, but its home fails to store fp2 while the band shards
+    do: the entry still holds fp1. A page near fp2 then meets band records naming a key
+    whose content is not fp2; it must not be dropped as that key's copy."""
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    from scrapy_simhash.exceptions import PageNotChecked
+
+    fp1, fp2 = 0x0123_4567_89AB_CDEF, 0x7654_3210_FEDC_BA98
+    key = "https://site.example/moved"
+    with _sharded(redis_cluster6_url, namespace="stale") as index:
+        assert index.observe(key, fp1).stored
+        home = index.home(key_id(key))
+        send = index._send
+
+        def home_store_fails(calls: list[tuple[int, list[bytes]]]) -> list[Any]:
+            lost = [i for i, (shard, args) in enumerate(calls)
+                    if shard == home and args[0] == b"store"]
+            replies = send([c for i, c in enumerate(calls) if i not in lost])
+            for i in lost:
+                replies.insert(i, RedisConnectionError("connection lost"))
+            return replies
+
+        index._send = home_store_fails  # type: ignore[method-assign]
+        with pytest.raises(IndexBackendError):
+            index.observe(key, fp2)
+        index._send = send  # type: ignore[method-assign]
+        with pytest.raises(PageNotChecked):
+            index.observe("https://site.example/near", flip(fp2, 2))
+        # The key's own content is still found.
+        seen = index.observe("https://site.example/copy", flip(fp1, 1))
+        assert seen.match is not None
+        assert seen.match.key == key
+
+
+@pytest.mark.cluster
+def test_a_lock_call_retried_after_its_reply_was_lost_holds_its_own_locks(
+    redis_cluster6_url: str,
+) -> None:
+    """redis-py retries a pipeline whose connection dropped: the second lock call of one
+    page (same token) must find its locks its own, not wait a lease behind itself."""
+    fp = 0x0BAD_F00D_1234_5678
+    with _sharded(redis_cluster6_url, namespace="retry") as index:
+        ident = key_id("https://site.example/retried")
+        token, _ = index._lock(fp, ident, index._plan(fp, ident))
+        home = index.home(ident)
+        again = index._round([
+            (shard, [b"lock", index._codecs[shard].record_id, index._conf[shard], index._now(),
+                     index._fp(fp), ident, b"1" if shard == home else b"", tables, token,
+                     index._lease_ms])
+            for shard, tables in index._plan(fp, ident).items()
+        ])
+        assert [int(reply[0]) for reply in again] == [1] * len(again)
+        # Another page's token still finds them busy.
+        other = index._round([
+            (shard, [b"lock", index._codecs[shard].record_id, index._conf[shard], index._now(),
+                     index._fp(fp), ident, b"", tables, b"someone-else", index._lease_ms])
+            for shard, tables in index._plan(fp, ident).items()
+        ])
+        assert [int(reply[0]) for reply in other] == [0] * len(other)
+        index._unlock(fp, ident, token, index._plan(fp, ident))

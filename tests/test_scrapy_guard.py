@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -88,6 +89,37 @@ def test_configuration_errors_are_not_outages() -> None:
                         log_interval=1)
         with pytest.raises(ConfigurationError):
             await guard.call(lambda index: index.observe("a", 1))  # type: ignore[attr-defined]
+
+    asyncio.run(scenario())
+
+
+def test_a_page_the_index_could_not_check_is_no_outage() -> None:
+    """A sharded namespace may fail one page (busy locks, a half-written neighbour): that
+    page is unchecked and counted, the next one goes straight to the same backend."""
+    from scrapy_simhash.exceptions import PageNotChecked
+    from scrapy_simhash.index import open_index
+
+    opened: list[object] = []
+    errors: list[int] = []
+
+    async def opener() -> object:
+        opened.append(open_index("memory://"))
+        return opened[-1]
+
+    def failing(index: Any) -> Any:
+        async def call() -> Any:
+            raise PageNotChecked("locks of a page stayed busy; the page was not checked")
+        return call()
+
+    async def scenario() -> None:
+        guard = Guarded("SimHash index", "memory://", opener, timeout=1, retry_after=3600,
+                        log_interval=1, on_error=lambda: errors.append(1))
+        with pytest.raises(BackendUnavailable, match="not checked"):
+            await guard.call(failing)
+        # No retry pause, no reopening: the next page is checked by the same backend.
+        observation = await guard.call(lambda index: asyncio.sleep(0, index.observe("a", 1)))
+        assert observation.stored
+        assert (len(opened), len(errors)) == (1, 1)
 
     asyncio.run(scenario())
 

@@ -24,6 +24,7 @@ from scrapy_simhash.exceptions import (
     IndexBackendError,
     IndexMismatchError,
     InvalidKeyError,
+    PageNotChecked,
 )
 
 logger = logging.getLogger(__name__)
@@ -105,6 +106,9 @@ class Guarded(Generic[T]):
             raise
         except InvalidKeyError:
             raise
+        except PageNotChecked as exc:  # this page alone: counted, logged, no pause
+            self._failed(exc)
+            raise BackendUnavailable(self._describe(exc)) from None
         except ConfigurationError as exc:
             if self._backend is None or isinstance(exc, IndexMismatchError):
                 self.unusable = exc

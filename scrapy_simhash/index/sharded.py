@@ -82,7 +82,7 @@ from typing import Any
 import xxhash
 
 from scrapy_simhash._redis import is_cluster_url, mask_url, sync_client
-from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
+from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError, PageNotChecked
 from scrapy_simhash.index.base import (
     IndexConfig,
     IndexStats,
@@ -110,6 +110,12 @@ logger = logging.getLogger(__name__)
 #: Lease of a page's locks: far above a healthy page's two round trips (~1 ms), so only a
 #: process stalled this long loses them (and then reports the page as not checked).
 LOCK_LEASE_SECS = 10.0
+#: Most a page waits for busy locks (a dead holder's lease, then others') before it passes
+#: "not checked".
+LOCK_WAIT_SECS = 5.0
+#: Most a copy waits for its match's entry to land at the match's home (the writer's second
+#: round sends it in the same pipeline as the band records: milliseconds).
+TEXT_WAIT_SECS = 1.0
 #: Most shards a namespace is spread over.
 MAX_SHARDS = 1024
 _SLOTS = 16384
@@ -163,8 +169,10 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
         if lock_lease_secs <= 0:
             raise ConfigurationError(f"lock_lease_secs must be positive, got {lock_lease_secs}")
         self._lease_ms = b"%d" % max(1, round(lock_lease_secs * 1000))
-        #: A page waits at most this long for locks (a dead holder's lease, then others').
-        self._wait_secs = 2 * lock_lease_secs + 1
+        #: A page waits at most this long for locks, then passes "not checked": less than
+        #: the crawl's call timeout (SIMHASH_INDEX_TIMEOUT_SECS, 10 s by default), which
+        #: would take the wait for an outage.
+        self._wait_secs = min(2 * lock_lease_secs + 1, LOCK_WAIT_SECS)
         self._lease_secs = lock_lease_secs
         self._errors = _redis_errors()
         self._root = _Codec(url, config)
@@ -305,7 +313,18 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
 
     def _load(self) -> None:
         """Load the shard library on every master (once per server start)."""
-        self._client.function_load(self._library, replace=True)
+        from redis.exceptions import ResponseError
+
+        try:
+            self._client.function_load(self._library, replace=True)
+        except ResponseError as exc:
+            if "unknown command" in str(exc).lower():
+                raise ConfigurationError(
+                    f"a sharded namespace needs Redis 7.0 or later (Redis Functions) on every "
+                    f"master of {mask_url(self.url)}: {exc}; upgrade Redis, or use "
+                    "SIMHASH_INDEX_SHARDS = 1"
+                ) from None
+            raise
 
     def _round(self, calls: list[tuple[int, list[bytes]]]) -> list[Any]:
         """One function call per shard, all in one pipeline; a shard that lost its library
@@ -366,12 +385,14 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
             }
             if len(held) == len(plan):
                 return token, held
-            self._unlock(fp, ident, token, {shard: plan[shard] for shard in held})
+            # Every shard of the plan: one whose reply was lost may hold a lock all the same
+            # (the release checks the token).
+            self._unlock(fp, ident, token, plan)
             failed = [reply for reply in replies if isinstance(reply, Exception)]
             if failed:
                 raise self._root.error("lock", failed[0])
             if time.monotonic() > deadline:
-                raise IndexBackendError(
+                raise PageNotChecked(
                     f"Redis index {mask_url(self.url)}: locks of a page stayed busy for "
                     f"{self._wait_secs:g}s; the page was not checked"
                 )
@@ -402,20 +423,22 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
         """Round 2 of a page reported as a copy (or of a query): the key texts of
         ``candidates`` (fingerprint, distance, key id) read at their homes, in the same
         pipeline as the release of ``locks`` (shard, tables, fingerprint; none for a
-        query).
+        query). A candidate whose key's entry holds other content is a band record left
+        behind by a failed writer: never a match, left out.
 
         A writer's second round stores its band records and its entry on different shards
         in parallel, so a band record may be read before its key's entry lands: a missing
         text is read again until it does, for at most a lease (then its writer failed
         or the key was removed meanwhile, and the page is not checked)."""
         texts: dict[bytes, bytes] = {}
-        deadline = time.monotonic() + self._lease_secs
+        stale: set[bytes] = set()
+        deadline = time.monotonic() + min(self._lease_secs, TEXT_WAIT_SECS)
         delay = 0.001
         while True:
             wanted: dict[int, list[bytes]] = {}
-            for _, _, other in candidates:
-                if other not in texts:
-                    wanted.setdefault(self.home(other), []).append(other)
+            for fp_other, _, other in candidates:
+                if other not in texts and other not in stale:
+                    wanted.setdefault(self.home(other), []).append(other + self._fp(fp_other))
             calls = [
                 self._unlock_call(shard, fp, ident, token, tables, wanted.pop(shard, []))
                 for shard, tables, fp in locks
@@ -428,16 +451,19 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
             for (_, args), reply in zip(calls, replies, strict=True):
                 if isinstance(reply, Exception):
                     raise self._root.error("read a match", reply)
-                texts.update(
-                    (other, text) for other, text in zip(args[8:], reply, strict=True) if text
-                )
-            if len(texts) == len({other for _, _, other in candidates}):
+                for asked, text in zip(args[8:], reply, strict=True):
+                    if text == 0:  # the key's entry holds other content: a stale band record
+                        stale.add(asked[:8])
+                    elif text:
+                        texts[asked[:8]] = text
+            live = [c for c in candidates if c[2] not in stale]
+            if all(other in texts for _, _, other in live):
                 return [
                     Match(texts[other].decode("utf-8", "surrogatepass"), fp, distance)
-                    for fp, distance, other in candidates
+                    for fp, distance, other in live
                 ]
             if time.monotonic() > deadline:
-                raise IndexBackendError(
+                raise PageNotChecked(
                     f"Redis index {mask_url(self.url)}: a stored page within reach names a "
                     "key without an entry (its writer failed, or it was removed meanwhile); "
                     "the page was not checked"
@@ -474,8 +500,16 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
             best = min(distance for _, distance, _ in found.values())
             tied = [c for c in found.values() if c[1] == best]
             mine = [Match(key, f, d) for f, d, i in tied if i == ident]
-            matches = self._texts([c for c in tied if c[2] != ident], locks, token, ident)
-            return Observation(closest(matches + mine), None, False)
+            others = [c for c in tied if c[2] != ident]
+            matches = self._texts(others, locks, token, ident) + mine
+            if not matches:
+                # Every page within reach is a band record its key's home no longer holds.
+                raise PageNotChecked(
+                    f"Redis index {mask_url(self.url)}: the stored pages within reach are band "
+                    "records their keys no longer hold (a writer failed half-way); the page "
+                    "was not checked"
+                )
+            return Observation(closest(matches), None, False)
         if claim and live:
             self._unlock(fp, ident, token, plan)
             return Observation(None, own, False)
@@ -508,13 +542,13 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
         if failed:
             raise self._root.error("store", failed[0])
         if any(int(reply[0]) for reply in stored):
-            raise IndexBackendError(
+            raise PageNotChecked(
                 f"Redis index {mask_url(self.url)}: the locks of a page expired before it "
                 "was stored (a process stalled longer than lock_lease_secs); the page was "
                 "stored but not checked"
             )
         if any(int(reply[1]) for reply in stored):
-            raise IndexBackendError(
+            raise PageNotChecked(
                 f"Redis index {mask_url(self.url)}: a near-duplicate was stored by a writer "
                 f"not taking the namespace's locks (is every process set to "
                 f"SIMHASH_INDEX_SHARDS={self.shards}?); the page was not checked"
@@ -702,6 +736,13 @@ def grow(url: str, namespace: str, shards: int, new_shards: int, **index_options
     check_shards(new_shards)
     if new_shards == shards:
         raise ConfigurationError(f"namespace {namespace!r} already has {shards} shard(s)")
+    if new_shards == 1:
+        # A one-shard target would be written under a shard's tag, where the unsharded
+        # layout (SIMHASH_INDEX_SHARDS = 1) never looks: the copy would look empty.
+        raise ConfigurationError(
+            f"grow() spreads a namespace over more shards; back to 1 it is not supported "
+            f"(reset namespace {namespace!r} instead)"
+        )
     source = open_index(url, namespace=namespace, shards=shards, **index_options)
     seen = [0.0]
     target = ShardedRedisIndex(

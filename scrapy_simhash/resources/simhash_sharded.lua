@@ -334,9 +334,12 @@ function modes.lock(meta, a)
   local clock = redis.call('TIME')
   local ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
   local stale = false
+  local tag = token .. ':'
   for i = 1, #fields do
     local v = got[i + 1]
-    if v then
+    -- A lock already held under this page's token is its own: a call retried after its
+    -- reply was lost must not wait behind itself.
+    if v and sub(v, 1, #tag) ~= tag then
       if tonumber(string.match(v, ':(%d+)$')) > ms then
         return { 0 }
       end
@@ -448,12 +451,21 @@ function modes.unlock(meta, a)
     return norecord()
   end
   release(meta, fields, got, token)
+  -- a[9..]: key id .. the fingerprint its band record holds. The entry must hold the same
+  -- fingerprint: a band record left behind when its key's home failed to store a newer one
+  -- names a page that no longer has that content (reply 0: never a match), where a missing
+  -- entry may still be landing (reply false: read again).
   local texts = {}
   for i = 9, #a do
-    local eb = entry_bucket(c, a[i])
+    local id = sub(a[i], 1, 8)
+    local eb = entry_bucket(c, id)
     local es = redis.call('GET', c.prefix .. 'e' .. eb)
-    local r = es and find_record(es, a[i], 0, c.er)
-    texts[i - 8] = r and redis.call('LINDEX', c.prefix .. 'u' .. eb, (r - 1) / c.er) or false
+    local r = es and find_record(es, id, 0, c.er)
+    if r and sub(es, r, r + #a[i] - 1) ~= a[i] then
+      texts[i - 8] = 0
+    else
+      texts[i - 8] = r and redis.call('LINDEX', c.prefix .. 'u' .. eb, (r - 1) / c.er) or false
+    end
   end
   return texts
 end

@@ -144,8 +144,8 @@ class _Codec:
         if (self.shards > 1 or self.shard) and sharded != SHARDED_FORMAT:
             raise IndexMismatchError(
                 f"{where} is a sharded namespace in sharded layout {sharded}, this version "
-                f"reads sharded layout {SHARDED_FORMAT}; {reset_hint(self.config.namespace)}; "
-                "or grow it to 1 shard with the version that wrote it and back with this one"
+                f"reads sharded layout {SHARDED_FORMAT}; {reset_hint(self.config.namespace)}, "
+                "or keep crawling it with the version that wrote it"
             )
         self.set_layout(layout, int(data["entry_bits"]), int(data["group_bits"]))
 
