@@ -65,3 +65,25 @@ def test_an_index_backend_alone_gets_no_recrawl_or_rule_store() -> None:
 def test_shards_need_a_redis_storage() -> None:
     with pytest.raises(ConfigurationError, match="SIMHASH_INDEX_SHARDS=3 needs a Redis index"):
         open_index("memory://", options={"shards": 3})
+
+
+def test_a_storage_with_an_asyncio_opener_is_opened_through_it() -> None:
+    from scrapy_simhash.index.registry import AsyncIndexAdapter
+
+    memory = storage.storage_for("memory://", "index")
+    opened: list[str] = []
+
+    async def async_index(url: str, config: object, **options: object) -> AsyncIndexAdapter:
+        opened.append(url)
+        return AsyncIndexAdapter(MemoryIndex(url, config), threaded=False)  # type: ignore[arg-type]
+
+    register_storage(Storage("inline", ("inline",), index=memory.index, async_index=async_index))
+
+    async def scenario() -> None:
+        index = await open_async_index("inline://a", namespace="n")
+        assert isinstance(index, AsyncIndexAdapter)
+        assert (await index.observe("https://a.test/x", 9)).stored
+        await index.close()
+
+    asyncio.run(scenario())
+    assert opened == ["inline://a"]
