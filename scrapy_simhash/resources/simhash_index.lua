@@ -40,31 +40,10 @@ if redis.call('HGET', KEYS[1], 'cid') ~= ARGV[#ARGV] then
 end
 
 local mode = ARGV[1]
--- Release the sharded page's locks (ARGV[15..]) held under its token ARGV[13]; 1 when one
--- of them was no longer ours (its lease ran out).
-local function release_locks()
-  local lost = 0
-  for i = 15, #ARGV - 1 do
-    if redis.call('GET', ARGV[i]) == ARGV[13] then
-      redis.call('DEL', ARGV[i])
-    else
-      lost = 1
-    end
-  end
-  return lost
-end
--- unlock (a sharded page found its copy) needs none of the layout below.
-if mode == 'unlock' then
-  return release_locks()
-end
 local prefix = ARGV[2]
 local masks_s = ARGV[3]
 local groups_s = ARGV[4]
--- A shard of a sharded namespace (index/sharded.py) marks its bucket bits with "s": each of
--- its band records carries the entry bucket, as a shard may hold any subset of the tables.
-local ebits_s, shard_mark = string.match(ARGV[5], '^(%d+)(s?)$')
-local ebits = tonumber(ebits_s)
-local sharded = shard_mark == 's'
+local ebits = tonumber(ARGV[5])
 local limit = tonumber(ARGV[6])
 local now = tonumber(ARGV[7])
 local ttl = tonumber(ARGV[8])
@@ -88,7 +67,7 @@ local sub = string.sub
 -- covers, so comparing a record's band unpacks only those words.
 local groups, keyed, table_prefix, rec = {}, {}, {}, {}
 for t = 1, T do
-  rec[t] = (t == 1 or sharded) and REC1 or FPB
+  rec[t] = t == 1 and REC1 or FPB
   local m = { unpack(WFMT, masks_s, (t - 1) * FPB + 1) }
   groups[t] = { unpack(WFMT, groups_s, (t - 1) * FPB + 1) }
   keyed[t] = {}
@@ -98,20 +77,6 @@ for t = 1, T do
     end
   end
   table_prefix[t] = prefix .. 'b' .. string.char(t)
-end
-
--- Tables a call reads and writes: all, or in a shard the ones the page's bands place there
--- (ARGV 12 of lock, store, unlock and query: one byte per table number).
-local active = {}
-for t = 1, T do
-  active[t] = true
-end
-if sharded and (ARGV[1] == 'lock' or ARGV[1] == 'store' or ARGV[1] == 'unlock'
-    or ARGV[1] == 'query') then
-  active = {}
-  for i = 1, #ARGV[12] do
-    active[string.byte(ARGV[12], i)] = true
-  end
 end
 
 local function words_of(s, p)
@@ -273,36 +238,34 @@ local function scan(words, exclude, purge)
   local found, checked = {}, {}
   local names, contents, starts = {}, {}, {}
   for t = 1, T do
-    if active[t] then
-      local gk = group_key(t, words)
-      local s = redis.call('GET', gk) or ''
-      local b = band_of(t, words)
-      local p = lower_bound(t, s, b)
-      names[t], contents[t], starts[t] = gk, s, p
-      while p <= #s and compare_at(t, s, p, b) == 0 do
-        local d = distance_at(words, s, p)
-        if d <= limit then
-          local f = sub(s, p, p + FPB - 1)
-          if not checked[f] then
-            checked[f] = true
-            local eb = (t == 1 or sharded) and sub(s, p + FPB, p + REC1 - 1) or entry_bucket_of(f)
-            local es = eb and redis.call('GET', prefix .. 'e' .. eb) or ''
-            local r = find_record(es, f, 8, ER)
-            local id = r and sub(es, r, r + 7)
-            if id and id ~= exclude then
-              if expired(unpack('>I4', es, r + 8 + FPB)) then
-                if purge then
-                  drop(eb, id)
-                end
-              else
-                local text = redis.call('LINDEX', prefix .. 'u' .. eb, (r - 1) / ER)
-                found[#found + 1] = { text, f, d, id }
+    local gk = group_key(t, words)
+    local s = redis.call('GET', gk) or ''
+    local b = band_of(t, words)
+    local p = lower_bound(t, s, b)
+    names[t], contents[t], starts[t] = gk, s, p
+    while p <= #s and compare_at(t, s, p, b) == 0 do
+      local d = distance_at(words, s, p)
+      if d <= limit then
+        local f = sub(s, p, p + FPB - 1)
+        if not checked[f] then
+          checked[f] = true
+          local eb = t == 1 and sub(s, p + FPB, p + REC1 - 1) or entry_bucket_of(f)
+          local es = eb and redis.call('GET', prefix .. 'e' .. eb) or ''
+          local r = find_record(es, f, 8, ER)
+          local id = r and sub(es, r, r + 7)
+          if id and id ~= exclude then
+            if expired(unpack('>I4', es, r + 8 + FPB)) then
+              if purge then
+                drop(eb, id)
               end
+            else
+              local text = redis.call('LINDEX', prefix .. 'u' .. eb, (r - 1) / ER)
+              found[#found + 1] = { text, f, d, id }
             end
           end
         end
-        p = p + rec[t]
       end
+      p = p + rec[t]
     end
   end
   return found, names, contents, starts
@@ -316,53 +279,6 @@ local function flatten(matches, out)
     out[#out + 1] = m[4]
   end
   return out
-end
-
--- Sharded namespaces (index/sharded.py) add three modes around observe. ARGV 12 tables,
--- 13 lock token, 14 lease (ms), 15.. lock key names (this shard's hash tag); last: record
--- digest.
---   lock:   all or none of the locks (a lock held under another token: reply {0}); then
---           {1, this key's stored fingerprint or nil, 1 if it is live, matches...} with
---           every live match of any key (the client excludes its own key).
---   store:  release the locks still held under the token, then observe; the reply is
---           {1 if some lock was no longer ours (its lease ran out), observe reply...}.
---   unlock: release the locks still held under the token.
--- A script runs alone on its shard, so a lock held at the start of a store call was held
--- while every earlier call of its page ran on this shard.
-local lease_lost = nil
-if mode == 'lock' then
-  local token = ARGV[13]
-  for i = 15, #ARGV - 1 do
-    local held = redis.call('GET', ARGV[i])
-    if held and held ~= token then
-      return { 0 }
-    end
-  end
-  -- Read first: a script failing half-way keeps its writes, and must leave no lock.
-  -- The key's own entry: asked of its home shard only (elsewhere the key id is empty).
-  local es = me ~= '' and redis.call('GET', prefix .. 'e' .. entry_bucket(me)) or ''
-  local r = me ~= '' and find_record(es, me, 0, ER)
-  local own, live = false, 0
-  if r then
-    own = sub(es, r + 8, r + 7 + FPB)
-    live = expired(unpack('>I4', es, r + 8 + FPB)) and 0 or 1
-  end
-  local out = flatten((scan(words_of(fp), nil, false)), { 1, own, live })
-  for i = 15, #ARGV - 1 do
-    redis.call('SET', ARGV[i], token, 'PX', ARGV[14])
-  end
-  return out
-elseif mode == 'store' then
-  lease_lost = release_locks()
-  mode = 'observe'
-end
-
--- The observe reply, preceded in a store call by whether a lease ran out.
-local function reply(r)
-  if lease_lost then
-    table.insert(r, 1, lease_lost)
-  end
-  return r
 end
 
 if mode == 'observe' or mode == 'claim' then
@@ -383,7 +299,7 @@ if mode == 'observe' or mode == 'claim' then
         closest[#closest + 1] = m
       end
     end
-    return reply(flatten(closest, { 1 }))
+    return flatten(closest, { 1 })
   end
   local eb = entry_bucket(me)
   local ek = prefix .. 'e' .. eb
@@ -412,17 +328,15 @@ if mode == 'observe' or mode == 'claim' then
   end
   if not same then
     for t = 1, T do
-      if active[t] then
-        local gk, s, p = names[t], contents[t], starts[t]
-        if dirty then
-          s = redis.call('GET', gk) or ''
-          p = lower_bound(t, s, band_of(t, words))
-        end
-        redis.call('SET', gk, sub(s, 1, p - 1) .. fp .. ((t == 1 or sharded) and eb or '') .. sub(s, p))
+      local gk, s, p = names[t], contents[t], starts[t]
+      if dirty then
+        s = redis.call('GET', gk) or ''
+        p = lower_bound(t, s, band_of(t, words))
       end
+      redis.call('SET', gk, sub(s, 1, p - 1) .. fp .. (t == 1 and eb or '') .. sub(s, p))
     end
   end
-  return reply({ 0, previous })
+  return { 0, previous }
 elseif mode == 'rename' then
   -- Move the entry of key id `me` to key id ARGV[12] (text ARGV[13]), fingerprint and last
   -- seen unchanged; an entry already under the new key is dropped first. Only the entry

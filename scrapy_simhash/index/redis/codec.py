@@ -163,7 +163,7 @@ class _Codec:
             self.prefix,
             packed(layout.masks),
             packed(group_mask(mask, gbits) for mask in layout.masks),
-            b"%d%s" % (ebits, b"s" if self.shard else b""),
+            b"%d" % ebits,
             b"%d" % self.config.max_distance,
         )
         self._ttl = repr(float(ttl)).encode()
