@@ -94,7 +94,6 @@ from scrapy_simhash.index.base import (
     closest,
     ordered,
 )
-from scrapy_simhash.index.drops import DropRecord, unpack_record
 from scrapy_simhash.index.keys import check_key
 from scrapy_simhash.index.redis.codec import _DATA_KINDS, _Codec, group_mask, key_id
 from scrapy_simhash.index.redis.connection import (
@@ -645,16 +644,6 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
                         yield key
         except self._errors as exc:
             raise self._root.error("list keys", exc) from exc
-
-    def drops(self) -> Iterator[DropRecord]:
-        now = self.config.clock()
-        try:
-            for _, value in self._client.hscan_iter(self._root.drop_keys[0], count=_SCAN_BATCH):
-                record = unpack_record(value)
-                if not self.config.drop_expired(record.at, now):
-                    yield record
-        except self._errors as exc:
-            raise self._root.error("list drops", exc) from exc
 
     def count(self) -> int:
         """Entries, including expired ones not yet purged (each shard counts the keys whose

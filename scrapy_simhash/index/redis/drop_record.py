@@ -6,11 +6,14 @@ the same; each index says which codec that is.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
-from scrapy_simhash.index.drops import DropRecord
+from scrapy_simhash.index.base import IndexConfig
+from scrapy_simhash.index.drops import DropRecord, unpack_record
 from scrapy_simhash.index.keys import check_key
 from scrapy_simhash.index.redis.codec import _Codec, key_id
+from scrapy_simhash.index.redis.connection import _SCAN_BATCH
 
 #: Delete a drop record if it is still the one read (a newer record of the URL stays). Its
 #: id stays in the order list: the trim treats a missing record as expired and skips it.
@@ -21,10 +24,12 @@ FORGET_SCRIPT = (
 
 
 class RedisDropRecord:
-    """Mixin: ``record_drop``, ``drop_of`` and ``drop_count`` over ``_drop_codec()``."""
+    """Mixin: ``record_drop``, ``drop_of``, ``forget_drop``, ``drops`` and ``drop_count``
+    over ``_drop_codec()``."""
 
     _client: Any
     _errors: tuple[type[BaseException], ...]
+    config: IndexConfig
 
     def _drop_codec(self) -> _Codec:
         raise NotImplementedError
@@ -57,6 +62,17 @@ class RedisDropRecord:
                 self._client.execute_command("EVAL", FORGET_SCRIPT, 1, records, key_id(url), value)
         except self._errors as exc:
             raise codec.error("forget drop", exc) from exc
+
+    def drops(self) -> Iterator[DropRecord]:
+        codec = self._drop_codec()
+        now = self.config.clock()
+        try:
+            for _, value in self._client.hscan_iter(codec.drop_keys[0], count=_SCAN_BATCH):
+                record = unpack_record(value)
+                if not self.config.drop_expired(record.at, now):
+                    yield record
+        except self._errors as exc:
+            raise codec.error("list drops", exc) from exc
 
     def drop_count(self) -> int:
         codec = self._drop_codec()

@@ -15,7 +15,6 @@ from scrapy_simhash.index.base import (
     check_fingerprint,
     ordered,
 )
-from scrapy_simhash.index.drops import DropRecord, unpack_record
 from scrapy_simhash.index.keys import check_key
 from scrapy_simhash.index.redis.codec import _DATA_KINDS, SCRIPT, _Codec, key_id
 from scrapy_simhash.index.redis.connection import (
@@ -103,16 +102,6 @@ class RedisIndex(RedisDropRecord, NearDuplicateIndex):
                         yield text.decode("utf-8", "surrogatepass")
         except self._errors as exc:
             raise self._codec.error("list keys", exc) from exc
-
-    def drops(self) -> Iterator[DropRecord]:
-        now = self.config.clock()
-        try:
-            for _, value in self._client.hscan_iter(self._codec.drop_keys[0], count=_SCAN_BATCH):
-                record = unpack_record(value)
-                if not self.config.drop_expired(record.at, now):
-                    yield record
-        except self._errors as exc:
-            raise self._codec.error("list drops", exc) from exc
 
     def get(self, key: str) -> int | None:
         ident = key_id(key)
