@@ -11,7 +11,9 @@ from scrapy_simhash.dust import open_rule_store
 from scrapy_simhash.exceptions import ConfigurationError
 from scrapy_simhash.index import open_async_index, open_index, register_backend
 from scrapy_simhash.index.memory import MemoryIndex
+from scrapy_simhash.index.registry import AsyncIndexAdapter
 from scrapy_simhash.recrawl import open_async_recrawl_store, open_recrawl_store
+from scrapy_simhash.recrawl.store import ThreadedBackend
 from scrapy_simhash.storage import Storage, register_storage
 
 
@@ -44,9 +46,13 @@ def test_a_storage_declared_once_opens_all_three_stores_sync_and_async() -> None
     async def asynchronous() -> None:
         # No asyncio openers declared: both run their blocking backend in a worker thread.
         async_index = await open_async_index("vault://one", namespace="n")
+        assert isinstance(async_index, AsyncIndexAdapter)
+        assert async_index._threaded
         assert (await async_index.observe("https://a.test/y", 2**40)).stored
         await async_index.close()
         async_store = open_async_recrawl_store("vault://one")
+        assert isinstance(async_store._backend, ThreadedBackend)
+        assert async_store._backend._executor is not None
         assert (await async_store.observe("https://a.test/y", 5)).visits == 1
         await async_store.close()
 
@@ -68,8 +74,6 @@ def test_shards_need_a_redis_storage() -> None:
 
 
 def test_a_storage_with_an_asyncio_opener_is_opened_through_it() -> None:
-    from scrapy_simhash.index.registry import AsyncIndexAdapter
-
     memory = storage.storage_for("memory://", "index")
     opened: list[str] = []
 
