@@ -31,6 +31,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Protocol
 
+import xxhash
+
 from scrapy_simhash.exceptions import ConfigurationError
 
 logger = logging.getLogger(__name__)
@@ -184,20 +186,38 @@ def load_stopwords(*, builtin: bool = True, path: str | None = None) -> frozense
     return frozenset(words)
 
 
-@lru_cache(maxsize=1)
-def idf_table() -> tuple[dict[str, float], float]:
-    """jieba's IDF table and its median, the weight of words it lacks.
+# jieba's analyse/idf.txt as released (xxh3-64 of its bytes; jieba 0.42.1) -> its median.
+# Every word of that table holds an ideograph. With Chinese read as ideographs (the
+# default) only single ideographs (weighted by the median, see FeatureExtractor._idf) and
+# words without ideographs are looked up, so the median is all of the table a fingerprint
+# uses: parsing its 270,000 lines would cost every process 0.4 s of CPU and ~30 MB.
+_KNOWN_IDF_MEDIANS = {"68c5902a51ea62db": 11.9547675029}
 
-    The table was computed on a large Chinese corpus; a word missing from it (a rare
-    name, any non-Chinese word) gets the median, as jieba's own keyword extractor does:
-    an unknown word is neither boilerplate nor a keyword on evidence we do not have.
-    """
+
+def _idf_path() -> Path:
     # Found without importing jieba: its import alone takes ~70 ms and its HMM tables,
     # which Chinese read as ideographs (the default) never uses.
     spec = importlib.util.find_spec("jieba")
     if spec is None or not spec.submodule_search_locations:
         raise ConfigurationError("the jieba package is not installed (pip install jieba)")
-    path = Path(spec.submodule_search_locations[0]) / "analyse" / "idf.txt"
+    return Path(spec.submodule_search_locations[0]) / "analyse" / "idf.txt"
+
+
+@lru_cache(maxsize=2)
+def idf_table(*, ideograph_words: bool = True) -> tuple[dict[str, float], float]:
+    """jieba's IDF table and its median, the weight of words it lacks.
+
+    The table was computed on a large Chinese corpus; a word missing from it (a rare
+    name, any non-Chinese word) gets the median, as jieba's own keyword extractor does:
+    an unknown word is neither boilerplate nor a keyword on evidence we do not have.
+    With ``ideograph_words=False`` the table may leave out the words that hold an
+    ideograph (the caller never looks them up); for the released table that leaves none.
+    """
+    path = _idf_path()
+    if not ideograph_words:
+        median = _KNOWN_IDF_MEDIANS.get(xxhash.xxh3_64_hexdigest(path.read_bytes()))
+        if median is not None:
+            return {}, median
     table: dict[str, float] = {}
     with path.open(encoding="utf-8") as handle:
         for line in handle:
@@ -304,7 +324,7 @@ class FeatureExtractor:
         each weighs half of an unknown word: a mixed page's Chinese and Latin text keep
         their shares of the fingerprint.
         """
-        table, median = idf_table()
+        table, median = idf_table(ideograph_words=self.cjk_features != "chars")
         if self.cjk_features == "chars" and len(word) == 1 and _CJK_CHAR.match(word):
             return median / 2
         return table.get(word, median)
@@ -358,7 +378,7 @@ class FeatureExtractor:
                 del words[word]
         if self.weighting != "tfidf":
             return {word: count * 1.0 for counts in (chars, words) for word, count in counts.items()}
-        table, median = idf_table()
+        table, median = idf_table(ideograph_words=False)  # ideographs are read one by one
         half = median / 2  # see _idf
         weights = {char: count * half for char, count in chars.items()}
         get = table.get

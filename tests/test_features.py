@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scrapy_simhash import features as features_module
 from scrapy_simhash.exceptions import ConfigurationError
 from scrapy_simhash.features import (
     CJK_CHAR_WEIGHT,
@@ -151,6 +153,25 @@ def test_a_chinese_character_weighs_half_an_unknown_word() -> None:
     assert weights["量"] == pytest.approx(2 * median / 2)
     assert weights["子"] == pytest.approx(median / 2)
     assert weights["zzqxunknownword"] == pytest.approx(median)
+
+
+def test_ideographs_read_one_by_one_need_only_the_median_of_the_released_table() -> None:
+    """The shortcut for the released table gives the weights the whole table gives."""
+    table, median = idf_table()
+    assert idf_table(ideograph_words=False) == ({}, median)
+    ideograph = re.compile(f"[{features_module._CJK}]")
+    assert all(ideograph.search(word) for word in table)  # nothing else is ever looked up
+
+
+def test_an_idf_table_of_another_release_is_read_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(features_module, "_KNOWN_IDF_MEDIANS", {})
+    idf_table.cache_clear()
+    try:
+        table, median = idf_table(ideograph_words=False)
+        assert len(table) > 100_000
+        assert median == idf_table()[1]
+    finally:
+        idf_table.cache_clear()
 
 
 def test_title_words_are_boosted_by_title_weight() -> None:
