@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from scrapy_simhash._redis import REDIS_SCHEMES, mask_url
+from scrapy_simhash._runners import in_thread, inline
 from scrapy_simhash.exceptions import ConfigurationError
 
 #: The stores a storage may hold, by the field of :class:`Storage` that opens them.
@@ -108,7 +109,7 @@ async def _async_memory_index(url: str, config: Any, **options: Any) -> Any:
     from scrapy_simhash.index.registry import AsyncIndexAdapter
 
     # Memory never blocks: called inline, not in a thread.
-    return AsyncIndexAdapter(_memory_index(url, config, **options), threaded=False)
+    return AsyncIndexAdapter(_memory_index(url, config, **options), run=inline)
 
 
 def _memory_recrawl(url: str | None, namespace: str, shards: int | None = None) -> Any:
@@ -146,6 +147,24 @@ def _sqlite_recrawl(url: str | None, namespace: str, shards: int | None = None) 
     return SqliteBackend(path_from_url(url), namespace)
 
 
+async def _async_sqlite_index(url: str, config: Any, **options: Any) -> Any:
+    import asyncio
+
+    from scrapy_simhash.index.registry import AsyncIndexAdapter
+
+    # Opening may wait for another process's write lock: in a thread. Then each call runs
+    # inline until it would wait (SharedConnection.run).
+    index = await asyncio.to_thread(_sqlite_index, url, config, **options)
+    return AsyncIndexAdapter(index, run=index.connection.run)
+
+
+def _async_sqlite_recrawl(url: str | None, namespace: str, shards: int | None = None) -> Any:
+    from scrapy_simhash.recrawl.store import ThreadedBackend
+
+    backend = _sqlite_recrawl(url, namespace)
+    return ThreadedBackend(backend, run=backend.connection.run)
+
+
 def _sqlite_rules(url: str, namespace: str, **options: Any) -> Any:
     from scrapy_simhash.dust.store import SqliteRuleStore
     from scrapy_simhash.index.sqlite import sqlite_path
@@ -174,7 +193,7 @@ async def _async_redis_index(url: str, config: Any, **options: Any) -> Any:
         # A sharded namespace takes two rounds of pipelines per page; its blocking client
         # runs them in a worker thread.
         index = await asyncio.to_thread(_redis_index, url, config, **options)
-        return AsyncIndexAdapter(index, threaded=True)
+        return AsyncIndexAdapter(index, run=in_thread)
     from scrapy_simhash.index.redis import AsyncRedisIndex
 
     options.pop("shards", None)
@@ -209,7 +228,8 @@ register_storage(Storage(
     recrawl=_memory_recrawl, async_recrawl=_async_memory_recrawl, rules=_memory_rules,
 ))
 register_storage(Storage(
-    "sqlite", ("sqlite",), index=_sqlite_index, recrawl=_sqlite_recrawl, rules=_sqlite_rules,
+    "sqlite", ("sqlite",), index=_sqlite_index, async_index=_async_sqlite_index,
+    recrawl=_sqlite_recrawl, async_recrawl=_async_sqlite_recrawl, rules=_sqlite_rules,
 ))
 register_storage(Storage(
     "redis", REDIS_SCHEMES, index=_redis_index, async_index=_async_redis_index,

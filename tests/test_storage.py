@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from scrapy_simhash import storage
+from scrapy_simhash._runners import in_thread, inline
 from scrapy_simhash.dust import open_rule_store
 from scrapy_simhash.exceptions import ConfigurationError
 from scrapy_simhash.index import open_async_index, open_index, register_backend
@@ -47,7 +48,7 @@ def test_a_storage_declared_once_opens_all_three_stores_sync_and_async() -> None
         # No asyncio openers declared: both run their blocking backend in a worker thread.
         async_index = await open_async_index("vault://one", namespace="n")
         assert isinstance(async_index, AsyncIndexAdapter)
-        assert async_index._threaded
+        assert async_index._call is in_thread
         assert (await async_index.observe("https://a.test/y", 2**40)).stored
         await async_index.close()
         async_store = open_async_recrawl_store("vault://one")
@@ -79,7 +80,7 @@ def test_a_storage_with_an_asyncio_opener_is_opened_through_it() -> None:
 
     async def async_index(url: str, config: object, **options: object) -> AsyncIndexAdapter:
         opened.append(url)
-        return AsyncIndexAdapter(MemoryIndex(url, config), threaded=False)  # type: ignore[arg-type]
+        return AsyncIndexAdapter(MemoryIndex(url, config), run=inline)  # type: ignore[arg-type]
 
     register_storage(Storage("inline", ("inline",), index=memory.index, async_index=async_index))
 

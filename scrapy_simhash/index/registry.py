@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from scrapy_simhash._runners import Runner, in_thread
 from scrapy_simhash.exceptions import ConfigurationError
 from scrapy_simhash.index.base import (
     AsyncNearDuplicateIndex,
@@ -135,23 +135,19 @@ async def open_async_index(
         return opened
     assert storage.index is not None  # storage_for checked it
     index = await asyncio.to_thread(storage.index, url, config, **merged)
-    return AsyncIndexAdapter(index, threaded=True)
+    return AsyncIndexAdapter(index, run=in_thread)
 
 
 class AsyncIndexAdapter(AsyncNearDuplicateIndex):
-    """Coroutine face of a blocking index (memory inline, SQLite in a worker thread)."""
+    """Coroutine face of a blocking index; ``run`` says where its calls run (see
+    :mod:`scrapy_simhash._runners`)."""
 
-    def __init__(self, index: NearDuplicateIndex, *, threaded: bool) -> None:
+    def __init__(self, index: NearDuplicateIndex, *, run: Runner) -> None:
         self.sync = index
         self.config = index.config
         self.layout = index.layout
         self.url = index.url
-        self._threaded = threaded
-
-    async def _call(self, func: Callable[..., T], *args: Any) -> T:
-        if self._threaded:
-            return await asyncio.to_thread(functools.partial(func, *args))
-        return func(*args)
+        self._call = run
 
     async def observe(self, key: str, fingerprint: int) -> Observation:
         return await self._call(self.sync.observe, key, fingerprint)
@@ -196,4 +192,5 @@ class AsyncIndexAdapter(AsyncNearDuplicateIndex):
         return await self._call(self.sync.stats)
 
     async def close(self) -> None:
-        await self._call(self.sync.close)
+        # In a thread whatever the runner: closing may checkpoint a file and sync the disk.
+        await in_thread(self.sync.close)

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from typing import Any
 from urllib.parse import urlsplit
 
-from scrapy_simhash._sqlite import connect, immediate
+from scrapy_simhash._sqlite import SharedConnection
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
 from scrapy_simhash.index.base import (
     IndexConfig,
@@ -96,12 +95,13 @@ class SqliteIndex(NearDuplicateIndex):
         self.config = config
         self._bytes = config.bits // 8
         path = sqlite_path(url)
-        self._lock = threading.RLock()
         # Drop records since the last trim: the table is trimmed to its bounds (a scan of
         # the namespace's records) every max_entries/16 records, at most every TRIM_EVERY.
         self._since_trim = 0
         try:
-            self._db = connect(path, timeout_secs=timeout, synchronous=synchronous)
+            self.connection = SharedConnection(path, timeout_secs=timeout, synchronous=synchronous)
+            self._db = self.connection.db
+            self._lock = self.connection.lock
             with self._write():
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
@@ -121,7 +121,7 @@ class SqliteIndex(NearDuplicateIndex):
         )
 
     def _write(self) -> AbstractContextManager[sqlite3.Connection]:
-        return immediate(self._db, self._lock)
+        return self.connection.write()
 
     def _open_namespace(self) -> tuple[int, BandLayout]:
         config = self.config
@@ -434,5 +434,4 @@ class SqliteIndex(NearDuplicateIndex):
         return bucket_stats("sqlite", self.count(), self.layout, sizes)
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        self.connection.close()

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-import threading
 from contextlib import AbstractContextManager
 
 import xxhash
 
-from scrapy_simhash._sqlite import connect, immediate
+from scrapy_simhash._sqlite import SharedConnection
 from scrapy_simhash.index.sqlite import DEFAULT_URL, sqlite_path
 from scrapy_simhash.recrawl.backend import Step, rate_bucket
 from scrapy_simhash.recrawl.state import PageState
@@ -59,7 +58,7 @@ def path_from_url(url: str | None) -> str:
 
 
 class SqliteBackend:
-    """One connection, serialised by a lock so an async wrapper may call it from a thread.
+    """One shared connection (:class:`~scrapy_simhash._sqlite.SharedConnection`).
 
     Rows are keyed by a hash of the URL (probed linearly on a collision) and hold the URL
     once, the queue time (indexed per namespace), the rate bucket for the budget policy
@@ -70,8 +69,9 @@ class SqliteBackend:
 
     def __init__(self, path: str, namespace: str, *, busy_timeout_secs: float = 30.0) -> None:
         self._namespace = namespace
-        self._lock = threading.Lock()
-        self._db = connect(path, timeout_secs=busy_timeout_secs)
+        self.connection = SharedConnection(path, timeout_secs=busy_timeout_secs)
+        self._db = self.connection.db
+        self._lock = self.connection.lock
         self._db.executescript(_SCHEMA)
         with self._write() as db:
             self._ns = _namespace_id(db, namespace)
@@ -79,7 +79,7 @@ class SqliteBackend:
         logger.debug("recrawl store in SQLite file %s, namespace %r", path, namespace)
 
     def _write(self) -> AbstractContextManager[sqlite3.Connection]:
-        return immediate(self._db, self._lock)
+        return self.connection.write()
 
     def _find(self, url: str) -> tuple[int | None, int, PageState | None]:
         return _find(self._db, self._namespace, self._ns, url)
@@ -166,8 +166,7 @@ class SqliteBackend:
             return {int(bucket): int(n) for bucket, n in rows}
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        self.connection.close()
 
 
 def _namespace_id(db: sqlite3.Connection, name: str) -> int:

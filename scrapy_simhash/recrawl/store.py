@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from scrapy_simhash._redact import scrub
 from scrapy_simhash._redis import mask_url
+from scrapy_simhash._runners import Runner, in_thread, inline
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
 from scrapy_simhash.recrawl.backend import AsyncBackend, Backend, histogram_rates
 from scrapy_simhash.recrawl.config import DAY, RecrawlConfig
@@ -348,20 +349,21 @@ class AsyncRecrawlStore:
 
 
 class ThreadedBackend:
-    """Run a blocking backend in one worker thread so the event loop never waits on disk
-    (:class:`InlineBackend` calls one that never blocks directly)."""
+    """The asyncio face of a blocking backend. Its calls run in one worker thread of its
+    own, so the event loop never waits on disk and a backend that is not thread-safe is
+    only ever called from that thread, unless ``run`` says otherwise (see
+    :mod:`scrapy_simhash._runners`)."""
 
-    def __init__(self, backend: Backend, *, threaded: bool = True) -> None:
+    def __init__(self, backend: Backend, *, run: Runner | None = None) -> None:
         self._backend = backend
         self.errors = backend.errors
         self._executor = (
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="simhash-recrawl")
-            if threaded else None
+            if run is None else None
         )
+        self._run = run or self._in_own_thread
 
-    async def _run(self, func: Callable[..., T], *args: Any) -> T:
-        if self._executor is None:
-            return func(*args)
+    async def _in_own_thread(self, func: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, func, *args)
 
@@ -396,7 +398,8 @@ class ThreadedBackend:
 
     async def close(self) -> None:
         try:
-            await self._run(self._backend.close)
+            # In a thread whatever the runner: closing may checkpoint a file and sync the disk.
+            await (self._in_own_thread if self._executor else in_thread)(self._backend.close)
         finally:
             if self._executor is not None:
                 self._executor.shutdown(wait=False)
@@ -407,14 +410,19 @@ class InlineBackend(ThreadedBackend):
     costs a fifth of a thread hop per call."""
 
     def __init__(self, backend: Backend) -> None:
-        super().__init__(backend, threaded=False)
+        super().__init__(backend, run=inline)
 
 
 def _open_backend(url: str | None, namespace: str, shards: int | None = None) -> Backend:
     opener = storage_for(url, "recrawl").recrawl
     assert opener is not None  # storage_for checked it
+    return cast(Backend, _opened(opener, url, namespace, shards))
+
+
+def _opened(opener: Callable[..., Any], url: str | None, namespace: str, shards: int | None) -> Any:
+    """``opener(...)``, its failures said as recrawl store errors (without a password)."""
     try:
-        return cast(Backend, opener(url, namespace, shards=shards))
+        return opener(url, namespace, shards=shards)
     except (ConfigurationError, IndexBackendError):
         raise
     except Exception as exc:
@@ -449,10 +457,7 @@ def open_async_recrawl_store(
     if opener is None:
         backend = ThreadedBackend(_open_backend(url, namespace))
     else:
-        try:
-            backend = opener(url, namespace, shards=shards)
-        except Exception as exc:
-            raise _wrap(url, exc) from exc
+        backend = _opened(opener, url, namespace, shards)
     return AsyncRecrawlStore(
         backend, url=url, namespace=namespace, config=config or RecrawlConfig(), clock=clock
     )

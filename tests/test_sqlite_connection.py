@@ -1,0 +1,147 @@
+"""The embedded SQLite file: calls run in the event loop's thread while nothing stands in
+the way, and in the connection's worker thread, in order, when they would wait."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from scrapy_simhash import _sqlite
+from scrapy_simhash._sqlite import SharedConnection
+from scrapy_simhash.index import open_async_index
+from scrapy_simhash.recrawl import open_async_recrawl_store
+
+
+def _shared(tmp_path: Path) -> SharedConnection:
+    connection = SharedConnection(str(tmp_path / "db.sqlite3"), timeout_secs=30)
+    with connection.write() as db:
+        db.execute("CREATE TABLE rows (n INTEGER)")
+    return connection
+
+
+def _insert(connection: SharedConnection, n: int, threads: list[tuple[int, int]]) -> None:
+    threads.append((n, threading.get_ident()))
+    with connection.write() as db:
+        db.execute("INSERT INTO rows VALUES (?)", (n,))
+
+
+def _rows(path: Path) -> list[int]:
+    with sqlite3.connect(path) as db:
+        return [n for (n,) in db.execute("SELECT n FROM rows ORDER BY rowid")]
+
+
+def test_a_call_on_a_free_file_runs_in_the_loops_thread(tmp_path: Path) -> None:
+    connection = _shared(tmp_path)
+    threads: list[tuple[int, int]] = []
+
+    async def scenario() -> None:
+        await connection.run(_insert, connection, 1, threads)
+
+    asyncio.run(scenario())
+    connection.close()
+    assert threads == [(1, threading.get_ident())]
+    assert _rows(tmp_path / "db.sqlite3") == [1]
+
+
+def test_calls_that_would_wait_for_another_writer_queue_in_the_thread_in_order(
+    tmp_path: Path,
+) -> None:
+    connection = _shared(tmp_path)
+    other = sqlite3.connect(tmp_path / "db.sqlite3", isolation_level=None)
+    threads: list[tuple[int, int]] = []
+
+    async def scenario() -> None:
+        other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+        first = asyncio.ensure_future(connection.run(_insert, connection, 1, threads))
+        await asyncio.sleep(0)
+        # The loop runs on: the call went to the worker thread instead of waiting here.
+        assert connection._queued == 1
+        assert not first.done()
+        second = asyncio.ensure_future(connection.run(_insert, connection, 2, threads))
+        await asyncio.sleep(0)
+        assert connection._queued == 2  # behind the first, although it found nothing to wait for
+        other.execute("COMMIT")
+        await asyncio.gather(first, second)
+        assert connection._queued == 0
+        await connection.run(_insert, connection, 3, threads)  # the file is free again
+
+    asyncio.run(scenario())
+    connection.close()
+    other.close()
+    main = threading.get_ident()
+    assert [n for n, _ in threads] == [1, 1, 2, 3]  # the first tried inline, then in the thread
+    assert threads[1][1] == threads[2][1] != main
+    assert threads[3][1] == main
+    assert _rows(tmp_path / "db.sqlite3") == [1, 2, 3]
+
+
+def test_an_error_that_is_not_a_lock_is_raised_not_retried(tmp_path: Path) -> None:
+    connection = _shared(tmp_path)
+    calls: list[int] = []
+
+    def broken() -> None:
+        calls.append(threading.get_ident())
+        connection.db.execute("SELECT * FROM no_such_table")
+
+    async def scenario() -> None:
+        with pytest.raises(sqlite3.OperationalError, match="no such table"):
+            await connection.run(broken)
+
+    asyncio.run(scenario())
+    connection.close()
+    assert calls == [threading.get_ident()]
+
+
+def test_the_write_ahead_log_is_checkpointed_in_the_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite's own checkpoint (in a commit, with a sync of the disk) is off; the
+    connection's thread checkpoints every CHECKPOINT_EVERY transactions, so the log stays
+    small."""
+
+    def wal_bytes_after_writes(every: int) -> int:
+        monkeypatch.setattr(_sqlite, "CHECKPOINT_EVERY", every)
+        path = tmp_path / f"every-{every}.sqlite3"
+        connection = SharedConnection(str(path), timeout_secs=30)
+        assert connection.db.execute("PRAGMA wal_autocheckpoint").fetchone() == (0,)
+        with connection.write() as db:
+            db.execute("CREATE TABLE rows (n INTEGER, pad BLOB)")
+        for n in range(200):
+            with connection.write() as db:
+                db.execute("INSERT INTO rows VALUES (?, randomblob(3000))", (n,))
+            connection._thread().submit(lambda: None).result()  # let a checkpoint finish
+        size = Path(f"{path}-wal").stat().st_size
+        connection.close()
+        return size
+
+    checkpointed = wal_bytes_after_writes(10)
+    never = wal_bytes_after_writes(10**9)
+    assert checkpointed * 5 < never
+
+
+def test_the_embedded_index_and_recrawl_store_run_inline_in_a_crawl_loop(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/index.sqlite3"
+    main = threading.get_ident()
+
+    async def scenario() -> None:
+        index = await open_async_index(url)
+        store = open_async_recrawl_store(url)
+        seen: list[int] = []
+        original = index.sync.observe  # type: ignore[attr-defined]
+
+        def observe(key: str, fingerprint: int) -> object:
+            seen.append(threading.get_ident())
+            return original(key, fingerprint)
+
+        index.sync.observe = observe  # type: ignore[attr-defined]
+        assert (await index.observe("https://a.test/x", 12345)).stored
+        assert (await store.observe("https://a.test/x", 12345)).visits == 1
+        assert seen == [main]
+        await index.close()
+        await store.close()
+
+    asyncio.run(scenario())
