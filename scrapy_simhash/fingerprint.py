@@ -245,7 +245,9 @@ class Fingerprinter:
         """
         if not text.strip():
             return "no main text"
-        length = effective_length(own_text(text, title, folded))
+        own = " ".join(own_text(text, title, folded).split())
+        # Ideographs count three times: only a text short of the minimum needs them counted.
+        length = len(own) if len(own) >= self.config.min_text_chars else effective_length(own)
         if length < self.config.min_text_chars:
             return (
                 f"too little text of its own ({length} chars besides the title, CJK "
