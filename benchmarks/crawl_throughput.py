@@ -22,6 +22,7 @@ import argparse
 import gzip
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -117,6 +118,37 @@ def near_duplicates_in_corpus(fps: list[int | None], k: int = 3) -> int:
     return count
 
 
+def print_round(
+    results: dict[str, dict[str, Any]], modes: dict[str, dict[str, Any]], with_text: set[str]
+) -> dict[str, tuple[float, float]]:
+    """Print one round's table; return each mode's (ratio, CPU ratio) against "off"."""
+    ratios: dict[str, tuple[float, float]] = {}
+    off = results.get("off")
+    print(f"\n{'mode':<15}{'pages/s':>9}{'ratio':>7}{'CPU ratio':>10}{'crawl CPU':>11}"
+          f"{'worker CPU':>12}"
+          f"{'kept once':>11}{'kept 2+':>9}{'never':>7}{'cache hits':>12}")
+    for mode, r in results.items():
+        ratio = f"{r['pages_per_sec'] / off['pages_per_sec']:.2f}" if off else "-"
+        once: Any = "-"
+        more: Any = "-"
+        never: Any = "-"
+        if mode != "off":
+            once, more, never = kept_check(r["items"], with_text)
+        hits = r["stats"].get("simhash/body_cache_hits", "-")
+        cpu_ratio = "-"
+        if off:
+            # Throughput when CPU is the limit and each worker has a core of its own: the
+            # slower of the reactor and the workers sets the pace.
+            workers = max(1, int(modes.get(mode, {}).get("SIMHASH_WORKERS", 1)))
+            busiest = max(r["crawl_cpu_ms"], r["worker_cpu_ms"] / workers)
+            cpu_ratio = f"{min(1.0, off['crawl_cpu_ms'] / busiest):.2f}"
+            ratios[mode] = (r["pages_per_sec"] / off["pages_per_sec"], float(cpu_ratio))
+        print(f"{mode:<15}{r['pages_per_sec']:>9.1f}{ratio:>7}{cpu_ratio:>10}"
+              f"{r['crawl_cpu_ms']:>8.1f} ms"
+              f"{r['worker_cpu_ms']:>9.1f} ms{once!s:>11}{more!s:>9}{never!s:>7}{hits!s:>12}")
+    return ratios
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", type=int, default=300, help="distinct pages (default 300)")
@@ -131,6 +163,10 @@ def main() -> int:
         "--latency", type=float, default=0.0,
         help="seconds the server waits before each answer, standing in for the network "
         "(default 0: a CPU-bound crawl, the worst case for the add-on)",
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=1,
+        help="rounds of all modes, interleaved; more than one also prints the medians",
     )
     parser.add_argument(
         "--modes", default="off,rjieba,jieba,rjieba-inline",
@@ -187,39 +223,30 @@ def main() -> int:
         "rjieba-w2": {"SIMHASH_TOKENIZER": "rjieba", "SIMHASH_WORKERS": 2},
         "jieba-w2": {"SIMHASH_TOKENIZER": "jieba", "SIMHASH_WORKERS": 2},
     }
-    results: dict[str, dict[str, Any]] = {}
+    rounds: list[dict[str, dict[str, Any]]] = []
     try:
-        for mode in args.modes.split(","):
-            settings = dict(base)
-            if mode != "off":
-                settings.update(modes[mode], ADDONS={"scrapy_simhash.Addon": 0})
-            with tempfile.TemporaryDirectory() as tmp:
-                results[mode] = crawl(site, urls, settings, Path(tmp))
+        for _ in range(args.repeat):
+            results: dict[str, dict[str, Any]] = {}
+            for mode in args.modes.split(","):
+                settings = dict(base)
+                if mode != "off":
+                    settings.update(modes[mode], ADDONS={"scrapy_simhash.Addon": 0})
+                with tempfile.TemporaryDirectory() as tmp:
+                    results[mode] = crawl(site, urls, settings, Path(tmp))
+            rounds.append(results)
     finally:
         site.stop()
 
-    off = results.get("off")
-    print(f"\n{'mode':<15}{'pages/s':>9}{'ratio':>7}{'CPU ratio':>10}{'crawl CPU':>11}"
-          f"{'worker CPU':>12}"
-          f"{'kept once':>11}{'kept 2+':>9}{'never':>7}{'cache hits':>12}")
-    for mode, r in results.items():
-        ratio = f"{r['pages_per_sec'] / off['pages_per_sec']:.2f}" if off else "-"
-        once: Any = "-"
-        more: Any = "-"
-        never: Any = "-"
-        if mode != "off":
-            once, more, never = kept_check(r["items"], with_text)
-        hits = r["stats"].get("simhash/body_cache_hits", "-")
-        cpu_ratio = "-"
-        if off:
-            # Throughput when CPU is the limit and each worker has a core of its own: the
-            # slower of the reactor and the workers sets the pace.
-            workers = max(1, int(modes.get(mode, {}).get("SIMHASH_WORKERS", 1)))
-            busiest = max(r["crawl_cpu_ms"], r["worker_cpu_ms"] / workers)
-            cpu_ratio = f"{min(1.0, off['crawl_cpu_ms'] / busiest):.2f}"
-        print(f"{mode:<15}{r['pages_per_sec']:>9.1f}{ratio:>7}{cpu_ratio:>10}"
-              f"{r['crawl_cpu_ms']:>8.1f} ms"
-              f"{r['worker_cpu_ms']:>9.1f} ms{once!s:>11}{more!s:>9}{never!s:>7}{hits!s:>12}")
+    ratios: dict[str, list[tuple[float, float]]] = {}
+    for results in rounds:
+        for mode, pair in print_round(results, modes, with_text).items():
+            ratios.setdefault(mode, []).append(pair)
+    if len(rounds) > 1:
+        print(f"\nmedian of {len(rounds)} rounds (modes interleaved): " + "; ".join(
+            f"{mode} ratio {statistics.median(r for r, _ in pairs):.2f}, "
+            f"CPU ratio {statistics.median(c for _, c in pairs):.2f}"
+            for mode, pairs in ratios.items()
+        ))
     print(
         "\nratio = pages/s with the add-on / pages/s without it (targets: >= 0.95 rjieba, "
         ">= 0.75 jieba), measured on this machine as loaded now. crawl/worker CPU = CPU time "
