@@ -23,8 +23,6 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-#: Transactions of one connection between two checkpoints of the write-ahead log.
-CHECKPOINT_EVERY = 256
 # SQLITE_BUSY and SQLITE_LOCKED: what a call that must not wait gets instead of waiting.
 _WAIT_CODES = (5, 6)
 
@@ -61,31 +59,56 @@ class WouldWait(Exception):
     """A call tried without waiting met a lock: it did nothing, and may run elsewhere."""
 
 
+#: Transactions of one connection between two checkpoints of the write-ahead log.
+CHECKPOINT_EVERY = 256
+#: Size of the log from which a checkpoint also waits for other processes' writers and
+#: empties the file: a passive checkpoint cannot restart a log that is always written to.
+WAL_LIMIT_BYTES = 64 * 1024 * 1024
+# One lock per file in this process: the index and the recrawl store keep their tables in
+# one file through two connections, and a checkpoint must see neither of them write.
+_FILE_LOCKS: dict[str, threading.RLock] = {}
+_FILE_LOCKS_GUARD = threading.Lock()
+
+
+def _file_lock(path: str) -> threading.RLock:
+    if path == ":memory:":
+        return threading.RLock()
+    with _FILE_LOCKS_GUARD:
+        return _FILE_LOCKS.setdefault(path, threading.RLock())
+
+
 class SharedConnection:
     """One connection to an SQLite file, used by one thread at a time, that the crawl calls
     from its event loop when nothing stands in the way.
 
-    A transaction of the index or the recrawl store costs 20-70 µs of CPU; handing it to a
-    worker thread and back cost more than that, and made the embedded index the largest
-    part of the add-on's reactor CPU in a CPU-bound crawl. So :meth:`run` tries the call in
-    the loop's thread with a busy timeout of zero, and hands it to this connection's one
-    worker thread only when it would have to wait: another process holds the write lock,
-    or the thread holds the connection. The write-ahead log is checkpointed in that thread
-    too; SQLite would do it inside a commit, with a sync of the disk, every thousand pages,
-    and the loop would wait for the disk.
+    A per-page transaction of the index or the recrawl store costs 20-70 µs of CPU; handing
+    it to a worker thread and back cost more than that, and made the embedded index the
+    largest part of the add-on's reactor CPU in a CPU-bound crawl. So :meth:`run` tries a
+    call in the loop's thread with a busy timeout of zero, and hands it to this
+    connection's one worker thread only when it would have to wait: another process holds
+    the write lock, or the thread holds the file. The write-ahead log is checkpointed in
+    that thread, holding the file: SQLite would do it inside a commit, with a sync of the
+    disk, and the loop would wait for the disk. Inline calls need the log and commits that
+    do not sync (``synchronous`` NORMAL or OFF); otherwise every call runs in the thread.
     """
 
     def __init__(self, path: str, *, timeout_secs: float, synchronous: str = "NORMAL") -> None:
-        self.path = path
-        self.db = connect(path, timeout_secs=timeout_secs, synchronous=synchronous)
-        self.db.execute("PRAGMA wal_autocheckpoint=0")
-        self.lock = threading.RLock()
+        # Absolute: a checkpoint or a reopen must not follow a later chdir.
+        self.path = path if path == ":memory:" else str(Path(path).absolute())
+        self.db = connect(self.path, timeout_secs=timeout_secs, synchronous=synchronous)
+        (mode,) = self.db.execute("PRAGMA journal_mode").fetchone()
+        self._logged = str(mode).lower() == "wal"
+        if self._logged:
+            self.db.execute("PRAGMA wal_autocheckpoint=0")
+        #: Whether :meth:`run` may call inline (see the class docstring).
+        self.inline = self._logged and synchronous.upper() in ("OFF", "NORMAL", "0", "1")
+        self.lock = _file_lock(self.path)
         self._timeout_secs = timeout_secs
         self._executor: ThreadPoolExecutor | None = None
         self._queued = 0  # calls handed to the thread, not finished
         self._writes = 0  # transactions since the last checkpoint
         self._checkpointing = False
-        self._checkpointer: sqlite3.Connection | None = None
+        self._closed = False
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
@@ -94,20 +117,16 @@ class SharedConnection:
             with immediate(self.db, self.lock) as db:
                 yield db
             self._writes += 1
-            if self._writes >= CHECKPOINT_EVERY and not self._checkpointing and self.path != ":memory:":
-                self._checkpointing = True
+            if self._writes >= CHECKPOINT_EVERY and self._logged and not self._checkpointing:
                 self._writes = 0
-                self._thread().submit(self._checkpoint)
-
-    def read(self) -> threading.RLock:
-        """Hold the connection for reads outside a transaction."""
-        return self.lock
+                self._checkpoint_soon()
 
     async def run(self, func: Callable[..., T], *args: Any) -> T:
         """``func(*args)`` in the loop's thread when it needs no wait, else in the worker
-        thread. Calls queued for the thread keep their order: while any is waiting there,
-        later ones queue behind it."""
-        if not self._queued:
+        thread. ``func`` must be at most one transaction, with nothing done before it
+        begins: a call that would wait is run again in the thread. Calls queued for the
+        thread keep their order: while any waits there, later ones queue behind it."""
+        if self.inline and not self._queued and not self._closed:
             try:
                 with self._without_waiting():
                     return func(*args)
@@ -129,10 +148,13 @@ class SharedConnection:
             try:
                 yield
             except Exception as exc:
-                # Raised at BEGIN (or a read): nothing was written, so it may run again.
-                if _would_wait(exc):
-                    raise WouldWait from exc
-                raise
+                if not _would_wait(exc):
+                    raise
+                # In WAL mode only BEGIN or a read meets a lock, and nothing was written;
+                # should a transaction be open all the same, it is undone before the retry.
+                if self.db.in_transaction:
+                    self.db.execute("ROLLBACK")
+                raise WouldWait from exc
             finally:
                 self.db.execute(f"PRAGMA busy_timeout={int(self._timeout_secs * 1000)}")
         finally:
@@ -143,30 +165,40 @@ class SharedConnection:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="simhash-sqlite")
         return self._executor
 
-    def _checkpoint(self) -> None:
-        """Copy the write-ahead log into the file without blocking writers (PASSIVE), on a
-        connection of the worker thread's own."""
+    def _checkpoint_soon(self) -> None:
+        if self._closed:
+            return
+        self._checkpointing = True
         try:
-            if self._checkpointer is None:
-                self._checkpointer = sqlite3.connect(
-                    self.path, timeout=self._timeout_secs, isolation_level=None,
-                    check_same_thread=False,
-                )
-            self._checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-        except sqlite3.Error as exc:  # the next one will try again; the log only grows
-            logger.debug("checkpoint of %s failed: %s", self.path, exc)
+            self._thread().submit(self._checkpoint)
+        except RuntimeError:  # the executor is shutting down (close, interpreter exit)
+            self._checkpointing = False
+
+    def _checkpoint(self) -> None:
+        """Copy the log into the file, holding the file so that the next write restarts
+        the log; once the log is over WAL_LIMIT_BYTES (other processes write all the
+        time), wait for their writers too and empty it."""
+        try:
+            with self.lock:
+                if self._closed:
+                    return
+                mode = "PASSIVE"
+                if Path(f"{self.path}-wal").stat().st_size > WAL_LIMIT_BYTES:
+                    mode = "TRUNCATE"
+                busy, frames, copied = self.db.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
+                if busy or copied < frames:
+                    logger.debug("checkpoint of %s: %s of %s frames copied", self.path, copied, frames)
+        except (sqlite3.Error, OSError) as exc:  # the next one will try again
+            logger.warning("checkpoint of the SQLite file %s failed: %s", self.path, exc)
         finally:
             self._checkpointing = False
 
     def close(self) -> None:
         """Finish a running checkpoint, then close (the last connection to a file
         checkpoints it whole)."""
+        self._closed = True
         if self._executor is not None:
-            self._executor.shutdown(wait=True)
-            self._executor = None
-        if self._checkpointer is not None:
-            self._checkpointer.close()
-            self._checkpointer = None
+            self._executor.shutdown(wait=True, cancel_futures=True)
         with self.lock:
             self.db.close()
 

@@ -203,7 +203,6 @@ def _idf_path() -> Path:
     return Path(spec.submodule_search_locations[0]) / "analyse" / "idf.txt"
 
 
-@lru_cache(maxsize=2)
 def idf_table(*, ideograph_words: bool = True) -> tuple[dict[str, float], float]:
     """jieba's IDF table and its median, the weight of words it lacks.
 
@@ -213,6 +212,11 @@ def idf_table(*, ideograph_words: bool = True) -> tuple[dict[str, float], float]
     With ``ideograph_words=False`` the table may leave out the words that hold an
     ideograph (the caller never looks them up); for the released table that leaves none.
     """
+    return _idf_table(bool(ideograph_words))
+
+
+@lru_cache(maxsize=2)
+def _idf_table(ideograph_words: bool) -> tuple[dict[str, float], float]:
     path = _idf_path()
     if not ideograph_words:
         median = _KNOWN_IDF_MEDIANS.get(xxhash.xxh3_64_hexdigest(path.read_bytes()))

@@ -152,17 +152,17 @@ async def _async_sqlite_index(url: str, config: Any, **options: Any) -> Any:
 
     from scrapy_simhash.index.registry import AsyncIndexAdapter
 
-    # Opening may wait for another process's write lock: in a thread. Then each call runs
-    # inline until it would wait (SharedConnection.run).
+    # Opening may wait for another process's write lock: in a thread. Then a page's calls
+    # run inline until one would wait (SharedConnection.run); scans run in a thread.
     index = await asyncio.to_thread(_sqlite_index, url, config, **options)
-    return AsyncIndexAdapter(index, run=index.connection.run)
+    return AsyncIndexAdapter(index, run=index.connection.run, scan=in_thread)
 
 
 def _async_sqlite_recrawl(url: str | None, namespace: str, shards: int | None = None) -> Any:
     from scrapy_simhash.recrawl.store import ThreadedBackend
 
     backend = _sqlite_recrawl(url, namespace)
-    return ThreadedBackend(backend, run=backend.connection.run)
+    return ThreadedBackend(backend, run=backend.connection.run, scan=in_thread)
 
 
 def _sqlite_rules(url: str, namespace: str, **options: Any) -> Any:

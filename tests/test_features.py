@@ -165,13 +165,13 @@ def test_ideographs_read_one_by_one_need_only_the_median_of_the_released_table()
 
 def test_an_idf_table_of_another_release_is_read_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(features_module, "_KNOWN_IDF_MEDIANS", {})
-    idf_table.cache_clear()
+    features_module._idf_table.cache_clear()
     try:
         table, median = idf_table(ideograph_words=False)
         assert len(table) > 100_000
         assert median == idf_table()[1]
     finally:
-        idf_table.cache_clear()
+        features_module._idf_table.cache_clear()
 
 
 def test_title_words_are_boosted_by_title_weight() -> None:

@@ -123,25 +123,75 @@ def test_the_write_ahead_log_is_checkpointed_in_the_thread(
     assert checkpointed * 5 < never
 
 
-def test_the_embedded_index_and_recrawl_store_run_inline_in_a_crawl_loop(tmp_path: Path) -> None:
+def test_a_pages_calls_run_inline_and_scans_in_a_thread(tmp_path: Path) -> None:
+    """The index and the recrawl store of the embedded file, as a crawl opens them."""
     url = f"sqlite:///{tmp_path}/index.sqlite3"
     main = threading.get_ident()
+    threads: dict[str, list[int]] = {}
+
+    def spy(owner: object, name: str) -> None:
+        original = getattr(owner, name)
+
+        def call(*args: object) -> object:
+            threads.setdefault(name, []).append(threading.get_ident())
+            return original(*args)
+
+        setattr(owner, name, call)
 
     async def scenario() -> None:
         index = await open_async_index(url)
         store = open_async_recrawl_store(url)
-        seen: list[int] = []
-        original = index.sync.observe  # type: ignore[attr-defined]
-
-        def observe(key: str, fingerprint: int) -> object:
-            seen.append(threading.get_ident())
-            return original(key, fingerprint)
-
-        index.sync.observe = observe  # type: ignore[attr-defined]
+        spy(index.sync, "observe")  # type: ignore[attr-defined]
+        spy(index.sync, "count")  # type: ignore[attr-defined]
+        spy(store._backend._backend, "update")  # type: ignore[attr-defined]
+        spy(store._backend._backend, "count")  # type: ignore[attr-defined]
         assert (await index.observe("https://a.test/x", 12345)).stored
         assert (await store.observe("https://a.test/x", 12345)).visits == 1
-        assert seen == [main]
+        assert await index.count() == 1
+        assert await store.count() == 1
         await index.close()
         await store.close()
+
+    asyncio.run(scenario())
+    assert threads["observe"] == [main]
+    assert threads["update"] == [main]
+    assert len(threads["count"]) == 2
+    assert main not in threads["count"]
+
+
+def test_commits_that_sync_the_disk_never_run_inline(tmp_path: Path) -> None:
+    connection = SharedConnection(str(tmp_path / "db.sqlite3"), timeout_secs=30, synchronous="FULL")
+    assert not connection.inline
+    threads: list[tuple[int, int]] = []
+    with connection.write() as db:
+        db.execute("CREATE TABLE rows (n INTEGER)")
+
+    async def scenario() -> None:
+        await connection.run(_insert, connection, 1, threads)
+
+    asyncio.run(scenario())
+    connection.close()
+    assert threads[0][1] != threading.get_ident()
+
+
+def test_the_log_stays_small_while_pages_are_written_during_checkpoints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checkpoint holds the file (index and recrawl store alike), so the writes of a
+    busy crawl queue behind it and the next one restarts the log instead of growing it."""
+    monkeypatch.setattr(_sqlite, "CHECKPOINT_EVERY", 50)
+    url = f"sqlite:///{tmp_path}/index.sqlite3"
+
+    async def scenario() -> None:
+        index = await open_async_index(url)
+        store = open_async_recrawl_store(url)
+        for n in range(3000):
+            await index.observe(f"https://a.test/{n}", (n * 0x9E3779B97F4A7C15) % 2**64)
+            await store.observe(f"https://a.test/{n}", n)
+        size = Path(f"{tmp_path}/index.sqlite3-wal").stat().st_size
+        await index.close()
+        await store.close()
+        # Without checkpoints that hold the file, the log grew by ~30 KB a page (90 MB here).
+        assert size < 16 * 2**20
 
     asyncio.run(scenario())

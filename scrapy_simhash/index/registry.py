@@ -139,15 +139,19 @@ async def open_async_index(
 
 
 class AsyncIndexAdapter(AsyncNearDuplicateIndex):
-    """Coroutine face of a blocking index; ``run`` says where its calls run (see
-    :mod:`scrapy_simhash._runners`)."""
+    """Coroutine face of a blocking index. ``run`` says where the calls of one page run,
+    ``scan`` where the calls over a whole namespace do (counts, statistics, purges), by
+    default the same (see :mod:`scrapy_simhash._runners`)."""
 
-    def __init__(self, index: NearDuplicateIndex, *, run: Runner) -> None:
+    def __init__(
+        self, index: NearDuplicateIndex, *, run: Runner, scan: Runner | None = None
+    ) -> None:
         self.sync = index
         self.config = index.config
         self.layout = index.layout
         self.url = index.url
         self._call = run
+        self._scan = scan or run
 
     async def observe(self, key: str, fingerprint: int) -> Observation:
         return await self._call(self.sync.observe, key, fingerprint)
@@ -171,7 +175,7 @@ class AsyncIndexAdapter(AsyncNearDuplicateIndex):
         await self._call(self.sync.forget_drop, url)
 
     async def drop_count(self) -> int:
-        return await self._call(self.sync.drop_count)
+        return await self._scan(self.sync.drop_count)
 
     async def get(self, key: str) -> int | None:
         return await self._call(self.sync.get, key)
@@ -180,16 +184,16 @@ class AsyncIndexAdapter(AsyncNearDuplicateIndex):
         return await self._call(self.sync.remove, key)
 
     async def clear(self) -> None:
-        await self._call(self.sync.clear)
+        await self._scan(self.sync.clear)
 
     async def count(self) -> int:
-        return await self._call(self.sync.count)
+        return await self._scan(self.sync.count)
 
     async def purge_expired(self) -> int:
-        return await self._call(self.sync.purge_expired)
+        return await self._scan(self.sync.purge_expired)
 
     async def stats(self) -> IndexStats:
-        return await self._call(self.sync.stats)
+        return await self._scan(self.sync.stats)
 
     async def close(self) -> None:
         # In a thread whatever the runner: closing may checkpoint a file and sync the disk.

@@ -354,7 +354,9 @@ class ThreadedBackend:
     only ever called from that thread, unless ``run`` says otherwise (see
     :mod:`scrapy_simhash._runners`)."""
 
-    def __init__(self, backend: Backend, *, run: Runner | None = None) -> None:
+    def __init__(
+        self, backend: Backend, *, run: Runner | None = None, scan: Runner | None = None
+    ) -> None:
         self._backend = backend
         self.errors = backend.errors
         self._executor = (
@@ -362,6 +364,8 @@ class ThreadedBackend:
             if run is None else None
         )
         self._run = run or self._in_own_thread
+        # Calls over many rows (claims, seeds, counts); the per-URL ones go to ``run``.
+        self._scan = scan or self._run
 
     async def _in_own_thread(self, func: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()
@@ -374,27 +378,27 @@ class ThreadedBackend:
         return await self._run(self._backend.get, url)
 
     async def add(self, states: list[PageState]) -> int:
-        return await self._run(self._backend.add, states)
+        return await self._scan(self._backend.add, states)
 
     async def claim(
         self, now: float, limit: int, lease_until: float
     ) -> list[tuple[PageState, float]]:
-        return await self._run(self._backend.claim, now, limit, lease_until)
+        return await self._scan(self._backend.claim, now, limit, lease_until)
 
     async def due(self, until: float, limit: int) -> list[tuple[PageState, float]]:
-        return await self._run(self._backend.due, until, limit)
+        return await self._scan(self._backend.due, until, limit)
 
     async def remove(self, url: str) -> bool:
         return await self._run(self._backend.remove, url)
 
     async def count(self) -> int:
-        return await self._run(self._backend.count)
+        return await self._scan(self._backend.count)
 
     async def clear(self) -> None:
-        await self._run(self._backend.clear)
+        await self._scan(self._backend.clear)
 
     async def rate_histogram(self) -> dict[int, int]:
-        return await self._run(self._backend.rate_histogram)
+        return await self._scan(self._backend.rate_histogram)
 
     async def close(self) -> None:
         try:
