@@ -42,6 +42,9 @@ HEAD_SCAN_CHARS = 65536
 
 _LINK_TAG = re.compile(r"<link\b([^>]*)>", re.IGNORECASE)
 _HEAD_END = re.compile(r"</head\s*>|<body[\s>]", re.IGNORECASE)
+#: The same in the bytes of a page in an ASCII-compatible charset (in the multi-byte ones a
+#: web page uses, such as UTF-8, GBK, Big5 or Shift_JIS, no byte of another character is "<").
+HEAD_END_BYTES = re.compile(rb"</head\s*>|<body[\s>]", re.IGNORECASE)
 _ATTRIBUTE = re.compile(
     r"""([^\s=/>"']+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+)))?""", re.DOTALL
 )
@@ -63,7 +66,12 @@ def html_canonical(document: str) -> str | None:
     if end is not None:
         head = head[: end.start()]
     for match in _LINK_TAG.finditer(head):
-        attributes = _attributes(match.group(1))
+        text = match.group(1)
+        # Most heads link dozens of style sheets and preloads: read only the tags that can
+        # say "canonical" (in letters, or in character references).
+        if "&" not in text and "canonical" not in text.lower():
+            continue
+        attributes = _attributes(text)
         if "canonical" in attributes.get("rel", "").lower().split():
             href = attributes.get("href", "").strip()
             if href:

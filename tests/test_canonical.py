@@ -31,6 +31,12 @@ def test_link_tags_in_the_head_are_read_in_any_attribute_order_and_quoting() -> 
     assert html_canonical('<link rel="canonical" href="">') is None
     assert html_canonical('<head></head><body><link rel="canonical" href="/late">') is None
     assert html_canonical("") is None
+    # Written with character references, the rel still says canonical.
+    assert html_canonical('<link rel="&#99;anonical" href="/ref">') == "/ref"
+    preloads = '<link rel="preload" href="/s.css?a=1&amp;b=2">' * 50
+    assert html_canonical(f'<head>{preloads}<link rel="canonical" href="/after"></head>') == (
+        "/after"
+    )
 
 
 def test_link_headers_name_the_canonical_url() -> None:

@@ -223,3 +223,19 @@ def test_url_preference_can_be_turned_off() -> None:
         assert h.index("drop_of", f"{SITE}/news/orchard.html").kept == (
             f"{SITE}/print/news/orchard.html"
         )
+
+
+@pytest.mark.parametrize("charset", ["utf-8", "gbk", "big5", "shift_jis", "utf-16"])
+def test_the_declaration_is_read_from_the_head_in_the_pages_charset(charset: str) -> None:
+    from scrapy_simhash.glue.keys import CanonicalKeys
+
+    page = (
+        f'<html><head><meta charset="{charset}"><title>港口新聞</title>'
+        '<link rel="canonical" href="/news/港口.html"></head>'
+        '<body><link rel="canonical" href="/not/this.html"><p>正文</p></body></html>'
+    )
+    response = HtmlResponse(
+        f"{SITE}/print/x.html", body=page.encode(charset),
+        headers={"Content-Type": f"text/html; charset={charset}"},
+    )
+    assert CanonicalKeys._declaration(response) == f"{SITE}/news/港口.html"

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.http import HtmlResponse, TextResponse
 
-from scrapy_simhash.canonical import HEAD_SCAN_CHARS, KeyMemory, declared_canonical
+from scrapy_simhash.canonical import HEAD_END_BYTES, HEAD_SCAN_CHARS, KeyMemory, declared_canonical
 from scrapy_simhash.index.keys import index_key
 
 if TYPE_CHECKING:
@@ -70,6 +70,9 @@ class CanonicalKeys:
             isinstance(response, TextResponse) and b"<link" in response.body[:HEAD_SCAN_CHARS]
         ):
             head = response.body[:HEAD_SCAN_CHARS]
+            end = HEAD_END_BYTES.search(head)
+            if end is not None:  # decode the head alone (not found: UTF-16, or no head end)
+                head = head[: end.start()]
             document = head.decode(response.encoding, errors="replace")
         if not links and not document:
             return None
