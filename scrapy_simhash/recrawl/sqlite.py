@@ -138,6 +138,10 @@ class SqliteBackend:
             return [(state, due) for _, state, due in self._due(until, limit)]
 
     def remove(self, url: str) -> bool:
+        with self._lock:
+            # Most URLs a crawl forgets (dropped copies) were never recorded: no write lock.
+            if self._find(url)[0] is None:
+                return False
         with self._write() as db:
             found, _, _ = self._find(url)
             if found is None:
