@@ -119,9 +119,10 @@ def _memory_recrawl(url: str | None, namespace: str, shards: int | None = None) 
 
 
 def _async_memory_recrawl(url: str | None, namespace: str, shards: int | None = None) -> Any:
-    from scrapy_simhash.recrawl.store import InlineBackend
+    from scrapy_simhash.recrawl.store import AsyncBackendAdapter
 
-    return InlineBackend(_memory_recrawl(url, namespace))
+    # Memory never blocks: called inline (a fifth of a thread hop per call).
+    return AsyncBackendAdapter(_memory_recrawl(url, namespace), run=inline)
 
 
 def _memory_rules(url: str, namespace: str, **options: Any) -> Any:
@@ -159,10 +160,10 @@ async def _async_sqlite_index(url: str, config: Any, **options: Any) -> Any:
 
 
 def _async_sqlite_recrawl(url: str | None, namespace: str, shards: int | None = None) -> Any:
-    from scrapy_simhash.recrawl.store import ThreadedBackend
+    from scrapy_simhash.recrawl.store import AsyncBackendAdapter
 
     backend = _sqlite_recrawl(url, namespace)
-    return ThreadedBackend(backend, run=backend.connection.run, scan=in_thread)
+    return AsyncBackendAdapter(backend, run=backend.connection.run, scan=in_thread)
 
 
 def _sqlite_rules(url: str, namespace: str, **options: Any) -> Any:

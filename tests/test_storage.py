@@ -14,7 +14,7 @@ from scrapy_simhash.index import open_async_index, open_index, register_backend
 from scrapy_simhash.index.memory import MemoryIndex
 from scrapy_simhash.index.registry import AsyncIndexAdapter
 from scrapy_simhash.recrawl import open_async_recrawl_store, open_recrawl_store
-from scrapy_simhash.recrawl.store import ThreadedBackend
+from scrapy_simhash.recrawl.store import AsyncBackendAdapter
 from scrapy_simhash.storage import Storage, register_storage
 
 
@@ -52,7 +52,7 @@ def test_a_storage_declared_once_opens_all_three_stores_sync_and_async() -> None
         assert (await async_index.observe("https://a.test/y", 2**40)).stored
         await async_index.close()
         async_store = open_async_recrawl_store("vault://one")
-        assert isinstance(async_store._backend, ThreadedBackend)
+        assert isinstance(async_store._backend, AsyncBackendAdapter)
         assert async_store._backend._executor is not None
         assert (await async_store.observe("https://a.test/y", 5)).visits == 1
         await async_store.close()

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from scrapy_simhash._redact import scrub
 from scrapy_simhash._redis import mask_url
-from scrapy_simhash._runners import Runner, in_thread, inline
+from scrapy_simhash._runners import Runner, in_thread
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
 from scrapy_simhash.recrawl.backend import AsyncBackend, Backend, histogram_rates
 from scrapy_simhash.recrawl.config import DAY, RecrawlConfig
@@ -348,11 +348,11 @@ class AsyncRecrawlStore:
         await self.close()
 
 
-class ThreadedBackend:
+class AsyncBackendAdapter:
     """The asyncio face of a blocking backend. Its calls run in one worker thread of its
     own, so the event loop never waits on disk and a backend that is not thread-safe is
-    only ever called from that thread, unless ``run`` says otherwise (see
-    :mod:`scrapy_simhash._runners`)."""
+    only ever called from that thread, unless ``run`` says otherwise (memory: inline;
+    SQLite: inline while the file is free; see :mod:`scrapy_simhash._runners`)."""
 
     def __init__(
         self, backend: Backend, *, run: Runner | None = None, scan: Runner | None = None
@@ -409,14 +409,6 @@ class ThreadedBackend:
                 self._executor.shutdown(wait=False)
 
 
-class InlineBackend(ThreadedBackend):
-    """The asyncio face of a backend that never blocks (memory): called directly, which
-    costs a fifth of a thread hop per call."""
-
-    def __init__(self, backend: Backend) -> None:
-        super().__init__(backend, run=inline)
-
-
 def _open_backend(url: str | None, namespace: str, shards: int | None = None) -> Backend:
     opener = storage_for(url, "recrawl").recrawl
     assert opener is not None  # storage_for checked it
@@ -459,7 +451,7 @@ def open_async_recrawl_store(
     backend: AsyncBackend
     shards = (config or RecrawlConfig()).shards
     if opener is None:
-        backend = ThreadedBackend(_open_backend(url, namespace))
+        backend = AsyncBackendAdapter(_open_backend(url, namespace))
     else:
         backend = _opened(opener, url, namespace, shards)
     return AsyncRecrawlStore(
