@@ -73,3 +73,13 @@ def test_pages_discovered_with_and_without_following_links_of_copies(
     assert follow.stats["simhash/dropped"] == 1
     assert follow.stats["simhash/duplicate_items_dropped"] == 1
     assert http_site.hits["/orchard.html"] == 1
+    # Only a crawl that follows links of copies wraps the spider's output, and neither
+    # says anything about the middleware that stays out.
+    assert "SimhashSpiderMiddleware" not in _enabled_spider_middlewares(default.log)
+    assert "SimhashSpiderMiddleware" in _enabled_spider_middlewares(follow.log)
+    assert "Disabled" not in default.log
+
+
+def _enabled_spider_middlewares(log: str) -> str:
+    start = log.index("Enabled spider middlewares:")
+    return log[start : log.index("]", start)]

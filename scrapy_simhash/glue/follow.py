@@ -14,7 +14,9 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
+from scrapy.exceptions import NotConfigured
 
+from scrapy_simhash.settings import follows_duplicate_links
 from scrapy_simhash.verdict import LINKS_ONLY
 
 if TYPE_CHECKING:
@@ -39,6 +41,11 @@ class SimhashSpiderMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SimhashSpiderMiddleware:
+        if not follows_duplicate_links(crawler.settings):
+            # Off (the default): no copy reaches a callback, so there is nothing to drop,
+            # and Scrapy leaves the spider's output unwrapped. No reason given: the add-on
+            # installs this middleware for every crawl, and Scrapy would log a warning.
+            raise NotConfigured
         return cls(crawler)
 
     async def process_spider_output(

@@ -25,6 +25,7 @@ from scrapy_simhash.settings.configs import (
     dust_min_support,
     enabled,
     fingerprint_config,
+    follows_duplicate_links,
     given_namespace,
     index_kwargs,
     index_options,
@@ -42,7 +43,8 @@ __all__ = [
     "DEFAULT_CONTENT_TYPES", "KNOWN_SETTINGS", "ON_ERROR_CHOICES", "ON_MISMATCH_CHOICES",
     "DustConfig", "GuardConfig", "MiddlewareConfig", "PipelineConfig", "RecrawlStartConfig",
     "backend_options", "canonicalize_keys", "content_type_matches", "default_workers",
-    "dust_enabled", "dust_min_support", "enabled", "fingerprint_config", "given_namespace",
+    "dust_enabled", "dust_min_support", "enabled", "fingerprint_config", "follows_duplicate_links",
+    "given_namespace",
     "index_kwargs", "index_options", "index_url", "item_fields", "max_distance", "namespace", "on_mismatch",
     "recrawl_config", "shards", "unknown_settings",
 ]

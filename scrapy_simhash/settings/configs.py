@@ -54,6 +54,16 @@ def enabled(settings: Settings) -> bool:
     return get_bool(settings, "SIMHASH_ENABLED", True)
 
 
+def follows_duplicate_links(settings: Settings) -> bool:
+    """Whether near-duplicates reach the callback for their links
+    (``SIMHASH_FOLLOW_DUPLICATE_LINKS``, with the package on and copies dropped)."""
+    return (
+        enabled(settings)
+        and get_bool(settings, "SIMHASH_DROP_DUPLICATES", True)
+        and get_bool(settings, "SIMHASH_FOLLOW_DUPLICATE_LINKS", False)
+    )
+
+
 def index_url(settings: Settings) -> str | None:
     """``SIMHASH_INDEX_URL``; None means the embedded SQLite default, which only the crawl
     side can place (in the Scrapy project's data dir)."""
