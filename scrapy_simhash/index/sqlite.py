@@ -149,10 +149,11 @@ class SqliteIndex(NearDuplicateIndex):
         self._db.execute("DELETE FROM simhash_drops WHERE ns = ?", (ns,))
 
     def _candidates(
-        self, fingerprint: int, exclude: str | None, now: float, *, claim: bool = False
+        self, fingerprint: int, exclude: str | None, now: float, *, claim: bool = False,
+        purge: bool = True,
     ) -> list[Match]:
-        """Live matches within k (except ``exclude``, unless claiming it); an observe also
-        drops expired ones."""
+        """Live matches within k (except ``exclude``, unless claiming it); an observe in a
+        write transaction (``purge``) also drops expired ones."""
         limit = self.config.max_distance
         found: dict[str, Match] = {}
         expired: set[str] = set()
@@ -170,7 +171,7 @@ class SqliteIndex(NearDuplicateIndex):
                 expired.add(key)
             else:
                 found[key] = Match(key, other, distance)
-        if expired and exclude is not None:
+        if expired and exclude is not None and purge:
             for key in expired:
                 self._unlink(key)
         return list(found.values())
@@ -203,6 +204,14 @@ class SqliteIndex(NearDuplicateIndex):
         check_fingerprint(fingerprint, self.config.bits)
         now = self.config.clock()
         try:
+            if not claim:
+                # A copy of a stored page (most observes of a crawl of copies) is answered
+                # by a read: only a page that may be kept needs the write lock, under which
+                # the probe runs again, so two processes still never both keep copies.
+                with self._lock:
+                    match = closest(self._candidates(fingerprint, key, now, purge=False))
+                if match is not None:
+                    return Observation(match, None, False)
             with self._write() as db:
                 match = closest(self._candidates(fingerprint, key, now, claim=claim))
                 if match is not None:
