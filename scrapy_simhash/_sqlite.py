@@ -123,8 +123,8 @@ class SharedConnection:
 
     async def run(self, func: Callable[..., T], *args: Any) -> T:
         """``func(*args)`` in the loop's thread when it needs no wait, else in the worker
-        thread. ``func`` must be at most one transaction, with nothing done before it
-        begins: a call that would wait is run again in the thread. Calls queued for the
+        thread. ``func`` may read, then write in at most one transaction, and change nothing
+        before it: a call that would wait is run again, whole, in the thread. Calls queued for the
         thread keep their order: while any waits there, later ones queue behind it."""
         if self.inline and not self._queued and not self._closed:
             try:
