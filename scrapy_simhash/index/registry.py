@@ -120,8 +120,8 @@ async def open_async_index(
     """Async twin of :func:`open_index`; await it inside the loop that will use the index.
 
     Storages declare an asyncio opener where they have one (Redis: a native redis.asyncio
-    client; memory: called directly, it never blocks); others run in a worker thread so the
-    event loop never waits on the disk.
+    client; memory: called directly, it never blocks; SQLite: inline while the file is
+    free); others run in a worker thread so the event loop never waits on the disk.
     """
     url, config, merged = _prepare(
         url, options, backend_options, bits=bits, max_distance=max_distance, exact_distance=exact_distance,
