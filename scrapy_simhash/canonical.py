@@ -28,6 +28,7 @@ import ipaddress
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from functools import lru_cache
 from typing import Any
 from urllib.parse import SplitResult, urljoin, urlsplit, urlunsplit
 
@@ -90,8 +91,12 @@ def header_canonical(values: Iterable[str]) -> str | None:
     return None
 
 
+@lru_cache(maxsize=4096)
 def site_of(host: str) -> str:
-    """The registrable domain of ``host``, as approximated in the module docstring."""
+    """The registrable domain of ``host``, as approximated in the module docstring.
+
+    Remembered per host: a crawl asks about the same few hosts for every page, and telling
+    a name from an IP address costs an exception each time."""
     host = host.lower().rstrip(".")
     try:
         ipaddress.ip_address(host.strip("[]"))
