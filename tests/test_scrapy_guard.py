@@ -124,6 +124,62 @@ def test_a_page_the_index_could_not_check_is_no_outage() -> None:
     asyncio.run(scenario())
 
 
+@pytest.mark.parametrize("in_a_task", [True, False])
+def test_a_call_without_an_answer_in_time_is_an_outage_said_as_such(in_a_task: bool) -> None:
+    """Inside a task (a crawl's calls) and outside one (a coroutine Twisted drives) alike;
+    the call is cancelled, not left running."""
+    from scrapy_simhash.index import open_index
+
+    cancelled: list[bool] = []
+
+    async def opener() -> object:
+        return open_index("memory://")
+
+    def silent(index: Any) -> Any:
+        async def call() -> Any:
+            try:
+                await asyncio.Event().wait()  # a server that never answers
+            except asyncio.CancelledError:
+                cancelled.append(True)
+                raise
+        return call()
+
+    async def scenario() -> None:
+        guard = Guarded("SimHash index", "sqlite:///x.db", opener, timeout=0.05,
+                        retry_after=3600, log_interval=1)
+        with pytest.raises(BackendUnavailable, match=r"database is locked: no answer within 0\.05s"):
+            await guard.call(silent)
+
+    if in_a_task:
+        asyncio.run(scenario())
+    else:
+        loop = asyncio.new_event_loop()
+        try:
+            loop.run_until_complete(_without_a_task(loop, scenario()))
+        finally:
+            loop.close()
+    assert cancelled == [True]
+
+
+def _without_a_task(loop: asyncio.AbstractEventLoop, coroutine: Any) -> asyncio.Future[None]:
+    """Step ``coroutine`` from loop callbacks, as Twisted's Deferred.fromCoroutine does on
+    the asyncio reactor: inside the running loop, but in no task."""
+    done: asyncio.Future[None] = loop.create_future()
+
+    def step(_: object = None) -> None:
+        try:
+            awaited = coroutine.send(None)
+        except StopIteration:
+            done.set_result(None)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            done.set_exception(exc)
+        else:
+            awaited.add_done_callback(lambda _: loop.call_soon(step))
+
+    loop.call_soon(step)
+    return done
+
+
 @given(
     password=st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZ", min_size=6, max_size=20),
     before=st.text(alphabet=" :;,.()[]'\"", max_size=20),

@@ -100,7 +100,7 @@ class Guarded(Generic[T]):
             raise self.unusable
         try:
             backend = await self._get()
-            result = await asyncio.wait_for(operation(backend), self._timeout)
+            result = await _within(operation(backend), self._timeout)
         except BackendUnavailable:
             self._failed(None)
             raise
@@ -209,3 +209,16 @@ async def _close_quietly(backend: Any, timeout: float) -> None:
             await asyncio.wait_for(result, timeout)
     except Exception as exc:  # noqa: BLE001 - closing a broken connection may fail any way
         logger.debug("ignored error while closing %r: %s", type(backend).__name__, exc)
+
+
+async def _within(call: Awaitable[R], timeout: float) -> R:
+    """``await call``, TimeoutError after ``timeout`` seconds.
+
+    Inside a task (every call of a crawl) without a task of its own: ``wait_for`` wraps
+    each call in a new task and an extra turn of the loop, which costs three times the
+    call itself for a store that answers at once (memory, SQLite inline).
+    """
+    if asyncio.current_task() is None:
+        return await asyncio.wait_for(call, timeout)
+    async with asyncio.timeout(timeout):
+        return await call
