@@ -367,7 +367,8 @@ def test_a_lock_call_retried_after_its_reply_was_lost_holds_its_own_locks(
         # Another page's token still finds them busy.
         other = index._round([
             (shard, [b"lock", index._codecs[shard].record_id, index._conf[shard], index._now(),
-                     index._fp(fp), ident, b"", tables, b"someone-else", index._lease_ms])
+                     index._fp(fp), ident, b"1" if shard == home else b"", tables,
+                     b"someone-else", index._lease_ms])
             for shard, tables in index._plan(fp, ident).items()
         ])
         assert [int(reply[0]) for reply in other] == [0] * len(other)

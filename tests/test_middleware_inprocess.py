@@ -217,6 +217,12 @@ def test_every_index_error_policy_on_an_item(policy: str) -> None:
     pipe = pipeline(SIMHASH_INDEX_URL=dead_redis_url(), SIMHASH_ON_INDEX_ERROR=policy,
                     SIMHASH_INDEX_TIMEOUT_SECS=2)
     (result,), _ = process(pipe, {"url": "https://a.test/1", "body": " ".join(HARBOUR)})
+    # The item was read and met the error: neither judged unique nor a duplicate.
+    stats = pipe.stats.get_stats()
+    assert stats["simhash/items_seen"] == 1
+    assert stats["simhash/items_index_error"] >= 1
+    assert "simhash/items_unique" not in stats
+    assert "simhash/items_duplicate" not in stats
     if policy == "pass":
         assert result["url"] == "https://a.test/1"
     elif policy == "drop":
