@@ -141,6 +141,31 @@ def test_a_process_killed_holding_locks_blocks_no_longer_than_its_lease(
         assert match.key == "https://live.example/a"
 
 
+def test_a_lock_met_past_its_lease_sweeps_every_expired_lock_of_its_shard(
+    redis_cluster6_url: str,
+) -> None:
+    """Locks left by dead processes that no later page meets again must not pile up: the
+    first page to meet one expired lock on a shard removes all of that shard's."""
+    fp = 0x0FED_CBA9_8765_4321
+    with _sharded(redis_cluster6_url, namespace="sweep") as index:
+        ident = key_id("https://dead.example/page")
+        index._lock(fp, ident, index._plan(fp, ident))
+        client = index._client
+        bands = {codec.meta: [n for n in client.hkeys(codec.meta) if n[:1] == b"l"]
+                 for codec in index._codecs}
+        # The dead page's band locks and, beside them, a lock of a page nobody will meet
+        # again, all long past their deadline (server milliseconds).
+        for meta, names in bands.items():
+            for name in names:
+                client.hset(meta, name, b"dead:1")
+            if names:
+                client.hset(meta, b"lforgotten", b"gone:1")
+        assert sum(map(len, bands.values())) > 1
+        # A page of the same bands meets the dead page's locks on every shard they are on.
+        assert index.observe("https://live.example/page", fp).stored
+        assert [name for name in _lock_names(index) if name[:1] == b"l"] == []
+
+
 def test_a_failing_shard_leaves_the_page_unchecked_never_dropped(redis_cluster6_url: str) -> None:
     fp = 0x0F0F_F0F0_1234_5678
     key = "https://site.example/failing"
