@@ -8,7 +8,6 @@ network runs in a worker thread; the embedded SQLite file runs inline until it w
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
@@ -26,4 +25,4 @@ async def inline(func: Callable[..., T], *args: Any) -> T:
 
 
 async def in_thread(func: Callable[..., T], *args: Any) -> T:
-    return await asyncio.to_thread(functools.partial(func, *args))
+    return await asyncio.to_thread(func, *args)

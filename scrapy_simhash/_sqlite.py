@@ -9,7 +9,6 @@ writers (other crawler processes) queue instead of failing, and every write is a
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import sqlite3
 import threading
@@ -135,7 +134,7 @@ class SharedConnection:
         self._queued += 1
         try:
             loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(self._thread(), functools.partial(func, *args))
+            return await loop.run_in_executor(self._thread(), func, *args)
         finally:
             self._queued -= 1
 

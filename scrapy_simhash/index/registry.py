@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import urlsplit
 
 from scrapy_simhash._runners import Runner, in_thread
@@ -21,8 +21,6 @@ from scrapy_simhash.index.base import (
 from scrapy_simhash.index.drops import DROP_MAX_ENTRIES, DROP_TTL_SECS, DropRecord
 from scrapy_simhash.index.sqlite import DEFAULT_URL
 from scrapy_simhash.storage import Storage, extend_storage, storage_for
-
-T = TypeVar("T")
 
 SyncFactory = Callable[..., NearDuplicateIndex]
 

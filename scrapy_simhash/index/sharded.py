@@ -103,6 +103,7 @@ from scrapy_simhash.index.redis.connection import (
     client_options,
 )
 from scrapy_simhash.index.redis.drop_record import RedisDropRecord
+from scrapy_simhash.settings.configs import MAX_SHARDS
 
 logger = logging.getLogger(__name__)
 
@@ -115,8 +116,6 @@ LOCK_WAIT_SECS = 5.0
 #: Most a copy waits for its match's entry to land at the match's home (the writer's second
 #: round sends it in the same pipeline as the band records: milliseconds).
 TEXT_WAIT_SECS = 1.0
-#: Most shards a namespace is spread over.
-MAX_SHARDS = 1024
 _SLOTS = 16384
 _LIBRARY_TEXT = (
     resources.files("scrapy_simhash.resources").joinpath("simhash_sharded.lua").read_text()
@@ -191,7 +190,6 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
         for codec in self._codecs:
             codec.shard = True
         self._cluster = is_cluster_url(url)
-        self._library, self._function = SHARD_LIBRARY, SHARD_FUNCTION
         #: Per shard: the cluster node serving its tag (forgotten on any error).
         self._nodes: dict[int, Any] = {}
         #: Per shard: the layout argument of its calls (see the library).
@@ -273,10 +271,6 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
             tables[shard] = tables.get(shard, b"") + table
         return tables
 
-    def placement(self, fingerprint: int) -> set[int]:
-        """Shards storing the band records of ``fingerprint`` (``D(f)``)."""
-        return set(self._tables(fingerprint))
-
     def _plan(self, fingerprint: int, ident: bytes) -> dict[int, bytes]:
         """The tables of each shard a page touches: ``D(f)`` and the key's home."""
         plan = self._tables(fingerprint)
@@ -298,10 +292,10 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
             if self._cluster:
                 # The node is named here: redis-py would ask the server for FCALL's keys.
                 pipe.execute_command(
-                    "FCALL", self._function, 1, meta, *args, target_nodes=self._node(shard)
+                    "FCALL", SHARD_FUNCTION, 1, meta, *args, target_nodes=self._node(shard)
                 )
             else:
-                pipe.execute_command("FCALL", self._function, 1, meta, *args)
+                pipe.execute_command("FCALL", SHARD_FUNCTION, 1, meta, *args)
         try:
             replies = list(pipe.execute(raise_on_error=False))
         except self._errors as exc:
@@ -315,7 +309,7 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
         from redis.exceptions import ResponseError
 
         try:
-            self._client.function_load(self._library, replace=True)
+            self._client.function_load(SHARD_LIBRARY, replace=True)
         except ResponseError as exc:
             if "unknown command" in str(exc).lower():
                 raise ConfigurationError(

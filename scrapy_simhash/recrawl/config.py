@@ -12,6 +12,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from scrapy_simhash.exceptions import ConfigurationError
+from scrapy_simhash.recrawl import policy
 
 if TYPE_CHECKING:
     from scrapy_simhash.recrawl.policy import Policy
@@ -20,7 +21,7 @@ DAY = 86400.0
 
 #: The built-in policies; ``auto`` picks ``budget`` when a budget is set and ``target``
 #: otherwise. SIMHASH_RECRAWL_POLICY may also name a policy class of one's own.
-POLICIES = ("auto", "budget", "target", "nutch", "fixed")
+POLICIES = ("auto", *policy.POLICIES)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from scrapy_simhash.recrawl.config import RecrawlConfig
 from scrapy_simhash.recrawl.estimate import Observation, estimate_rate
 from scrapy_simhash.recrawl.packing import as_float32, pack, quantize_interval, unpack
+from scrapy_simhash.simhash import hamming
 
 
 @dataclass(frozen=True)
@@ -154,7 +155,7 @@ def compare(previous: int, fingerprint: int, change_distance: int) -> tuple[bool
     The one change rule: more than ``change_distance`` bits is a substantive change, so
     timestamps, counters and rotating teasers, which move a few bits, are not.
     """
-    distance = (previous ^ fingerprint).bit_count()
+    distance = hamming(previous, fingerprint)
     return distance > change_distance, distance
 
 
