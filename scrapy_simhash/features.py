@@ -26,7 +26,7 @@ import statistics
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable
-from functools import cache, lru_cache
+from functools import cache, cached_property, lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Protocol
@@ -328,10 +328,15 @@ class FeatureExtractor:
         each weighs half of an unknown word: a mixed page's Chinese and Latin text keep
         their shares of the fingerprint.
         """
-        table, median = idf_table(ideograph_words=self.cjk_features != "chars")
+        table, median = self._idf_table
         if self.cjk_features == "chars" and len(word) == 1 and _CJK_CHAR.match(word):
             return median / 2
         return table.get(word, median)
+
+    @cached_property
+    def _idf_table(self) -> tuple[dict[str, float], float]:
+        """The table _idf reads, found once: _idf runs for every feature."""
+        return idf_table(ideograph_words=self.cjk_features != "chars")
 
     def _length(self, word: str, *, cjk: bool) -> float:
         """Longer words are more specific (improved-SimHash word-length factor)."""

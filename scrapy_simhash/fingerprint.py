@@ -124,7 +124,8 @@ class FingerprintConfig:
             raise ConfigurationError(
                 "SIMHASH_MIN_TEXT_CHARS and SIMHASH_MAX_BODY_BYTES must be >= 0"
             )
-        self.main_text  # noqa: B018 - an extractor that cannot be loaded refuses here
+        if self.extractor:  # the built-in one needs no check, nor lxml imported for it
+            self.main_text  # noqa: B018 - an extractor that cannot be loaded refuses here
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> FingerprintConfig:
