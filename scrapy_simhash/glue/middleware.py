@@ -24,7 +24,7 @@ from scrapy.http import TextResponse
 from scrapy_simhash import settings as simhash_settings
 from scrapy_simhash import signals
 from scrapy_simhash._redis import mask_url
-from scrapy_simhash.exceptions import ConfigurationError, InvalidKeyError
+from scrapy_simhash.exceptions import InvalidKeyError
 from scrapy_simhash.glue.dust import DustGlue
 from scrapy_simhash.glue.errors import NearDuplicate
 from scrapy_simhash.glue.keys import CanonicalKeys
@@ -46,10 +46,8 @@ from scrapy_simhash.settings import (
 from scrapy_simhash.verdict import (
     DUPLICATE,
     INVALID_KEY,
-    UNAVAILABLE,
     UNCHECKED,
     UNIQUE,
-    UNUSABLE,
     Answer,
     Verdict,
 )
@@ -109,7 +107,9 @@ class SimhashDownloaderMiddleware:
         )
         self.index, self.recrawl = self.stores.index, self.stores.recrawl
         self.verdicts = self.stores.verdicts
-        self.errors = IndexErrorPolicy(crawler, self.config.guard.on_error, self.config.on_mismatch)
+        self.errors = IndexErrorPolicy(
+            crawler, self.config.guard.on_error, self.config.on_mismatch, self._inc
+        )
         self.dust = self._open_dust()
         crawler.signals.connect(self._spider_opened, signal=scrapy_signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=scrapy_signals.spider_closed)
@@ -225,18 +225,9 @@ class SimhashDownloaderMiddleware:
         elif page is not None and fingerprint is None:
             self._inc("no_text")
         await self._observed(request, response, self._meta(request, verdict))
-        if verdict.outcome == UNAVAILABLE:
-            error = self.errors.unavailable(
-                str(verdict.error), checking=response.url, things="pages", drop=IgnoreRequest
-            )
-            if isinstance(error, IgnoreRequest):
-                self._inc("dropped")
-            if error is not None:
-                raise error
-        elif verdict.outcome == UNUSABLE:
-            self._inc("index_unusable")
-            self.errors.unusable(verdict.error or ConfigurationError(verdict.reason))
-        elif verdict.outcome == INVALID_KEY:
+        if self.errors.apply(verdict, checking=response.url, things="pages", drop=IgnoreRequest):
+            return response
+        if verdict.outcome == INVALID_KEY:
             self._invalid_key(response, verdict.error)
         elif verdict.changed is False and self.config.skip_unchanged:
             self._inc("skipped_unchanged")

@@ -17,7 +17,7 @@ from scrapy.exceptions import DropItem, NotConfigured
 
 from scrapy_simhash import settings as simhash_settings
 from scrapy_simhash import signals
-from scrapy_simhash.exceptions import ConfigurationError, InvalidKeyError
+from scrapy_simhash.exceptions import InvalidKeyError
 from scrapy_simhash.glue.stores import CrawlStores
 from scrapy_simhash.glue.wiring import (
     IndexErrorPolicy,
@@ -25,7 +25,7 @@ from scrapy_simhash.glue.wiring import (
 )
 from scrapy_simhash.index.keys import index_key
 from scrapy_simhash.settings import PipelineConfig, enabled, fingerprint_config
-from scrapy_simhash.verdict import DUPLICATE, INVALID_KEY, UNAVAILABLE, UNUSABLE
+from scrapy_simhash.verdict import DUPLICATE, INVALID_KEY
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -73,7 +73,9 @@ class SimhashPipeline:
             guard=self.config.guard, count=self._inc,
         )
         self.index, self.verdicts = self.stores.index, self.stores.verdicts
-        self.errors = IndexErrorPolicy(crawler, self.config.guard.on_error, self.config.on_mismatch)
+        self.errors = IndexErrorPolicy(
+            crawler, self.config.guard.on_error, self.config.on_mismatch, self._inc
+        )
         crawler.signals.connect(self._spider_closed, signal=scrapy_signals.spider_closed)
 
     @classmethod
@@ -85,6 +87,11 @@ class SimhashPipeline:
 
     def _inc(self, name: str) -> None:
         self.stats.inc_value(f"simhash/items_{name}")
+
+    def _invalid_key(self, item: Any, error: object) -> Any:
+        self._inc("invalid_key")
+        logger.warning("SimHash cannot check an item, passing it: %s", error)
+        return item
 
     def _key(self, adapter: ItemAdapter) -> str:
         field = self.config.key_field
@@ -107,29 +114,14 @@ class SimhashPipeline:
         try:
             key = self._key(adapter)
         except InvalidKeyError as exc:  # this item's key alone: the item passes
-            self._inc("invalid_key")
-            logger.warning("SimHash cannot check an item, passing it: %s", exc)
-            return item
+            return self._invalid_key(item, exc)
         # Keyed by a field, a dropped item is worth a record for `lookup`; anonymous ones not.
         record = self.config.drop_duplicates and not key.startswith(ANONYMOUS)
         verdict = await self.verdicts.page(key, key, fp, None, record_drops=record)
-        if verdict.outcome == UNAVAILABLE:
-            error = self.errors.unavailable(
-                str(verdict.error), checking="an item", things="items", drop=DropItem
-            )
-            if isinstance(error, DropItem):
-                self._inc("dropped")
-            if error is not None:
-                raise error
-            return item
-        if verdict.outcome == UNUSABLE:
-            self._inc("index_unusable")
-            self.errors.unusable(verdict.error or ConfigurationError(verdict.reason))
+        if self.errors.apply(verdict, checking="an item", things="items", drop=DropItem):
             return item
         if verdict.outcome == INVALID_KEY:
-            self._inc("invalid_key")
-            logger.warning("SimHash cannot check an item, passing it: %s", verdict.error)
-            return item
+            return self._invalid_key(item, verdict.error)
         if verdict.outcome != DUPLICATE:
             self._inc("unique")
             return item

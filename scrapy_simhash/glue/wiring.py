@@ -13,6 +13,7 @@ from scrapy_simhash._failures import permanent_reason
 from scrapy_simhash._redact import mask_url, scrub
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
 from scrapy_simhash.glue.guard import BACKEND_ERRORS, Guarded
+from scrapy_simhash.verdict import UNAVAILABLE, UNUSABLE, Verdict
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -175,17 +176,43 @@ class IndexErrorPolicy:
     and the pipeline alike: ``SIMHASH_ON_INDEX_ERROR`` for outages, ``SIMHASH_ON_INDEX_MISMATCH``
     (reported once) for an index that turned out unusable."""
 
-    def __init__(self, crawler: Crawler, on_error: str, on_mismatch: str) -> None:
+    def __init__(
+        self, crawler: Crawler, on_error: str, on_mismatch: str, count: Callable[[str], None]
+    ) -> None:
         self.crawler = crawler
         self.on_error = on_error
         self.on_mismatch = on_mismatch
+        self._count = count
         self._reported = False
 
-    def unavailable(
-        self, error: str, *, checking: str, things: str, drop: Callable[[str], Exception]
+    def apply(
+        self, verdict: Verdict, *, checking: str, things: str, drop: type[Exception]
+    ) -> bool:
+        """Act on a verdict the index could not give: count it, and raise what the policy
+        says (``drop``: IgnoreRequest or DropItem). False for any other verdict."""
+        if verdict.outcome == UNAVAILABLE:
+            error = self._unavailable(str(verdict.error), checking, things, drop)
+            if error is not None:
+                if isinstance(error, drop):
+                    self._count("dropped")
+                raise error
+            return True
+        if verdict.outcome == UNUSABLE:
+            self._count("index_unusable")
+            # Reported once; the thing itself passes either way.
+            if not self._reported:
+                self._reported = True
+                report_unusable_index(
+                    self.crawler, self.on_mismatch,
+                    verdict.error or ConfigurationError(verdict.reason),
+                )
+            return True
+        return False
+
+    def _unavailable(
+        self, error: str, checking: str, things: str, drop: type[Exception]
     ) -> Exception | None:
-        """The exception to raise for a thing the index could not check (None: it passes).
-        ``drop`` makes the exception that drops it (IgnoreRequest, DropItem)."""
+        """The exception to raise for a thing the index could not check (None: it passes)."""
         if self.on_error == "drop":
             return drop(f"SimHash index unavailable ({error}); SIMHASH_ON_INDEX_ERROR=drop")
         if self.on_error == "raise":
@@ -194,12 +221,6 @@ class IndexErrorPolicy:
                 f"(set SIMHASH_ON_INDEX_ERROR=pass to let {things} through)"
             )
         return None
-
-    def unusable(self, exc: Exception) -> None:
-        """Report the first unusable-index answer; the thing itself passes either way."""
-        if not self._reported:
-            self._reported = True
-            report_unusable_index(self.crawler, self.on_mismatch, exc)
 
 
 def report_unusable_index(crawler: Crawler, policy: str, exc: Exception) -> None:
