@@ -633,7 +633,7 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
         now = self.config.clock()
         try:
             for codec in self._codecs:
-                for key, _, seen in _entries(self._client, codec, lambda ident: True):
+                for key, _, seen in _entries(self._client, codec):
                     if not self.config.expired(seen, now):
                         yield key
         except self._errors as exc:
@@ -651,17 +651,20 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
         if self.config.ttl_secs is None:
             return 0
         removed = 0
+        now = self._now()
         try:
             for shard, codec in enumerate(self._codecs):
                 for kind in (b"e", b"b"):
-                    for name in self._names(codec, kind):
-                        reply = self._round(
-                            [(shard, [b"purge", self._codecs[shard].record_id, self._conf[shard],
-                                      self._now(), name])]
-                        )[0]
-                        if isinstance(reply, Exception):
-                            raise reply
-                        removed += int(reply)
+                    names = self._names(codec, kind)
+                    for start in range(0, len(names), _SCAN_BATCH):
+                        # Each name purged atomically by its own call, a batch per round.
+                        for reply in self._round([
+                            (shard, [b"purge", codec.record_id, self._conf[shard], now, name])
+                            for name in names[start : start + _SCAN_BATCH]
+                        ]):
+                            if isinstance(reply, Exception):
+                                raise reply
+                            removed += int(reply)
         except self._errors as exc:
             raise self._root.error("purge", exc) from exc
         return removed
@@ -674,9 +677,15 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
         try:
             for codec in self._codecs:
                 start = len(codec.prefix) + 1
-                for name in self._names(codec, b"b"):
-                    records = len(self._client.get(name) or b"") // size
-                    groups[name[start:]] = groups.get(name[start:], 0) + records
+                names = self._names(codec, b"b")
+                for first in range(0, len(names), _SCAN_BATCH):
+                    batch = names[first : first + _SCAN_BATCH]
+                    pipe = self._client.pipeline(transaction=False)
+                    for name in batch:
+                        pipe.strlen(name)
+                    for name, length in zip(batch, pipe.execute(), strict=True):
+                        group = name[start:]
+                        groups[group] = groups.get(group, 0) + int(length) // size
         except self._errors as exc:
             raise self._root.error("stats", exc) from exc
         return bucket_stats("redis", self.count(), self.layout, groups.values())
@@ -688,19 +697,18 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
             logger.warning("closing the Redis index %s failed: %s", mask_url(self.url), exc)
 
 
-def _entries(client: Any, codec: _Codec, keep: Any) -> Iterable[tuple[str, int, int]]:
-    """(key, fingerprint, last seen) of each entry of one Redis-format index whose key id
-    ``keep`` accepts (entry records and key texts are stored in the same order, and read
-    in one transaction so a writer cannot shift one against the other)."""
+def _entries(client: Any, codec: _Codec) -> Iterable[tuple[str, int, int]]:
+    """(key, fingerprint, last seen) of each entry one codec's keys hold (an entry is
+    stored at its key's home shard only; entry records and key texts are stored in the same
+    order, and read in one transaction so a writer cannot shift one against the other)."""
     prefix = codec.prefix
     for name in list(client.scan_iter(match=codec.pattern(b"e"), count=_SCAN_BATCH)):
         pipe = client.pipeline(transaction=True)
         pipe.get(name)
         pipe.lrange(prefix + b"u" + name[len(prefix) + 1 :], 0, -1)
         bucket, texts = pipe.execute()
-        for (ident, fp, seen), text in zip(codec.entries(bucket), texts, strict=False):
-            if keep(ident):
-                yield text.decode("utf-8", "surrogatepass"), fp, seen
+        for (_, fp, seen), text in zip(codec.entries(bucket), texts, strict=False):
+            yield text.decode("utf-8", "surrogatepass"), fp, seen
 
 
 def grow(url: str, namespace: str, shards: int, new_shards: int, **index_options: Any) -> int:
@@ -738,18 +746,15 @@ def grow(url: str, namespace: str, shards: int, new_shards: int, **index_options
     copied = 0
     try:
         if isinstance(source, RedisIndex):
-            parts: list[tuple[_Codec, Any]] = [(source._codec, lambda ident: True)]
+            codecs = [source._codec]
         else:
             assert isinstance(source, ShardedRedisIndex)
-            parts = [
-                (codec, lambda ident, shard=shard: source.home(ident) == shard)
-                for shard, codec in enumerate(source._codecs)
-            ]
+            codecs = source._codecs
         client = target._client
         now = source.config.clock()
         refused: list[str] = []
-        for codec, keep in parts:
-            for key, fp, at in _entries(client, codec, keep):
+        for codec in codecs:
+            for key, fp, at in _entries(client, codec):
                 if source.config.expired(at, now):
                     continue
                 seen[0] = float(at)
@@ -772,7 +777,7 @@ def grow(url: str, namespace: str, shards: int, new_shards: int, **index_options
         # The old records go last: an unsharded source keeps its root keys (the record,
         # now naming the new shards, and the drop record).
         kinds = (b"b", b"e", b"u") if isinstance(source, RedisIndex) else (b"",)
-        for codec, _ in parts:
+        for codec in codecs:
             for kind in kinds:
                 for name in list(client.scan_iter(match=codec.pattern(kind), count=_SCAN_BATCH)):
                     client.delete(name)
