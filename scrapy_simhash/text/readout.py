@@ -15,7 +15,8 @@ from lxml import etree
 
 from scrapy_simhash.text.rules import (
     _BOILERPLATE_TAGS,
-    _CREDIT_LINE,
+    _CREDIT_ANYWHERE,
+    _CREDIT_START,
     _DATE_IN_LINE,
     _INLINE_TAGS,
     _MAX_BYLINE_CHARS,
@@ -115,7 +116,11 @@ def _is_credit(line: str) -> bool:
         return False
     if len(line) * 4 > _MAX_CREDIT_BYTES and len(line.encode("utf-8")) > _MAX_CREDIT_BYTES:
         return False
-    return _CREDIT_LINE.search(line) is not None or _is_dated_byline(line)
+    return (
+        _CREDIT_START.match(line) is not None
+        or _CREDIT_ANYWHERE.search(line) is not None
+        or _is_dated_byline(line)
+    )
 
 
 def _is_dated_byline(line: str) -> bool:
