@@ -74,7 +74,11 @@ class _Walk:
         unguarded, whose class/id names are boilerplate."""
         if el.get("itemprop") == "articleBody":
             return False
-        return (self._small(el) and not _holds_article(el)) or None
+        chars = len(_text_content(el))
+        if chars >= self.body_chars() * _LARGE_SHARE:
+            return None
+        # Shorter than one article paragraph, it cannot hold several: no XPath needed.
+        return (chars < _ARTICLE_PARAGRAPH_CHARS or not _holds_article(el)) or None
 
     def _small(self, el: etree._Element) -> bool:
         """Whether ``el`` holds a small enough share of the page's text to be dropped."""
