@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import math
+import operator
 import re
 import statistics
 import unicodedata
@@ -28,6 +29,7 @@ from collections import Counter
 from collections.abc import Iterable
 from functools import cache, cached_property, lru_cache
 from importlib import resources
+from itertools import repeat
 from pathlib import Path
 from typing import Protocol
 
@@ -378,21 +380,22 @@ class FeatureExtractor:
         ``folded`` is the text normalised."""
         chars = Counter(_CJK_CHAR.findall(folded))
         words = Counter(_NON_CJK_WORD.findall(folded))
-        stopwords = self.stopwords
+        # Deletions and weights in C (dict's own methods, map): a page has hundreds of
+        # distinct words, and Counter's __delitem__ is Python code.
+        remove = dict.__delitem__
         for counts in (chars, words):
-            for word in counts.keys() & stopwords:
-                del counts[word]
+            for word in self.stopwords.intersection(counts):
+                remove(counts, word)
         if not self.keep_numbers:
-            for word in [word for word in words if word.isdecimal()]:
-                del words[word]
+            for word in list(filter(str.isdecimal, words)):
+                remove(words, word)
         if self.weighting != "tfidf":
             return {word: count * 1.0 for counts in (chars, words) for word, count in counts.items()}
         table, median = idf_table(ideograph_words=False)  # ideographs are read one by one
         half = median / 2  # see _idf
         weights = {char: count * half for char, count in chars.items()}
-        get = table.get
-        for word, count in words.items():
-            weights[word] = count * get(word, median)
+        idfs = map(table.get, words, repeat(median))
+        weights.update(zip(words, map(operator.mul, words.values(), idfs), strict=True))
         return weights
 
     def _accumulate(
