@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import Any, Protocol, cast
@@ -246,10 +246,21 @@ class Fingerprinter:
         """
         if not text.strip():
             return "no main text"
-        own = " ".join(own_text(text, title, folded).split())
+        minimum = self.config.min_text_chars
+        kept: list[str] = []
+        # The own text's length with whitespace runs as single spaces, line by line: it
+        # only grows, so reading stops once it is long enough (most pages: a line or two).
+        length = -1
+        for line in _own_lines(text, title, folded):
+            kept.append(line)
+            chars = len(" ".join(line.split()))
+            if chars:
+                length += chars + 1
+                if length >= minimum:
+                    return None
         # Ideographs count three times: only a text short of the minimum needs them counted.
-        length = len(own) if len(own) >= self.config.min_text_chars else effective_length(own)
-        if length < self.config.min_text_chars:
+        length = effective_length("\n".join(kept))
+        if length < minimum:
             return (
                 f"too little text of its own ({length} chars besides the title, CJK "
                 f"counted x3; SIMHASH_MIN_TEXT_CHARS={self.config.min_text_chars})"
@@ -304,18 +315,22 @@ def own_text(text: str, title: str, folded: str | None = None) -> str:
 
     ``folded`` is ``normalize(text)`` when the caller has it already.
     """
+    return "\n".join(_own_lines(text, title, folded))
+
+
+def _own_lines(text: str, title: str, folded: str | None = None) -> Iterator[str]:
+    """The lines of own_text, one at a time, so that a length check can stop early."""
     folded_title = " ".join(normalize(title).split())
-    if not folded_title:
-        return text
     lines = text.split("\n")
+    if not folded_title:
+        yield from lines
+        return
     # One normalisation of the whole text rather than one per line: no character folds
     # to or from a line feed, so the folded lines are the lines folded (checked by count).
     folded_lines = (normalize(text) if folded is None else folded).split("\n")
     if len(folded_lines) != len(lines):
         folded_lines = [normalize(line) for line in lines]
-    kept = []
     for line, folded_line in zip(lines, folded_lines, strict=True):
         folded = " ".join(folded_line.split())
         if folded and folded not in folded_title:
-            kept.append(line)
-    return "\n".join(kept)
+            yield line

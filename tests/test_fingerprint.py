@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scrapy_simhash.exceptions import ConfigurationError
-from scrapy_simhash.features import normalize
+from scrapy_simhash.features import effective_length, normalize
 from scrapy_simhash.fingerprint import (
     FingerprintConfig,
     Fingerprinter,
@@ -414,6 +414,34 @@ def test_own_text_folds_like_line_by_line(text: str, title: str) -> None:
         if (folded := " ".join(normalize(line).split())) and folded not in folded_title
     ]
     assert own_text(text, title) == ("\n".join(expected) if folded_title else text)
+
+
+_LINE = st.text(alphabet="ab 中\u3000\t", max_size=12)
+
+
+@given(
+    st.lists(st.one_of(_LINE, st.just("ab 中")), max_size=12),
+    st.sampled_from(["", "ab 中", "中"]),
+    st.integers(min_value=-4, max_value=4),
+)
+@settings(max_examples=300, deadline=None)
+def test_length_check_stopping_early_agrees_with_the_whole_own_text(
+    lines: list[str], title: str, offset: int
+) -> None:
+    """too_short stops reading lines once the own text is long enough; its verdict must be
+    that of the whole own text (CJK counted three times only below the minimum), with
+    minimums around the own text's length, where an early stop could go wrong."""
+    text = "\n".join(lines)
+    own = " ".join(own_text(text, title).split())
+    minimum = max(len(own) + offset, 0)
+    length = len(own) if len(own) >= minimum else effective_length(own)
+    reason = Fingerprinter(FingerprintConfig(min_text_chars=minimum)).too_short(text, title)
+    if not text.strip():
+        assert reason == "no main text"
+    else:
+        assert (reason is None) == (length >= minimum)
+        if reason is not None:
+            assert f"({length} chars besides the title" in reason
 
 
 def paragraphs_only(
