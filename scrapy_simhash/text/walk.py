@@ -64,7 +64,7 @@ class _Walk:
         """True to drop ``el``; None when it looks like boilerplate but is kept for its size
         (its descendants are then not judged by class names); False otherwise."""
         if tag in _BOILERPLATE_TAGS or _is_hidden(el, attributes):
-            return self._small(el) or None
+            return self._small(len(_text_content(el))) or None
         if guarded or _names_role(el) >= 0:
             return False
         return self.named_boilerplate(el)
@@ -75,14 +75,15 @@ class _Walk:
         if el.get("itemprop") == "articleBody":
             return False
         chars = len(_text_content(el))
-        if chars >= self.body_chars() * _LARGE_SHARE:
+        if not self._small(chars):
             return None
         # Shorter than one article paragraph, it cannot hold several: no XPath needed.
         return (chars < _ARTICLE_PARAGRAPH_CHARS or not _holds_article(el)) or None
 
-    def _small(self, el: etree._Element) -> bool:
-        """Whether ``el`` holds a small enough share of the page's text to be dropped."""
-        return len(_text_content(el)) < self.body_chars() * _LARGE_SHARE
+    def _small(self, chars: int) -> bool:
+        """Whether an element of ``chars`` characters of text holds a small enough share
+        of the page's text to be dropped."""
+        return chars < self.body_chars() * _LARGE_SHARE
 
     def run(self) -> None:
         """Measure every element bottom-up in one walk.
