@@ -2,7 +2,7 @@
 
 Run by hand (not by pytest) from the repository root; needs ``valgrind``:
 
-    python3 benchmarks/instructions.py [--cases N] [-s NAME=VALUE ...]
+    python3 benchmarks/instructions.py [--cases N] [--ours-only] [-s NAME=VALUE ...]
 
 CPU time on a shared machine moves by tens of percent between runs minutes apart, which
 hides a step that saves 2-5%. Instructions retired hardly move, so this script counts
@@ -66,6 +66,8 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=300, help="files of pairs/cases")
     parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE",
                         help="override a SIMHASH_* setting (repeatable)")
+    parser.add_argument("--ours-only", action="store_true",
+                        help="count ours alone (half the time: for comparing two versions)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--passes", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -82,7 +84,8 @@ def main() -> None:
     print(f"one warm pass over {args.cases} files of pairs/cases, instructions per page "
           "(valgrind, cachegrind without cache model)")
     per_page: dict[str, float] = {}
-    for name in _contenders(settings):
+    names = ["ours"] if args.ours_only else list(_contenders(settings))
+    for name in names:
         one, two = (_count(name, passes, args.cases, args.set) for passes in (1, 2))
         per_page[name] = (two - one) / args.cases
         ratio = per_page[name] / per_page["ours"]
