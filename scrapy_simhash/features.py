@@ -391,7 +391,7 @@ class FeatureExtractor:
                 remove(words, word)
         if self.weighting != "tfidf":
             return {word: count * 1.0 for counts in (chars, words) for word, count in counts.items()}
-        table, median = idf_table(ideograph_words=False)  # ideographs are read one by one
+        table, median = self._idf_table  # ideographs are read one by one here
         half = median / 2  # see _idf
         weights = {char: count * half for char, count in chars.items()}
         idfs = map(table.get, words, repeat(median))
