@@ -8,11 +8,11 @@ CPU time on a shared machine moves by tens of percent between runs minutes apart
 hides a step that saves 2-5%. Instructions retired hardly move, so this script counts
 them under valgrind (cachegrind without its cache model): for each contender of
 ``speed.py`` (ours at the given settings, resiliparse's main-content extraction, lxml's
-and lexbor's bare parse), one warm pass over the first N files of
-``shared/data/pairs/cases``, as the difference between a run of two passes and a run of
-one (start-up and loading cancel out). An instruction of C code and one of the Python
-interpreter do not take the same time, so the ratio beside resiliparse is not the speed
-ratio of ``speed.py``; the figure is for comparing two versions of our own code.
+and lexbor's bare parse), one warm pass over N files of ``shared/data/pairs/cases``
+(every n-th, as ``speed.py`` picks them), as the difference between a run of two passes
+and a run of one (start-up and loading cancel out). An instruction of C code and one of
+the Python interpreter do not take the same time, so the ratio beside resiliparse is not
+the speed ratio of ``speed.py``; the figure is for comparing two versions of our code.
 """
 
 from __future__ import annotations
