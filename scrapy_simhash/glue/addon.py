@@ -1,8 +1,9 @@
 """Scrapy add-on: ``ADDONS = {"scrapy_simhash.Addon": 0}`` turns everything on.
 
 It installs the downloader middleware (priority 540), the spider middleware that drops the
-items of near-duplicates passed only for their links (50) and the item pipeline (800)
-unless the project lists them itself, and sets defaults at "addon" priority, so ``settings.py``, spider
+items of near-duplicates passed only for their links (50, when
+``SIMHASH_FOLLOW_DUPLICATE_LINKS`` is on) and the item pipeline (800, when
+``SIMHASH_ITEM_FIELDS`` is set) unless the project lists them itself, and sets defaults at "addon" priority, so ``settings.py``, spider
 ``custom_settings`` and ``-s`` still win. With no configuration the index is an embedded
 SQLite file in the project's ``.scrapy/`` directory and near-duplicates are pages within 4 bits
 (9 of 128 with ``SIMHASH_BITS = 128``).
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import NotConfigured
 
-from scrapy_simhash.settings import enabled, item_fields
+from scrapy_simhash.settings import enabled, follows_duplicate_links, item_fields
 
 if TYPE_CHECKING:
     from scrapy.settings import Settings
@@ -44,10 +45,12 @@ class Addon:
         settings.setdefault_in_component_priority_dict(
             "DOWNLOADER_MIDDLEWARES", SimhashDownloaderMiddleware, MIDDLEWARE_PRIORITY
         )
-        settings.setdefault_in_component_priority_dict(
-            "SPIDER_MIDDLEWARES", SimhashSpiderMiddleware, SPIDER_MW_PRIORITY
-        )
-        # The pipeline disables itself (NotConfigured, logged) until SIMHASH_ITEM_FIELDS is set.
+        # Each disables itself (NotConfigured, logged) without its setting; installed only
+        # with it, neither is logged as disabled in every crawl, nor wraps the spider's output.
+        if follows_duplicate_links(settings):
+            settings.setdefault_in_component_priority_dict(
+                "SPIDER_MIDDLEWARES", SimhashSpiderMiddleware, SPIDER_MW_PRIORITY
+            )
         if item_fields(settings):
             settings.setdefault_in_component_priority_dict(
                 "ITEM_PIPELINES", SimhashPipeline, PIPELINE_PRIORITY

@@ -42,10 +42,11 @@ class SimhashSpiderMiddleware:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SimhashSpiderMiddleware:
         if not follows_duplicate_links(crawler.settings):
-            # Off (the default): no copy reaches a callback, so there is nothing to drop,
-            # and Scrapy leaves the spider's output unwrapped. No reason given: the add-on
-            # installs this middleware for every crawl, and Scrapy would log a warning.
-            raise NotConfigured
+            # Off (the default): Scrapy then leaves the spider's output unwrapped.
+            raise NotConfigured(
+                "SIMHASH_FOLLOW_DUPLICATE_LINKS is off: no near-duplicate reaches a callback,"
+                " so there are no items of copies to drop"
+            )
         return cls(crawler)
 
     async def process_spider_output(
