@@ -191,11 +191,15 @@ class IndexErrorPolicy:
         """Act on a verdict the index could not give: count it, and raise what the policy
         says (``drop``: IgnoreRequest or DropItem). False for any other verdict."""
         if verdict.outcome == UNAVAILABLE:
-            error = self._unavailable(str(verdict.error), checking, things, drop)
-            if error is not None:
-                if isinstance(error, drop):
-                    self._count("dropped")
-                raise error
+            error = str(verdict.error)
+            if self.on_error == "drop":
+                self._count("dropped")
+                raise drop(f"SimHash index unavailable ({error}); SIMHASH_ON_INDEX_ERROR=drop")
+            if self.on_error == "raise":
+                raise IndexBackendError(
+                    f"SimHash index unavailable while checking {checking}: {error} "
+                    f"(set SIMHASH_ON_INDEX_ERROR=pass to let {things} through)"
+                )
             return True
         if verdict.outcome == UNUSABLE:
             self._count("index_unusable")
@@ -208,19 +212,6 @@ class IndexErrorPolicy:
                 )
             return True
         return False
-
-    def _unavailable(
-        self, error: str, checking: str, things: str, drop: type[Exception]
-    ) -> Exception | None:
-        """The exception to raise for a thing the index could not check (None: it passes)."""
-        if self.on_error == "drop":
-            return drop(f"SimHash index unavailable ({error}); SIMHASH_ON_INDEX_ERROR=drop")
-        if self.on_error == "raise":
-            return IndexBackendError(
-                f"SimHash index unavailable while checking {checking}: {error} "
-                f"(set SIMHASH_ON_INDEX_ERROR=pass to let {things} through)"
-            )
-        return None
 
 
 def report_unusable_index(crawler: Crawler, policy: str, exc: Exception) -> None:
