@@ -45,7 +45,7 @@ _LINK_TAG = re.compile(r"<link\b([^>]*)>", re.IGNORECASE)
 _HEAD_END = re.compile(r"</head\s*>|<body[\s>]", re.IGNORECASE)
 #: The same in the bytes of a page in an ASCII-compatible charset (in the multi-byte ones a
 #: web page uses, such as UTF-8, GBK, Big5 or Shift_JIS, no byte of another character is "<").
-HEAD_END_BYTES = re.compile(rb"</head\s*>|<body[\s>]", re.IGNORECASE)
+HEAD_END_BYTES = re.compile(_HEAD_END.pattern.encode("ascii"), re.IGNORECASE)
 _ATTRIBUTE = re.compile(
     r"""([^\s=/>"']+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+)))?""", re.DOTALL
 )

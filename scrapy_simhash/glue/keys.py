@@ -66,10 +66,10 @@ class CanonicalKeys:
     def _declaration(response: Response) -> str | None:
         links = [v.decode("latin-1") for v in response.headers.getlist(b"Link")]
         document = None
+        head = response.body[:HEAD_SCAN_CHARS]
         if isinstance(response, HtmlResponse) or (
-            isinstance(response, TextResponse) and b"<link" in response.body[:HEAD_SCAN_CHARS]
+            isinstance(response, TextResponse) and b"<link" in head
         ):
-            head = response.body[:HEAD_SCAN_CHARS]
             end = HEAD_END_BYTES.search(head)
             if end is not None:  # decode the head alone (not found: UTF-16, or no head end)
                 head = head[: end.start()]
