@@ -227,6 +227,7 @@ def test_every_index_error_policy_on_an_item(policy: str) -> None:
         assert result["url"] == "https://a.test/1"
     elif policy == "drop":
         assert isinstance(result, DropItem)
+        assert stats["simhash/items_dropped"] == 1
     else:
         assert isinstance(result, IndexBackendError)
         assert "let items through" in str(result)
