@@ -141,8 +141,10 @@ def print_round(
             # slower of the reactor and the workers sets the pace.
             workers = max(1, int(modes.get(mode, {}).get("SIMHASH_WORKERS", 1)))
             busiest = max(r["crawl_cpu_ms"], r["worker_cpu_ms"] / workers)
-            cpu_ratio = f"{min(1.0, off['crawl_cpu_ms'] / busiest):.2f}"
-            ratios[mode] = (r["pages_per_sec"] / off["pages_per_sec"], float(cpu_ratio))
+            cpu = min(1.0, off["crawl_cpu_ms"] / busiest)
+            cpu_ratio = f"{cpu:.2f}"
+            if mode != "off":
+                ratios[mode] = (r["pages_per_sec"] / off["pages_per_sec"], cpu)
         print(f"{mode:<15}{r['pages_per_sec']:>9.1f}{ratio:>7}{cpu_ratio:>10}"
               f"{r['crawl_cpu_ms']:>8.1f} ms"
               f"{r['worker_cpu_ms']:>9.1f} ms{once!s:>11}{more!s:>9}{never!s:>7}{hits!s:>12}")
@@ -241,7 +243,7 @@ def main() -> int:
     for results in rounds:
         for mode, pair in print_round(results, modes, with_text).items():
             ratios.setdefault(mode, []).append(pair)
-    if len(rounds) > 1:
+    if len(rounds) > 1 and ratios:
         print(f"\nmedian of {len(rounds)} rounds (modes interleaved): " + "; ".join(
             f"{mode} ratio {statistics.median(r for r, _ in pairs):.2f}, "
             f"CPU ratio {statistics.median(c for _, c in pairs):.2f}"
