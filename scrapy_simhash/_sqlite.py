@@ -93,7 +93,7 @@ class SharedConnection:
 
     def __init__(self, path: str, *, timeout_secs: float, synchronous: str = "NORMAL") -> None:
         # Absolute: a checkpoint or a reopen must not follow a later chdir.
-        self.path = path if path == ":memory:" else str(Path(path).absolute())
+        self.path = path if path == ":memory:" else str(Path(path).resolve())
         self.db = connect(self.path, timeout_secs=timeout_secs, synchronous=synchronous)
         (mode,) = self.db.execute("PRAGMA journal_mode").fetchone()
         self._logged = str(mode).lower() == "wal"
@@ -125,7 +125,9 @@ class SharedConnection:
         thread. ``func`` may read, then write in at most one transaction, and change nothing
         before it: a call that would wait is run again, whole, in the thread. Calls queued for the
         thread keep their order: while any waits there, later ones queue behind it."""
-        if self.inline and not self._queued and not self._closed:
+        if self._closed:
+            raise sqlite3.ProgrammingError(f"the SQLite file {self.path} is closed")
+        if self.inline and not self._queued:
             try:
                 with self._without_waiting():
                     return func(*args)
@@ -193,11 +195,11 @@ class SharedConnection:
             self._checkpointing = False
 
     def close(self) -> None:
-        """Finish a running checkpoint, then close (the last connection to a file
-        checkpoints it whole)."""
+        """Finish the calls queued for the thread and a running checkpoint, then close
+        (the last connection to a file checkpoints it whole)."""
         self._closed = True
         if self._executor is not None:
-            self._executor.shutdown(wait=True, cancel_futures=True)
+            self._executor.shutdown(wait=True)
         with self.lock:
             self.db.close()
 

@@ -195,3 +195,12 @@ def test_the_log_stays_small_while_pages_are_written_during_checkpoints(
         assert size < 16 * 2**20
 
     asyncio.run(scenario())
+
+
+def test_a_call_after_close_says_the_file_is_closed(tmp_path: Path) -> None:
+    connection = _shared(tmp_path)
+    connection.close()
+    threads: list[tuple[int, int]] = []
+    with pytest.raises(sqlite3.ProgrammingError, match="is closed"):
+        asyncio.run(connection.run(_insert, connection, 1, threads))
+    assert threads == []
