@@ -24,5 +24,4 @@ async def inline(func: Callable[..., T], *args: Any) -> T:
     return func(*args)
 
 
-async def in_thread(func: Callable[..., T], *args: Any) -> T:
-    return await asyncio.to_thread(func, *args)
+in_thread: Runner = asyncio.to_thread

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from scrapy_simhash._redact import scrub
 from scrapy_simhash._redis import mask_url
-from scrapy_simhash._runners import Runner, in_thread
+from scrapy_simhash._runners import Runner
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
 from scrapy_simhash.recrawl.backend import AsyncBackend, Backend, histogram_rates
 from scrapy_simhash.recrawl.config import DAY, RecrawlConfig
@@ -403,7 +403,7 @@ class AsyncBackendAdapter:
     async def close(self) -> None:
         try:
             # In a thread whatever the runner: closing may checkpoint a file and sync the disk.
-            await (self._in_own_thread if self._executor else in_thread)(self._backend.close)
+            await self._in_own_thread(self._backend.close)  # None: the loop's default pool
         finally:
             if self._executor is not None:
                 self._executor.shutdown(wait=False)
