@@ -9,13 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from scrapy_simhash.exceptions import ConfigurationError
 from scrapy_simhash.recrawl import policy
-
-if TYPE_CHECKING:
-    from scrapy_simhash.recrawl.policy import Policy
+from scrapy_simhash.recrawl.policy import Policy, load_policy
 
 DAY = 86400.0
 
@@ -106,8 +104,6 @@ class RecrawlConfig:
     @cached_property
     def schedule(self) -> Policy:
         """The policy object that turns a change rate into the next interval."""
-        from scrapy_simhash.recrawl.policy import load_policy
-
         return load_policy(self.effective_policy)
 
     @property
