@@ -7,8 +7,9 @@ kept (index check-and-add, recrawl observation), the other two are dropped (chec
 record, recrawl state forgotten). The calls are awaited in an asyncio loop, one after the
 other, on the in-process index, on the embedded SQLite file as a crawl opens it (a page's
 calls inline while the file is free), and on the same file with every call handed to a
-worker thread (how 0.2.0 ran it before). CPU time of the whole process (loop, threads and
-SQLite) per response; fastest of ``--rounds``.
+thread of the loop's pool: a thread hop per call, as before this release (which sent the
+recrawl store's calls to a thread of its own). CPU time of the whole process (loop,
+threads and SQLite) per response; fastest of ``--rounds``.
 """
 
 from __future__ import annotations
