@@ -551,6 +551,29 @@ def test_teasers_named_like_posts_do_not_win_over_the_article() -> None:
     assert "Teaser" not in main.text
 
 
+def test_related_posts_with_long_excerpts_are_not_kept_as_an_article_wrapper() -> None:
+    """A boilerplate-named element holding several long paragraphs is kept as a wrapper of
+    the article named after a widget, except for sections that are never the article:
+    comments, and related posts, whose teasers carry excerpts as long as paragraphs."""
+    story = "".join(f"<p>{text}</p>" for text in EN_ARTICLE + EN_OTHER)
+    excerpts = "".join(
+        f"<li><article class='post_teaser'><h3><a href='/p{n}'>Summer sale, part {n}</a></h3>"
+        f"<p>Excerpt {n}: the newest dresses of the season are here, picked for you by our "
+        f"editors, and with a little luck you can still find the best pieces of the summer "
+        f"before they are gone for the year [...]</p></article></li>"
+        for n in range(3)
+    )
+    template = (
+        "<html><body><main><section><div class='wysiwyg'>{story}</div></section></main>"
+        "{related}</body></html>"
+    )
+    page = template.format(story=story, related=f"<div id='related_posts'><ul>{excerpts}</ul></div>")
+    bare = template.format(story=story, related="")
+    main = extract_main_text(page.encode())
+    assert "Excerpt" not in main.text
+    assert main.text == extract_main_text(bare.encode()).text
+
+
 def test_a_page_of_links_only_is_read_as_its_links() -> None:
     """An index or catalogue page has no prose; its links (outside the navigation) are it."""
 

@@ -182,18 +182,21 @@ class _Walk:
 
 # An element named like a widget ("socialicons-sticky", "share-wrap") that holds several
 # long paragraphs is a wrapper of the article that a theme named after something it also
-# shows; comment sections hold long paragraphs too, and stay boilerplate.
+# shows. Comment sections hold long paragraphs too, and so do related posts (teasers with
+# excerpts as long as a paragraph): those are never the article, and stay boilerplate.
 _ARTICLE_PARAGRAPHS = etree.XPath(
     "count(.//p[string-length(normalize-space()) >= $chars])", smart_strings=False
 )
 _MIN_ARTICLE_PARAGRAPHS = 3
 _ARTICLE_PARAGRAPH_CHARS = 150
-_COMMENT_NAMES = re.compile(r"comment|disqus|repl(?:y|ies)|respond|discussion", re.IGNORECASE)
+_NEVER_ARTICLE_NAMES = re.compile(
+    r"comment|disqus|repl(?:y|ies)|respond|discussion|related", re.IGNORECASE
+)
 
 
 def _holds_article(el: etree._Element) -> bool:
     names = f"{el.get('class') or ''} {el.get('id') or ''}"
-    if _COMMENT_NAMES.search(names):
+    if _NEVER_ARTICLE_NAMES.search(names):
         return False
     count = _ARTICLE_PARAGRAPHS(el, chars=_ARTICLE_PARAGRAPH_CHARS)
     return isinstance(count, float) and count >= _MIN_ARTICLE_PARAGRAPHS
