@@ -226,6 +226,23 @@ def test_question_and_answers_under_different_parents_are_one_thread() -> None:
     assert extract(html).text == "\n".join(EN_ARTICLE)
 
 
+def test_thread_inside_the_marked_article_is_measured_against_the_article() -> None:
+    """Whether repeated blocks hold most of the page's prose is asked of the article the
+    page marks (<main>) when they are inside it: the same thread in a template with more
+    unmarked prose around it (a host's own boxes) is still read whole."""
+    question, *answers = EN_ARTICLE
+    thread = (
+        f'<div id="question" class="question">{_post(question)}</div><div id="answers">'
+        + "".join(f'<div class="answer">{_post(answer)}</div>' for answer in answers)
+        + "</div>"
+    )
+    boxes = "".join(f'<div class="box"><p>{p}</p><p>{p}</p></div>' for p in EN_OTHER)
+    bare = f"<html><body><main>{thread}</main></body></html>"
+    hosted = f"<html><body><main>{thread}</main><div class='more'>{boxes}{boxes}</div></body></html>"
+    assert extract(bare).text == "\n".join(EN_ARTICLE)
+    assert extract(hosted).text == "\n".join(EN_ARTICLE)
+
+
 def test_content_column_named_after_its_layout_is_content() -> None:
     menu = "".join(
         f'<li><a href="/{n}">Department number {n} of the store</a></li>' for n in range(40)
@@ -237,6 +254,22 @@ def test_content_column_named_after_its_layout_is_content() -> None:
         '<aside class="col-sm-3"><p>Opening hours of the shop.</p></aside></div></body></html>'
     )
     assert extract(html).text == "\n".join(EN_ARTICLE)
+
+
+def test_layout_named_after_its_sidebar_is_not_a_sidebar() -> None:
+    """"c-layout-sidebar-left" is a layout that has a sidebar on the left, holding the
+    content column beside it. Its paragraphs are short, so nothing else keeps it."""
+    menu = "".join(
+        f'<li><a href="/{n}">Department number {n} of the store</a></li>' for n in range(40)
+    )
+    article = "".join(f"<p>{p}</p>" for p in ZH_ARTICLE)
+    html = (
+        f'<html><body><header><ul class="menu">{menu}</ul></header>'
+        '<div class="c-layout-sidebar-left"><div class="c-sidebar"><p>Steps of this guide, '
+        f'one to five.</p></div><div class="c-main">{article}</div></div>'
+        f'<footer><ul class="links">{menu}</ul></footer></body></html>'
+    )
+    assert extract(html).text == "\n".join(ZH_ARTICLE)
 
 
 def test_wrapper_named_like_boilerplate_is_kept_when_it_holds_the_page() -> None:
