@@ -51,7 +51,7 @@ def _choose(walk: _Walk) -> tuple[list[etree._Element], bool]:
     marked = _marked_article(walk)
     if not walk.candidates:
         return ([marked] if marked is not None else [walk.body]), marked is not None
-    best, chosen = _best_container(walk)
+    best, chosen = _best_container(walk, marked)
     if marked is None:
         return chosen, False
     if _contains(marked, best):
@@ -66,10 +66,12 @@ def _choose(walk: _Walk) -> tuple[list[etree._Element], bool]:
     return [marked], True
 
 
-def _best_container(walk: _Walk) -> tuple[etree._Element, list[etree._Element]]:
+def _best_container(
+    walk: _Walk, marked: etree._Element | None
+) -> tuple[etree._Element, list[etree._Element]]:
     """The best-scoring container, and it plus the siblings that continue its content."""
     best_score, best = _best(walk)
-    posts = _thread(best, walk)
+    posts = _thread(best, walk, marked)
     if posts:
         return best, posts
     best = _widen(best, walk)
@@ -149,9 +151,15 @@ def _contains(outer: etree._Element, inner: etree._Element) -> bool:
     return inner is outer or any(x is outer for x in inner.iterancestors())
 
 
-def _thread(best: etree._Element, walk: _Walk) -> list[etree._Element]:
+def _thread(
+    best: etree._Element, walk: _Walk, marked: etree._Element | None
+) -> list[etree._Element]:
     """The posts of a thread, when ``best`` is one of at least _MIN_POSTS prose blocks
     with its tag and class that hold most of the page's prose; else nothing.
+
+    The page's prose is its marked article's when ``best`` lies inside one: the prose a
+    template leaves around the article (a host's boxes, undropped widgets) varies from
+    template to template, and the same thread must be read whole in each.
 
     Forums and Q&A sites render each post's text in one kind of block, but not always
     under one parent (a question and its answers, a topic and its replies): the thread is
@@ -163,14 +171,19 @@ def _thread(best: etree._Element, walk: _Walk) -> list[etree._Element]:
         return []
     stats = walk.stats
     tag = best.tag
+    page = marked if marked is not None and _contains(marked, best) else walk.body
     # Candidates hold paragraphs and come in page order (for blocks that do not nest).
-    posts = [el for el in walk.candidates if el.tag == tag and el.get("class") == cls]
+    posts = [
+        el
+        for el in walk.candidates
+        if el.tag == tag and el.get("class") == cls and _contains(page, el)
+    ]
     if len(posts) < _MIN_POSTS:
         return []
     chosen = set(posts)
     posts = [el for el in posts if not any(a in chosen for a in el.iterancestors())]
     # Repeated blocks that hold little of the page's prose are a carousel or teasers.
-    if sum(stats[el][_MASS] for el in posts) < stats[walk.body][_MASS] * _THREAD_SHARE:
+    if sum(stats[el][_MASS] for el in posts) < stats[page][_MASS] * _THREAD_SHARE:
         return []
     return posts
 
