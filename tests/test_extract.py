@@ -256,22 +256,6 @@ def test_content_column_named_after_its_layout_is_content() -> None:
     assert extract(html).text == "\n".join(EN_ARTICLE)
 
 
-def test_layout_named_after_its_sidebar_is_not_a_sidebar() -> None:
-    """"c-layout-sidebar-left" is a layout that has a sidebar on the left, holding the
-    content column beside it. Its paragraphs are short, so nothing else keeps it."""
-    menu = "".join(
-        f'<li><a href="/{n}">Department number {n} of the store</a></li>' for n in range(40)
-    )
-    article = "".join(f"<p>{p}</p>" for p in ZH_ARTICLE)
-    html = (
-        f'<html><body><header><ul class="menu">{menu}</ul></header>'
-        '<div class="c-layout-sidebar-left"><div class="c-sidebar"><p>Steps of this guide, '
-        f'one to five.</p></div><div class="c-main">{article}</div></div>'
-        f'<footer><ul class="links">{menu}</ul></footer></body></html>'
-    )
-    assert extract(html).text == "\n".join(ZH_ARTICLE)
-
-
 def test_wrapper_named_like_boilerplate_is_kept_when_it_holds_the_page() -> None:
     body = "".join(f"<p>{p}</p>" for p in EN_ARTICLE)
     html = (

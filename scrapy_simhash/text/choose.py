@@ -69,7 +69,8 @@ def _choose(walk: _Walk) -> tuple[list[etree._Element], bool]:
 def _best_container(
     walk: _Walk, marked: etree._Element | None
 ) -> tuple[etree._Element, list[etree._Element]]:
-    """The best-scoring container, and it plus the siblings that continue its content."""
+    """The best-scoring container, and it plus the siblings that continue its content
+    (or the posts of its thread; ``marked`` is the page's marked article, see _thread)."""
     best_score, best = _best(walk)
     posts = _thread(best, walk, marked)
     if posts:
@@ -173,11 +174,9 @@ def _thread(
     tag = best.tag
     page = marked if marked is not None and _contains(marked, best) else walk.body
     # Candidates hold paragraphs and come in page order (for blocks that do not nest).
-    posts = [
-        el
-        for el in walk.candidates
-        if el.tag == tag and el.get("class") == cls and _contains(page, el)
-    ]
+    posts = [el for el in walk.candidates if el.tag == tag and el.get("class") == cls]
+    if page is not walk.body:
+        posts = [el for el in posts if _contains(page, el)]
     if len(posts) < _MIN_POSTS:
         return []
     chosen = set(posts)

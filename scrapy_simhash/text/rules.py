@@ -116,9 +116,6 @@ _JS_HOOK = ("js-", "js_")
 # "sidebar-first-only" on the content column), not the element's own role.
 _LAYOUT_PREFIXES = ("has-", "with-", "without-", "no-", "one-", "two-")
 _LAYOUT_SUFFIX = "-only"
-# ... and layouts named after their regions ("c-layout-sidebar-left": a layout with a sidebar
-# on the left, around the content column; "layout-footer-wide").
-_LAYOUT_WORD = re.compile(r"(?:^|[_-])layout(?=[_-])")
 # Sections that are boilerplate even inside a content-named wrapper's class list.
 _STRONG_NEGATIVE = re.compile(r"comment|disqus|cookie|consent|gdpr|newsletter|related|shar|social")
 # "Skip to content" links for keyboard and screen-reader users: every page of a site has
@@ -159,9 +156,8 @@ def _token_role(token: str) -> int:
 
     Skip-link tokens are strong: the link is no part of any section. Tokens prefixed
     "js-"/"js_" are hooks for scripts and say nothing about the role ("js-share-area"),
-    nor do layout descriptions ("has-sidebar", "layout-sidebar-left"; a content word still
-    counts: "layout-main"), and BEM modifiers (after "--") describe a variant of the block
-    named before them ("node--type-newsletter").
+    nor do layout descriptions ("has-sidebar"), and BEM modifiers (after "--") describe a
+    variant of the block named before them ("node--type-newsletter").
     """
     if _SKIP_LINK.match(token):
         return _STRONG
@@ -175,8 +171,6 @@ def _token_role(token: str) -> int:
         return 0
     if match.lastgroup == "positive":
         return 1
-    if _LAYOUT_WORD.search(token, 0, match.start() + 1):
-        return 0
     return _STRONG if _STRONG_NEGATIVE.search(token) else -1
 
 
