@@ -47,7 +47,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 # Bump when the feature pipeline or the hashing changes, so indexes refuse old fingerprints.
-FORMAT_VERSION = 6
+FORMAT_VERSION = 7
 #: Main text beyond this many characters is not tokenized (a long book chapter is ~100k).
 MAX_FEATURE_CHARS = 300_000
 _WIDTHS = (64, 128)

@@ -517,6 +517,15 @@ def test_bem_modifiers_do_not_mark_boilerplate() -> None:
         "Jonah Reyes, 2026-03-08",
         "记者 张三 2026-03-08 10:31",
         "Ada Lim | 8 March 2026",
+        "Donnerstag, 3. Februar 2022",
+        "03. Feb. 2022 um 14:30 Uhr",
+        "Von Max Mustermann, 3. Februar 2022",
+        "1er février 2024",
+        "4 mars 2025 à 10h30",
+        "12 de marzo de 2024, 10:31",
+        "12 de março de 2024",
+        "12 maggio 2024",
+        "12 maart 2024",
     ],
 )
 def test_byline_and_credit_lines_are_dropped(credit: str) -> None:
@@ -533,6 +542,8 @@ def test_prose_that_starts_like_a_credit_is_kept() -> None:
         "March 2025 saw more rain in the city than any month since records began.",
         "The council met on 2026-03-08 to vote on the tram line.",
         "Sunday, 2026-03-08. Rain later.",
+        "Am 3. Februar 2022 wurde der Vertrag unterzeichnet, sagte der Sprecher.",
+        "Mai 2022 war der wärmste Monat seit Beginn der Aufzeichnungen in der Stadt.",
         *EN_ARTICLE,
     ]
     html = "<html><body><article>" + "".join(f"<p>{p}</p>" for p in lines) + "</article></body>"

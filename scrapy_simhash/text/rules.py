@@ -254,6 +254,17 @@ _TITLE_SEPARATORS = re.compile(r"\s+[-|–—»·:]\s+|\s*[|｜_]\s*|\s+-{2,}\s+
 # Byline, source, editor, date, share-widget and copyright lines (see _drop_credits); only
 # lines of at most _MAX_CREDIT_BYTES UTF-8 bytes are tested, so prose mentioning them stays.
 _MAX_CREDIT_BYTES = 200
+# Month names of German, French, Spanish, Portuguese, Italian and Dutch, and their usual
+# abbreviations (English ones are written out in the patterns below).
+_MONTHS = (
+    r"(?:januar|jänner|januari|janvier|janv|enero|janeiro|gennaio|februar|februari|février|"
+    r"fevrier|févr|febrero|fevereiro|febbraio|märz|maerz|maart|mars|marzo|março|marco|april|"
+    r"avril|avr|abril|aprile|mai|mei|mayo|maio|maggio|juni|juin|junio|junho|giugno|juli|"
+    r"juillet|juil|julio|julho|luglio|august|augustus|août|aout|agosto|september|septembre|"
+    r"septiembre|setiembre|setembro|settembre|oktober|octobre|octubre|outubro|ottobre|"
+    r"november|novembre|noviembre|novembro|dezember|décembre|decembre|diciembre|dezembro|"
+    r"dicembre|jan|feb|mär|mrz|apr|jun|jul|aug|sep|sept|okt|nov|dez|déc)"
+)
 # Split in two so that the anchored forms are tried at the line's start only and the
 # search for the others can skip ahead by their first characters: one pattern with both
 # tried every alternative at every position, the main cost of reading a page out.
@@ -271,6 +282,10 @@ _CREDIT_START = re.compile(
     r"june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
     r"(?:\s+\d{1,2}(?:st|nd|rd|th)?)?,?\s+\d{4}(?:\s*(?:at|,|\|)?\s*\d{1,2}:\d{2}"
     r"(?:\s*[ap]\.?m\.?)?(?:\s+[a-z]{2,4})?)?[\W_]*$"
+    # ... in the languages whose stop words are shipped ("Donnerstag, 3. Februar 2022",
+    # "1er février 2024", "12 de marzo de 2024, 10:31").
+    rf"|\W*(?:[^\W\d_]+,?\s+)?\d{{1,2}}(?:\.|er|º)?\s+(?:de\s+)?{_MONTHS}\.?\s+(?:de\s+)?\d{{4}}"
+    r"(?:\s*(?:um|à|a las|às|alle|om|,|\|)?\s*\d{1,2}[:.h]\d{2}(?:\s*uhr)?)?[\W_]*$"
     # Contact lines of a site's footer that sit next to the content.
     r"|\W*(?:地址|电话|联系电话|传真|邮编|邮箱|主办单位|备案号)\s*[:：]",
     re.IGNORECASE,
@@ -286,7 +301,8 @@ _CREDIT_ANYWHERE = re.compile(
 _DATE_IN_LINE = re.compile(
     r"\b\d{4}[-/.]\d{1,2}[-/.]\d{1,2}\b|\b\d{1,2}[-/.]\d{1,2}[-/.]\d{4}\b"
     r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2},?\s+\d{4}\b"
-    r"|\b\d{1,2}\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?,?\s+\d{4}\b",
+    r"|\b\d{1,2}\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?,?\s+\d{4}\b"
+    rf"|\b\d{{1,2}}(?:\.|er|º)?\s+(?:de\s+)?{_MONTHS}\.?\s+(?:de\s+)?\d{{4}}\b",
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[^\W\d_]+")
