@@ -255,7 +255,7 @@ _TITLE_SEPARATORS = re.compile(r"\s+[-|–—»·:]\s+|\s*[|｜_]\s*|\s+-{2,}\s+
 # lines of at most _MAX_CREDIT_BYTES UTF-8 bytes are tested, so prose mentioning them stays.
 _MAX_CREDIT_BYTES = 200
 # Month names of German, French, Spanish, Portuguese, Italian and Dutch, and their usual
-# abbreviations (English ones are written out in the patterns below).
+# abbreviations, for _DATE_IN_LINE (English ones are written out there).
 _MONTHS = (
     r"(?:januar|jänner|januari|janvier|janv|enero|janeiro|gennaio|februar|februari|février|"
     r"fevrier|févr|febrero|fevereiro|febbraio|märz|maerz|maart|mars|marzo|março|marco|april|"
@@ -282,10 +282,6 @@ _CREDIT_START = re.compile(
     r"june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
     r"(?:\s+\d{1,2}(?:st|nd|rd|th)?)?,?\s+\d{4}(?:\s*(?:at|,|\|)?\s*\d{1,2}:\d{2}"
     r"(?:\s*[ap]\.?m\.?)?(?:\s+[a-z]{2,4})?)?[\W_]*$"
-    # ... in the languages whose stop words are shipped ("Donnerstag, 3. Februar 2022",
-    # "1er février 2024", "12 de marzo de 2024, 10:31").
-    rf"|\W*(?:[^\W\d_]+,?\s+)?\d{{1,2}}(?:\.|er|º)?\s+(?:de\s+)?{_MONTHS}\.?\s+(?:de\s+)?\d{{4}}"
-    r"(?:\s*(?:um|à|a las|às|alle|om|,|\|)?\s*\d{1,2}[:.h]\d{2}(?:\s*uhr)?)?[\W_]*$"
     # Contact lines of a site's footer that sit next to the content.
     r"|\W*(?:地址|电话|联系电话|传真|邮编|邮箱|主办单位|备案号)\s*[:：]",
     re.IGNORECASE,
@@ -297,7 +293,9 @@ _CREDIT_ANYWHERE = re.compile(
     re.IGNORECASE,
 )
 # A date inside a short line; with at most _MAX_BYLINE_WORDS other words around it the line is
-# a dated byline ("Jonah Reyes, 2026-03-08", "记者 张三 2026-03-08 10:31").
+# a dated byline ("Jonah Reyes, 2026-03-08", "记者 张三 2026-03-08 10:31") or a date alone in
+# any of the languages whose stop words are shipped ("Donnerstag, 3. Februar 2022",
+# "1er février 2024", "12 de marzo de 2024, 10:31").
 _DATE_IN_LINE = re.compile(
     r"\b\d{4}[-/.]\d{1,2}[-/.]\d{1,2}\b|\b\d{1,2}[-/.]\d{1,2}[-/.]\d{4}\b"
     r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2},?\s+\d{4}\b"
