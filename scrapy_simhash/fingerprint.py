@@ -13,7 +13,7 @@ import importlib
 import json
 import logging
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from typing import Any, Protocol, cast
 
@@ -195,6 +195,12 @@ class PageFingerprint:
     encoding: str
     reason: str | None = None
     notes: tuple[str, ...] = field(default=())
+    #: The main text read (the features' source) and every non-boilerplate line of the
+    #: page: what the host's template memory sets aside and learns from.
+    text: str = ""
+    page_text: str = ""
+    #: Lines of the host's template set aside (0: none, or no template known).
+    template_lines: int = 0
 
 
 class Fingerprinter:
@@ -305,9 +311,11 @@ class Fingerprinter:
         main = self.config.main_text(
             body, content_type=content_type, max_bytes=self.config.max_body_bytes or None
         )
-        return self.fingerprint_document(
+        page = self.fingerprint_document(
             main.text, main.title, encoding=main.encoding, notes=tuple(main.notes)
         )
+        # A user's extractor may not read the page's other lines: its main text stands in.
+        return replace(page, text=main.text, page_text=getattr(main, "page_text", main.text))
 
 
 def own_text(text: str, title: str, folded: str | None = None) -> str:

@@ -27,6 +27,7 @@ STORES = {
     "index": "index",
     "recrawl": "recrawl store",
     "rules": "URL rule store",
+    "templates": "template store",
 }
 
 Opener = Callable[..., Any]
@@ -39,7 +40,8 @@ class Storage:
     ``index(url, config, **options)`` and ``async_index`` (a coroutine function) open the
     near-duplicate index; ``recrawl(url, namespace, shards=...)`` and ``async_recrawl`` the
     recrawl schedule's backend (``shards`` None: as the namespace recorded);
-    ``rules(url, namespace, **options)`` the URL rule store.
+    ``rules(url, namespace, **options)`` the URL rule store; ``templates(url, namespace,
+    ttl_secs=..., **options)`` the hosts' template memory.
     """
 
     name: str
@@ -49,6 +51,7 @@ class Storage:
     recrawl: Opener | None = None
     async_recrawl: Opener | None = None
     rules: Opener | None = None
+    templates: Opener | None = None
     #: Whether its index can spread a namespace over shards (SIMHASH_INDEX_SHARDS).
     shardable: bool = False
 
@@ -129,6 +132,28 @@ def _memory_rules(url: str, namespace: str, **options: Any) -> Any:
     from scrapy_simhash.dust.store import MemoryRuleStore
 
     return MemoryRuleStore()
+
+
+def _memory_templates(url: str, namespace: str, **options: Any) -> Any:
+    from scrapy_simhash.template.store import MemoryTemplateStore
+
+    return MemoryTemplateStore()
+
+
+def _sqlite_templates(url: str, namespace: str, **options: Any) -> Any:
+    from scrapy_simhash.index.sqlite import sqlite_path
+    from scrapy_simhash.template.store import SqliteTemplateStore
+
+    timeout = float(options.get("timeout", 30.0))
+    return SqliteTemplateStore(sqlite_path(url), namespace, timeout_secs=timeout)
+
+
+def _redis_templates(url: str, namespace: str, **options: Any) -> Any:
+    from scrapy_simhash.index.redis import client_options
+    from scrapy_simhash.template.store import RedisTemplateStore
+
+    ttl = options.pop("ttl_secs", None)
+    return RedisTemplateStore(url, namespace, ttl_secs=ttl, **client_options(dict(options)))
 
 
 def _sqlite_index(url: str, config: Any, **options: Any) -> Any:
@@ -227,13 +252,15 @@ def _redis_rules(url: str, namespace: str, **options: Any) -> Any:
 register_storage(Storage(
     "memory", ("memory",), index=_memory_index, async_index=_async_memory_index,
     recrawl=_memory_recrawl, async_recrawl=_async_memory_recrawl, rules=_memory_rules,
+    templates=_memory_templates,
 ))
 register_storage(Storage(
     "sqlite", ("sqlite",), index=_sqlite_index, async_index=_async_sqlite_index,
     recrawl=_sqlite_recrawl, async_recrawl=_async_sqlite_recrawl, rules=_sqlite_rules,
+    templates=_sqlite_templates,
 ))
 register_storage(Storage(
     "redis", REDIS_SCHEMES, index=_redis_index, async_index=_async_redis_index,
     recrawl=_redis_recrawl, async_recrawl=_async_redis_recrawl, rules=_redis_rules,
-    shardable=True,
+    templates=_redis_templates, shardable=True,
 ))

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from scrapy_simhash.canonical import KeyMemory, preferred
 from scrapy_simhash.exceptions import BackendUnavailable, ConfigurationError, InvalidKeyError
+from scrapy_simhash.index.base import closest
 from scrapy_simhash.recrawl.state import Visit, compare
 from scrapy_simhash.simhash import to_hex
 
@@ -140,18 +141,27 @@ class VerdictStep:
         *,
         reason: str | None = None,
         record_drops: bool = True,
+        look_again: Callable[[Any], Awaitable[Any]] | None = None,
     ) -> Verdict:
         """The verdict on a page fetched from ``own`` and keyed ``key`` (its declared
         canonical URL, or ``own``). ``answer`` None: not a visit (a cached response), the
         schedule is left alone. ``fingerprint`` None: nothing to check, for ``reason``;
         the visit still counts for scheduling. ``record_drops``: write the drop record of
-        copies (``lookup`` answers from it)."""
+        copies (``lookup`` answers from it). ``look_again(match)``: a second look at a
+        match before it is acted on (:func:`scrapy_simhash.template.second_look`: None, the
+        match stands; else whether the page is distinct and the fingerprint to go on with).
+        """
         if fingerprint is None:
             await self._visit(key, None, answer, own=key == own)
             return Verdict(UNCHECKED, key=key or None, reason=reason)
         hex_digits = self.hex(fingerprint)
         try:
             observation, key = await self._observe(key, own, fingerprint)
+            if observation.match is not None and look_again is not None:
+                observation, key, fingerprint = await self._look_again(
+                    look_again, observation, key, own, fingerprint
+                )
+                hex_digits = self.hex(fingerprint)
         except BackendUnavailable as exc:
             # The visit still counts for scheduling (the store may be up when the index
             # is not); if it fails too, it is counted as lost.
@@ -233,6 +243,25 @@ class VerdictStep:
         if observation.stored:
             self.keys.stored_by(key, own)
         return observation, key
+
+    async def _look_again(
+        self, look_again: Callable[[Any], Awaitable[Any]], observation: Any, key: str,
+        own: str, fingerprint: int,
+    ) -> tuple[Any, str, int]:
+        """A match seen again: a distinct page is filed under its own text's fingerprint
+        (which may still match a page elsewhere); a copy is credited to the page that its
+        less shared lines match, when one does, rather than to one sharing only template."""
+        look = await look_again(observation.match)
+        if look is None:
+            return observation, key, fingerprint
+        if look.distinct:
+            again, filed = await self._observe(key, own, look.fingerprint)
+            return again, filed, look.fingerprint
+        matches = await self.index.call(lambda backend: backend.query(look.fingerprint))
+        found = closest(m for m in matches if m.key not in (key, own))
+        if found is not None:
+            observation = observation._replace(match=found)
+        return observation, key, fingerprint
 
     async def _prefer(
         self, key: str, own: str, fingerprint: int, match: Any, answer: Answer | None

@@ -29,6 +29,7 @@ from scrapy_simhash.glue.dust import DustGlue
 from scrapy_simhash.glue.errors import NearDuplicate
 from scrapy_simhash.glue.keys import CanonicalKeys
 from scrapy_simhash.glue.stores import CrawlStores
+from scrapy_simhash.glue.templates import TemplateMemory
 from scrapy_simhash.glue.wiring import (
     IndexErrorPolicy,
     check_crawl_settings,
@@ -38,9 +39,11 @@ from scrapy_simhash.glue.wiring import (
 from scrapy_simhash.glue.workers import FingerprintRunner
 from scrapy_simhash.settings import (
     MiddlewareConfig,
+    backend_options,
     content_type_matches,
     enabled,
     fingerprint_config,
+    index_ttl_secs,
     recrawl_config,
 )
 from scrapy_simhash.verdict import (
@@ -111,6 +114,7 @@ class SimhashDownloaderMiddleware:
             crawler, self.config.guard.on_error, self.config.on_mismatch, self._inc
         )
         self.dust = self._open_dust()
+        self.templates = self._open_templates()
         crawler.signals.connect(self._spider_opened, signal=scrapy_signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=scrapy_signals.spider_closed)
 
@@ -136,6 +140,17 @@ class SimhashDownloaderMiddleware:
             hamming=hamming, timeout_secs=self.config.guard.timeout,
         )
 
+    def _open_templates(self) -> TemplateMemory | None:
+        """Each host's template learned from its pages (SIMHASH_TEMPLATES_ENABLED)."""
+        if not self.config.templates:
+            return None
+        settings = self.crawler.settings
+        return TemplateMemory.open(
+            self.stores.url, self.stores.namespace, self.runner.fingerprinter,
+            count=self._inc, timeout_secs=self.config.guard.timeout,
+            ttl_secs=index_ttl_secs(settings), options=backend_options(settings),
+        )
+
     # -- lifecycle ---------------------------------------------------------------------------
 
     def _spider_opened(self, spider: Any = None) -> None:
@@ -155,6 +170,8 @@ class SimhashDownloaderMiddleware:
         await self.stores.aclose()
         if self.dust is not None:
             await self.dust.aclose()
+        if self.templates is not None:
+            await self.templates.aclose()
         report_close(self.stats, logger)
 
     # -- per response ------------------------------------------------------------------------
@@ -206,10 +223,28 @@ class SimhashDownloaderMiddleware:
             await self._observed(request, response, self._meta(request, verdict))
             return response
         page, reason = await self._fingerprint(response)
+        templates = self.templates
+        if page is not None and templates is not None:
+            page = await templates.apply(own, page)
+            if page.fingerprint is None and reason is None:
+                reason = self._no_fingerprint(page)
         fingerprint = page.fingerprint if page is not None else None
+        look_again = None
+        if page is not None and templates is not None:
+            seen = page
+
+            async def look_again(match: Any) -> Any:
+                return await templates.second_look(own, seen, match)
+
         verdict = await self.verdicts.page(
-            key, own, fingerprint, None if cached else answer_of(response), reason=reason
+            key, own, fingerprint, None if cached else answer_of(response), reason=reason,
+            look_again=look_again,
         )
+        if (
+            templates is not None and page is not None
+            and verdict.outcome in (UNIQUE, UNCHECKED) and verdict.changed is None
+        ):
+            await templates.learn(own, page)
         if self.dust is not None and fingerprint is not None and verdict.outcome in (
             UNIQUE, DUPLICATE
         ):
@@ -252,8 +287,12 @@ class SimhashDownloaderMiddleware:
             return None, f"fingerprint failed: {type(exc).__name__}"
         if page.fingerprint is not None:
             return page, None
+        return page, self._no_fingerprint(page)
+
+    @staticmethod
+    def _no_fingerprint(page: PageFingerprint) -> str:
         notes = "; ".join(page.notes)
-        return page, f"{page.reason or 'no text'}" + (f" ({notes})" if notes else "")
+        return f"{page.reason or 'no text'}" + (f" ({notes})" if notes else "")
 
     async def _duplicate(self, request: Request, response: Response, verdict: Verdict) -> Response:
         self._inc("duplicate")

@@ -29,6 +29,7 @@ from scrapy_simhash.settings.configs import (
     given_namespace,
     index_kwargs,
     index_options,
+    index_ttl_secs,
     index_url,
     item_fields,
     max_distance,
@@ -45,6 +46,6 @@ __all__ = [
     "backend_options", "canonicalize_keys", "content_type_matches", "default_workers",
     "dust_enabled", "dust_min_support", "enabled", "fingerprint_config", "follows_duplicate_links",
     "given_namespace",
-    "index_kwargs", "index_options", "index_url", "item_fields", "max_distance", "namespace", "on_mismatch",
+    "index_kwargs", "index_options", "index_ttl_secs", "index_url", "item_fields", "max_distance", "namespace", "on_mismatch",
     "recrawl_config", "shards", "unknown_settings",
 ]

@@ -228,6 +228,11 @@ def index_kwargs(settings: Settings, *, namespace: str, bits: int, scheme: str) 
     return options
 
 
+def index_ttl_secs(settings: Settings) -> float | None:
+    """``SIMHASH_INDEX_TTL_SECS``: how long the namespace's state lives (None: until reset)."""
+    return get_float(settings, "SIMHASH_INDEX_TTL_SECS", 0.0, minimum=0.0) or None
+
+
 def backend_options(settings: Settings, *, sharded: bool = False) -> dict[str, Any]:
     """``SIMHASH_INDEX_OPTIONS`` (client options of the storage), plus ``shards`` when
     ``sharded`` and ``SIMHASH_INDEX_SHARDS`` spreads a Redis namespace."""
@@ -282,6 +287,8 @@ class MiddlewareConfig:
     follow_duplicate_links: bool
     prefer_urls: tuple[str, ...]
     on_mismatch: str = "close"
+    #: Learn each host's template from its pages (SIMHASH_TEMPLATES_ENABLED).
+    templates: bool = True
 
     @classmethod
     def from_settings(cls, settings: Settings) -> MiddlewareConfig:
@@ -303,6 +310,7 @@ class MiddlewareConfig:
             follow_duplicate_links=get_bool(settings, "SIMHASH_FOLLOW_DUPLICATE_LINKS", False),
             prefer_urls=check_rules(get_list(settings, "SIMHASH_PREFER_URLS", PREFERENCE_RULES)),
             on_mismatch=on_mismatch(settings),
+            templates=get_bool(settings, "SIMHASH_TEMPLATES_ENABLED", True),
         )
 
 

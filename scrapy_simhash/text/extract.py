@@ -16,7 +16,9 @@ from scrapy_simhash.text.readout import _drop_credits, _lines, _title, _without_
 from scrapy_simhash.text.rules import _FALLBACK_BYTES
 from scrapy_simhash.text.walk import _Walk
 
-logger = logging.getLogger("scrapy_simhash.extract")  # the name log settings know
+logger = logging.getLogger("scrapy_simhash.extract")
+#: Link-dense blocks larger than this are read into for the page's lines (see _extract).
+_PAGE_DENSE_CHARS = 1000  # the name log settings know
 
 __all__ = ["MainText", "extract_main_text"]
 
@@ -33,6 +35,11 @@ class MainText:
     text: str
     encoding: str
     notes: tuple[str, ...] = ()
+    #: Every non-boilerplate line of the page, main text or not, one per line: the lines a
+    #: crawl compares across the pages of a host to learn its template
+    #: (:mod:`scrapy_simhash.template`), and the page's own text once that template is
+    #: set aside when the main text turns out to be template.
+    page_text: str = ""
 
 
 def _extract(data: bytes, encoding: str, notes: list[str]) -> MainText:
@@ -50,11 +57,14 @@ def _extract(data: bytes, encoding: str, notes: list[str]) -> MainText:
     walk.run()
     containers, marked = _choose(walk)
     main = _drop_credits(_lines(containers, walk.stats))
+    whole = _drop_credits(_lines([body], walk.stats))
+    # Every line a reader sees, for the host's template memory: as ``whole``, but a page
+    # wrapper that its menus make link-dense is read into rather than skipped.
+    page_text = _drop_credits(_lines([body], walk.stats, dense_max_chars=_PAGE_DENSE_CHARS))
     # A character is at least one UTF-8 byte: most texts need no encode to be judged long.
     if not marked and len(main) < _FALLBACK_BYTES and len(main.encode("utf-8")) < _FALLBACK_BYTES:
         # No container of prose (product pages, galleries, landing pages): the page's
         # own text is everything that is not boilerplate or link lists.
-        whole = _drop_credits(_lines([body], walk.stats))
         if len(whole) > len(main):
             notes.append("no prose container; using all non-boilerplate text")
             main = whole
@@ -67,7 +77,9 @@ def _extract(data: bytes, encoding: str, notes: list[str]) -> MainText:
                 main = links
     if not main:
         notes.append("no main text found")
-    return MainText(_without_c1(title), _without_c1(main), encoding, tuple(notes))
+    return MainText(
+        _without_c1(title), _without_c1(main), encoding, tuple(notes), _without_c1(page_text)
+    )
 
 
 def extract_main_text(

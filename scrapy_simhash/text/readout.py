@@ -47,10 +47,13 @@ def _lines(
     *,
     link_density: float = _MAX_LINK_DENSITY,
     links_only: bool = False,
+    dense_max_chars: int | None = None,
 ) -> str:
     """Read containers out as text, one line per block, skipping h1 and blocks whose link
     text exceeds ``link_density`` of their text (link lists). ``links_only`` reads link
-    lists too, but none that looks like navigation (kept by the walk for its size)."""
+    lists too, but none that looks like navigation (kept by the walk for its size).
+    ``dense_max_chars``: only blocks of at most this many characters are skipped as link
+    lists; a larger one is read into (a page wrapper that its menus make link-dense)."""
     lines: list[str] = []
     current: list[str] = []
     inline_tags = _INLINE_TAGS
@@ -71,7 +74,11 @@ def _lines(
                     if current:
                         _flush(current, lines)
                     chars = frame[0]
-                    if tag == "h1" or (chars and frame[1] > chars * link_density):
+                    if tag == "h1" or (
+                        chars
+                        and frame[1] > chars * link_density
+                        and (dense_max_chars is None or chars <= dense_max_chars)
+                    ):
                         walker.skip_subtree()
                         continue
                 text = el.text

@@ -1,0 +1,168 @@
+"""Scrapy glue of the hosts' template memory (``SIMHASH_TEMPLATES_ENABLED``, on by default).
+
+The downloader middleware asks it three things per page (:mod:`scrapy_simhash.template`
+decides each): the page's fingerprint with its host's template set aside, whether a match
+on its own host stands, and, for a page kept, to count its lines. A process keeps a short-
+lived copy of each host's memory (:data:`REFRESH_SECS`) and reads it again for every
+same-host match, the one answer that must see what other processes learned.
+
+A store that fails costs only the memory: pages are judged as without it (the match
+stands, nothing is set aside), one WARNING says so, and ``simhash/template/error`` counts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from scrapy_simhash.storage import storage_for
+from scrapy_simhash.template import (
+    EMPTY,
+    HostMemory,
+    SecondLook,
+    apply_template,
+    host_of,
+    learnable,
+    second_look,
+)
+
+if TYPE_CHECKING:
+    from scrapy_simhash.fingerprint import Fingerprinter, PageFingerprint
+    from scrapy_simhash.index.base import Match
+    from scrapy_simhash.template.store import TemplateStore
+
+logger = logging.getLogger("scrapy_simhash.middleware")
+
+#: How long a process uses its copy of a host's memory before reading it again.
+REFRESH_SECS = 5.0
+#: Hosts whose memory a process keeps a copy of.
+CACHED_HOSTS = 1024
+
+T = TypeVar("T")
+
+
+class TemplateMemory:
+    """One crawl process's access to the namespace's template store (see the module)."""
+
+    def __init__(
+        self,
+        opener: Callable[[], TemplateStore],
+        fingerprinter: Fingerprinter,
+        *,
+        count: Callable[[str], None],
+        timeout_secs: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._opener = opener
+        self._store: TemplateStore | None = None
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="simhash-templates")
+        self.fingerprinter = fingerprinter
+        self._count = count
+        self._timeout = timeout_secs
+        self._clock = clock
+        self._cache: OrderedDict[str, tuple[float, HostMemory, frozenset[int]]] = OrderedDict()
+        self._failing = False
+
+    @classmethod
+    def open(
+        cls, url: str, namespace: str, fingerprinter: Fingerprinter, *,
+        count: Callable[[str], None], timeout_secs: float, ttl_secs: float | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> TemplateMemory | None:
+        """None when the storage of ``url`` keeps no template memory."""
+        opener = storage_for(url, "index").templates
+        if opener is None:
+            return None
+        extra = dict(options or {})
+        if ttl_secs:
+            extra["ttl_secs"] = ttl_secs
+        return cls(
+            lambda: opener(url, namespace, **extra), fingerprinter, count=count,
+            timeout_secs=timeout_secs,
+        )
+
+    def _with_store(self, func: Callable[[TemplateStore], T]) -> T:
+        if self._store is None:
+            self._store = self._opener()
+        return func(self._store)
+
+    async def _call(self, func: Callable[[TemplateStore], T]) -> T | None:
+        loop = asyncio.get_running_loop()
+        try:
+            result = await asyncio.wait_for(
+                loop.run_in_executor(self._pool, self._with_store, func), self._timeout
+            )
+        except Exception as exc:  # noqa: BLE001 - an aid: without it pages are judged as before
+            self._count("template/error")
+            if not self._failing:
+                logger.warning(
+                    "SimHash template store failed (%s); pages are judged without their "
+                    "host's template until it answers again", exc,
+                )
+            self._failing = True
+            return None
+        if self._failing:
+            logger.info("SimHash template store answers again")
+            self._failing = False
+        return result
+
+    async def _memory(self, host: str, *, fresh: bool = False) -> tuple[HostMemory, frozenset[int]]:
+        now = self._clock()
+        cached = self._cache.get(host)
+        if cached is not None and not fresh and now - cached[0] < REFRESH_SECS:
+            self._cache.move_to_end(host)
+            return cached[1], cached[2]
+        memory = await self._call(lambda store: store.read(host))
+        if memory is None:
+            return (cached[1], cached[2]) if cached is not None else (EMPTY, frozenset())
+        template = memory.template()
+        self._cache[host] = (now, memory, template)
+        self._cache.move_to_end(host)
+        while len(self._cache) > CACHED_HOSTS:
+            self._cache.popitem(last=False)
+        return memory, template
+
+    async def apply(self, url: str, page: PageFingerprint) -> PageFingerprint:
+        """``page`` with its host's template set aside (the same page when none applies)."""
+        _, template = await self._memory(host_of(url))
+        applied = apply_template(self.fingerprinter, page, template)
+        if applied is not page:
+            self._count("template/applied")
+        return applied
+
+    async def second_look(self, url: str, page: PageFingerprint, match: Match) -> SecondLook | None:
+        """Whether a match on the page's own host stands (None) or what the page is."""
+        host = host_of(url)
+        if host_of(match.key) != host:
+            return None
+        memory, _ = await self._memory(host, fresh=True)
+        look = second_look(self.fingerprinter, page, memory)
+        if look is not None and look.distinct:
+            self._count("template/kept_distinct")
+        return look
+
+    async def learn(self, url: str, page: PageFingerprint) -> None:
+        """Count a kept page's lines in its host's memory (and in this process's copy)."""
+        host = host_of(url)
+        slots = learnable(page)
+        if not slots:
+            return
+        await self._call(lambda store: store.learn(host, slots))
+        cached = self._cache.get(host)
+        if cached is not None:
+            memory = cached[1].learned(slots)
+            self._cache[host] = (cached[0], memory, memory.template())
+
+    async def aclose(self) -> None:
+        def close(_: Any = None) -> None:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+
+        await asyncio.get_running_loop().run_in_executor(self._pool, close)
+        self._pool.shutdown(wait=False)

@@ -1,0 +1,249 @@
+"""What a crawl learns of each site's template, and how a page's fingerprint sets it aside.
+
+A single page cannot tell its article from its template: when the extractor reads a block
+the template repeats (an author bio, a product box, a row of toolbar toggles) instead of the
+article, every page of that template whose article it missed reads the same, and all but one
+would be dropped as copies. A crawl sees many pages of each host, and the lines a host
+repeats on many distinct pages are its template (Bar-Yossef & Rajagopalan 2002).
+
+The memory of a host is a fixed array of :data:`SLOTS` saturating 16-bit counters, one per
+line hash bucket, plus the number of distinct pages counted: each page kept (never a copy,
+which would count its article twice) adds one to the bucket of each of its distinct lines.
+That makes a host cost the same 4 KiB whether it has 10 pages or 10 million, lets every
+process of a crawl add to it atomically (Redis ``BITFIELD ... OVERFLOW SAT``), and keeps two
+facts readable:
+
+- **template** lines: counted on at least :data:`MIN_PAGES` pages and on :data:`SHARE` of
+  the host's pages. A main text that is template is not the article: the page's other
+  lines, without the template, are read instead (:func:`apply_template`).
+- **seen** lines: counted on at least one page. Before a host's template is known, two of
+  its pages can still read alike through it; a same-host match is confirmed only when the
+  page brings no text of its own that the host never showed (:func:`second_look`). That
+  makes the verdict independent of the order in which a host's pages arrive.
+
+Pure core: no Scrapy, no storage; the stores live in :mod:`scrapy_simhash.template.store`.
+"""
+
+from __future__ import annotations
+
+import sys
+from array import array
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+import xxhash
+
+from scrapy_simhash.features import normalize
+
+if TYPE_CHECKING:
+    from scrapy_simhash.fingerprint import Fingerprinter, PageFingerprint
+
+#: Counter buckets per host (16 bits each: 4 KiB a host, whatever its size).
+SLOTS = 2048
+#: Lines of one page counted at most (its first distinct ones): a page of thousands of lines
+#: must not fill every bucket of its host.
+MAX_LINES = 256
+#: A line is template once counted on this many distinct pages of its host...
+MIN_PAGES = 4
+#: ...and on this share of them (a host of many templates keeps each one's lines).
+SHARE = 0.2
+#: Saturation of a counter.
+COUNTER_MAX = 0xFFFF
+
+
+def host_of(url: str) -> str:
+    """The host whose template a page shares: host name and port, lower-cased."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return f"{host}:{port}" if port is not None else host
+
+
+def line_slot(line: str) -> int:
+    """The counter bucket of a line: case, width and whitespace folded as features are."""
+    folded = " ".join(normalize(line).split())
+    return xxhash.xxh3_64_intdigest(folded.encode("utf-8")) % SLOTS
+
+
+def page_slots(text: str) -> tuple[int, ...]:
+    """The distinct buckets of a page's lines, in order, at most :data:`MAX_LINES`."""
+    seen: dict[int, None] = {}
+    for line in text.split("\n"):
+        if line.strip():
+            seen.setdefault(line_slot(line), None)
+            if len(seen) >= MAX_LINES:
+                break
+    return tuple(seen)
+
+
+def threshold(pages: int) -> float:
+    """How many pages a line must be counted on to be template, for a host of ``pages``."""
+    return max(MIN_PAGES, SHARE * pages)
+
+
+@dataclass(frozen=True)
+class HostMemory:
+    """One host's counters as read from a store: ``counts[slot]`` and ``pages``."""
+
+    pages: int = 0
+    counts: array[int] = field(default_factory=lambda: array("H", bytes(2 * SLOTS)))
+
+    @classmethod
+    def from_bytes(cls, blob: bytes | None, pages: int | None = None) -> HostMemory:
+        """Counters stored big-endian (Redis ``BITFIELD u16``), the page count after them
+        unless ``pages`` is given; a short blob is zero-padded (Redis stores up to the last
+        byte written)."""
+        blob = (blob or b"").ljust(2 * (SLOTS + 1), b"\0")
+        counts = array("H", blob[: 2 * SLOTS])
+        if sys.byteorder == "little":
+            counts.byteswap()
+        if pages is None:
+            pages = int.from_bytes(blob[2 * SLOTS : 2 * SLOTS + 2], "big")
+        return cls(pages, counts)
+
+    def to_bytes(self) -> bytes:
+        counts = array("H", self.counts)
+        if sys.byteorder == "little":
+            counts.byteswap()
+        return counts.tobytes() + min(self.pages, COUNTER_MAX).to_bytes(2, "big")
+
+    def learned(self, slots: Iterable[int]) -> HostMemory:
+        """This memory with one more page of ``slots`` counted (saturating)."""
+        counts = array("H", self.counts)
+        for slot in set(slots):
+            if counts[slot] < COUNTER_MAX:
+                counts[slot] += 1
+        return HostMemory(min(self.pages + 1, COUNTER_MAX), counts)
+
+    def template(self) -> frozenset[int]:
+        """The buckets of the host's template lines."""
+        if self.pages < MIN_PAGES:
+            return frozenset()
+        least = threshold(self.pages)
+        return frozenset(slot for slot, count in enumerate(self.counts) if count >= least)
+
+
+EMPTY = HostMemory()
+
+
+def _lines_outside(text: str, slots: frozenset[int]) -> tuple[list[str], int]:
+    lines = [line for line in text.split("\n") if line.strip()]
+    kept = [line for line in lines if line_slot(line) not in slots]
+    return kept, len(lines) - len(kept)
+
+
+def apply_template(
+    fingerprinter: Fingerprinter, page: PageFingerprint, template: frozenset[int]
+) -> PageFingerprint:
+    """``page`` fingerprinted by its own text when its main text is the host's template.
+
+    A main text with enough left besides its template lines keeps its fingerprint: the
+    few template lines inside an article (a newsletter prompt, a "share" line) move it a
+    few bits at most, and a fingerprint that changed once the template is learned would
+    no longer find the copies indexed before. A main text that is template, or nearly, is
+    not the article: the page's other lines without the template are read instead (what
+    the host's other pages do not share is this page's own text); if too little is left,
+    the page gets no fingerprint, as any page with too little text of its own.
+    """
+    if not template or not page.page_text:
+        return page
+    kept, dropped = _lines_outside(page.text, template)
+    if not dropped or fingerprinter.too_short("\n".join(kept), page.title) is None:
+        return page
+    own, dropped_own = _lines_outside(page.page_text, template)
+    other = _refingerprint(
+        fingerprinter, page, "\n".join(own),
+        f"the main text is the host's template ({dropped} line(s)); the page's other "
+        "text read instead", dropped_own,
+    )
+    if other.fingerprint is not None:
+        return other
+    return replace(
+        other, reason=f"too little text besides the host's template ({other.reason})"
+    )
+
+
+def _refingerprint(
+    fingerprinter: Fingerprinter, page: PageFingerprint, text: str, note: str, dropped: int
+) -> PageFingerprint:
+    again = fingerprinter.fingerprint_document(
+        text, page.title, encoding=page.encoding, notes=(*page.notes, note)
+    )
+    return replace(
+        again, chars=page.chars, text=page.text, page_text=page.page_text,
+        template_lines=dropped,
+    )
+
+
+@dataclass(frozen=True)
+class SecondLook:
+    """What a same-host match turns out to be once the host's memory is asked.
+
+    ``distinct``: the page brings text its host never showed; it is kept, filed under
+    ``fingerprint`` (its own text). Otherwise ``fingerprint`` is that of the page's lines
+    seen on at most one other page: the page copies whichever page matches it, if any.
+    """
+
+    distinct: bool
+    fingerprint: int
+
+
+def second_look(
+    fingerprinter: Fingerprinter, page: PageFingerprint, memory: HostMemory
+) -> SecondLook | None:
+    """Whether a page that matched another page of its own host really copies it.
+
+    Two pages of a host can match through its template alone while the template is not yet
+    known (the host's first pages). Only a main text the host has shown on at least two
+    other pages is suspect: an article's text is on one page and its copies, while a block
+    read instead of the article repeats on page after page. A suspect match stands when
+    the page brings nothing its host has not shown (a copy: its timestamps and counters
+    are too short to be text of its own); a page with text of its own is distinct. None:
+    the match stands.
+    """
+    if not _widely_seen(page.text, memory):
+        return None
+    template = memory.template()
+    lines = [
+        (line, slot) for line in page.page_text.split("\n")
+        if line.strip() and (slot := line_slot(line)) not in template
+    ]
+    if not lines:
+        return None
+    novel = _fingerprint_lines(fingerprinter, page, (ln for ln, s in lines if not memory.counts[s]))
+    if novel is not None:
+        return SecondLook(True, novel)
+    rare = _fingerprint_lines(fingerprinter, page, (ln for ln, s in lines if memory.counts[s] <= 1))
+    if rare is not None and rare != page.fingerprint:
+        return SecondLook(False, rare)
+    return None
+
+
+def _widely_seen(text: str, memory: HostMemory) -> bool:
+    """Whether most of ``text`` (by characters) is in lines counted on two pages or more."""
+    seen = total = 0
+    for line in text.split("\n"):
+        chars = len(line.strip())
+        total += chars
+        if chars and memory.counts[line_slot(line)] >= 2:
+            seen += chars
+    return total > 0 and 2 * seen >= total
+
+
+def _fingerprint_lines(
+    fingerprinter: Fingerprinter, page: PageFingerprint, lines: Iterable[str]
+) -> int | None:
+    text = "\n".join(lines)
+    if not text or fingerprinter.too_short(text, page.title) is not None:
+        return None
+    return fingerprinter.fingerprint_document(text, page.title).fingerprint
+
+
+def learnable(page: PageFingerprint) -> Sequence[int]:
+    """The buckets a kept page adds to its host's memory."""
+    return page_slots(page.page_text)
