@@ -73,8 +73,20 @@ def _rules(url: str | None, namespace: str, options: Mapping[str, Any]) -> list[
     return [Cleared("URL rules", count)] if count else []
 
 
+def _templates(url: str | None, namespace: str, options: Mapping[str, Any]) -> list[Cleared]:
+    """The hosts' template memory; reported only when there was some."""
+    from scrapy_simhash.template.store import open_template_store
+
+    store = open_template_store(url, namespace)
+    try:
+        count = store.clear()
+    finally:
+        store.close()
+    return [Cleared("host templates", count)] if count else []
+
+
 #: Every kind of state a namespace holds, cleared in this order.
-PARTS: list[ResetPart] = [_rules, _index, _recrawl]
+PARTS: list[ResetPart] = [_rules, _templates, _index, _recrawl]
 
 
 def reset_namespace(

@@ -30,11 +30,11 @@ from scrapy_simhash.template import (
     learnable,
     second_look,
 )
+from scrapy_simhash.template.store import TemplateStore, open_template_store
 
 if TYPE_CHECKING:
     from scrapy_simhash.fingerprint import Fingerprinter, PageFingerprint
     from scrapy_simhash.index.base import Match
-    from scrapy_simhash.template.store import TemplateStore
 
 logger = logging.getLogger("scrapy_simhash.middleware")
 
@@ -74,15 +74,15 @@ class TemplateMemory:
         count: Callable[[str], None], timeout_secs: float, ttl_secs: float | None = None,
         options: dict[str, Any] | None = None,
     ) -> TemplateMemory | None:
-        """None when the storage of ``url`` keeps no template memory."""
-        opener = storage_for(url, "index").templates
-        if opener is None:
+        """None when the storage of ``url`` keeps no template memory (one of a user's own
+        registering no template store): pages are then judged as without it."""
+        if storage_for(url, "index").templates is None:
             return None
         extra = dict(options or {})
         if ttl_secs:
             extra["ttl_secs"] = ttl_secs
         return cls(
-            lambda: opener(url, namespace, **extra), fingerprinter, count=count,
+            lambda: open_template_store(url, namespace, **extra), fingerprinter, count=count,
             timeout_secs=timeout_secs,
         )
 

@@ -199,14 +199,16 @@ def second_look(
     """Whether a page that matched another page of its own host really copies it.
 
     Two pages of a host can match through its template alone while the template is not yet
-    known (the host's first pages). Only a main text the host has shown on at least two
-    other pages is suspect: an article's text is on one page and its copies, while a block
-    read instead of the article repeats on page after page. A suspect match stands when
+    known (the host's first pages). Once the host has shown :data:`MIN_PAGES` pages, only a
+    main text it has shown on at least two other pages is suspect: an article's text is on
+    one page and its copies (a copy in another template of the host, with comments of its
+    own, is still a copy), while a block read instead of the article repeats on page after
+    page; before that, every match is suspect. A suspect match stands when
     the page brings nothing its host has not shown (a copy: its timestamps and counters
     are too short to be text of its own); a page with text of its own is distinct. None:
     the match stands.
     """
-    if not _widely_seen(page.text, memory):
+    if memory.pages >= MIN_PAGES and not _widely_seen(page.text, memory):
         return None
     template = memory.template()
     lines = [

@@ -231,3 +231,16 @@ class RedisTemplateStore(TemplateStore):
     def close(self) -> None:
         with suppress(*self._errors):
             self._client.close()
+
+
+def open_template_store(url: str | None, namespace: str, **options: Any) -> TemplateStore:
+    """The template store of ``namespace`` in the storage the index URL names (None: the
+    embedded SQLite file). ``options``: the storage's client options and ``ttl_secs``."""
+    from scrapy_simhash.index.sqlite import DEFAULT_URL
+    from scrapy_simhash.storage import storage_for
+
+    url = url or DEFAULT_URL
+    opener = storage_for(url, "templates").templates
+    assert opener is not None  # storage_for checked it
+    store: TemplateStore = opener(url, namespace, **options)
+    return store

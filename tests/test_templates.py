@@ -1,0 +1,200 @@
+"""Each host's template learned from its pages: no distinct page of a template dropped.
+
+The site: 20 articles on one template whose author bio is longer than each short article,
+so the extractor reads the bio as every page's main text. Without the template memory all
+20 read alike and 19 are dropped; with it, all 20 are kept in any order, and a print copy
+of one of them is still dropped.
+"""
+
+from __future__ import annotations
+
+import random
+from array import array
+
+import pytest
+import redis
+from hypothesis import given
+from hypothesis import strategies as st
+
+from scrapy_simhash.fingerprint import Fingerprinter
+from scrapy_simhash.reset import reset_namespace
+from scrapy_simhash.template import (
+    COUNTER_MAX,
+    EMPTY,
+    MIN_PAGES,
+    SLOTS,
+    HostMemory,
+    apply_template,
+    host_of,
+    learnable,
+)
+from scrapy_simhash.template.store import (
+    HOST_BYTES,
+    MemoryTemplateStore,
+    SqliteTemplateStore,
+    open_template_store,
+)
+from scrapy_simhash.text import extract_main_text
+from tests.scrapy_inprocess import WORDS, harness
+
+BIO = (
+    "Ada Lindqvist has covered city politics, transport and the harbour for this paper "
+    "since 2009. Before that she reported from the northern provinces for a news agency, "
+    "wrote two books about the history of the ferry lines and taught reporting at the "
+    "university. She lives by the canal with two cats and far too many bicycles, and "
+    "answers every letter that readers send her about the buses. Her column appears on "
+    "Sundays, and her newsletter on the city's budget goes out every first Monday of the "
+    "month to more than twenty thousand readers across the region and beyond."
+)
+
+
+def article(number: int, *, stamp: str = "08:00") -> bytes:
+    """A short article of its own (seeded words) beside the long shared bio."""
+    rng = random.Random(number)
+    text = " ".join(rng.choice(WORDS) for _ in range(40)) + "."
+    return (
+        f"<html><head><title>Story {number}</title></head><body>"
+        "<nav><a href='/'>Home</a> <a href='/city'>City</a> <a href='/sport'>Sport</a></nav>"
+        f"<div class='item'><h1>Story {number}</h1><p>Updated {stamp}</p><p>{text}</p></div>"
+        f"<div class='panel'><p>{BIO}</p><p>{BIO}</p></div>"
+        "<footer>Harbour Gazette, 1 Quay Street</footer></body></html>"
+    ).encode()
+
+
+def urls(count: int = 20) -> list[str]:
+    return [f"http://news.example:8080/story/{n}.html" for n in range(count)]
+
+
+def crawl(order: list[int], **settings: object) -> dict[str, dict[str, object]]:
+    """Fetch the articles in ``order``, then a print copy of article 3; the meta of each."""
+    seen: dict[str, dict[str, object]] = {}
+    with harness(**settings) as h:
+        for n in order:
+            url = urls()[n]
+            _, seen[url] = h.fetch(url, article(n))
+        _, seen["print"] = h.fetch(urls()[3] + "?print=1", article(3, stamp="08:05"))
+    return seen
+
+
+def test_the_bio_is_what_one_page_reads() -> None:
+    # The premise: on its own, each page's main text is the shared bio.
+    main = extract_main_text(article(1)).text
+    assert "Ada Lindqvist" in main
+    assert main == extract_main_text(article(2)).text
+
+
+def test_without_the_memory_the_articles_read_alike() -> None:
+    seen = crawl(list(range(20)), SIMHASH_TEMPLATES_ENABLED=False)
+    dropped = [url for url in urls() if seen[url]["duplicate_of"]]
+    assert len(dropped) == 19
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_every_article_kept_in_any_order_and_the_print_copy_dropped(seed: int) -> None:
+    order = list(range(20))
+    random.Random(seed).shuffle(order)
+    seen = crawl(order)
+    assert [url for url in urls() if seen[url]["duplicate_of"]] == []
+    assert all(seen[url]["fingerprint"] for url in urls())
+    assert seen["print"]["duplicate_of"] == urls()[3]
+
+
+def test_a_template_learned_by_one_process_is_used_by_another(redis_url: str) -> None:
+    settings = {"SIMHASH_INDEX_URL": redis_url, "SIMHASH_NAMESPACE": "shared-template"}
+    with harness(**settings) as first:
+        for n in range(8):
+            first.fetch(urls()[n], article(n))
+    with harness(**settings) as second:
+        _, meta = second.fetch(urls()[12], article(12))
+        assert second.stat("template/applied") == 1
+        assert meta["duplicate_of"] is None and meta["fingerprint"]
+    reset_namespace(redis_url, "shared-template")
+
+
+def test_reset_clears_the_template_memory(tmp_path: object) -> None:
+    url = f"sqlite:///{tmp_path}/index.sqlite3"
+    store = open_template_store(url, "ns")
+    store.learn("news.example:8080", [1, 2, 3])
+    assert store.hosts() == 1
+    cleared = reset_namespace(url, "ns")
+    assert any(item.what == "host templates" and item.count == 1 for item in cleared)
+    assert store.hosts() == 0
+    store.close()
+
+
+def test_apply_reads_the_page_own_text_once_the_template_is_known() -> None:
+    fingerprinter = Fingerprinter()
+    memory = EMPTY
+    for n in range(MIN_PAGES + 1):
+        memory = memory.learned(learnable(fingerprinter.fingerprint_page(article(n))))
+    page = fingerprinter.fingerprint_page(article(30))
+    applied = apply_template(fingerprinter, page, memory.template())
+    assert applied.fingerprint is not None and applied.fingerprint != page.fingerprint
+    assert applied.template_lines > 0
+    assert any("host's template" in note for note in applied.notes)
+    # A page whose main text holds no template line comes back as it was.
+    other = fingerprinter.fingerprint_page(b"<p>" + BIO.replace("Ada", "Eva").encode() + b"</p>")
+    assert apply_template(fingerprinter, other, memory.template()) is other
+
+
+def test_host_is_name_and_port() -> None:
+    assert host_of("http://News.Example:8080/a") == "news.example:8080"
+    assert host_of("https://news.example/a") == "news.example"
+    assert host_of("http://news.example:8080/a") != host_of("http://news.example:8081/a")
+
+
+@given(st.lists(st.lists(st.integers(0, SLOTS - 1), max_size=40), max_size=30))
+def test_memory_round_trips_and_counts_each_page_once(pages: list[list[int]]) -> None:
+    memory = EMPTY
+    for slots in pages:
+        memory = memory.learned(slots + slots)  # a line twice on a page counts once
+    assert HostMemory.from_bytes(memory.to_bytes()) == memory
+    assert memory.pages == len(pages)
+    for slot in range(SLOTS):
+        assert memory.counts[slot] == sum(slot in set(s) for s in pages)
+
+
+def test_counters_saturate() -> None:
+    full = HostMemory(COUNTER_MAX, array("H", [COUNTER_MAX] * SLOTS))
+    again = full.learned([0, 1])
+    assert again.counts[0] == COUNTER_MAX and again.pages == COUNTER_MAX
+
+
+def test_memory_bound_holds_for_10000_hosts(tmp_path: object) -> None:
+    store = SqliteTemplateStore(f"{tmp_path}/t.sqlite3", "ns", max_hosts=10_000)
+    slots = list(range(0, SLOTS, 7))
+    for n in range(10_000):
+        store.learn(f"host{n}.example", slots)
+    store.learn("one-too-many.example", slots)
+    assert store.hosts() == 10_000
+    assert store.read("one-too-many.example") == EMPTY
+    # A host costs the same however many pages it has.
+    for _ in range(50):
+        store.learn("host1.example", list(range(SLOTS)))
+    assert len(store.read("host1.example").to_bytes()) == HOST_BYTES
+    store.close()
+    memory = MemoryTemplateStore(max_hosts=3)
+    for n in range(5):
+        memory.learn(f"h{n}", [1])
+    assert memory.hosts() == 3
+
+
+@pytest.mark.redis
+def test_redis_host_costs_a_fixed_string(redis_url: str) -> None:
+    store = open_template_store(redis_url, "bound", ttl_secs=3600)
+    client = redis.Redis.from_url(redis_url)
+    try:
+        for _ in range(30):
+            store.learn("big.example", list(range(SLOTS)))
+        key = "simhash:{bound}:tp:big.example"
+        assert client.strlen(key) == HOST_BYTES
+        assert 0 < client.ttl(key) <= 3600
+        memory = store.read("big.example")
+        assert memory.pages == 30 and set(memory.counts) == {30}
+        for n in range(10_000):
+            store.learn(f"h{n}.example", [n % SLOTS])
+        assert store.hosts() == 10_001
+        assert store.clear() == 10_001
+    finally:
+        client.close()
+        store.close()
