@@ -155,7 +155,10 @@ def test_index_reset_clears_the_recrawl_state_and_says_so(
     drive(mw, scenario)
     with caplog.at_level(logging.INFO, logger="scrapy_simhash.reset"):
         again = middleware(tmp_path, SIMHASH_INDEX_RESET=True)
-    assert "namespace 't' cleared: 1 fingerprints, 0 drop records, 1 recrawl states" in caplog.text
+    assert (
+        "namespace 't' cleared: 1 host templates, 1 fingerprints, 0 drop records, "
+        "1 recrawl states"
+    ) in caplog.text
 
     async def after() -> None:
         assert await state(again) is None
