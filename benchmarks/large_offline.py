@@ -35,7 +35,7 @@ def run(site: dict, data: Path, fingerprinter: Fingerprinter, k: int, seed: int,
         templates: bool, cache: dict) -> dict:
     def page_of(file: str):
         if file not in cache:
-            cache[file] = fingerprinter.fingerprint_page(gzip.open(data / file).read())
+            cache[file] = fingerprinter.fingerprint_page(gzip.decompress((data / file).read_bytes()))
         return cache[file]
 
     urls = [(h, u, p) for h, host in site["hosts"].items() for u, p in host["pages"].items()]
@@ -85,7 +85,7 @@ def run(site: dict, data: Path, fingerprinter: Fingerprinter, k: int, seed: int,
     extra: Counter[str] = Counter()
     for h, _, _ in urls:
         copies[h] += 1
-    for h, c in clusters:
+    for h, _ in clusters:
         copies[h] -= 1
     for (h, _), n in kept.items():
         extra[h] += n - 1

@@ -107,7 +107,8 @@ def test_a_template_learned_by_one_process_is_used_by_another(redis_url: str) ->
     with harness(**settings) as second:
         _, meta = second.fetch(urls()[12], article(12))
         assert second.stat("template/applied") == 1
-        assert meta["duplicate_of"] is None and meta["fingerprint"]
+        assert meta["duplicate_of"] is None
+        assert meta["fingerprint"]
     reset_namespace(redis_url, "shared-template")
 
 
@@ -129,7 +130,8 @@ def test_apply_reads_the_page_own_text_once_the_template_is_known() -> None:
         memory = memory.learned(learnable(fingerprinter.fingerprint_page(article(n))))
     page = fingerprinter.fingerprint_page(article(30))
     applied = apply_template(fingerprinter, page, memory.template())
-    assert applied.fingerprint is not None and applied.fingerprint != page.fingerprint
+    assert applied.fingerprint is not None
+    assert applied.fingerprint != page.fingerprint
     assert applied.template_lines > 0
     assert any("host's template" in note for note in applied.notes)
     # A page whose main text holds no template line comes back as it was.
@@ -157,7 +159,8 @@ def test_memory_round_trips_and_counts_each_page_once(pages: list[list[int]]) ->
 def test_counters_saturate() -> None:
     full = HostMemory(COUNTER_MAX, array("H", [COUNTER_MAX] * SLOTS))
     again = full.learned([0, 1])
-    assert again.counts[0] == COUNTER_MAX and again.pages == COUNTER_MAX
+    assert again.counts[0] == COUNTER_MAX
+    assert again.pages == COUNTER_MAX
 
 
 def test_memory_bound_holds_for_10000_hosts(tmp_path: object) -> None:
@@ -190,7 +193,8 @@ def test_redis_host_costs_a_fixed_string(redis_url: str) -> None:
         assert client.strlen(key) == HOST_BYTES
         assert 0 < client.ttl(key) <= 3600
         memory = store.read("big.example")
-        assert memory.pages == 30 and set(memory.counts) == {30}
+        assert memory.pages == 30
+        assert set(memory.counts) == {30}
         for n in range(10_000):
             store.learn(f"h{n}.example", [n % SLOTS])
         assert store.hosts() == 10_001
