@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,29 @@ def test_the_canonical_url_names_the_cluster_whichever_copy_arrives_first(
                 assert (record.url, record.kept) == (url, ORIGINAL), url
         assert h.stat("unique") == 1
         assert h.stat("dropped") == len(COPIES) - 1
+
+
+def test_the_drop_log_names_the_url_fetched_first_and_the_one_dropped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The copy arrives before its canonical URL: the canonical URL is dropped, and the log
+    line says which URL was fetched and kept, not the canonical URL twice."""
+    printed, amp = f"{SITE}/print/news/harbour.html", f"{SITE}/amp/news/harbour.html"
+    with harness() as h, caplog.at_level(logging.DEBUG, logger="scrapy_simhash.middleware"):
+        for url in (printed, ORIGINAL, amp):
+            h.fetch(url, COPIES[url])
+    dropped = [r.getMessage() for r in caplog.records if "near-duplicate" in r.getMessage()]
+    kept = f"{printed}, fetched first and kept under its canonical URL {ORIGINAL} (distance 0)"
+    assert dropped == [
+        f"Dropped near-duplicate {ORIGINAL} of {kept}",
+        f"Dropped near-duplicate {amp} of {kept}",
+    ]
+    with harness() as h, caplog.at_level(logging.DEBUG, logger="scrapy_simhash.middleware"):
+        caplog.clear()
+        for url in (ORIGINAL, printed):  # the canonical URL first: it is what was kept
+            h.fetch(url, COPIES[url])
+    dropped = [r.getMessage() for r in caplog.records if "near-duplicate" in r.getMessage()]
+    assert dropped == [f"Dropped near-duplicate {printed} of {ORIGINAL} (distance 0)"]
 
 
 def test_a_canonical_url_on_another_site_is_not_believed() -> None:

@@ -303,20 +303,32 @@ class SimhashDownloaderMiddleware:
         )
         await self._observed(request, response, info)
         url, kept, distance = response.url, str(verdict.duplicate_of), int(verdict.distance or 0)
+        copied = self._copied(url, kept)
         if not self.config.drop_duplicates:
             logger.debug(
-                "Near-duplicate %s of %s (distance %d), kept (mark-only mode)", url, kept, distance
+                "Near-duplicate %s %s (distance %d), kept (mark-only mode)", url, copied, distance
             )
             return response
         self._inc("dropped")
         if follow:
             logger.debug(
-                "Near-duplicate %s of %s (distance %d): passed for its links, items dropped",
-                url, kept, distance,
+                "Near-duplicate %s %s (distance %d): passed for its links, items dropped",
+                url, copied, distance,
             )
             return response
-        logger.debug("Dropped near-duplicate %s of %s (distance %d)", url, kept, distance)
+        logger.debug("Dropped near-duplicate %s %s (distance %d)", url, copied, distance)
         raise NearDuplicate(url, kept, distance)
+
+    def _copied(self, url: str, kept: str) -> str:
+        """What a fetched copy copies, for the log: the URL fetched and kept, and the key
+        it was filed under when that differs (a copy arrived first and was filed under the
+        canonical URL it names, which is the URL now fetched and dropped)."""
+        holder = self.keys.memory.holder(kept)
+        if holder is not None and holder != url:
+            return f"of {holder}, fetched first and kept under its canonical URL {kept}"
+        if kept == url:
+            return "of the page another URL filed under this canonical URL"
+        return f"of {kept}"
 
     @staticmethod
     def _meta(request: Request, verdict: Verdict) -> dict[str, Any]:
