@@ -7,7 +7,7 @@ is shown in messages, so a password can never leak through one backend's log lin
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from scrapy_simhash._redact import mask_url, scrub
 from scrapy_simhash.exceptions import ConfigurationError
@@ -58,6 +58,7 @@ def async_client(
 
 def _from_url(single: Any, cluster: Any, url: str, options: dict[str, Any]) -> Any:
     try:
+        check_database(url)
         if is_cluster_url(url):
             return cluster.from_url(_plain_url(url), **options)
         return single.from_url(url, **options)
@@ -65,6 +66,28 @@ def _from_url(single: Any, cluster: Any, url: str, options: dict[str, Any]) -> A
         raise _bad_url(url, exc) from None
 
 
+def check_database(url: str) -> None:
+    """Refuse a database in the path that is not a number (``redis://host/x``).
+
+    redis-py reads the path as the database number and, when it is not one, silently uses
+    database 0: another crawl's data, or an empty index that keeps nothing it should. A
+    ``unix://`` URL's path is the socket; its database is the ``?db=`` argument, which
+    redis-py checks itself.
+    """
+    parts = urlsplit(url)
+    if parts.scheme.removesuffix("+cluster") not in ("redis", "rediss"):
+        return
+    database = unquote(parts.path).strip("/")
+    if database and not (database.isascii() and database.isdigit()):
+        raise ValueError(
+            f"the database {database!r} in the path is not a number (redis://host:port/0)"
+        )
+
+
 def _bad_url(url: str, exc: ValueError) -> ConfigurationError:
-    """redis-py's own ValueError for a URL it cannot read (a port that is not a number)."""
-    return ConfigurationError(f"invalid Redis URL {mask_url(url)}: {scrub(str(exc), url)}")
+    """A URL that cannot be read: redis-py's own ValueError (a port that is not a number),
+    a database that is not a number or a broken IPv6 address."""
+    return ConfigurationError(
+        f"invalid Redis URL {mask_url(url)}: {scrub(str(exc), url).rstrip('.')}; "
+        "fix SIMHASH_INDEX_URL"
+    )

@@ -76,8 +76,19 @@ def extend_storage(scheme: str, **openers: Opener | None) -> None:
 
 
 def scheme_of(url: str | None) -> str:
-    """The scheme of a storage URL; None is the embedded SQLite file."""
-    return urlsplit(url).scheme if url else "sqlite"
+    """The scheme of a storage URL; None is the embedded SQLite file. A URL that cannot be
+    read at all (``redis://[::1:6379``, a bracket missing) is a ConfigurationError."""
+    if not url:
+        return "sqlite"
+    try:
+        return urlsplit(url).scheme
+    except ValueError as exc:
+        hint = ""
+        if "IPv6" in str(exc):
+            hint = " (an IPv6 address goes in brackets: redis://[::1]:6379/0)"
+        raise ConfigurationError(
+            f"SIMHASH_INDEX_URL {mask_url(url)!r} cannot be read: {exc}{hint}"
+        ) from None
 
 
 def holding(store: str) -> list[str]:

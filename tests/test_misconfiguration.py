@@ -77,6 +77,27 @@ def test_an_unreachable_server_is_an_outage(caplog: pytest.LogCaptureFixture) ->
     assert "not reachable at start-up" in caplog.text
 
 
+@pytest.mark.redis
+def test_urls_that_cannot_be_read_name_the_setting(own_redis: RedisServer) -> None:
+    """A database that is not a number would silently be database 0 of a server that
+    answers; a missing bracket was a bare ValueError. Neither shows the password."""
+    server = f"pw-secret-1@127.0.0.1:{own_redis.port}"
+    for url, reason in [
+        (f"redis://:{server}/x", "the database 'x' in the path is not a number"),
+        (f"redis+cluster://:{server}/x", "the database 'x' in the path is not a number"),
+        (f"redis://:{server}/1/2", "the database '1/2' in the path is not a number"),
+        ("redis://:pw-secret-1@[::1:6379/0", "Invalid IPv6 URL"),
+    ]:
+        with pytest.raises(ConfigurationError, match=reason) as caught:
+            validate_index(url, NO_RETRY)
+        with pytest.raises(ConfigurationError, match=reason) as caught_async:
+            asyncio.run(open_async_index(url, **NO_RETRY))
+        for message in (str(caught.value), str(caught_async.value)):
+            assert "SIMHASH_INDEX_URL" in message
+            assert "pw-secret-1" not in message
+    validate_index(f"redis://127.0.0.1:{own_redis.port}/3", NO_RETRY)  # a number is fine
+
+
 @contextlib.contextmanager
 def read_only(directory: Path) -> Iterator[None]:
     """Make ``directory`` unwritable, for root too (the immutable attribute)."""
