@@ -145,6 +145,55 @@ def test_misspelt_settings_are_named_with_the_closest_one() -> None:
     ]
 
 
+def test_the_command_line_names_misspelt_settings_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """-s of scrapy-simhash, and the project's settings under scrapy simhash, as a crawl."""
+    from scrapy.settings import Settings
+
+    from scrapy_simhash.cli import main
+    from scrapy_simhash.recrawl import open_recrawl_store
+
+    url = f"sqlite:///{tmp_path / 'index.sqlite3'}"
+    with open_recrawl_store(url) as store:
+        store.add(["http://a/1"])
+    assert main(["due", "--index-url", url, "-s", "SIMHASH_MAX_DISTANSE=2"]) == 0
+    warning = (
+        "scrapy-simhash: warning: unknown setting SIMHASH_MAX_DISTANSE is ignored; did you "
+        "mean SIMHASH_MAX_DISTANCE?"
+    )
+    assert warning in capsys.readouterr().err.splitlines()
+    project = Settings({"SIMHASH_RECRAWL_BUDGET_PER_DAI": 10, "SIMHASH_INDEX_URL": url})
+    assert main(["due", "--namespace", "default"], project_settings=project,
+                prog="scrapy simhash") == 0
+    warning = (
+        "scrapy simhash: warning: unknown setting SIMHASH_RECRAWL_BUDGET_PER_DAI is ignored; did "
+        "you mean SIMHASH_RECRAWL_BUDGET_PER_DAY?"
+    )
+    assert capsys.readouterr().err.splitlines() == [warning]
+    assert main(["due", "--index-url", url, "-s", "SIMHASH_MAX_DISTANCE=2"]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_a_command_whose_store_is_unreachable_says_what_to_check() -> None:
+    """A one-shot command gets no next call: it says what to check, exit status 1."""
+    url = RedisServer(Path("never-started")).url
+    for command in (["stats"], ["due"], ["rules"], ["lookup", "http://a/1"]):
+        result = subprocess.run(
+            [sys.executable, "-m", "scrapy_simhash", *command, "--index-url", url],
+            capture_output=True, text=True, timeout=60, check=False,
+        )
+        assert result.returncode == 1, (command, result.stderr)
+        assert result.stdout == ""
+        assert "reconnects" not in result.stderr
+        assert "Connection refused" in result.stderr or "ConnectionError" in result.stderr
+        assert result.stderr.splitlines()[-1] == (
+            "scrapy-simhash: the store did not answer: check that its server is running and "
+            "reachable from here, and that the URL is right (--index-url or SIMHASH_INDEX_URL: "
+            "host, port, database number, password)"
+        ), command
+
+
 def test_known_settings_are_the_readme_settings_and_those_the_code_reads() -> None:
     readme = (REPO / "README.md").read_text()
     documented = set(re.findall(r"^\| `(SIMHASH_[A-Z0-9_]+)`", readme, re.MULTILINE))

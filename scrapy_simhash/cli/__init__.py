@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scrapy_simhash import __version__
-from scrapy_simhash.exceptions import SimhashError
+from scrapy_simhash.exceptions import IndexBackendError, SimhashError
 
 
 def parse_setting(text: str) -> tuple[str, str]:
@@ -54,6 +54,34 @@ def settings_from_args(args: argparse.Namespace) -> Mapping[str, Any]:
     settings = base.copy()
     settings.setdict(overrides, priority="cmdline")
     return settings  # type: ignore[no-any-return]
+
+
+def warn_unknown_settings(args: argparse.Namespace, prog: str) -> None:
+    """Name misspelt ``SIMHASH_*`` settings (``-s`` and the project's), as a crawl does:
+    an unknown name is ignored, and the command would run with the default unseen."""
+    from scrapy_simhash.settings import unknown_settings
+
+    names = [name for name, _ in args.settings]
+    base = getattr(args, "project_settings", None)
+    if base is not None:
+        names.extend(name for name in base if isinstance(name, str))
+    for message in unknown_settings(names):
+        print(f"{prog}: warning: {message}", file=sys.stderr)
+
+
+def store_advice(message: str) -> str:
+    """What to check when a command's store failed (nothing was changed by the command)."""
+    if "sqlite" in message.lower():
+        return (
+            "the store could not be used: check that the SQLite file is the one the crawl "
+            "wrote (--index-url, SIMHASH_INDEX_URL), that you may read and write it and its "
+            "folder, and that no other process holds it locked"
+        )
+    return (
+        "the store did not answer: check that its server is running and reachable from "
+        "here, and that the URL is right (--index-url or SIMHASH_INDEX_URL: host, port, "
+        "database number, password)"
+    )
 
 
 def command_names() -> list[str]:
@@ -94,8 +122,14 @@ def main(
         parser.prog = prog
     args = parser.parse_args(argv)
     args.project_settings = project_settings
+    warn_unknown_settings(args, parser.prog)
     try:
         return int(args.func(args) or 0)
+    except IndexBackendError as exc:
+        # A command makes one attempt: say what to check rather than wait for a next call.
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        print(f"{parser.prog}: {store_advice(str(exc))}", file=sys.stderr)
+        return 1
     except SimhashError as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 2

@@ -278,7 +278,7 @@ class _Codec:
         logger.debug("Redis index %s: %s failed: %s", masked, action, detail)
         return IndexBackendError(
             f"Redis index {masked}: {action} failed: {detail} (is the server up and the URL "
-            "right? the next call reconnects)"
+            "right?)"
         )
 
     def stats(self, entries: int, groups: Iterable[tuple[bytes, int]]) -> IndexStats:
