@@ -6,12 +6,14 @@ import json
 import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import redis
 
 from scrapy_simhash.cli import main
+from scrapy_simhash.cli._target import when
 from scrapy_simhash.recrawl import open_recrawl_store
 from tests.conftest import Clock
 
@@ -37,6 +39,38 @@ def test_due_add_list_claim(store_url: str, tmp_path: Path, capsys: pytest.Captu
     out, err = capsys.readouterr()
     assert out == ""
     assert "no recrawl state in namespace 'other'" in err
+
+
+def test_due_says_when_the_next_urls_are_due_when_none_is_due_now(
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    later = time.time() + 11 * 3600
+    with open_recrawl_store(store_url, namespace="n") as store:
+        store.add([f"http://a/{i}" for i in range(11)], due=later)
+        for _ in range(3):
+            store.observe("http://a/gone", None, status=404)  # retired: never due again
+    base = ["due", "--index-url", store_url, "--namespace", "n"]
+    assert main(base) == 0
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith(
+        f"nothing due now; next 11 URLs due from {when(later)} (in 11.0h; --within 396"
+    ), err
+    assert main([*base, "--json"]) == 0  # stdout stays machine-readable
+    out, err = capsys.readouterr()
+    assert (out, err.startswith("nothing due now; next 11 URLs")) == ("", True)
+    assert main([*base, "--within", "60", "--limit", "5"]) == 0
+    assert capsys.readouterr().err.startswith("nothing due within 1.0m; next 5+ URLs due from")
+    assert main([*base, "--within", "39700"]) == 0
+    out, err = capsys.readouterr()
+    assert (len(out.splitlines()), err) == (11, "")
+    with open_recrawl_store(store_url, namespace="n") as store:
+        for i in range(11):
+            store.remove(f"http://a/{i}")
+    assert main(base) == 0
+    assert capsys.readouterr().err.startswith(
+        "nothing due now, and none of the 1 URL(s) of namespace 'n'"
+    )
 
 
 def test_due_reads_store_and_namespace_from_settings(

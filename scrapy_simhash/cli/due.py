@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
-from typing import Any
+import time
+from typing import TYPE_CHECKING, Any
 
 from scrapy_simhash._redis import mask_url, sync_client
-from scrapy_simhash.cli._target import add_store_options, open_store, store_place, when
+from scrapy_simhash.cli._target import add_store_options, duration, open_store, store_place, when
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
+
+if TYPE_CHECKING:
+    from scrapy_simhash.recrawl.store import RecrawlStore
+
+#: How far ahead "when is the next URL due" looks: every scheduled URL.
+_FOREVER = 100 * 365 * 86400.0
 
 
 def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -65,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"no recrawl state in {store_place(store)} (another spider's? pass --spider "
                   "NAME or --namespace NAME)", file=sys.stderr)
             return 1
+        if not due:
+            print(_nothing_due(store, args), file=sys.stderr)
     for item in due:
         if args.json:
             print(json.dumps({"url": item.url, "due": item.due, "visits": item.visits,
@@ -72,6 +82,26 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(f"{when(item.due)}\t{item.visits}\t{item.url}")
     return 0
+
+
+def _nothing_due(store: RecrawlStore, args: argparse.Namespace) -> str:
+    """Why nothing was listed: when the next URLs come due, or that none is scheduled."""
+    window = "now" if args.claim or not args.within else f"within {duration(args.within)}"
+    upcoming = store.due(within=_FOREVER, limit=args.limit)
+    if not upcoming:
+        return (
+            f"nothing due {window}, and none of the {store.count()} URL(s) of "
+            f"{store_place(store)} is scheduled again (retired after \"not found\" answers in "
+            "a row: 'schedule URL' says so for one URL)"
+        )
+    first = upcoming[0].due
+    ahead = max(0.0, first - time.time())
+    count = f"{len(upcoming)}{'+' if len(upcoming) == args.limit else ''}"
+    urls = "URL" if len(upcoming) == 1 else "URLs"
+    return (
+        f"nothing due {window}; next {count} {urls} due from {when(first)} (in "
+        f"{duration(ahead)}; --within {math.ceil(ahead)} lists them)"
+    )
 
 
 def _read_urls(path: str) -> list[str]:
