@@ -164,3 +164,46 @@ def test_plain_settings_object_has_no_project(tmp_path: Path) -> None:
     settings, spider = crawl_settings("pages", base=Settings({"SIMHASH_NAMESPACE": "x"}))
     assert spider == "pages"  # outside a project the name is only a namespace
     assert settings["SIMHASH_NAMESPACE"] == "x"
+
+
+def test_lookup_tells_never_fetched_from_fetched_without_a_fingerprint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The middleware writes the stores (in-process); lookup reads them and says which."""
+    from scrapy.http import HtmlResponse
+
+    from tests.scrapy_inprocess import HARBOUR, harness, story
+
+    url = f"sqlite:///{tmp_path / 'index.sqlite3'}"
+    site = "https://news.example.com"
+    with harness(SIMHASH_INDEX_URL=url) as h:
+        kept, _ = h.fetch(f"{site}/harbour.html", story(HARBOUR))
+        short, info = h.fetch(f"{site}/brief.html", story(["Too short to fingerprint."]))
+        gone, _ = h.fetch(f"{site}/gone.html", b"<html>no</html>", status=404)
+    assert isinstance(kept, HtmlResponse)
+    assert isinstance(short, HtmlResponse)
+    assert info["fingerprint"] is None
+    assert "too little text" in info["reason"]
+    assert gone.status == 404
+    base = ["--index-url", url, "--namespace", "inprocess"]
+
+    def lookup(page: str) -> tuple[int, str]:
+        code = main(["lookup", f"{site}/{page}", *base])
+        return code, capsys.readouterr().out
+
+    code, out = lookup("harbour.html")
+    assert code == 0
+    assert out.startswith(f"{site}/harbour.html: ")
+    code, out = lookup("never.html")
+    assert code == 1
+    assert out.startswith(f"{site}/never.html: not in the index: never fetched by a crawl of ")
+    code, out = lookup("brief.html")
+    assert code == 1
+    assert out.startswith(
+        f"{site}/brief.html: not in the index: fetched 1 time(s), last "
+    )
+    assert "with status 200, but never fingerprinted: too little text of its own" in out
+    assert "The store does not record which" in out
+    code, out = lookup("gone.html")
+    assert code == 1
+    assert "with status 404: no page came back, so nothing to fingerprint" in out

@@ -15,11 +15,14 @@ from typing import Any
 
 from scrapy_simhash._redis import mask_url
 from scrapy_simhash.cli._target import (
+    Target,
     add_store_options,
     index_options,
     open_index,
     require_existing,
     resolve,
+    when,
+    where,
 )
 from scrapy_simhash.exceptions import SimhashError
 from scrapy_simhash.fingerprint import from_hex, to_hex
@@ -93,9 +96,60 @@ def run_lookup(args: argparse.Namespace) -> int:
                 f"dropped {moment}{now})" + (f"; {name}: {to_hex(kept, bits)}" if kept else "")
             )
     if fp is None and record is None:
-        print(f"{key}: not in the index")
+        print(f"{key}: {_not_indexed(args, target, key)}")
         return 1
     return 0
+
+
+def _not_indexed(args: argparse.Namespace, target: Target, key: str) -> str:
+    """Why a URL has neither a fingerprint nor a drop record, as far as the stores know:
+    never fetched, fetched without a page to fingerprint, or fetched without a fingerprint.
+    The recrawl store records every fetch (its status and fingerprint), not the reason a
+    page got no fingerprint."""
+    from scrapy_simhash.recrawl.config import RecrawlConfig
+    from scrapy_simhash.recrawl.store import open_recrawl_store
+
+    place = where(target.url, target.namespace)
+    if getattr(args, "items", False):
+        return (
+            f"not in the index of {place}: no item with this key was kept or dropped (an item "
+            "without enough text in SIMHASH_ITEM_FIELDS gets no fingerprint, and items leave "
+            "no record of that)"
+        )
+    config = RecrawlConfig.from_settings(target.settings)
+    if not config.enabled:
+        return (
+            f"not in the index of {place}: never fetched, or fetched without a fingerprint "
+            "(with SIMHASH_RECRAWL_ENABLED off no store records fetches, which would tell which)"
+        )
+    with open_recrawl_store(target.url, namespace=target.namespace, config=config) as store:
+        state = store.get(key)
+    if state is None:
+        return (
+            f"not in the index: never fetched by a crawl of {place} (no fingerprint, no drop "
+            "record and no recrawl history; another spider's? pass --spider NAME)"
+        )
+    if not state.visits:
+        return f"not in the index: not fetched yet, queued for a first fetch (due {when(state.next_due)})"
+    fetched = (
+        f"fetched {state.visits} time(s), last {when(state.last_fetch)} with status "
+        f"{state.status}"
+    )
+    if state.status == 0 or (state.status is not None and not 200 <= state.status < 400):
+        answer = "the download failed" if state.status == 0 else "no page came back"
+        retired = "; retired, not fetched again" if state.retired else ""
+        return f"not in the index: {fetched}: {answer}, so nothing to fingerprint{retired}"
+    if state.fingerprint is not None:
+        return (
+            f"not in the index: {fetched} and fingerprinted, but its entry is gone (expired "
+            "under SIMHASH_INDEX_TTL_SECS, or removed)"
+        )
+    return (
+        f"not in the index: {fetched}, but never fingerprinted: too little text of its own "
+        "(SIMHASH_MIN_TEXT_CHARS), or a body that is not a readable page. The store does not "
+        "record which: the crawl puts the reason in response.meta['simhash']['reason'], and "
+        "'scrapy-simhash fingerprint' on a saved copy of the page prints it"
+    )
 
 
 def run_similar(args: argparse.Namespace) -> int:
