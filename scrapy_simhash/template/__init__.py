@@ -227,12 +227,18 @@ def second_look(
 
 
 def _widely_seen(text: str, memory: HostMemory) -> bool:
-    """Whether most of ``text`` (by characters) is in lines counted on two pages or more."""
+    """Whether most of ``text`` (by characters) is in lines counted on two pages or more.
+
+    A bucket is shared by the lines that hash to it: on a host of many pages each holds
+    the counts of several lines, so a line counts as widely seen only well above what a
+    bucket holds on average.
+    """
+    least = max(2.0, 2 * sum(memory.counts) / SLOTS)
     seen = total = 0
     for line in text.split("\n"):
         chars = len(line.strip())
         total += chars
-        if chars and memory.counts[line_slot(line)] >= 2:
+        if chars and memory.counts[line_slot(line)] >= least:
             seen += chars
     return total > 0 and 2 * seen >= total
 
