@@ -113,8 +113,9 @@ def test_addon_drops_near_duplicates_and_remembers_them(
         cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
     )
     assert proc.returncode == 0, proc.stderr
-    assert "fingerprints: 6" in proc.stdout
-    assert "drop records: 3" in proc.stdout
+    assert "  pages kept                        6   (" in proc.stdout
+    assert "  near-duplicates dropped           3   (" in proc.stdout
+    assert "  URLs scheduled for recrawl        6" in proc.stdout
     monkeypatch.chdir(tmp_path)
     fingerprint = item["simhash"]["fingerprint"]
     harbour = http_site.url("harbour.html")

@@ -26,16 +26,23 @@ from scrapy_simhash.cli._target import (
 )
 from scrapy_simhash.exceptions import SimhashError
 from scrapy_simhash.fingerprint import from_hex, to_hex
+from scrapy_simhash.index.base import IndexStats
 from scrapy_simhash.settings import canonicalize_keys
 
 
 def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
     stats = subparsers.add_parser(
-        "stats", parents=[common], help="number of fingerprints and drop records in the index",
-        description="Count the fingerprints and drop records a crawl's namespace holds and "
-        "describe the index buckets.",
+        "stats", parents=[common],
+        help="pages kept, near-duplicates dropped, URLs scheduled for recrawl and due now",
+        description="What a crawl's namespace holds: the pages kept (one fingerprint each), "
+        "the near-duplicates dropped (their drop records), the URLs the recrawl schedule "
+        "holds and how many are due now. --verbose adds the index's internals.",
     )
     add_store_options(stats, items=True)
+    stats.add_argument(
+        "-v", "--verbose", action="store_true",
+        help="also the index's internals: band tables, layout and bucket sizes",
+    )
     stats.set_defaults(func=run_stats)
     lookup = subparsers.add_parser(
         "lookup", parents=[common],
@@ -64,15 +71,75 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
     reset.set_defaults(func=run_reset)
 
 
+#: URLs read at most to count the scheduled and the due ones (beyond: "N+").
+_COUNT_CAP = 100_000
+#: How far ahead "scheduled" looks: every URL with a next visit.
+_FOREVER = 100 * 365 * 86400.0
+
+
 def run_stats(args: argparse.Namespace) -> int:
+    """What a user asks first; the index's internals only with --verbose."""
     index, _, target = open_index(args)
+    things = "items" if getattr(args, "items", False) else "pages"
     with index:
-        print(f"index: {mask_url(target.index_url)}  namespace: {target.namespace}")
-        print(f"fingerprints: {len(index)}")
-        print(f"drop records: {index.drop_count()}")
-        for name, value in sorted(index.stats().as_dict().items()):
-            print(f"{name}: {value}")
+        kept, dropped = len(index), index.drop_count()
+        internals = index.stats() if args.verbose else None
+    rows = [
+        (f"{things} kept", str(kept), "one fingerprint each in the index"),
+        ("near-duplicates dropped", str(dropped), "drop records: what each copies, 'lookup URL'"),
+    ]
+    if things == "pages":
+        rows.extend(_recrawl_rows(args, target))
+    print(f"namespace {target.namespace!r} of {mask_url(target.index_url)}")
+    for label, value, note in rows:
+        print(f"  {label:<26} {value:>8}" + (f"   ({note})" if note else ""))
+    if internals is not None:
+        print("index internals")
+        for label, value, note in _internals(internals):
+            print(f"  {label:<26} {value:>8}   ({note})")
     return 0
+
+
+def _recrawl_rows(args: argparse.Namespace, target: Target) -> list[tuple[str, str, str]]:
+    """URLs scheduled for a recrawl and due now, from the namespace's recrawl store."""
+    from scrapy_simhash.recrawl.config import RecrawlConfig
+    from scrapy_simhash.recrawl.store import open_recrawl_store
+
+    config = RecrawlConfig.from_settings(target.settings)
+    with open_recrawl_store(target.url, namespace=target.namespace, config=config) as store:
+        tracked = store.count()
+        if not tracked:
+            why = "SIMHASH_RECRAWL_ENABLED is off" if not config.enabled else "none recorded"
+            return [("URLs scheduled for recrawl", "0", why)]
+        scheduled = len(store.due(within=_FOREVER, limit=_COUNT_CAP))
+        due_now = len(store.due(limit=_COUNT_CAP))
+    retired = tracked - scheduled if scheduled < _COUNT_CAP else 0
+    return [
+        (
+            "URLs scheduled for recrawl", _capped(scheduled if retired else tracked),
+            f"{retired} more retired after \"not found\" answers" if retired else "",
+        ),
+        ("due now", _capped(due_now), "'due' lists them" if due_now else ""),
+    ]
+
+
+def _capped(count: int) -> str:
+    return f"{count}+" if count >= _COUNT_CAP else str(count)
+
+
+def _internals(stats: IndexStats) -> list[tuple[str, str, str]]:
+    """The band index's figures, each with what it means."""
+    return [
+        ("storage", stats.backend, "where the index lives"),
+        ("band tables", str(stats.tables), "each fingerprint is filed once per table"),
+        ("layout", stats.layout, "blocks the bits are cut into x blocks keying a table"),
+        ("buckets", str(stats.buckets), "groups of band records, over all tables"),
+        (
+            "largest bucket", str(stats.largest_bucket),
+            "band records in the fullest group: what one lookup may read at most",
+        ),
+        ("mean bucket", f"{stats.mean_bucket:.2f}", "band records per group, on average"),
+    ]
 
 
 def run_lookup(args: argparse.Namespace) -> int:
