@@ -161,6 +161,35 @@ def test_simulate_prints_policies_and_draws_png(
     assert "policy runs" not in err  # stderr is not a terminal: no progress bar
 
 
+def test_simulate_answers_quickly_at_its_defaults_and_explains_its_table(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    started = time.monotonic()
+    assert main(["simulate"]) == 0
+    elapsed = time.monotonic() - started
+    assert elapsed < 15, elapsed  # about 2 s; a loaded machine gets a wide margin
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0] == "200 pages, 30 days (10 warm-up), 1 fetches/page/day, seed 0"
+    assert lines[1].split() == [
+        "policy", "fetch/page/day", "freshness", "ratio", "age", "(h)", "wasted", "missed",
+    ]
+    assert lines[8].startswith("optimum (true rates)")
+    legend = "\n".join(lines[lines.index("columns (measured after the warm-up, over all pages):"):])
+    for column in ("fetch/page/day", "freshness", "ratio", "age (h)", "wasted", "missed"):
+        assert f"\n  {column} " in legend, column
+    for row in ("optimum (true rates)", "simhash (ours)", "exact digest"):
+        assert f"\n  {row} " in legend, row
+    assert "its age is by\n" in legend
+    assert "far the worst, by design" in legend
+    with pytest.raises(SystemExit):
+        main(["simulate", "--help"])
+    help_text = capsys.readouterr().out
+    assert "share of fetches that found no substantive change" in help_text
+    assert "the freshness optimum (Cho & Garcia-Molina) computed from the true" in help_text
+    assert "(default 200)" in help_text
+
+
 def test_simulate_reads_rates_and_rejects_bad_input(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -32,6 +32,30 @@ _SIMULATION_DEFAULTS = {
 }
 
 
+#: What the table's columns and rows mean: in --help and under the printed table.
+LEGEND = """\
+columns (measured after the warm-up, over all pages):
+  fetch/page/day  fetches spent per page per day: the same budget for every policy
+  freshness       share of the time a page's stored copy matched the live page (0-1;
+                  higher is better)
+  ratio           freshness divided by the optimum's (the last row)
+  age (h)         hours a stored copy had been out of date, averaged over pages and time
+                  (0 while fresh; lower is better)
+  wasted          share of fetches that found no substantive change since the fetch before
+  missed          share of substantive changes never seen: the page changed again before
+                  the next fetch
+rows:
+  optimum (true rates)  the freshness optimum (Cho & Garcia-Molina) computed from the true
+                        change rates, which no crawler knows: the upper bound at this budget.
+                        It reaches it by never fetching again the pages that change too fast
+                        for the budget to keep fresh, so their copies grow old: its age is by
+                        far the worst, by design
+  simhash (ours)        this package's scheduler (budget policy, SIMHASH_RECRAWL_* settings),
+                        changes detected by SimHash distance
+  exact digest          the same scheduler, with every changed byte (a timestamp) a change
+  fixed interval, Nutch adaptive, StormCrawler: other crawlers' interval rules"""
+
+
 def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
     parser = subparsers.add_parser(
         "simulate",
@@ -42,13 +66,19 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
             "timestamps) and run every policy on them with the same number of fetches: "
             "fixed interval, Nutch, StormCrawler, an exact-digest detector, this package's "
             "scheduler and the optimum computed with the true rates. -s settings "
-            "(SIMHASH_RECRAWL_*) configure this package's scheduler."
+            "(SIMHASH_RECRAWL_*) configure this package's scheduler. The defaults answer in "
+            "a few seconds; larger --pages and --days take longer (300 pages over 60 days: "
+            "about a minute)."
         ),
+        epilog=LEGEND,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--pages", type=int, default=300)
-    parser.add_argument("--days", type=float, default=60.0, help="simulated days")
-    parser.add_argument("--warmup-days", type=float, default=20.0,
-                        help="days left out of the figures while estimates settle")
+    parser.add_argument("--pages", type=int, default=200,
+                        help="simulated pages (default 200)")
+    parser.add_argument("--days", type=float, default=30.0,
+                        help="simulated days (default 30)")
+    parser.add_argument("--warmup-days", type=float, default=10.0,
+                        help="days left out of the figures while estimates settle (default 10)")
     parser.add_argument("--fetches-per-page-per-day", type=float, default=1.0, metavar="F",
                         help="budget: F x pages fetches a day (default 1)")
     parser.add_argument("--seed", type=int, default=0)
@@ -80,15 +110,19 @@ def run(args: argparse.Namespace) -> int:
         from scrapy_simhash.cli._plot import pyplot
 
         pyplot()  # a missing matplotlib is said before minutes of simulation
+    if not args.json:  # first, so a long run is seen to have started
+        print(f"{len(population)} pages, {args.days:g} days ({args.warmup_days:g} warm-up), "
+              f"{args.fetches_per_page_per_day:g} fetches/page/day, seed {args.seed}",
+              flush=True)
     with bar(_POLICIES * (1 + len(budgets)), "policy runs") as progress:
         results = _run(args, population, config, args.fetches_per_page_per_day, progress)
         curves = _curves(args, population, config, budgets, progress) if args.png else {}
     if args.json:
         print(json.dumps([asdict(r) for r in results], indent=2))
     else:
-        print(f"{len(population)} pages, {args.days:g} days ({args.warmup_days:g} warm-up), "
-              f"{args.fetches_per_page_per_day:g} fetches/page/day, seed {args.seed}")
         print(format_results(results))
+        print()
+        print(LEGEND)
     if args.png:
         _draw(args, curves, len(population))
     return 0
