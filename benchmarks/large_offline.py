@@ -6,11 +6,11 @@ Run by hand from the repository root (needs ../shared/data/large, or SIMHASH_BEN
     python3 benchmarks/large_offline.py [--bits 64|128] [--seeds 1 2 3]
 
 Every URL of every host is judged in a seeded random order by the product's own core steps
-(:mod:`scrapy_simhash.template`: ``apply_template``, ``second_look``, ``learnable``) over an
+(:class:`scrapy_simhash.template.LocalMemory`, as the command line uses them) over an
 exact in-memory index at the default distance: a page is dropped when within k of a page
 kept before it (on any host), after the second look for a same-host match. It is not a crawl:
 it measures the decision rules, one process, no concurrency. A real crawl of every host on its
-own port, in 1 and 3 processes, is what ``large/README.md`` asks for and is still to be built.
+own port, in 1 and 3 processes, is ``large_crawl.py``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import gzip
 import json
 import random
 import sys
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -40,7 +40,7 @@ def run(site: dict, data: Path, fingerprinter: Fingerprinter, k: int, seed: int,
 
     urls = [(h, u, p) for h, host in site["hosts"].items() for u, p in host["pages"].items()]
     random.Random(seed).shuffle(urls)
-    memory: dict[str, tp.HostMemory] = defaultdict(lambda: tp.EMPTY)
+    memory = tp.LocalMemory(fingerprinter)
     index: dict[str, tuple[int, str, str]] = {}
     kept: dict[tuple[str, str], int] = Counter()
     wrong = unchecked = 0
@@ -57,17 +57,17 @@ def run(site: dict, data: Path, fingerprinter: Fingerprinter, k: int, seed: int,
         key, cluster = host + url, meta["cluster"]
         page = page_of(meta["file"])
         if templates:
-            page = tp.apply_template(fingerprinter, page, memory[host].template())
+            page = memory.apply(host, page)
         fp = page.fingerprint
         if fp is None:
             unchecked += 1
             kept[(host, cluster)] += 1
             if templates:
-                memory[host] = memory[host].learned(tp.learnable(page))
+                memory.learn(host, page)
             continue
         match = closest(fp, key)
         if match is not None and templates and match[2] == host:
-            look = tp.second_look(fingerprinter, page, memory[host])
+            look = memory.second_look(host, page)
             if look is not None and look.distinct:
                 fp = look.fingerprint
                 match = closest(fp, key)
@@ -79,7 +79,7 @@ def run(site: dict, data: Path, fingerprinter: Fingerprinter, k: int, seed: int,
         index[key] = (fp, host, cluster)
         kept[(host, cluster)] += 1
         if templates:
-            memory[host] = memory[host].learned(tp.learnable(page))
+            memory.learn(host, page)
     clusters = {(h, p["cluster"]) for h, _, p in urls}
     copies: Counter[str] = Counter()
     extra: Counter[str] = Counter()

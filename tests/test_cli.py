@@ -243,7 +243,7 @@ def test_dedup_k_follows_the_distance_and_table_lists_all(site: Path) -> None:
         assert below.count("group ") == 3
     assert at.count("group ") == 2
     assert f"d={distance:<3} {site / 'news' / 'b.htm.gz'}" in at
-    assert "3 files: 1 near-duplicates" in at
+    assert "3 files: 2 kept (1 with near-duplicates, 1 unique), 1 dropped as near-duplicates" in at
 
 
 def test_dedup_progress_bar_on_request(site: Path) -> None:

@@ -8,8 +8,12 @@ of one of them is still dropped.
 
 from __future__ import annotations
 
+import json
 import random
+import subprocess
+import sys
 from array import array
+from pathlib import Path
 
 import pytest
 import redis
@@ -202,3 +206,73 @@ def test_redis_host_costs_a_fixed_string(redis_url: str) -> None:
     finally:
         client.close()
         store.close()
+
+
+# -- the command line learns per host as the crawl does ------------------------------------
+
+
+def _mirror(root: Path) -> Path:
+    """A mirror as wget writes one: the 20 articles of one host and a print copy."""
+    host = root / "news.example"
+    (host / "story").mkdir(parents=True)
+    for n in range(20):
+        (host / "story" / f"{n}.html").write_bytes(article(n))
+    (host / "story" / "3-print.html").write_bytes(article(3, stamp="08:05"))
+    return root
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "scrapy_simhash", *args],
+        capture_output=True, text=True, check=False,
+    )
+
+
+def test_dedup_learns_each_host_of_a_mirror(tmp_path: Path) -> None:
+    root = _mirror(tmp_path)
+    out = json.loads(_cli("dedup", "--json", str(root)).stdout)
+    # The 20 articles are kept; only the print copy joins a group.
+    assert out["files"] == 21
+    assert out["kept"] == 20
+    assert out["duplicates"] == 1
+    assert out["kept"] + out["duplicates"] + len(out["skipped"]) + len(out["errors"]) == 21
+    (group,) = out["groups"]
+    assert {Path(m["path"]).name for m in group["members"]} == {"3.html", "3-print.html"}
+    without = json.loads(_cli("dedup", "--json", "--no-templates", str(root)).stdout)
+    assert without["duplicates"] == 20
+
+
+def test_fingerprint_says_when_the_host_template_was_set_aside(tmp_path: Path) -> None:
+    root = _mirror(tmp_path)
+    lines = [json.loads(line) for line in _cli("fingerprint", str(root)).stdout.splitlines()]
+    applied = [line for line in lines if line.get("template_lines")]
+    assert applied, lines[:3]
+    assert all("host's template" in " ".join(line["notes"]) for line in applied)
+    # The first pages of the host are read before any template is known.
+    assert not lines[0].get("template_lines")
+
+
+def test_hosts_of_files_are_their_folders(tmp_path: Path) -> None:
+    from scrapy_simhash.cli._documents import expand_hosts
+
+    for name in ("a.example/x/1.html", "a.example/2.html", "b.example/3.html", "4.html"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("<p>x</p>")
+    hosts = {Path(p).name: Path(h).name for p, h in expand_hosts([str(tmp_path)])}
+    assert hosts == {"1.html": "a.example", "2.html": "a.example", "3.html": "b.example",
+                     "4.html": tmp_path.name}
+
+
+def test_compare_applies_the_template_learned_from_a_site(tmp_path: Path) -> None:
+    root = _mirror(tmp_path)
+    a, b = (str(root / "news.example" / "story" / f"{n}.html") for n in (1, 2))
+    alone = json.loads(_cli("compare", "--json", a, b).stdout)
+    assert alone["near_duplicate"] is True
+    assert alone["template"] is None
+    learned = json.loads(_cli("compare", "--json", "--site", str(root), a, b).stdout)
+    assert learned["template"]["learned_from_pages"] == 21
+    assert learned["a"]["template_lines"] > 0
+    assert learned["near_duplicate"] is False
+    text = _cli("compare", "--site", str(root), a, b).stdout
+    assert "template: learned from 21 page(s)" in text
+    assert "the main text is the host's template" in text

@@ -12,11 +12,12 @@ import io
 import sys
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter, PageFingerprint, to_hex
+from scrapy_simhash.template import LocalMemory
 
 STDIN = "-"
 _SUFFIXES = (".html", ".htm", ".txt")
@@ -31,6 +32,8 @@ class Document:
     page: PageFingerprint | None = None
     text: str = ""
     error: str | None = None
+    #: The site the file stands for, whose template it shares (see :func:`expand_hosts`).
+    host: str = ""
 
     def as_json(self, bits: int) -> dict[str, Any]:
         """The JSON Lines object of the fingerprint command."""
@@ -47,6 +50,8 @@ class Document:
             out["reason"] = page.reason
         if page.notes:
             out["notes"] = list(page.notes)
+        if page.template_lines:
+            out["template_lines"] = page.template_lines
         return out
 
 
@@ -65,13 +70,28 @@ def expand(paths: Sequence[str]) -> Iterator[str]:
 
     Paths that do not exist are passed on so that reading them reports the error.
     """
+    for path, _ in expand_hosts(paths):
+        yield path
+
+
+def expand_hosts(paths: Sequence[str]) -> Iterator[tuple[str, str]]:
+    """:func:`expand` with the host each file stands for, whose template it shares.
+
+    Files on disk have no URL, so the folder tells: a mirror (``wget -r``, ``httrack``)
+    keeps each host's pages under a folder named after it. A file found by walking a
+    directory belongs to the first folder below that directory (``mirror/news.example/
+    2024/a.html``: ``mirror/news.example``), or to the directory itself when it lies there;
+    a file named alone belongs to the folder holding it; standard input is a host of its own.
+    """
     for path in paths:
         root = Path(path)
         if path != STDIN and root.is_dir():
             found = (p for p in root.rglob("*") if p.is_file() and wanted(p.name))
-            yield from (str(p) for p in sorted(found))
+            for file in sorted(found):
+                parts = file.relative_to(root).parts
+                yield str(file), str(root / parts[0]) if len(parts) > 1 else str(root)
         else:
-            yield path
+            yield path, STDIN if path == STDIN else str(root.parent)
 
 
 def read_body(path: str, limit: int) -> bytes:
@@ -96,22 +116,31 @@ def read_body(path: str, limit: int) -> bytes:
         handle.close()
 
 
-def load(fingerprinter: Fingerprinter, path: str, *, text: bool = False) -> Document:
-    """Read and fingerprint one input; read errors become a Document with ``error``."""
+def load(
+    fingerprinter: Fingerprinter, path: str, *, text: bool = False, host: str = "",
+    templates: LocalMemory | None = None,
+) -> Document:
+    """Read and fingerprint one input; read errors become a Document with ``error``.
+
+    ``templates``: the memories of the hosts read so far; the page's host's template is
+    set aside as a crawl would (the caller learns the page once it is judged)."""
     config = fingerprinter.config
     try:
         body = read_body(path, config.max_body_bytes)
     except (OSError, EOFError, zlib.error) as exc:
-        return Document(path, error=_describe(exc))
+        return Document(path, error=_describe(exc), host=host)
     if text or (path != STDIN and is_text(path)):
-        return _load_text(fingerprinter, path, body)
+        return replace(_load_text(fingerprinter, path, body), host=host)
     from scrapy_simhash.text import extract_main_text
 
     main = extract_main_text(body, max_bytes=config.max_body_bytes or None)
     page = fingerprinter.fingerprint_document(
         main.text, main.title, encoding=main.encoding, notes=tuple(main.notes)
     )
-    return Document(path, page, main.text)
+    page = replace(page, text=main.text, page_text=main.page_text)
+    if templates is not None:
+        page = templates.apply(host, page)
+    return Document(path, page, main.text, host=host)
 
 
 def _load_text(fingerprinter: Fingerprinter, path: str, body: bytes) -> Document:

@@ -1,4 +1,9 @@
-"""``scrapy-simhash compare A B``: how far apart two pages are, and why."""
+"""``scrapy-simhash compare A B``: how far apart two pages are, and why.
+
+Two files alone teach no template (a host's needs 4 pages): ``--site DIR`` first learns the
+template of the host from the pages under DIR, as a crawl would have, and each side then
+says whether its main text was the template and was read by its other text instead.
+"""
 
 from __future__ import annotations
 
@@ -11,11 +16,16 @@ from scrapy_simhash.cli._documents import (
     Document,
     add_distance_option,
     add_text_option,
+    expand,
     fingerprinter_from_settings,
     load,
     max_distance,
 )
 from scrapy_simhash.fingerprint import Fingerprinter, hamming, similarity
+from scrapy_simhash.template import LocalMemory
+
+#: The one host of a comparison with --site.
+SITE = "site"
 
 
 def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -32,6 +42,11 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
     parser.add_argument("b", metavar="B")
     add_distance_option(parser)
     parser.add_argument("--top", type=int, default=10, help="features listed per side")
+    parser.add_argument(
+        "--site", metavar="DIR",
+        help="learn the pages' host template from the pages under DIR first (both A and B "
+             "are taken to be of that host)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     add_text_option(parser)
     parser.set_defaults(func=run)
@@ -41,9 +56,19 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     fingerprinter = fingerprinter_from_settings(settings)
     k = max_distance(args, settings)
-    a = load(fingerprinter, args.a, text=args.text)
-    b = load(fingerprinter, args.b, text=args.text)
+    templates = None
+    if args.site:
+        templates = LocalMemory(fingerprinter)
+        for path in expand([args.site]):
+            page = load(fingerprinter, path, text=args.text).page
+            if page is not None:
+                templates.learn(SITE, page)
+    a = load(fingerprinter, args.a, text=args.text, host=SITE, templates=templates)
+    b = load(fingerprinter, args.b, text=args.text, host=SITE, templates=templates)
     report = compare(fingerprinter, a, b, k=k, top=args.top)
+    report["template"] = (
+        {"learned_from_pages": templates.pages(SITE)} if templates is not None else None
+    )
     print(json.dumps(report, ensure_ascii=False, indent=2) if args.json else render(report))
     return 1 if a.error or b.error else 0
 
@@ -88,6 +113,17 @@ def render(report: dict[str, Any]) -> str:
         lines.append(f"{side.upper()}: {doc['path']}  {state}")
         if doc.get("title"):
             lines.append(f"   title: {doc['title']}  ({doc['chars']} chars)")
+        if doc.get("template_lines"):
+            lines.append(
+                f"   template: the main text is the host's template; read by the page's "
+                f"other text ({doc['template_lines']} template line(s) set aside)"
+            )
+    template = report.get("template")
+    lines.append(
+        "template: none applied (no --site given; two files teach no template)"
+        if template is None
+        else f"template: learned from {template['learned_from_pages']} page(s) under --site"
+    )
     if report["distance"] is None:
         lines.append("no distance: a page has no fingerprint")
         return "\n".join(lines)

@@ -4,6 +4,11 @@ Grouping follows a crawl: pages are taken in input order, and a page joins the g
 the first kept page within distance k (found through the same index a crawl uses), or
 starts a new group. Groups are therefore not transitive chains: a page is never more
 than k bits from its group's first page.
+
+Each host's template is learned from its files as a crawl learns it from its pages, the
+folder telling hosts apart (:func:`~scrapy_simhash.cli._documents.expand_hosts`): a page
+whose main text is its host's template is read by its other text, and a match between two
+files of one host is looked at again (``--no-templates`` judges every file on its own).
 """
 
 from __future__ import annotations
@@ -18,13 +23,15 @@ from scrapy_simhash.cli._documents import (
     Document,
     add_distance_option,
     add_text_option,
-    expand,
+    expand_hosts,
     fingerprinter_from_settings,
     load,
     max_distance,
 )
 from scrapy_simhash.cli._progress import track
 from scrapy_simhash.fingerprint import Fingerprinter, to_hex
+from scrapy_simhash.index.base import closest
+from scrapy_simhash.template import LocalMemory
 
 
 def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -48,6 +55,10 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
         action="store_true",
         help="draw a progress bar on stderr even when it is not a terminal",
     )
+    parser.add_argument(
+        "--no-templates", action="store_true",
+        help="judge every file on its own, without learning its host's template",
+    )
     add_text_option(parser)
     parser.set_defaults(func=run)
 
@@ -64,41 +75,72 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     fingerprinter = fingerprinter_from_settings(settings)
     k = max_distance(args, settings)
-    paths = list(expand(args.paths))
-    documents = [
-        load(fingerprinter, path, text=args.text)
-        for path in track(paths, len(paths), "files", force=args.progress)
-    ]
-    groups = group(fingerprinter, documents, k)
-    report = summarise(fingerprinter, documents, groups, k, show_all=args.all)
+    paths = list(expand_hosts(args.paths))
+    templates = None if args.no_templates else LocalMemory(fingerprinter)
+    groups = Grouping(fingerprinter, k, templates)
+    documents = []
+    for path, host in track(paths, len(paths), "files", force=args.progress):
+        document = load(fingerprinter, path, text=args.text, host=host, templates=templates)
+        groups.add(document)
+        documents.append(document)
+    report = summarise(fingerprinter, documents, groups.close(), k, show_all=args.all)
     print(json.dumps(report, ensure_ascii=False, indent=2) if args.json else render(report))
     return 1 if any(doc.error for doc in documents) else 0
 
 
-def group(fingerprinter: Fingerprinter, documents: list[Document], k: int) -> list[Group]:
-    """Leader clustering in input order through an in-memory near-duplicate index."""
-    from scrapy_simhash.index import open_index
+class Grouping:
+    """Leader clustering in input order through an in-memory near-duplicate index.
 
-    groups: dict[str, Group] = {}
-    leader_of: dict[str, str] = {}
-    with open_index(
-        "memory://", max_distance=k, bits=fingerprinter.bits, scheme=fingerprinter.scheme
-    ) as index:
-        for number, doc in enumerate(documents):
-            fingerprint = doc.page.fingerprint if doc.page else None
-            if fingerprint is None:
-                continue
-            key = str(number)  # paths may repeat
-            match = index.check_and_add(key, fingerprint)
-            if match is None:
-                leader_of[key] = key
-                groups[key] = Group(fingerprint, [(doc, 0)])
-            else:
-                leader = leader_of[match.key]
-                leader_of[key] = leader
-                distance = (groups[leader].fingerprint ^ fingerprint).bit_count()
-                groups[leader].members.append((doc, distance))
-    return list(groups.values())
+    Files are added one by one, each judged against those before it, because the host
+    templates it uses are learned from the files kept so far, as in a crawl.
+    """
+
+    def __init__(self, fingerprinter: Fingerprinter, k: int, templates: LocalMemory | None) -> None:
+        from scrapy_simhash.index import open_index
+
+        self.templates = templates
+        self.groups: dict[str, Group] = {}
+        self.leader_of: dict[str, str] = {}
+        self.index = open_index(
+            "memory://", max_distance=k, bits=fingerprinter.bits, scheme=fingerprinter.scheme
+        )
+        self.host_of: dict[str, str] = {}
+
+    def add(self, doc: Document) -> None:
+        page = doc.page
+        if page is None:
+            return
+        templates = self.templates
+        fingerprint = page.fingerprint
+        if fingerprint is None:
+            if templates is not None:
+                templates.learn(doc.host, page)
+            return
+        key = str(len(self.host_of))  # paths may repeat
+        self.host_of[key] = doc.host
+        match = closest(m for m in self.index.query(fingerprint) if m.key != key)
+        if match is not None and templates is not None and self.host_of[match.key] == doc.host:
+            look = templates.second_look(doc.host, page)
+            if look is not None and look.distinct:
+                fingerprint = look.fingerprint
+                match = closest(self.index.query(fingerprint))
+            elif look is not None:
+                match = closest(self.index.query(look.fingerprint)) or match
+        if match is None:
+            self.index.observe(key, fingerprint)
+            self.leader_of[key] = key
+            self.groups[key] = Group(fingerprint, [(doc, 0)])
+            if templates is not None:
+                templates.learn(doc.host, page)
+            return
+        leader = self.leader_of[match.key]
+        self.leader_of[key] = leader
+        distance = (self.groups[leader].fingerprint ^ fingerprint).bit_count()
+        self.groups[leader].members.append((doc, distance))
+
+    def close(self) -> list[Group]:
+        self.index.close()
+        return list(self.groups.values())
 
 
 def summarise(
@@ -124,6 +166,9 @@ def summarise(
             }
             for g in shown
         ],
+        # kept + duplicates + skipped + errors = files, in the crawl's words.
+        "kept": len(groups),
+        "kept_with_duplicates": sum(1 for g in groups if len(g.members) > 1),
         "duplicates": sum(len(g.members) - 1 for g in groups),
         "unique": sum(1 for g in groups if len(g.members) == 1),
         "skipped": [
@@ -142,15 +187,20 @@ def _title(doc: Document) -> str:
 def render(report: dict[str, Any]) -> str:
     lines = []
     for number, g in enumerate(report["groups"], 1):
-        lines.append(f"group {number}: {len(g['members'])} files, fingerprint {g['fingerprint']}")
+        size = len(g["members"])
+        lines.append(
+            f"group {number}: {size} file{'s' if size != 1 else ''}, "
+            f"fingerprint {g['fingerprint']}"
+        )
         for member in g["members"]:
             title = f"  {member['title']}" if member["title"] else ""
             lines.append(f"  d={member['distance']:<3} {member['path']}{title}")
     lines.extend(f"no fingerprint: {i['path']}: {i['reason']}" for i in report["skipped"])
     lines.extend(f"unreadable: {i['path']}: {i['error']}" for i in report["errors"])
     lines.append(
-        f"{report['files']} files: {report['duplicates']} near-duplicates (k={report['k']}), "
-        f"{report['unique']} unique, {len(report['skipped'])} without fingerprint, "
-        f"{len(report['errors'])} unreadable"
+        f"{report['files']} files: {report['kept']} kept ({report['kept_with_duplicates']} "
+        f"with near-duplicates, {report['unique']} unique), {report['duplicates']} dropped as "
+        f"near-duplicates (k={report['k']}), {len(report['skipped'])} kept without a "
+        f"fingerprint, {len(report['errors'])} unreadable"
     )
     return "\n".join(lines)

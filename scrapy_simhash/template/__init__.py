@@ -255,3 +255,27 @@ def _fingerprint_lines(
 def learnable(page: PageFingerprint) -> Sequence[int]:
     """The buckets a kept page adds to its host's memory."""
     return page_slots(page.page_text)
+
+
+class LocalMemory:
+    """The memories of hosts kept in one process, for judging files as a crawl judges
+    pages (the command line, benchmarks): the same three steps, no store."""
+
+    def __init__(self, fingerprinter: Fingerprinter) -> None:
+        self.fingerprinter = fingerprinter
+        self.hosts: dict[str, HostMemory] = {}
+
+    def apply(self, host: str, page: PageFingerprint) -> PageFingerprint:
+        memory = self.hosts.get(host, EMPTY)
+        return apply_template(self.fingerprinter, page, memory.template())
+
+    def second_look(self, host: str, page: PageFingerprint) -> SecondLook | None:
+        return second_look(self.fingerprinter, page, self.hosts.get(host, EMPTY))
+
+    def learn(self, host: str, page: PageFingerprint) -> None:
+        slots = learnable(page)
+        if slots:
+            self.hosts[host] = self.hosts.get(host, EMPTY).learned(slots)
+
+    def pages(self, host: str) -> int:
+        return self.hosts.get(host, EMPTY).pages
