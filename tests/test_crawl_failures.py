@@ -13,7 +13,7 @@ import redis
 
 from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
 from scrapy_simhash.index import open_index
-from tests.redis_servers import RedisServer
+from tests.redis_servers import RedisServer, free_port
 from tests.scrapy_runner import CrawlResult, run_crawl
 
 if TYPE_CHECKING:
@@ -86,7 +86,8 @@ def _mismatch_crawl(
 
     site.hooks["/telescope.html"] = come_back
     return crawl(site, tmp, PAGES, SIMHASH_INDEX_URL=server.url,
-                 SIMHASH_INDEX_RETRY_AFTER_SECS=0, SIMHASH_RECRAWL_ENABLED=False, **settings)
+                 SIMHASH_INDEX_START_UNREACHABLE=True, SIMHASH_INDEX_RETRY_AFTER_SECS=0,
+                 SIMHASH_RECRAWL_ENABLED=False, **settings)
 
 
 @pytest.mark.redis
@@ -121,17 +122,52 @@ def test_an_index_mismatch_may_let_pages_through_loudly(
 
 
 @pytest.mark.redis
-def test_recrawl_observations_lost_to_an_outage_are_counted_and_logged(
+def test_a_mistyped_redis_port_refuses_to_start(http_site: SiteServer, tmp_path: Path) -> None:
+    url = f"redis://:pw-secret-3@127.0.0.1:{free_port()}/0"
+    result = crawl(http_site, tmp_path, PAGES[:2], SIMHASH_INDEX_URL=url)
+    refused_at_start(result, http_site, "ConfigurationError")
+    assert "is not reachable at start-up" in result.errors[0]
+    assert "SIMHASH_INDEX_START_UNREACHABLE" in result.errors[0]
+    assert "pw-secret-3" not in result.log + result.errors[0]
+
+
+@pytest.mark.parametrize("how", ["not a database", "truncated"])
+def test_a_damaged_sqlite_index_refuses_to_start(
+    http_site: SiteServer, tmp_path: Path, how: str
+) -> None:
+    path = tmp_path / "damaged.sqlite3"
+    if how == "not a database":
+        path.write_bytes(b"\x00garbage" * 1000)
+    else:
+        with open_index(f"sqlite:///{path}", namespace="pages") as index:
+            for i in range(3000):
+                index.observe(f"https://a.example/{i}", (i * 0x9E3779B97F4A7C15) & (2**64 - 1))
+        with path.open("r+b") as file:
+            file.truncate(path.stat().st_size // 2)
+    result = crawl(http_site, tmp_path, PAGES[:2], SIMHASH_INDEX_URL=f"sqlite:///{path}",
+                   SIMHASH_INDEX_START_UNREACHABLE=True)
+    refused_at_start(result, http_site, "ConfigurationError")
+    assert f"SimHash index file {path} is damaged" in result.errors[0]
+    assert "SIMHASH_INDEX_URL" in result.errors[0]
+
+
+@pytest.mark.redis
+def test_an_outage_from_the_start_is_one_line_and_loses_recrawl_observations_counted(
     http_site: SiteServer, tmp_path: Path
 ) -> None:
     dead = RedisServer(tmp_path / "never-started").url
     result = crawl(http_site, tmp_path, PAGES[:3], SIMHASH_INDEX_URL=dead,
-                   SIMHASH_INDEX_RETRY_AFTER_SECS=60)
+                   SIMHASH_INDEX_START_UNREACHABLE=True, SIMHASH_INDEX_RETRY_AFTER_SECS=60)
     assert result.errors == []
     assert len(result.items) == 3
     assert result.stats["simhash/recrawl_error"] == 3
     assert result.stats["simhash/recrawl_lost"] == 3
     assert "3 recrawl observation(s) lost while the recrawl store was unavailable" in result.log
+    # The index and the recrawl store share one Redis: one line for the outage, no traceback.
+    assert "starting anyway (SIMHASH_INDEX_START_UNREACHABLE)" in result.log
+    assert result.log.count("[scrapy_simhash.glue.guard] ERROR: ") == 1
+    assert "Traceback" not in result.log
+    assert "failed: recrawl store" not in result.log
 
 
 def test_a_bad_key_fails_its_own_page_only(http_site: SiteServer, tmp_path: Path) -> None:

@@ -70,11 +70,25 @@ def test_a_read_only_replica_is_not_an_outage(own_redis: RedisServer) -> None:
         validate_index(own_redis.url, NO_RETRY)
 
 
-def test_an_unreachable_server_is_an_outage(caplog: pytest.LogCaptureFixture) -> None:
-    url = RedisServer(Path("never-started")).url
-    with caplog.at_level(logging.WARNING):
+def test_a_server_that_never_answered_refuses_unless_told_to_start_anyway(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A mistyped port looks like an outage that never ends: by default the crawl refuses,
+    SIMHASH_INDEX_START_UNREACHABLE starts it and the guard retries."""
+    url = f"redis://:pw-secret-2@127.0.0.1:{free_port()}/0"
+    with pytest.raises(ConfigurationError, match="not reachable at start-up") as caught:
         validate_index(url, NO_RETRY)
+    message = str(caught.value)
+    assert "Error 111" in message
+    assert "SIMHASH_INDEX_URL" in message
+    assert "SIMHASH_INDEX_START_UNREACHABLE = True" in message
+    assert "pw-secret-2" not in message
+    assert message.count("127.0.0.1") == 2  # the URL once, and redis-py's own words
+    with caplog.at_level(logging.WARNING):
+        validate_index(url, NO_RETRY, start_unreachable=True)
     assert "not reachable at start-up" in caplog.text
+    assert "starting anyway (SIMHASH_INDEX_START_UNREACHABLE)" in caplog.text
+    assert "Traceback" not in caplog.text
 
 
 @pytest.mark.redis
@@ -120,6 +134,70 @@ def test_a_read_only_index_directory_is_not_an_outage(tmp_path: Path) -> None:
         for path in (directory / "index.sqlite3", directory / "sub" / "index.sqlite3"):
             with pytest.raises(ConfigurationError, match="cannot be"):
                 validate_index(f"sqlite:///{path}", {})
+
+
+def _damaged(path: Path, how: str) -> None:
+    """A real index file, then damaged as a disk, a copy or a person damages one."""
+    if how == "not a database":
+        path.write_bytes(b"a file that is no SQLite database at all\n" * 400)
+        return
+    with open_index(f"sqlite:///{path}", namespace="n") as index:
+        for i in range(3000):
+            index.observe(f"https://a.example/{i}", (i * 0x9E3779B97F4A7C15) & (2**64 - 1))
+    assert not Path(f"{path}-wal").exists()
+    size = path.stat().st_size
+    with path.open("r+b") as file:
+        file.truncate(size // 2)  # a copy cut short
+
+
+@pytest.mark.parametrize(("how", "said"), [
+    ("not a database", "file is not a database"),
+    ("truncated", "database disk image is malformed"),
+])
+def test_a_damaged_sqlite_file_is_not_an_outage(tmp_path: Path, how: str, said: str) -> None:
+    path = tmp_path / "index.sqlite3"
+    _damaged(path, how)
+    url = f"sqlite:///{path}"
+    for kwargs in ({"namespace": "n"}, {"namespace": "n", "reset": True}):
+        # Refused even with SIMHASH_INDEX_START_UNREACHABLE: waiting mends no file.
+        with pytest.raises(ConfigurationError, match=said) as caught:
+            validate_index(url, kwargs, start_unreachable=True)
+        message = str(caught.value)
+        assert str(path) in message
+        assert "Move it away" in message
+        assert "delete" in message
+        assert "SIMHASH_INDEX_URL" in message
+
+
+def test_a_sqlite_file_found_damaged_mid_crawl_is_unusable(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Found on reopening after an outage, say: the page goes to the mismatch policy (the
+    spider is closed by default), and the guard does not try the file again."""
+    path = tmp_path / "index.sqlite3"
+    _damaged(path, "truncated")
+    url = f"sqlite:///{path}"
+    errors: list[int] = []
+    opened: list[int] = []
+
+    async def opener() -> object:
+        opened.append(1)
+        return await open_async_index(url, namespace="n")
+
+    async def scenario() -> None:
+        guard = Guarded("SimHash index", url, opener, timeout=5, retry_after=0,
+                        log_interval=60, on_error=lambda: errors.append(1))
+        for _ in range(2):
+            with pytest.raises(ConfigurationError, match="database disk image is malformed"):
+                await guard.call(lambda index: index.observe("a", 1))
+        await guard.aclose()
+
+    with caplog.at_level(logging.ERROR, logger="scrapy_simhash.glue.guard"):
+        asyncio.run(scenario())
+    assert (len(opened), len(errors)) == (1, 0)
+    (message,) = [r.getMessage() for r in caplog.records]
+    assert str(path) in message
+    assert "Traceback" not in message
 
 
 # -- settings --------------------------------------------------------------------------------

@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 
 from scrapy_simhash._redis import mask_url
 from scrapy_simhash.exceptions import BackendUnavailable, ConfigurationError
-from scrapy_simhash.glue.guard import Guarded, scrub
+from scrapy_simhash.glue.guard import Guarded, OutageLog, scrub
 from scrapy_simhash.index import open_async_index
+from scrapy_simhash.recrawl import open_async_recrawl_store
 from scrapy_simhash.settings import MiddlewareConfig, content_type_matches
 from tests.conftest import Clock
 from tests.redis_servers import RedisServer
@@ -72,12 +73,86 @@ def test_guard_pauses_throttles_logs_and_reconnects(
     guard_logs = [r for r in caplog.records if r.name == "scrapy_simhash.glue.guard"]
     messages = [r.getMessage() for r in guard_logs]
     assert len(messages) == 3, messages
-    assert "failed" in messages[0]
-    assert "Traceback" in messages[0]
+    assert "is unavailable: open failed: Error 111" in messages[0]
+    # A refused connection is an outage, not a bug: one line, no traceback.
+    assert all("\n" not in m and "Traceback" not in m for m in messages)
     assert "still failing: 4 errors in the last 32s" in messages[1]
     assert "reachable again after 5 errors" in messages[2]
     assert all(password not in m for m in messages)
     assert all(mask_url(url) in m for m in messages)
+
+
+@pytest.mark.redis
+def test_an_outage_of_two_stores_in_one_redis_is_one_line_and_its_end_another(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The index and the recrawl store of a crawl live in one Redis: when it goes away the
+    log says so once, without tracebacks or a store named twice, and once when it is back."""
+    server = RedisServer(tmp_path / "redis")  # not started yet: connections are refused
+    url = f"redis://127.0.0.1:{server.port}/0"
+    clock = Clock()
+    outages = OutageLog(url, log_interval=60, clock=clock)
+
+    async def open_index() -> object:
+        return await open_async_index(url, namespace="outage", options={"retries": 0})
+
+    async def open_store() -> object:
+        return open_async_recrawl_store(url, namespace="outage")
+
+    async def scenario() -> None:
+        index = Guarded("SimHash index", url, open_index, timeout=5, retry_after=2,
+                        log_interval=60, clock=clock, outages=outages)
+        store = Guarded("recrawl store", url, open_store, timeout=5, retry_after=2,
+                        log_interval=60, clock=clock, outages=outages)
+        try:
+            for _ in range(2):  # pages while Redis is away: both stores fail
+                with pytest.raises(BackendUnavailable):
+                    await store.call(lambda backend: backend.observe("https://a.example/", 1))
+                with pytest.raises(BackendUnavailable):
+                    await index.call(lambda backend: backend.observe("a", 1))
+                clock.now += 2.5
+            server.start()
+            await index.call(lambda backend: backend.observe("a", 1))
+            assert len(guard_messages()) == 1, "the outage is not over while the store fails"
+            await store.call(lambda backend: backend.observe("https://a.example/", 1))
+        finally:
+            await index.aclose()
+            await store.aclose()
+            server.stop()
+
+    def guard_messages() -> list[str]:
+        return [r.getMessage() for r in caplog.records if r.name == "scrapy_simhash.glue.guard"]
+
+    with caplog.at_level(logging.DEBUG, logger="scrapy_simhash.glue.guard"):
+        asyncio.run(scenario())
+    messages = guard_messages()
+    assert len(messages) == 2, messages
+    # Named once: not "recrawl store at URL failed: recrawl store URL failed: ...".
+    assert messages[0].startswith(
+        f"recrawl store at {url} is unavailable: ConnectionError: Error 111 connecting"
+    ), messages[0]
+    assert messages[0].count(url) == 1
+    assert messages[1] == f"recrawl store at {url} is reachable again after 4 errors"
+    assert all("\n" not in m and "Traceback" not in m for m in messages)
+
+
+def test_an_unexpected_error_keeps_its_traceback(caplog: pytest.LogCaptureFixture) -> None:
+    """Not an outage but a bug: where it happened is what the reader needs."""
+
+    async def opener() -> object:
+        return object()
+
+    async def scenario() -> None:
+        guard = Guarded("SimHash index", "memory://", opener, timeout=1, retry_after=1,
+                        log_interval=60)
+        with pytest.raises(BackendUnavailable):
+            await guard.call(lambda backend: backend.observe("a", 1))  # type: ignore[attr-defined]
+
+    with caplog.at_level(logging.ERROR, logger="scrapy_simhash.glue.guard"):
+        asyncio.run(scenario())
+    (message,) = [r.getMessage() for r in caplog.records]
+    assert "failed unexpectedly: 'object' object has no attribute 'observe'" in message
+    assert "Traceback" in message
 
 
 def test_configuration_errors_are_not_outages() -> None:

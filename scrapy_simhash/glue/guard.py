@@ -3,8 +3,12 @@
 A Redis restart must not stop a crawl, wrongly drop pages, stall every request on a connect
 timeout, or write ten thousand identical tracebacks. ``Guarded`` wraps one backend object:
 every call has a timeout; after a failure the backend is closed and left alone for
-``retry_after`` seconds (calls fail fast meanwhile), then reopened on the next call; errors are
-logged once with a traceback and then as one summary line per ``log_interval``.
+``retry_after`` seconds (calls fail fast meanwhile), then reopened on the next call. An outage
+is one log line when it starts (no traceback: a refused connection is not a bug), a summary
+line per ``log_interval`` while it lasts and one line when the storage answers again; the
+guards of one storage (the index and the recrawl store in one Redis) share those lines
+through an :class:`OutageLog`. Only an error no storage should raise keeps its traceback.
+A file SQLite finds damaged is no outage: the guard turns it into ``ConfigurationError``.
 """
 
 from __future__ import annotations
@@ -12,11 +16,13 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import re
 import time
 import traceback
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar
 
+from scrapy_simhash._failures import broken_file, broken_file_message
 from scrapy_simhash._redact import mask_url, scrub
 from scrapy_simhash.exceptions import (
     BackendUnavailable,
@@ -53,6 +59,88 @@ def _backend_errors() -> tuple[type[BaseException], ...]:
 BACKEND_ERRORS = _backend_errors()
 
 
+def without_own_name(message: str, url: str) -> str:
+    """``message`` without the head a backend error starts with ("recrawl store URL failed:",
+    "Redis index URL:"), for a line that names the store and its URL already."""
+    head, found, rest = message.partition(mask_url(url))
+    if not found or len(head) > 40 or "(" in head:
+        return message
+    return re.sub(r"^:?\s*(failed:\s*)?", "", rest) or message
+
+
+class OutageLog:
+    """What the guards of one storage say about its outages.
+
+    One line when the first guard fails (with a traceback only for an error no storage
+    should raise), a summary line per ``log_interval`` while any of them keeps failing, one
+    line when the last of them answers again.
+    """
+
+    def __init__(
+        self, url: str, *, log_interval: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.url = url
+        self._log_interval = log_interval
+        self._clock = clock
+        self._failing: set[Guarded[Any]] = set()  # the guards failing now
+        self._what = ""  # the store the outage was first seen by
+        self._errors = 0  # errors in this outage
+        self._unlogged = 0  # errors not yet reported in a log line
+        self._last_log = float("-inf")
+
+    def failed(
+        self, guard: Guarded[Any], exc: BaseException | None, detail: str, retry_after: float
+    ) -> None:
+        """``guard`` failed with ``exc`` (None: it is waiting out its retry pause)."""
+        starts = not self._failing
+        if starts:
+            self._what = guard.what
+        first_of_guard = guard not in self._failing
+        self._failing.add(guard)
+        self._errors += 1
+        self._unlogged += 1
+        now = self._clock()
+        where = f"{guard.what} at {mask_url(self.url)}"
+        if exc is not None and first_of_guard and not isinstance(exc, BACKEND_ERRORS):
+            # Not an outage but a bug, in a backend or here: where it happened matters.
+            trace = scrub("".join(traceback.format_exception(exc)), self.url)
+            logger.error(
+                "%s failed unexpectedly: %s (SIMHASH_ON_INDEX_ERROR decides what happens to "
+                "pages; retrying every %gs):\n%s", where, detail, retry_after, trace.rstrip(),
+            )
+        elif starts:
+            logger.error(
+                "%s is unavailable: %s (SIMHASH_ON_INDEX_ERROR decides what happens to pages "
+                "until it answers; retrying every %gs)", where, detail, retry_after,
+            )
+        elif now - self._last_log >= self._log_interval:
+            logger.error(
+                "%s at %s still failing: %d errors in the last %.0fs (last: %s)",
+                self._what, mask_url(self.url), self._unlogged, now - self._last_log, detail,
+            )
+        else:
+            return
+        self._unlogged = 0
+        self._last_log = now
+
+    def recovered(self, guard: Guarded[Any]) -> None:
+        """``guard`` answered: the outage ends when no other guard is still failing."""
+        if guard not in self._failing:
+            return
+        self._failing.discard(guard)
+        if not self._failing:
+            logger.warning(
+                "%s at %s is reachable again after %d errors",
+                self._what or guard.what, mask_url(self.url), self._errors,
+            )
+            self._errors = 0
+            self._unlogged = 0
+
+    def forget(self, guard: Guarded[Any]) -> None:
+        """``guard`` is closed: it no longer keeps an outage open."""
+        self._failing.discard(guard)
+
+
 class Guarded(Generic[T]):
     """A lazily opened backend with timeouts, a retry pause and throttled error logs."""
 
@@ -67,21 +155,20 @@ class Guarded(Generic[T]):
         log_interval: float,
         on_error: Callable[[], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        outages: OutageLog | None = None,
     ) -> None:
         self.what = what
         self.url = url
         self._opener = opener
         self._timeout = timeout
         self._retry_after = retry_after
-        self._log_interval = log_interval
         self._on_error = on_error
         self._clock = clock
+        #: Shared with the other guards of the same storage (see OutageLog).
+        self.outages = outages or OutageLog(url, log_interval=log_interval, clock=clock)
         self._backend: T | None = None
         self._lock = asyncio.Lock()
         self._paused_until = 0.0
-        self._errors = 0  # errors since the last success
-        self._unlogged = 0  # errors not yet reported in a log line
-        self._last_log = float("-inf")
         self.closed = False
         #: Set when opening the backend raised ConfigurationError: it cannot be used as
         #: configured (another fingerprint scheme, say), and reopening will not change that.
@@ -114,8 +201,15 @@ class Guarded(Generic[T]):
                 self.unusable = exc
             raise
         except Exception as exc:  # noqa: BLE001 - logged by _failed, policy applied by caller
+            broken = broken_file(exc)
+            if broken is not None:  # a damaged file: waiting will not mend it
+                await self._discard()
+                self.outages.forget(self)
+                self.unusable = ConfigurationError(broken_file_message(self.url, broken))
+                logger.error("%s", self.unusable)
+                raise self.unusable from None
             # Outages (BACKEND_ERRORS) and anything unexpected from a backend alike: the page
-            # must not be lost to it. The first one is logged with its traceback.
+            # must not be lost to it.
             self._failed(exc)
             await self._discard()
             raise BackendUnavailable(self._describe(exc)) from None
@@ -141,27 +235,8 @@ class Guarded(Generic[T]):
     def _failed(self, exc: BaseException | None) -> None:
         if self._on_error is not None:
             self._on_error()
-        self._errors += 1
-        self._unlogged += 1
-        now = self._clock()
-        if exc is not None and self._errors == 1:
-            detail = scrub("".join(traceback.format_exception(exc)), self.url)
-            logger.error(
-                "%s at %s failed: %s (SIMHASH_ON_INDEX_ERROR decides what happens to pages; "
-                "retrying every %.1fs):\n%s",
-                self.what, mask_url(self.url), self._describe(exc), self._retry_after,
-                detail.rstrip(),
-            )
-            self._unlogged = 0
-            self._last_log = now
-        elif now - self._last_log >= self._log_interval:
-            logger.error(
-                "%s at %s still failing: %d errors in the last %.0fs (last: %s)",
-                self.what, mask_url(self.url), self._unlogged, now - self._last_log,
-                self._describe(exc) if exc is not None else "retry pause",
-            )
-            self._unlogged = 0
-            self._last_log = now
+        detail = "retry pause" if exc is None else without_own_name(self._describe(exc), self.url)
+        self.outages.failed(self, exc, detail, self._retry_after)
 
     def _describe(self, exc: BaseException) -> str:
         """A one-line account of a failure, never empty and free of passwords.
@@ -186,17 +261,12 @@ class Guarded(Generic[T]):
         return message
 
     def _recovered(self) -> None:
-        if self._errors:
-            logger.warning(
-                "%s at %s is reachable again after %d errors",
-                self.what, mask_url(self.url), self._errors,
-            )
-            self._errors = 0
-            self._unlogged = 0
+        self.outages.recovered(self)
 
     async def aclose(self) -> None:
         """Close the backend; later calls fail fast."""
         self.closed = True
+        self.outages.forget(self)
         backend, self._backend = self._backend, None
         if backend is not None:
             await _close_quietly(backend, self._timeout)

@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy_simhash.glue import config
 from scrapy_simhash.glue.guard import Guarded
-from scrapy_simhash.glue.wiring import guarded, guarded_index, resolve, validate_index
+from scrapy_simhash.glue.wiring import (
+    guarded,
+    guarded_index,
+    outage_log,
+    resolve,
+    validate_index,
+)
 from scrapy_simhash.settings import index_kwargs
 from scrapy_simhash.verdict import VerdictStep
 
@@ -51,8 +57,9 @@ class CrawlStores:
         keys: KeyMemory | None = None,
         prefer_urls: tuple[str, ...] = (),
     ) -> CrawlStores:
-        """Check the index now (a mismatched or unusable one refuses the crawl here; an
-        unreachable one only warns) and guard what the crawl will call. ``count`` receives
+        """Check the index now (a mismatched, unusable or damaged one refuses the crawl
+        here, and so does an unreachable one unless SIMHASH_INDEX_START_UNREACHABLE) and
+        guard what the crawl will call, the index and the schedule sharing one outage log. ``count`` receives
         stat names (``index_error``, ``recrawl_error``, ``recrawl_lost``). ``recrawl`` None
         or disabled: no schedule, and the index's previous fingerprint alone tells a change
         (by the recrawl config's change distance when there is one)."""
@@ -61,13 +68,14 @@ class CrawlStores:
             crawler.settings, namespace=namespace, bits=fingerprinter.bits,
             scheme=fingerprinter.scheme,
         )
-        validate_index(url, kwargs)
-        index = guarded_index(url, kwargs, guard, lambda: count("index_error"))
+        validate_index(url, kwargs, start_unreachable=guard.start_unreachable)
+        outages = outage_log(crawler, url, guard)
+        index = guarded_index(url, kwargs, guard, lambda: count("index_error"), outages)
         store = None
         if recrawl is not None and recrawl.enabled:
             store = guarded(
                 "recrawl store", url, _recrawl_opener(url, namespace, recrawl), guard,
-                lambda: count("recrawl_error"),
+                lambda: count("recrawl_error"), outages,
             )
         verdicts = VerdictStep(
             index, store, bits=fingerprinter.bits,

@@ -6,13 +6,14 @@ import asyncio
 import inspect
 import logging
 import re
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from scrapy_simhash._failures import permanent_reason
+from scrapy_simhash._failures import broken_file, broken_file_message, permanent_reason
 from scrapy_simhash._redact import mask_url, scrub
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
-from scrapy_simhash.glue.guard import BACKEND_ERRORS, Guarded
+from scrapy_simhash.glue.guard import BACKEND_ERRORS, Guarded, OutageLog, without_own_name
 from scrapy_simhash.verdict import UNAVAILABLE, UNUSABLE, Verdict
 
 if TYPE_CHECKING:
@@ -32,16 +33,21 @@ async def resolve(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
-def validate_index(url: str, kwargs: Mapping[str, Any]) -> None:
+def validate_index(
+    url: str, kwargs: Mapping[str, Any], *, start_unreachable: bool = False
+) -> None:
     """Open the index once, synchronously, before the crawl starts.
 
     A mismatched configuration (another SIMHASH_BITS or tokenizer than the one the index was
     built with) then stops the crawl at start-up with the index's own explanation, instead of
     failing on every page; ``SIMHASH_INDEX_RESET`` is applied here, to all the state of the
-    namespace (index and recrawl schedule), and logs what it cleared. An unreachable backend
-    is only a warning: the crawl may start before Redis does, and the error policy handles
-    the pages meanwhile. A failure no retry can fix (a wrong password, a missing database,
-    a read-only replica or file) is not an outage: it stops the crawl here, with the reason.
+    namespace (index and recrawl schedule), and logs what it cleared. A failure no retry can
+    fix (a wrong password, a missing database, a read-only replica or file, an SQLite file
+    that is damaged or no database at all) is not an outage: it stops the crawl here, with
+    the reason. Nor, by default, is a backend that does not answer: one that never answered
+    is far more often a mistyped host or port than an outage. ``start_unreachable``
+    (SIMHASH_INDEX_START_UNREACHABLE) starts the crawl anyway, the error policy handling the
+    pages until the backend answers (a crawl that may start before its Redis).
     """
     from scrapy_simhash.index import open_index
     from scrapy_simhash.reset import reset_namespace
@@ -52,15 +58,27 @@ def validate_index(url: str, kwargs: Mapping[str, Any]) -> None:
         else:
             open_index(url, **kwargs).close()
     except BACKEND_ERRORS as exc:
+        broken = broken_file(exc)
+        if broken is not None:
+            raise ConfigurationError(broken_file_message(url, broken)) from None
         reason = permanent_reason(exc)
         if reason is not None:
             raise ConfigurationError(
                 f"SimHash index at {mask_url(url)} cannot be used: {scrub(reason, url)}; fix "
                 "SIMHASH_INDEX_URL (or SIMHASH_ENABLED=False to crawl without it)"
             ) from None
+        detail = without_own_name(scrub(str(exc), url), url)
+        if not start_unreachable:
+            raise ConfigurationError(
+                f"SimHash index at {mask_url(url)} is not reachable at start-up ({detail}): "
+                "check SIMHASH_INDEX_URL (host, port, database) and that the server is up, "
+                "or set SIMHASH_INDEX_START_UNREACHABLE = True to start anyway and retry "
+                "during the crawl"
+            ) from None
         logger.warning(
-            "SimHash index at %s is not reachable at start-up (%s); will retry during the crawl",
-            mask_url(url), scrub(str(exc), url),
+            "SimHash index at %s is not reachable at start-up (%s); starting anyway "
+            "(SIMHASH_INDEX_START_UNREACHABLE), will retry during the crawl",
+            mask_url(url), detail,
         )
 
 
@@ -70,8 +88,10 @@ def guarded(
     opener: Callable[[], Awaitable[Any]],
     config: GuardConfig,
     on_error: Callable[[], None],
+    outages: OutageLog | None = None,
 ) -> Guarded[Any]:
-    """A backend behind a ``Guarded`` configured by the SIMHASH_INDEX_* guard settings."""
+    """A backend behind a ``Guarded`` configured by the SIMHASH_INDEX_* guard settings;
+    ``outages`` is shared by the guards of one storage (one line per outage for them all)."""
     return Guarded(
         what,
         url,
@@ -80,11 +100,28 @@ def guarded(
         retry_after=config.retry_after,
         log_interval=config.log_interval,
         on_error=on_error,
+        outages=outages,
     )
 
 
+def outage_log(crawler: Crawler, url: str, config: GuardConfig) -> OutageLog:
+    """The outage log of ``url`` in this crawl, shared by every component that guards a
+    store there (the middleware's index and recrawl store, the pipeline's index)."""
+    logs = _OUTAGE_LOGS.setdefault(crawler, {})
+    if url not in logs:
+        logs[url] = OutageLog(url, log_interval=config.log_interval)
+    return logs[url]
+
+
+_OUTAGE_LOGS: weakref.WeakKeyDictionary[Any, dict[str, OutageLog]] = weakref.WeakKeyDictionary()
+
+
 def guarded_index(
-    url: str, kwargs: Mapping[str, Any], config: GuardConfig, on_error: Callable[[], None]
+    url: str,
+    kwargs: Mapping[str, Any],
+    config: GuardConfig,
+    on_error: Callable[[], None],
+    outages: OutageLog | None = None,
 ) -> Guarded[Any]:
     """The async index behind a ``Guarded`` (timeouts, retry pause, throttled logs)."""
     from scrapy_simhash.index import open_async_index
@@ -102,7 +139,7 @@ def guarded_index(
     async def opener() -> Any:
         return await resolve(open_async_index(url, **reopen))
 
-    return guarded("SimHash index", url, opener, config, on_error)
+    return guarded("SimHash index", url, opener, config, on_error, outages)
 
 
 async def send_signal(crawler: Crawler, signal: object, **kwargs: Any) -> None:

@@ -260,6 +260,9 @@ class GuardConfig:
     timeout: float
     retry_after: float
     log_interval: float
+    #: Start a crawl whose index does not answer at start-up (SIMHASH_INDEX_START_UNREACHABLE);
+    #: by default it refuses to start.
+    start_unreachable: bool = False
 
     @classmethod
     def from_settings(cls, settings: Settings) -> GuardConfig:
@@ -268,6 +271,7 @@ class GuardConfig:
             timeout=get_float(settings, "SIMHASH_INDEX_TIMEOUT_SECS", 10.0, minimum=0.001),
             retry_after=get_float(settings, "SIMHASH_INDEX_RETRY_AFTER_SECS", 1.0, minimum=0.0),
             log_interval=get_float(settings, "SIMHASH_ERROR_LOG_INTERVAL_SECS", 60.0, minimum=0.0),
+            start_unreachable=get_bool(settings, "SIMHASH_INDEX_START_UNREACHABLE", False),
         )
 
 
