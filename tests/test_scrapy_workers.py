@@ -3,13 +3,68 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import re
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
 from scrapy_simhash.glue.workers import FingerprintRunner
+from scrapy_simhash.text import MainText, extract_main_text
 
 SITE = Path(__file__).parent / "site"
 CONFIG = FingerprintConfig(tokenizer="rjieba")
+
+
+def body_size_extractor(body: Any, **kwargs: Any) -> MainText:
+    """The built-in extractor, saying in its notes how many bytes it was handed and where
+    (SIMHASH_EXTRACTOR: it runs in the worker process)."""
+    main = extract_main_text(body, **kwargs)
+    return replace(main, notes=(*main.notes, f"handed {len(body)} bytes in process {os.getpid()}"))
+
+
+def _huge(size: int) -> bytes:
+    """A page of ``size`` bytes whose head is an article and whose tail is padding (a
+    decompression bomb is a few MB of gzip that Scrapy inflates to 1 GiB of this)."""
+    head = (SITE / "harbour.html").read_bytes()
+    return head + b" " * (size - len(head))
+
+
+def test_a_huge_body_is_cut_before_it_leaves_the_crawl_process() -> None:
+    limit = 50_000
+    config = replace(CONFIG, max_body_bytes=limit)
+    body = _huge(20_000_000)
+
+    async def scenario() -> list[Any]:
+        runner = FingerprintRunner(
+            replace(config, extractor="tests.test_scrapy_workers.body_size_extractor"),
+            workers=1, inline_max_bytes=0,
+        )
+        plain = FingerprintRunner(config, workers=1, inline_max_bytes=0, cache_size=8)
+        try:
+            seen = await runner.fingerprint(body, "text/html")
+            page = await plain.fingerprint(body, "text/html")
+            # Another tail past the limit: the same page, so the cache answers (it hashed the
+            # bytes that were kept, not 20 MB).
+            again = await plain.fingerprint(body[:limit] + b"x" * 1000, "text/html")
+            return [seen, page, again, plain.cache_hits]
+        finally:
+            runner.close()
+            plain.close()
+
+    seen, page, again, hits = asyncio.run(scenario())
+    handed = re.fullmatch(r"handed (\d+) bytes in process (\d+)", seen.notes[-1])
+    assert handed is not None, seen.notes
+    size, worker = int(handed[1]), int(handed[2])
+    assert worker != os.getpid()
+    assert size <= config.max_body_bytes
+    # The same page, and the same note, as when the extractor cuts the body itself.
+    assert page == Fingerprinter(config).fingerprint_page(body, content_type="text/html")
+    assert page.fingerprint is not None
+    assert page.notes[0] == f"truncated to {limit} bytes"
+    assert again.fingerprint == page.fingerprint
+    assert hits == 1
 
 
 def test_worker_process_gives_the_inline_fingerprints() -> None:

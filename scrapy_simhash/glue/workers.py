@@ -4,7 +4,8 @@ Segmenting a large page with jieba takes tens of milliseconds of pure-Python CPU
 reactor thread it stalls every download in flight. A process pool puts that work on another
 core (threads would not: the tokenizers hold the GIL). Each worker builds its Fingerprinter
 once, in the initializer. Small pages are cheaper to fingerprint inline than to ship to a
-worker, so pages under ``inline_max_bytes`` never leave the reactor thread. Byte-identical
+worker, so pages under ``inline_max_bytes`` never leave the reactor thread, and no page sends
+more than ``SIMHASH_MAX_BODY_BYTES`` of its body (the rest is cut before). Byte-identical
 bodies (URL variants, mirrors, session parameters) are fingerprinted once: a small LRU cache
 keyed by a 128-bit body digest returns the earlier result.
 """
@@ -20,6 +21,7 @@ import time
 from collections import OrderedDict
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import xxhash
@@ -121,6 +123,17 @@ class FingerprintRunner:
                 self._pool.submit(_noop)
 
     async def fingerprint(self, body: bytes, content_type: str | None) -> PageFingerprint:
+        """The page's fingerprint. A body over ``max_body_bytes`` is cut here, in the crawl
+        process, before it is hashed for the cache or pickled to a worker: a decompression
+        bomb must not be copied whole (1 GiB for a gzip of a few MB) to be cut there."""
+        limit = self.fingerprinter.config.max_body_bytes
+        if limit and len(body) > limit:
+            page = await self._fingerprint(body[:limit], content_type)
+            # What the extractor says of a body it cuts itself.
+            return replace(page, notes=(f"truncated to {limit} bytes", *page.notes))
+        return await self._fingerprint(body, content_type)
+
+    async def _fingerprint(self, body: bytes, content_type: str | None) -> PageFingerprint:
         if not self.cache_size:
             return await self._compute(body, content_type)
         key = (xxhash.xxh3_128_digest(body), content_type)
