@@ -57,14 +57,17 @@ def _extract(data: bytes, encoding: str, notes: list[str]) -> MainText:
     walk.run()
     containers, marked = _choose(walk)
     main = _drop_credits(_lines(containers, walk.stats))
-    whole = _drop_credits(_lines([body], walk.stats))
-    # Every line a reader sees, for the host's template memory: as ``whole``, but a page
-    # wrapper that its menus make link-dense is read into rather than skipped.
-    page_text = _drop_credits(_lines([body], walk.stats, dense_max_chars=_PAGE_DENSE_CHARS))
+    # Every line a reader sees, for the host's template memory: the main text and the rest
+    # of the page, where a wrapper that its menus make link-dense is read into rather than
+    # skipped. The main containers are not read twice; credit lines stay (they are short,
+    # and the memory counts lines rather than fingerprinting them).
+    rest = _lines([body], walk.stats, dense_max_chars=_PAGE_DENSE_CHARS, skip=containers)
+    page_text = f"{main}\n{rest}" if main and rest else main or rest
     # A character is at least one UTF-8 byte: most texts need no encode to be judged long.
     if not marked and len(main) < _FALLBACK_BYTES and len(main.encode("utf-8")) < _FALLBACK_BYTES:
         # No container of prose (product pages, galleries, landing pages): the page's
         # own text is everything that is not boilerplate or link lists.
+        whole = _drop_credits(_lines([body], walk.stats))
         if len(whole) > len(main):
             notes.append("no prose container; using all non-boilerplate text")
             main = whole

@@ -48,15 +48,18 @@ def _lines(
     link_density: float = _MAX_LINK_DENSITY,
     links_only: bool = False,
     dense_max_chars: int | None = None,
+    skip: Iterable[etree._Element] = (),
 ) -> str:
     """Read containers out as text, one line per block, skipping h1 and blocks whose link
     text exceeds ``link_density`` of their text (link lists). ``links_only`` reads link
     lists too, but none that looks like navigation (kept by the walk for its size).
     ``dense_max_chars``: only blocks of at most this many characters are skipped as link
-    lists; a larger one is read into (a page wrapper that its menus make link-dense)."""
+    lists; a larger one is read into (a page wrapper that its menus make link-dense).
+    ``skip``: elements not read (read already)."""
     lines: list[str] = []
     current: list[str] = []
     inline_tags = _INLINE_TAGS
+    skipped = set(skip)
 
     for container in containers:
         walker = etree.iterwalk(container, events=("start", "end"))
@@ -64,8 +67,8 @@ def _lines(
             tag = el.tag
             if event == "start":
                 frame = stats.get(el)
-                if frame is None:
-                    walker.skip_subtree()  # dropped as boilerplate, or not an element
+                if frame is None or el in skipped:
+                    walker.skip_subtree()  # dropped as boilerplate, not an element, or read
                     continue
                 if links_only and (tag in _BOILERPLATE_TAGS or _names_role(el) < 0):
                     walker.skip_subtree()
