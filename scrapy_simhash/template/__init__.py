@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 import xxhash
 
 from scrapy_simhash.features import normalize
+from scrapy_simhash.text.readout import _drop_credits as drop_credits
 
 if TYPE_CHECKING:
     from scrapy_simhash.fingerprint import Fingerprinter, PageFingerprint
@@ -157,7 +158,7 @@ def apply_template(
         return page
     own, dropped_own = _lines_outside(page.page_text, template)
     other = _refingerprint(
-        fingerprinter, page, "\n".join(own),
+        fingerprinter, page, drop_credits("\n".join(own)),
         f"the main text is the host's template ({dropped} line(s)); the page's other "
         "text read instead", dropped_own,
     )
