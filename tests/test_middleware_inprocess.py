@@ -104,7 +104,8 @@ def test_a_cached_response_is_checked_but_not_a_visit() -> None:
 @pytest.mark.parametrize("policy", ["pass", "drop", "raise"])
 def test_every_index_error_policy_on_a_page_the_index_cannot_check(policy: str) -> None:
     with harness(SIMHASH_INDEX_URL=dead_redis_url(), SIMHASH_ON_INDEX_ERROR=policy,
-                 SIMHASH_INDEX_TIMEOUT_SECS=2, SIMHASH_RECRAWL_ENABLED=False) as h:
+                 SIMHASH_INDEX_TIMEOUT_SECS=2, SIMHASH_RECRAWL_ENABLED=False,
+                 SIMHASH_INDEX_START_UNREACHABLE=True) as h:
         result, info = h.fetch("https://a.test/x", story(HARBOUR))
         assert info["reason"].startswith("index unavailable")
         assert h.stat("index_error") == 1
@@ -215,7 +216,7 @@ def test_the_pipeline_marks_only_and_never_matches_an_item_with_itself() -> None
 @pytest.mark.parametrize("policy", ["pass", "drop", "raise"])
 def test_every_index_error_policy_on_an_item(policy: str) -> None:
     pipe = pipeline(SIMHASH_INDEX_URL=dead_redis_url(), SIMHASH_ON_INDEX_ERROR=policy,
-                    SIMHASH_INDEX_TIMEOUT_SECS=2)
+                    SIMHASH_INDEX_TIMEOUT_SECS=2, SIMHASH_INDEX_START_UNREACHABLE=True)
     (result,), _ = process(pipe, {"url": "https://a.test/1", "body": " ".join(HARBOUR)})
     # The item was read and met the error: neither judged unique nor a duplicate.
     stats = pipe.stats.get_stats()
