@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scrapy_simhash.extract import MainText, extract_main_text
+from scrapy_simhash.fingerprint import Fingerprinter
 
 EN_ARTICLE = [
     (
@@ -602,8 +603,9 @@ def test_related_posts_with_long_excerpts_are_not_kept_as_an_article_wrapper() -
     assert main.text == extract_main_text(bare.encode()).text
 
 
-def test_a_page_of_links_only_is_read_as_its_links() -> None:
-    """An index or catalogue page has no prose; its links (outside the navigation) are it."""
+def test_a_page_of_links_only_has_no_text_of_its_own() -> None:
+    """An index or catalogue page has no prose: its link texts read alike from page to page
+    of a listing, so they decide nothing (a listing dropped as a copy would end discovery)."""
 
     def catalogue(subject: str, titles: list[str]) -> bytes:
         links = "".join(f"<li><a href='/b/{n}'>{t}</a></li>" for n, t in enumerate(titles))
@@ -614,9 +616,11 @@ def test_a_page_of_links_only_is_read_as_its_links() -> None:
 
     hinges = catalogue("Hardware", [f"Catalogue of brass hinges and locks, volume {n}" for n in range(12)])
     main = extract_main_text(hinges)
-    assert "brass hinges" in main.text
-    assert "Browse" not in main.text
-    assert any("link" in note for note in main.notes)
+    assert main.text == ""
+    assert "only link lists: no text of its own" in main.notes
+    page = Fingerprinter().fingerprint_page(hinges)
+    assert page.fingerprint is None
+    assert "only link lists" in " ".join(page.notes)
     nav_only = b"<html><body><nav><a href='/'>Home</a> <a href='/x'>Browse all</a></nav></body></html>"
     assert extract_main_text(nav_only).text == ""
 

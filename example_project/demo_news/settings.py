@@ -15,10 +15,6 @@ ADDONS = {"scrapy_simhash.Addon": 0}
 # Keep per-URL change history, so a second crawl reports what changed and what did not.
 SIMHASH_RECRAWL_ENABLED = True
 
-# Follow the links of near-duplicates too (their items are still dropped): whichever copy
-# of a story arrives first, the pages only its original links to are found.
-SIMHASH_FOLLOW_DUPLICATE_LINKS = True
-
 # A local site: no robots.txt, no politeness delay, no throttling.
 ROBOTSTXT_OBEY = False
 DOWNLOAD_DELAY = 0

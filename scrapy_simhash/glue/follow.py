@@ -33,6 +33,22 @@ PRIORITY = 50
 FOLLOW_ONLY = LINKS_ONLY
 
 
+def spider_middleware_installed(settings: Any) -> bool:
+    """Whether SPIDER_MIDDLEWARES enables :class:`SimhashSpiderMiddleware` (by any path)."""
+    from scrapy.utils.misc import load_object
+
+    for entry, priority in settings.getwithbase("SPIDER_MIDDLEWARES").items():
+        if priority is None:
+            continue
+        try:
+            found = load_object(entry) if isinstance(entry, str) else entry
+        except (ImportError, ValueError, NameError, AttributeError):
+            continue
+        if found is SimhashSpiderMiddleware:
+            return True
+    return False
+
+
 class SimhashSpiderMiddleware:
     """Drop the items of near-duplicates that reached the callback for their links."""
 
@@ -42,7 +58,7 @@ class SimhashSpiderMiddleware:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SimhashSpiderMiddleware:
         if not follows_duplicate_links(crawler.settings):
-            # Off (the default): Scrapy then leaves the spider's output unwrapped.
+            # Off: Scrapy then leaves the spider's output unwrapped.
             raise NotConfigured(
                 "SIMHASH_FOLLOW_DUPLICATE_LINKS is off: no near-duplicate reaches a callback,"
                 " so there are no items of copies to drop"

@@ -24,9 +24,10 @@ from scrapy.http import TextResponse
 from scrapy_simhash import settings as simhash_settings
 from scrapy_simhash import signals
 from scrapy_simhash._redis import mask_url
-from scrapy_simhash.exceptions import InvalidKeyError
+from scrapy_simhash.exceptions import ConfigurationError, InvalidKeyError
 from scrapy_simhash.glue.dust import DustGlue
 from scrapy_simhash.glue.errors import NearDuplicate
+from scrapy_simhash.glue.follow import spider_middleware_installed
 from scrapy_simhash.glue.keys import CanonicalKeys
 from scrapy_simhash.glue.stores import CrawlStores
 from scrapy_simhash.glue.templates import TemplateMemory
@@ -43,6 +44,7 @@ from scrapy_simhash.settings import (
     content_type_matches,
     enabled,
     fingerprint_config,
+    follows_duplicate_links,
     index_ttl_secs,
     recrawl_config,
 )
@@ -115,6 +117,7 @@ class SimhashDownloaderMiddleware:
         )
         self.dust = self._open_dust()
         self.templates = self._open_templates()
+        self.follow_links = self._follow_links()
         crawler.signals.connect(self._spider_opened, signal=scrapy_signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=scrapy_signals.spider_closed)
 
@@ -139,6 +142,31 @@ class SimhashDownloaderMiddleware:
             max_distance=stores.max_distance, bits=self.runner.fingerprinter.bits,
             hamming=hamming, timeout_secs=self.config.guard.timeout,
         )
+
+    def _follow_links(self) -> bool:
+        """Whether near-duplicates reach the callback for their links (their items dropped by
+        SimhashSpiderMiddleware). Without that middleware their items would be exported:
+        a crawl that asked for following by name refuses to start; one that did not drops
+        copies outright, as the default did before, and says how to follow."""
+        settings = self.crawler.settings
+        if not follows_duplicate_links(settings):
+            return False
+        if spider_middleware_installed(settings):
+            return True
+        if settings.getpriority("SIMHASH_FOLLOW_DUPLICATE_LINKS") is not None:
+            raise ConfigurationError(
+                "SIMHASH_FOLLOW_DUPLICATE_LINKS is on but SPIDER_MIDDLEWARES lacks "
+                "scrapy_simhash.SimhashSpiderMiddleware, which drops the items of the "
+                "near-duplicates passed for their links: add it (priority 50), enable "
+                'the add-on (ADDONS = {"scrapy_simhash.Addon": 0}), or set '
+                "SIMHASH_FOLLOW_DUPLICATE_LINKS = False"
+            )
+        logger.info(
+            "SimHash drops near-duplicates without following their links: "
+            "scrapy_simhash.SimhashSpiderMiddleware is not in SPIDER_MIDDLEWARES (the add-on "
+            "installs it); listing pages dropped as copies then end discovery"
+        )
+        return False
 
     def _open_templates(self) -> TemplateMemory | None:
         """Each host's template learned from its pages (SIMHASH_TEMPLATES_ENABLED)."""
@@ -296,7 +324,7 @@ class SimhashDownloaderMiddleware:
 
     async def _duplicate(self, request: Request, response: Response, verdict: Verdict) -> Response:
         self._inc("duplicate")
-        follow = self.config.drop_duplicates and self.config.follow_duplicate_links
+        follow = self.follow_links
         info = self._meta(request, verdict.but(links_only=follow))
         await send_signal(
             self.crawler, signals.near_duplicate, request=request, response=response, info=info

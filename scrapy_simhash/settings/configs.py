@@ -60,7 +60,7 @@ def follows_duplicate_links(settings: Settings) -> bool:
     return (
         enabled(settings)
         and get_bool(settings, "SIMHASH_DROP_DUPLICATES", True)
-        and get_bool(settings, "SIMHASH_FOLLOW_DUPLICATE_LINKS", False)
+        and get_bool(settings, "SIMHASH_FOLLOW_DUPLICATE_LINKS", True)
     )
 
 
@@ -311,7 +311,7 @@ class MiddlewareConfig:
             canonicalize_keys=canonicalize_keys(settings),
             skip_unchanged=get_bool(settings, "SIMHASH_SKIP_UNCHANGED", False),
             use_canonical=get_bool(settings, "SIMHASH_USE_CANONICAL", True),
-            follow_duplicate_links=get_bool(settings, "SIMHASH_FOLLOW_DUPLICATE_LINKS", False),
+            follow_duplicate_links=get_bool(settings, "SIMHASH_FOLLOW_DUPLICATE_LINKS", True),
             prefer_urls=check_rules(get_list(settings, "SIMHASH_PREFER_URLS", PREFERENCE_RULES)),
             on_mismatch=on_mismatch(settings),
             templates=get_bool(settings, "SIMHASH_TEMPLATES_ENABLED", True),

@@ -71,15 +71,13 @@ def _extract(data: bytes, encoding: str, notes: list[str]) -> MainText:
         if len(whole) > len(main):
             notes.append("no prose container; using all non-boilerplate text")
             main = whole
-        elif not main:
-            # A page of links and nothing else (an index, a catalogue): its links, outside
-            # the navigation and other boilerplate already dropped, are its content.
-            links = _drop_credits(_lines([body], walk.stats, link_density=1.0, links_only=True))
-            if links:
-                notes.append("only link lists; using their text")
-                main = links
     if not main:
-        notes.append("no main text found")
+        # A page of links and nothing else (a listing, an index, a catalogue) has no text
+        # of its own: its link texts ("Read more", thumbnails' captions) read alike from
+        # page to page of a listing, and a listing dropped as a copy of another would end
+        # the discovery of the articles it alone links to.
+        links = _lines([body], walk.stats, link_density=1.0, links_only=True)
+        notes.append("only link lists: no text of its own" if links else "no main text found")
     return MainText(
         _without_c1(title), _without_c1(main), encoding, tuple(notes), _without_c1(page_text)
     )
