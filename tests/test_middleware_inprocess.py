@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 from pathlib import Path
 from typing import Any
@@ -232,3 +233,48 @@ def test_every_index_error_policy_on_an_item(policy: str) -> None:
     else:
         assert isinstance(result, IndexBackendError)
         assert "let items through" in str(result)
+
+
+def test_an_item_class_without_the_fingerprint_field_is_kept_with_one_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Story:
+        url: str
+        body: str
+
+        def get(self, name: str) -> Any:  # for process()'s drop-record lookup
+            return getattr(self, name, None)
+
+    pipe = pipeline(SIMHASH_ITEM_FINGERPRINT_FIELD="simhash")
+    with caplog.at_level(logging.WARNING):
+        results, _ = process(
+            pipe, Story("https://a.test/1", " ".join(HARBOUR)),
+            Story("https://a.test/2", " ".join(ORCHARD)),
+        )
+    assert [r.url for r in results] == ["https://a.test/1", "https://a.test/2"]
+    warnings = [r for r in caplog.records if "SIMHASH_ITEM_FINGERPRINT_FIELD" in r.message]
+    assert len(warnings) == 1
+    assert "Story" in warnings[0].message
+    assert pipe.stats.get_value("simhash/items_fingerprint_field_missing") == 2
+    assert pipe.stats.get_value("simhash/items_unique") == 2
+
+
+def test_item_fields_no_item_has_are_named_once(caplog: pytest.LogCaptureFixture) -> None:
+    from scrapy_simhash.glue.pipeline import FIELDS_WARN_AFTER_ITEMS
+
+    pipe = pipeline(SIMHASH_ITEM_FIELDS=["content"])
+    items = [{"url": f"https://a.test/{n}", "body": "x"} for n in range(FIELDS_WARN_AFTER_ITEMS + 5)]
+    with caplog.at_level(logging.WARNING):
+        process(pipe, *items)
+    warnings = [r for r in caplog.records if "SIMHASH_ITEM_FIELDS" in r.message]
+    assert len(warnings) == 1
+    assert "['content']" in warnings[0].message
+    assert "body" in warnings[0].message
+    # A crawl whose items do have the field never hears of it.
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        process(pipeline(), *[{"url": f"https://b.test/{n}", "body": "x"} for n in range(30)])
+    assert not [r for r in caplog.records if "SIMHASH_ITEM_FIELDS" in r.message]

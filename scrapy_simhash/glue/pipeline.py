@@ -39,6 +39,10 @@ PRIORITY = 800
 ANONYMOUS = "item:"
 
 
+#: Items without any of SIMHASH_ITEM_FIELDS before the pipeline says the setting looks wrong.
+FIELDS_WARN_AFTER_ITEMS = 20
+
+
 def _text(value: Any) -> str:
     if value is None:
         return ""
@@ -77,6 +81,11 @@ class SimhashPipeline:
             crawler, self.config.guard.on_error, self.config.on_mismatch, self._inc
         )
         crawler.signals.connect(self._spider_closed, signal=scrapy_signals.spider_closed)
+        #: Item classes already warned about (the fingerprint field they cannot hold).
+        self._no_field_warned: set[type] = set()
+        #: Items whose SIMHASH_ITEM_FIELDS were all missing, and whether that was told.
+        self._without_fields = 0
+        self._fields_warned = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SimhashPipeline:
@@ -100,9 +109,46 @@ class SimhashPipeline:
         # never a "new version" of the first one.
         return index_key(str(value)) if value else f"{ANONYMOUS}{uuid.uuid4().hex}"
 
+    def _write_fingerprint(self, adapter: ItemAdapter, item: Any, value: str) -> None:
+        """Write the fingerprint field where the item can hold it; an item class without
+        that field (a dataclass, an attrs class, a Scrapy Item not declaring it) keeps the
+        item as it is: it is never lost for a field this package wants to write."""
+        name = self.config.fingerprint_field
+        assert name is not None
+        try:
+            adapter[name] = value
+        except (KeyError, TypeError, AttributeError) as exc:
+            kind = type(item)
+            if kind not in self._no_field_warned:
+                self._no_field_warned.add(kind)
+                logger.warning(
+                    "SimHash cannot write SIMHASH_ITEM_FINGERPRINT_FIELD %r to %s items "
+                    "(%s): they pass without it; declare the field or set the setting to ''",
+                    name, kind.__name__, type(exc).__name__,
+                )
+            self._inc("fingerprint_field_missing")
+
+    def _count_missing_fields(self, adapter: ItemAdapter) -> None:
+        """SIMHASH_ITEM_FIELDS that no item has turn dedup off: say so once."""
+        if any(adapter.get(f) is not None for f in self.config.text_fields):
+            self._without_fields = -1  # a field was seen: the setting names real fields
+            return
+        if self._without_fields < 0 or self._fields_warned:
+            return
+        self._without_fields += 1
+        if self._without_fields >= FIELDS_WARN_AFTER_ITEMS:
+            self._fields_warned = True
+            logger.warning(
+                "SimHash: none of the first %d items has any of SIMHASH_ITEM_FIELDS %s, so "
+                "no item is compared; check the field names (item fields: %s)",
+                self._without_fields, list(self.config.text_fields),
+                sorted(adapter.keys()) or "none",
+            )
+
     async def process_item(self, item: Any, spider: Any = None) -> Any:
         adapter = ItemAdapter(item)
         self._inc("seen")
+        self._count_missing_fields(adapter)
         text = "\n".join(_text(adapter.get(f)) for f in self.config.text_fields).strip()
         title = _text(adapter.get(self.config.title_field)) if self.config.title_field else ""
         fp = self.fingerprinter.fingerprint_text(text, title)
@@ -110,7 +156,7 @@ class SimhashPipeline:
             self._inc("no_text")
             return item
         if self.config.fingerprint_field:
-            adapter[self.config.fingerprint_field] = self.verdicts.hex(fp)
+            self._write_fingerprint(adapter, item, self.verdicts.hex(fp))
         try:
             key = self._key(adapter)
         except InvalidKeyError as exc:  # this item's key alone: the item passes
