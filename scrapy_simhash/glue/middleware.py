@@ -44,6 +44,7 @@ from scrapy_simhash.settings import (
     content_type_matches,
     enabled,
     fingerprint_config,
+    follow_links_asked,
     follows_duplicate_links,
     index_ttl_secs,
     recrawl_config,
@@ -153,7 +154,7 @@ class SimhashDownloaderMiddleware:
             return False
         if spider_middleware_installed(settings):
             return True
-        if settings.getpriority("SIMHASH_FOLLOW_DUPLICATE_LINKS") is not None:
+        if follow_links_asked(settings):
             raise ConfigurationError(
                 "SIMHASH_FOLLOW_DUPLICATE_LINKS is on but SPIDER_MIDDLEWARES lacks "
                 "scrapy_simhash.SimhashSpiderMiddleware, which drops the items of the "

@@ -64,6 +64,11 @@ def follows_duplicate_links(settings: Settings) -> bool:
     )
 
 
+def follow_links_asked(settings: Settings) -> bool:
+    """Whether SIMHASH_FOLLOW_DUPLICATE_LINKS was set by the user (not left at its default)."""
+    return settings.getpriority("SIMHASH_FOLLOW_DUPLICATE_LINKS") is not None
+
+
 def index_url(settings: Settings) -> str | None:
     """``SIMHASH_INDEX_URL``; None means the embedded SQLite default, which only the crawl
     side can place (in the Scrapy project's data dir)."""
