@@ -66,7 +66,10 @@ def follows_duplicate_links(settings: Settings) -> bool:
 
 def follow_links_asked(settings: Settings) -> bool:
     """Whether SIMHASH_FOLLOW_DUPLICATE_LINKS was set by the user (not left at its default)."""
-    return settings.getpriority("SIMHASH_FOLLOW_DUPLICATE_LINKS") is not None
+    priority = getattr(settings, "getpriority", None)  # plain dicts carry no priority
+    if priority is None:
+        return "SIMHASH_FOLLOW_DUPLICATE_LINKS" in settings
+    return priority("SIMHASH_FOLLOW_DUPLICATE_LINKS") is not None
 
 
 def index_url(settings: Settings) -> str | None:
