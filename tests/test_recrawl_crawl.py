@@ -160,3 +160,53 @@ def test_intervals_follow_real_changes_across_runs(http_site: SiteServer, tmp_pa
     assert all(a > b for a, b in pairwise(intervals(busy)))
     for states in (stamp, static, validated):
         assert all(a < b for a, b in pairwise(intervals(states)))
+
+
+_FOLLOWING_SPIDER = _SPIDER.replace(
+    '        yield {"url": response.url}',
+    '        yield {"url": response.url}\n'
+    '        yield from response.follow_all(css="a.story", callback=self.parse)',
+)
+
+
+def test_a_due_url_is_fetched_once_per_round(http_site: SiteServer, tmp_path: Path) -> None:
+    html = "text/html; charset=utf-8"
+    stories = [f"/etag/s{n}.html" for n in range(6)]
+    for n in range(6):
+        http_site.pages[f"/s{n}.html"] = (html, random_story(100 + n))
+    links = "".join(f'<a class="story" href="{p}">story</a> ' for p in stories)
+    http_site.pages["/front.html"] = (html, article("Front page", [STATIC_TEXT[0], links]))
+    spec = {
+        "start_urls": [http_site.url("/front.html")],
+        "settings": {**SETTINGS, "LOG_FILE": str(tmp_path / "crawl.log")},
+    }
+    for _ in range(2):  # round 1 discovers; round 2 claims every URL as due
+        http_site.hits.clear()
+        proc = subprocess.run(
+            [sys.executable, "-c", _FOLLOWING_SPIDER, json.dumps(spec)],
+            cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    # The due stories answer 304 (ETag) and are not fetched again when the front page,
+    # also due, links to them.
+    assert {p: http_site.hits[p] for p in stories} == dict.fromkeys(stories, 1)
+    assert http_site.hits["/front.html"] == 1
+
+
+def test_robots_txt_is_not_a_page(http_site: SiteServer, tmp_path: Path) -> None:
+    from tests.scrapy_runner import run_crawl
+
+    http_site.pages["/robots.txt"] = ("text/plain", b"User-agent: *\nDisallow: /private/\n")
+    http_site.pages["/s1.html"] = ("text/html; charset=utf-8", random_story(1))
+    store_url = f"sqlite:///{tmp_path / 'index.sqlite3'}"
+    result = run_crawl(tmp_path / "c", {
+        "requests": [{"url": http_site.url("/s1.html")}],
+        "settings": {**SETTINGS, "ROBOTSTXT_OBEY": True, "SIMHASH_INDEX_URL": store_url,
+                     "SIMHASH_RECRAWL_ENABLED": True, "SIMHASH_NAMESPACE": "news"},
+    })
+    assert http_site.hits["/robots.txt"] == 1
+    assert result.stats["simhash/pages"] == 1
+    assert result.stats["simhash/skipped/not_a_page"] == 1
+    with open_recrawl_store(store_url, namespace="news") as store:
+        assert store.get(http_site.url("/robots.txt")) is None
+        assert store.get(http_site.url("/s1.html")) is not None

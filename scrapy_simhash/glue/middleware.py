@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals as scrapy_signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import TextResponse
+from scrapy.http.request import NO_CALLBACK
 
 from scrapy_simhash import settings as simhash_settings
 from scrapy_simhash import signals
@@ -80,6 +81,12 @@ def answer_of(response: Response) -> Answer:
         etag.decode("latin-1") if etag else None,
         modified.decode("latin-1") if modified else None,
     )
+
+
+def _not_a_page(request: Request) -> bool:
+    """A request no spider callback receives (robots.txt, sitemaps' own internal fetches):
+    its response is not a page of the site, neither checked nor scheduled for revisits."""
+    return request.callback is NO_CALLBACK
 
 
 class SimhashDownloaderMiddleware:
@@ -211,6 +218,8 @@ class SimhashDownloaderMiddleware:
     def _skip_reason(self, request: Request, response: Response) -> str | None:
         if request.meta.get("dont_simhash"):
             return "meta"
+        if _not_a_page(request):
+            return "not_a_page"
         if not 200 <= response.status < 300:
             return "status"
         content_type = response.headers.get(b"Content-Type")
@@ -372,7 +381,7 @@ class SimhashDownloaderMiddleware:
         )
 
     async def _record_status(self, request: Request, response: Response) -> None:
-        if self.recrawl is None or request.meta.get("dont_simhash"):
+        if self.recrawl is None or request.meta.get("dont_simhash") or _not_a_page(request):
             return
         # The URL's own key: an error page's canonical link must not mark its target.
         try:
@@ -396,6 +405,7 @@ class SimhashDownloaderMiddleware:
             self.recrawl is None
             or isinstance(exception, IgnoreRequest)
             or request.meta.get("dont_simhash")
+            or _not_a_page(request)
         ):
             return
         try:

@@ -73,6 +73,8 @@ class RecrawlSpiderMixin:
         """Build the request for a due URL; override to set a callback, priority, etc.
 
         ``simhash_key`` keeps the observation on the stored key even after a redirect.
+        The request goes through the dupefilter like any other: a due URL that the crawl
+        also finds by its links is fetched once (its 304 never reaches a callback).
         """
         headers = {}
         if due.etag:
@@ -82,6 +84,5 @@ class RecrawlSpiderMixin:
         return Request(
             due.url,
             headers=headers,
-            dont_filter=True,
             meta={"simhash_key": due.url, "simhash_recrawl": True},
         )
