@@ -179,7 +179,10 @@ def test_recrawl_and_a_second_crawl_speak_of_the_canonical_url(tmp_path: Path) -
 
 
 def test_follow_mode_passes_copies_to_the_callback_and_drops_their_items() -> None:
-    with harness(SIMHASH_FOLLOW_DUPLICATE_LINKS=True) as h:
+    with harness(
+        SIMHASH_FOLLOW_DUPLICATE_LINKS=True,
+        SPIDER_MIDDLEWARES={"scrapy_simhash.SimhashSpiderMiddleware": 50},
+    ) as h:
         h.fetch(f"{SITE}/mirror/harbour.html", story(HARBOUR))
         response, info = h.fetch(ORIGINAL, story(HARBOUR, links=["/news/next.html"]))
         assert isinstance(response, HtmlResponse)  # reaches the callback ...

@@ -350,7 +350,7 @@ class SimhashDownloaderMiddleware:
         self._inc("dropped")
         if follow:
             logger.debug(
-                "Near-duplicate %s %s (distance %d): passed for its links, items dropped",
+                "Dropped near-duplicate %s %s (distance %d): passed for its links, items dropped",
                 url, copied, distance,
             )
             return response
