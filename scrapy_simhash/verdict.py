@@ -232,17 +232,31 @@ class VerdictStep:
             # The key holds other content: a page naming a canonical URL it does not copy
             # (a paginated or misdeclared page) is filed under its own URL, and the
             # canonical URL itself replaces what a misdeclaring page stored under it.
+            held = observation.previous
             observation = await index.call(lambda backend: backend.observe(own, fingerprint))
             if key == own:  # nor is that page's fetch a visit of this one
                 observation = observation._replace(previous=None)
                 await self.forget(key)
                 holder = self.keys.holder(key)
                 if holder is not None:  # which is no copy of this page either
-                    await self.forget_drop(holder)
+                    await self._refile(holder, held)
             key = own
         if observation.stored:
             self.keys.stored_by(key, own)
         return observation, key
+
+    async def _refile(self, holder: str, fingerprint: int | None) -> None:
+        """A page filed under a canonical URL that the canonical page itself turned out not
+        to share content with keeps an entry of its own: under its own URL, with its own
+        recrawl state, and no drop record calling it a copy. (What this process stored;
+        a crawl of several processes knows only its own.)"""
+        await self.forget_drop(holder)
+        if fingerprint is None:
+            return
+        with contextlib.suppress(BackendUnavailable, ConfigurationError):
+            await self.index.call(lambda backend: backend.observe(holder, fingerprint))
+            self.keys.stored_by(holder, holder)
+        await self._visit(holder, fingerprint, Answer(200))
 
     async def _look_again(
         self, look_again: Callable[[Any], Awaitable[Any]], observation: Any, key: str,

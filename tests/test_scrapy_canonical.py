@@ -266,3 +266,34 @@ def test_the_declaration_is_read_from_the_head_in_the_pages_charset(charset: str
         headers={"Content-Type": f"text/html; charset={charset}"},
     )
     assert CanonicalKeys._declaration(response) == f"{SITE}/news/港口.html"
+
+
+@pytest.mark.parametrize("canonical", ["/", "/news/other.html#top"])
+def test_a_page_filed_under_a_canonical_it_does_not_copy_keeps_its_entry(canonical: str) -> None:
+    """Every page of a CMS names the home page: an article fetched before the home page
+    keeps an entry, a recrawl state and the drop of its own copies once the home page comes."""
+    home = f"{SITE}/" if canonical == "/" else f"{SITE}/news/other.html"
+    article = f"{SITE}/news/harbour.html"
+    with harness(SIMHASH_RECRAWL_ENABLED=True) as h:
+        h.fetch(article, story(HARBOUR, canonical=canonical))
+        h.fetch(home, story(ORCHARD, canonical=canonical))
+        assert h.index("get", article) is not None
+        assert h.index("drop_of", article) is None
+        result, info = h.fetch(f"{article}?utm_source=q", story(HARBOUR, canonical=canonical))
+        assert isinstance(result, NearDuplicate)
+        assert info["duplicate_of"] == article
+        state = h.loop.run_until_complete(
+            h.middleware.recrawl.call(lambda store: store.get(article))
+        )
+        assert state is not None
+
+
+def test_an_http_page_naming_its_https_url_is_filed_under_what_was_fetched() -> None:
+    http_url = "http://news.example.com/news/harbour.html"
+    with harness(SIMHASH_RECRAWL_ENABLED=True) as h:
+        result, info = h.fetch(http_url, story(HARBOUR, canonical=ORIGINAL))
+        assert isinstance(result, HtmlResponse)
+        assert info["key"] == http_url
+        assert h.index("get", http_url) is not None
+        assert h.index("drop_of", http_url) is None
+        assert h.index("get", ORIGINAL) is None

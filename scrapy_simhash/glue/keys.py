@@ -9,6 +9,7 @@ which key is the core's :class:`~scrapy_simhash.canonical.KeyMemory`.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from scrapy.http import HtmlResponse, TextResponse
 
@@ -18,6 +19,11 @@ from scrapy_simhash.index.keys import index_key
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.http import Response
+
+
+def _only_scheme_differs(canonical: str, url: str) -> bool:
+    a, b = urlsplit(canonical), urlsplit(url)
+    return a.scheme != b.scheme and a._replace(scheme="") == b._replace(scheme="")
 
 
 class CanonicalKeys:
@@ -56,7 +62,10 @@ class CanonicalKeys:
             return key, key
         own = self._normal(response.url)
         canonical = self._declaration(response) if self.use_canonical else None
-        if not canonical:
+        if not canonical or _only_scheme_differs(canonical, response.url):
+            # An http page naming its https URL (or the reverse) is that page: filed under
+            # what was fetched, so that a revisit fetches a URL the site serves and `lookup`
+            # never calls the kept page a dropped copy.
             return own, own
         key = self._normal(canonical)
         self.memory.declared(key)
