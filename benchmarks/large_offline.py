@@ -58,6 +58,7 @@ def run(site: dict, data: Path, fingerprinter: Fingerprinter, k: int, seed: int,
         page = page_of(meta["file"])
         if templates:
             page = memory.apply(host, page)
+            memory.see(host, page)
         fp = page.fingerprint
         if fp is None:
             unchecked += 1

@@ -31,6 +31,7 @@ from scrapy_simhash.template import (
     apply_template,
     host_of,
     learnable,
+    second_look,
 )
 from scrapy_simhash.template.store import (
     HOST_BYTES,
@@ -152,12 +153,17 @@ def test_host_is_name_and_port() -> None:
 @given(st.lists(st.lists(st.integers(0, SLOTS - 1), max_size=40), max_size=30))
 def test_memory_round_trips_and_counts_each_page_once(pages: list[list[int]]) -> None:
     memory = EMPTY
-    for slots in pages:
+    for n, slots in enumerate(pages):
         memory = memory.learned(slots + slots)  # a line twice on a page counts once
+        if n % 2:
+            memory = memory.saw(slots)  # kept and seen counts stay apart
     assert HostMemory.from_bytes(memory.to_bytes()) == memory
+    assert len(memory.to_bytes()) == HOST_BYTES
     assert memory.pages == len(pages)
+    assert memory.seen_pages == len(pages) // 2
     for slot in range(SLOTS):
         assert memory.counts[slot] == sum(slot in set(s) for s in pages)
+        assert memory.seen[slot] == sum(slot in set(s) for s in pages[1::2])
 
 
 def test_counters_saturate() -> None:
@@ -178,6 +184,7 @@ def test_memory_bound_holds_for_10000_hosts(tmp_path: object) -> None:
     # A host costs the same however many pages it has.
     for _ in range(50):
         store.learn("host1.example", list(range(SLOTS)))
+        store.see("host1.example", list(range(SLOTS)))
     assert len(store.read("host1.example").to_bytes()) == HOST_BYTES
     store.close()
     memory = MemoryTemplateStore(max_hosts=3)
@@ -192,11 +199,14 @@ def test_redis_host_costs_a_fixed_string(redis_url: str) -> None:
     client = redis.Redis.from_url(redis_url)
     try:
         for _ in range(30):
+            store.see("big.example", list(range(SLOTS)))
             store.learn("big.example", list(range(SLOTS)))
         key = "simhash:{bound}:tp:big.example"
         assert client.strlen(key) == HOST_BYTES
         assert 0 < client.ttl(key) <= 3600
         memory = store.read("big.example")
+        assert memory.seen_pages == 30
+        assert set(memory.seen) == {30}
         assert memory.pages == 30
         assert set(memory.counts) == {30}
         for n in range(10_000):
@@ -276,3 +286,19 @@ def test_compare_applies_the_template_learned_from_a_site(tmp_path: Path) -> Non
     text = _cli("compare", "--site", str(root), a, b).stdout
     assert "template: learned from 21 page(s)" in text
     assert "the main text is the host's template" in text
+
+
+def test_a_copy_judged_while_its_original_is_judged_elsewhere_stays_a_copy() -> None:
+    """Two processes: the original is seen (counted before it is judged) and indexed by
+    one while the other judges its print copy; the copy brings no text of its own."""
+    fingerprinter = Fingerprinter()
+    original = fingerprinter.fingerprint_page(article(1))
+    copy = fingerprinter.fingerprint_page(article(1, stamp="08:05"))
+    memory = EMPTY.saw(learnable(original))  # process 1: seen, judged, not yet learned
+    memory = memory.saw(learnable(copy))  # process 2: seen, matched the original
+    look = second_look(fingerprinter, copy, memory)
+    assert look is None or not look.distinct
+    # A distinct page of the host in the same position brings its article: kept.
+    other = fingerprinter.fingerprint_page(article(2))
+    assert second_look(fingerprinter, other, EMPTY.saw(learnable(original)).saw(
+        learnable(other))).distinct

@@ -111,6 +111,8 @@ class Grouping:
         if page is None:
             return
         templates = self.templates
+        if templates is not None:
+            templates.see(doc.host, page)
         fingerprint = page.fingerprint
         if fingerprint is None:
             if templates is not None:

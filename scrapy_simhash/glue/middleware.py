@@ -270,6 +270,7 @@ class SimhashDownloaderMiddleware:
         look_again = None
         if page is not None and templates is not None:
             seen = page
+            await templates.see(own, page)
 
             async def look_again(match: Any) -> Any:
                 return await templates.second_look(own, seen, match)

@@ -1,8 +1,9 @@
 """Scrapy glue of the hosts' template memory (``SIMHASH_TEMPLATES_ENABLED``, on by default).
 
-The downloader middleware asks it three things per page (:mod:`scrapy_simhash.template`
-decides each): the page's fingerprint with its host's template set aside, whether a match
-on its own host stands, and, for a page kept, to count its lines. A process keeps a short-
+The downloader middleware asks it four things per page (:mod:`scrapy_simhash.template`
+decides each): the page's fingerprint with its host's template set aside, to count the
+page as seen, whether a match on its own host stands, and, for a page kept, to count its
+lines as the host's. A process keeps a short-
 lived copy of each host's memory (:data:`REFRESH_SECS`) and reads it again for every
 same-host match, the one answer that must see what other processes learned.
 
@@ -145,6 +146,14 @@ class TemplateMemory:
         if look is not None and look.distinct:
             self._count("template/kept_distinct")
         return look
+
+    async def see(self, url: str, page: PageFingerprint) -> None:
+        """Count a fetched page's lines before it is judged: a page judged at the same
+        time in another process is then counted when either looks again at a match."""
+        host = host_of(url)
+        slots = learnable(page)
+        if slots:
+            await self._call(lambda store: store.see(host, slots))
 
     async def learn(self, url: str, page: PageFingerprint) -> None:
         """Count a kept page's lines in its host's memory (and in this process's copy)."""

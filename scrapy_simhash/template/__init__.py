@@ -30,7 +30,7 @@ import sys
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 from urllib.parse import urlsplit
 
 import xxhash
@@ -87,39 +87,77 @@ def threshold(pages: int) -> float:
     return max(MIN_PAGES, SHARE * pages)
 
 
+def _zeros() -> array[int]:
+    return array("H", bytes(2 * SLOTS))
+
+
+def _counts(blob: bytes) -> array[int]:
+    counts = array("H", blob)
+    if sys.byteorder == "little":  # stored big-endian, as Redis BITFIELD u16 keeps them
+        counts.byteswap()
+    return counts
+
+
+def _counted(counts: array[int], slots: Iterable[int]) -> array[int]:
+    out = array("H", counts)
+    for slot in set(slots):
+        if out[slot] < COUNTER_MAX:
+            out[slot] += 1
+    return out
+
+
 @dataclass(frozen=True)
 class HostMemory:
-    """One host's counters as read from a store: ``counts[slot]`` and ``pages``."""
+    """One host's counters as read from a store.
+
+    ``counts[slot]`` and ``pages``: the pages kept (never a copy: an article must not count
+    as often as it has URLs), for the template. ``seen[slot]`` and ``seen_pages``: every
+    page fetched, counted before it is judged, so that a page judged at the same time in
+    another process is already counted when this page's match is looked at again.
+    """
 
     pages: int = 0
-    counts: array[int] = field(default_factory=lambda: array("H", bytes(2 * SLOTS)))
+    counts: array[int] = field(default_factory=_zeros)
+    seen_pages: int = 0
+    seen: array[int] = field(default_factory=_zeros)
+
+    #: Offsets of the four parts, in 16-bit counters, as stores keep them.
+    PAGES_AT: ClassVar[int] = SLOTS
+    SEEN_AT: ClassVar[int] = SLOTS + 1
+    SEEN_PAGES_AT: ClassVar[int] = 2 * SLOTS + 1
 
     @classmethod
-    def from_bytes(cls, blob: bytes | None, pages: int | None = None) -> HostMemory:
-        """Counters stored big-endian (Redis ``BITFIELD u16``), the page count after them
-        unless ``pages`` is given; a short blob is zero-padded (Redis stores up to the last
-        byte written)."""
-        blob = (blob or b"").ljust(2 * (SLOTS + 1), b"\0")
-        counts = array("H", blob[: 2 * SLOTS])
-        if sys.byteorder == "little":
-            counts.byteswap()
-        if pages is None:
-            pages = int.from_bytes(blob[2 * SLOTS : 2 * SLOTS + 2], "big")
-        return cls(pages, counts)
+    def from_bytes(cls, blob: bytes | None) -> HostMemory:
+        """From the stored layout (kept counts, kept pages, seen counts, seen pages); a
+        short blob is zero-padded (Redis stores up to the last byte written)."""
+        blob = (blob or b"").ljust(HOST_BYTES, b"\0")
+        words = _counts(blob[:HOST_BYTES])
+        return cls(
+            words[cls.PAGES_AT], array("H", words[:SLOTS]),
+            words[cls.SEEN_PAGES_AT], array("H", words[cls.SEEN_AT : cls.SEEN_PAGES_AT]),
+        )
 
     def to_bytes(self) -> bytes:
-        counts = array("H", self.counts)
+        words = array("H", self.counts)
+        words.append(min(self.pages, COUNTER_MAX))
+        words.extend(self.seen)
+        words.append(min(self.seen_pages, COUNTER_MAX))
         if sys.byteorder == "little":
-            counts.byteswap()
-        return counts.tobytes() + min(self.pages, COUNTER_MAX).to_bytes(2, "big")
+            words.byteswap()
+        return words.tobytes()
 
     def learned(self, slots: Iterable[int]) -> HostMemory:
-        """This memory with one more page of ``slots`` counted (saturating)."""
-        counts = array("H", self.counts)
-        for slot in set(slots):
-            if counts[slot] < COUNTER_MAX:
-                counts[slot] += 1
-        return HostMemory(min(self.pages + 1, COUNTER_MAX), counts)
+        """This memory with one more kept page of ``slots`` counted (saturating)."""
+        return replace(
+            self, pages=min(self.pages + 1, COUNTER_MAX), counts=_counted(self.counts, slots)
+        )
+
+    def saw(self, slots: Iterable[int]) -> HostMemory:
+        """This memory with one more fetched page of ``slots`` counted (saturating)."""
+        return replace(
+            self, seen_pages=min(self.seen_pages + 1, COUNTER_MAX),
+            seen=_counted(self.seen, slots),
+        )
 
     def template(self) -> frozenset[int]:
         """The buckets of the host's template lines."""
@@ -129,6 +167,8 @@ class HostMemory:
         return frozenset(slot for slot, count in enumerate(self.counts) if count >= least)
 
 
+#: Bytes a host costs in every store: its four parts of 16-bit counters.
+HOST_BYTES = 2 * (2 * SLOTS + 2)
 EMPTY = HostMemory()
 
 
@@ -199,47 +239,50 @@ def second_look(
 ) -> SecondLook | None:
     """Whether a page that matched another page of its own host really copies it.
 
-    Two pages of a host can match through its template alone while the template is not yet
-    known (the host's first pages). Once the host has shown :data:`MIN_PAGES` pages, only a
-    main text it has shown on at least two other pages is suspect: an article's text is on
-    one page and its copies (a copy in another template of the host, with comments of its
-    own, is still a copy), while a block read instead of the article repeats on page after
-    page; before that, every match is suspect. A suspect match stands when
-    the page brings nothing its host has not shown (a copy: its timestamps and counters
-    are too short to be text of its own); a page with text of its own is distinct. None:
-    the match stands.
+    ``memory`` has seen this page already (:meth:`HostMemory.saw`, before the page was
+    judged), and every page judged before this one's match was found. Two pages of a host
+    can match through its template alone while the template is not yet known (the host's
+    first pages). After the host's first :data:`MIN_PAGES` pages, only a main text it has
+    shown on at least two other pages is suspect: an article's text is on one page and its
+    copies (a copy in another template of the host, with comments of its own, is still a
+    copy), while a block read instead of the article repeats on page after page. A suspect
+    match stands when the page brings nothing its host has not shown (a copy: its
+    timestamps and counters are too short to be text of its own); a page with text of its
+    own is distinct. None: the match stands.
     """
-    if memory.pages >= MIN_PAGES and not _widely_seen(page.text, memory):
+    if memory.seen_pages > MIN_PAGES and not _widely_seen(page.text, memory):
         return None
     template = memory.template()
+    counted = set(page_slots(page.page_text))  # a line beyond MAX_LINES was never counted
     lines = [
         (line, slot) for line in page.page_text.split("\n")
-        if line.strip() and (slot := line_slot(line)) not in template
+        if line.strip() and (slot := line_slot(line)) in counted and slot not in template
     ]
     if not lines:
         return None
-    novel = _fingerprint_lines(fingerprinter, page, (ln for ln, s in lines if not memory.counts[s]))
+    seen = memory.seen
+    novel = _fingerprint_lines(fingerprinter, page, (ln for ln, s in lines if seen[s] <= 1))
     if novel is not None:
         return SecondLook(True, novel)
-    rare = _fingerprint_lines(fingerprinter, page, (ln for ln, s in lines if memory.counts[s] <= 1))
+    rare = _fingerprint_lines(fingerprinter, page, (ln for ln, s in lines if seen[s] <= 2))
     if rare is not None and rare != page.fingerprint:
         return SecondLook(False, rare)
     return None
 
 
 def _widely_seen(text: str, memory: HostMemory) -> bool:
-    """Whether most of ``text`` (by characters) is in lines counted on two pages or more.
+    """Whether most of ``text`` (by characters) is in lines seen on two other pages or more.
 
     A bucket is shared by the lines that hash to it: on a host of many pages each holds
     the counts of several lines, so a line counts as widely seen only well above what a
     bucket holds on average.
     """
-    least = max(2.0, 2 * sum(memory.counts) / SLOTS)
+    least = max(3.0, 2 * sum(memory.seen) / SLOTS + 1)
     seen = total = 0
     for line in text.split("\n"):
         chars = len(line.strip())
         total += chars
-        if chars and memory.counts[line_slot(line)] >= least:
+        if chars and memory.seen[line_slot(line)] >= least:
             seen += chars
     return total > 0 and 2 * seen >= total
 
@@ -269,6 +312,10 @@ class LocalMemory:
     def apply(self, host: str, page: PageFingerprint) -> PageFingerprint:
         memory = self.hosts.get(host, EMPTY)
         return apply_template(self.fingerprinter, page, memory.template())
+
+    def see(self, host: str, page: PageFingerprint) -> None:
+        """Count a page fetched, before it is judged."""
+        self.hosts[host] = self.hosts.get(host, EMPTY).saw(learnable(page))
 
     def second_look(self, host: str, page: PageFingerprint) -> SecondLook | None:
         return second_look(self.fingerprinter, page, self.hosts.get(host, EMPTY))

@@ -1,11 +1,11 @@
 """Where each host's template memory lives: the namespace's own store, shared by every
 crawl process.
 
-A host costs :data:`HOST_BYTES` (its counters and page count) in every store, whatever its
-size. Growth in total is bounded by :data:`MAX_HOSTS` hosts per namespace in memory and
+A host costs :data:`~scrapy_simhash.template.HOST_BYTES` (8 KiB: its kept and seen counters)
+in every store, whatever its size. Growth in total is bounded by :data:`MAX_HOSTS` hosts per namespace in memory and
 SQLite (a host beyond that is not learned: its pages are judged as without the memory), and
 in Redis by the namespace's expiry: a host's key expires ``ttl_secs`` after its last page
-(``SIMHASH_INDEX_TTL_SECS``; 0 keeps it until ``reset``). 100,000 hosts cost 410 MB.
+(``SIMHASH_INDEX_TTL_SECS``; 0 keeps it until ``reset``). 100,000 hosts cost 820 MB.
 """
 
 from __future__ import annotations
@@ -13,17 +13,16 @@ from __future__ import annotations
 import sqlite3
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from typing import Any
 
 from scrapy_simhash._redis import mask_url, sync_client
 from scrapy_simhash._sqlite import connect, immediate
 from scrapy_simhash.exceptions import IndexBackendError
-from scrapy_simhash.template import EMPTY, SLOTS, HostMemory
+from scrapy_simhash.template import EMPTY, HOST_BYTES, HostMemory
 
-#: Bytes a host costs: SLOTS 16-bit counters and the page count.
-HOST_BYTES = 2 * (SLOTS + 1)
+__all__ = ["HOST_BYTES", "MAX_HOSTS", "TemplateStore", "open_template_store"]
 #: Hosts per namespace at most, in memory and SQLite.
 MAX_HOSTS = 100_000
 
@@ -37,7 +36,11 @@ class TemplateStore(ABC):
 
     @abstractmethod
     def learn(self, host: str, slots: Sequence[int]) -> None:
-        """Count one more page of ``host`` with the lines of ``slots``."""
+        """Count one more kept page of ``host`` with the lines of ``slots``."""
+
+    @abstractmethod
+    def see(self, host: str, slots: Sequence[int]) -> None:
+        """Count one more fetched page of ``host`` (before it is judged)."""
 
     @abstractmethod
     def hosts(self) -> int:
@@ -64,11 +67,17 @@ class MemoryTemplateStore(TemplateStore):
             return self._hosts.get(host, EMPTY)
 
     def learn(self, host: str, slots: Sequence[int]) -> None:
+        self._update(host, lambda memory: memory.learned(slots))
+
+    def see(self, host: str, slots: Sequence[int]) -> None:
+        self._update(host, lambda memory: memory.saw(slots))
+
+    def _update(self, host: str, change: Callable[[HostMemory], HostMemory]) -> None:
         with self._lock:
             memory = self._hosts.get(host)
             if memory is None and len(self._hosts) >= self.max_hosts:
                 return
-            self._hosts[host] = (memory or EMPTY).learned(slots)
+            self._hosts[host] = change(memory or EMPTY)
 
     def hosts(self) -> int:
         return len(self._hosts)
@@ -120,6 +129,12 @@ class SqliteTemplateStore(TemplateStore):
         return HostMemory.from_bytes(row[0]) if row else EMPTY
 
     def learn(self, host: str, slots: Sequence[int]) -> None:
+        self._update(host, lambda memory: memory.learned(slots))
+
+    def see(self, host: str, slots: Sequence[int]) -> None:
+        self._update(host, lambda memory: memory.saw(slots))
+
+    def _update(self, host: str, change: Callable[[HostMemory], HostMemory]) -> None:
         ns = self.namespace
         try:
             with immediate(self._db, self._lock) as db:
@@ -135,10 +150,10 @@ class SqliteTemplateStore(TemplateStore):
                 memory = HostMemory.from_bytes(row[0]) if row else EMPTY
                 db.execute(
                     "INSERT OR REPLACE INTO simhash_templates VALUES (?, ?, ?)",
-                    (ns, host, memory.learned(slots).to_bytes()),
+                    (ns, host, change(memory).to_bytes()),
                 )
         except sqlite3.Error as exc:
-            raise self._error("learn", exc) from exc
+            raise self._error("update", exc) from exc
 
     def hosts(self) -> int:
         try:
@@ -197,10 +212,16 @@ class RedisTemplateStore(TemplateStore):
         return HostMemory.from_bytes(blob) if blob else EMPTY
 
     def learn(self, host: str, slots: Sequence[int]) -> None:
+        self._count(host, slots, 0, HostMemory.PAGES_AT, "learn")
+
+    def see(self, host: str, slots: Sequence[int]) -> None:
+        self._count(host, slots, HostMemory.SEEN_AT, HostMemory.SEEN_PAGES_AT, "see")
+
+    def _count(self, host: str, slots: Sequence[int], base: int, pages: int, action: str) -> None:
         key = self._prefix + host
-        args: list[Any] = ["OVERFLOW", "SAT", "INCRBY", "u16", f"#{SLOTS}", 1]
+        args: list[Any] = ["OVERFLOW", "SAT", "INCRBY", "u16", f"#{pages}", 1]
         for slot in sorted(set(slots)):
-            args += ["INCRBY", "u16", f"#{slot}", 1]
+            args += ["INCRBY", "u16", f"#{base + slot}", 1]
         try:
             pipe = self._client.pipeline(transaction=False)
             pipe.execute_command("BITFIELD", key, *args)
@@ -208,7 +229,7 @@ class RedisTemplateStore(TemplateStore):
                 pipe.expire(key, self._ttl)
             pipe.execute()
         except self._errors as exc:
-            raise self._error("learn", exc) from exc
+            raise self._error(action, exc) from exc
 
     def _keys(self) -> list[Any]:
         return list(self._client.scan_iter(match=self._prefix + "*", count=1000))
