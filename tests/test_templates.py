@@ -174,23 +174,27 @@ def test_counters_saturate() -> None:
 
 
 def test_memory_bound_holds_for_10000_hosts(tmp_path: object) -> None:
-    store = SqliteTemplateStore(f"{tmp_path}/t.sqlite3", "ns", max_hosts=10_000)
     slots = list(range(0, SLOTS, 7))
+    memory = MemoryTemplateStore(max_hosts=10_000)
     for n in range(10_000):
-        store.learn(f"host{n}.example", slots)
+        memory.learn(f"host{n}.example", slots)
+    memory.learn("one-too-many.example", slots)
+    assert memory.hosts() == 10_000
+    assert memory.read("one-too-many.example") == EMPTY
+    store = SqliteTemplateStore(f"{tmp_path}/t.sqlite3", "ns", max_hosts=300)
+    for n in range(300):
+        store.see(f"host{n}.example", slots)
     store.learn("one-too-many.example", slots)
-    assert store.hosts() == 10_000
+    assert store.hosts() == 300
     assert store.read("one-too-many.example") == EMPTY
     # A host costs the same however many pages it has.
     for _ in range(50):
         store.learn("host1.example", list(range(SLOTS)))
         store.see("host1.example", list(range(SLOTS)))
     assert len(store.read("host1.example").to_bytes()) == HOST_BYTES
+    assert store.clear() == 300
+    assert store.hosts() == 0
     store.close()
-    memory = MemoryTemplateStore(max_hosts=3)
-    for n in range(5):
-        memory.learn(f"h{n}", [1])
-    assert memory.hosts() == 3
 
 
 @pytest.mark.redis

@@ -92,6 +92,9 @@ class MemoryTemplateStore(TemplateStore):
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS simhash_templates (
     ns TEXT NOT NULL, host TEXT NOT NULL, memory BLOB NOT NULL, PRIMARY KEY (ns, host)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS simhash_template_hosts (
+    ns TEXT NOT NULL PRIMARY KEY, hosts INTEGER NOT NULL
 ) WITHOUT ROWID
 """
 
@@ -110,7 +113,8 @@ class SqliteTemplateStore(TemplateStore):
         try:
             self._db = connect(path, timeout_secs=timeout_secs)
             with immediate(self._db, self._lock) as db:
-                db.execute(_SCHEMA)
+                for statement in _SCHEMA.split(";"):
+                    db.execute(statement)
         except sqlite3.Error as exc:
             raise self._error("open", exc) from exc
 
@@ -141,12 +145,13 @@ class SqliteTemplateStore(TemplateStore):
                 row = db.execute(
                     "SELECT memory FROM simhash_templates WHERE ns=? AND host=?", (ns, host)
                 ).fetchone()
-                if row is None:
-                    (count,) = db.execute(
-                        "SELECT COUNT(*) FROM simhash_templates WHERE ns=?", (ns,)
-                    ).fetchone()
-                    if count >= self.max_hosts:
+                if row is None:  # a new host: within the bound, counted in the same write
+                    if self._count(db) >= self.max_hosts:
                         return
+                    db.execute(
+                        "INSERT INTO simhash_template_hosts VALUES (?, 1) ON CONFLICT (ns) "
+                        "DO UPDATE SET hosts = hosts + 1", (ns,),
+                    )
                 memory = HostMemory.from_bytes(row[0]) if row else EMPTY
                 db.execute(
                     "INSERT OR REPLACE INTO simhash_templates VALUES (?, ?, ?)",
@@ -155,19 +160,23 @@ class SqliteTemplateStore(TemplateStore):
         except sqlite3.Error as exc:
             raise self._error("update", exc) from exc
 
+    def _count(self, db: sqlite3.Connection) -> int:
+        row = db.execute(
+            "SELECT hosts FROM simhash_template_hosts WHERE ns=?", (self.namespace,)
+        ).fetchone()
+        return int(row[0]) if row else 0
+
     def hosts(self) -> int:
         try:
             with self._lock:
-                (count,) = self._db.execute(
-                    "SELECT COUNT(*) FROM simhash_templates WHERE ns=?", (self.namespace,)
-                ).fetchone()
+                return self._count(self._db)
         except sqlite3.Error as exc:
             raise self._error("count", exc) from exc
-        return int(count)
 
     def clear(self) -> int:
         try:
             with immediate(self._db, self._lock) as db:
+                db.execute("DELETE FROM simhash_template_hosts WHERE ns=?", (self.namespace,))
                 return int(
                     db.execute(
                         "DELETE FROM simhash_templates WHERE ns=?", (self.namespace,)
