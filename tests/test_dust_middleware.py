@@ -47,9 +47,12 @@ class Dust(Harness):
 @pytest.fixture
 def dust() -> Iterator[Dust]:
     loop = asyncio.new_event_loop()
+    # Trusted on support alone (no checks first): the tests below drive skips, checks and
+    # counterexamples by hand; the checks a rule must pass first have tests of their own.
     h = Dust(loop, {
         "SIMHASH_DUST_ENABLED": True, "SIMHASH_DUST_MIN_SUPPORT": 2,
         "SIMHASH_DUST_CHECK_SHARE": 0.0, "SIMHASH_DROP_DUPLICATES": True,
+        "SIMHASH_DUST_MIN_CHECKS": 0,
     })
     try:
         yield h
@@ -159,6 +162,7 @@ def test_a_rule_killed_by_another_process_queues_the_skips_again(tmp_path: Path)
     h = Dust(loop, {
         "SIMHASH_INDEX_URL": url, "SIMHASH_DUST_ENABLED": True,
         "SIMHASH_DUST_MIN_SUPPORT": 2, "SIMHASH_DUST_CHECK_SHARE": 0.0,
+        "SIMHASH_DUST_MIN_CHECKS": 0,
     })
     try:
         glue = h.middleware.dust
@@ -223,3 +227,102 @@ def _paragraphs(seed: int) -> list[str]:
     rng = random.Random(seed)
     words = ["harbour", "council", "bridge", "tram", "library", "orchard", "festival", "museum", "archive", "river"]
     return [" ".join(rng.choice(words) for _ in range(14)) + "." for _ in range(6)]
+
+
+def on_trial(settings: dict[str, Any] | None = None) -> Dust:
+    """A middleware at the default SIMHASH_DUST_MIN_CHECKS (5), no share of trusted skips
+    checked: every check below is one a rule on trial asks for."""
+    return Dust(asyncio.new_event_loop(), {
+        "SIMHASH_DUST_ENABLED": True, "SIMHASH_DUST_MIN_SUPPORT": 2,
+        "SIMHASH_DUST_CHECK_SHARE": 0.0, **(settings or {}),
+    })
+
+
+def closed(h: Dust) -> None:
+    h.close()
+    h.loop.close()
+
+
+def check_copy(h: Dust, path: str, seed: int, host: str = SITE) -> Request:
+    """``path`` kept, then its ``?sid=`` copy asked for: the request (checked, not skipped)."""
+    h.fetched(f"{host}{path}", text(seed))
+    request = h.request(f"{host}{path}?sid=1")
+    assert "simhash_dust_check" in request.meta
+    h.fetched(request.url, text(seed), request)
+    return request
+
+
+def test_a_learned_rule_checks_every_skip_until_it_has_passed_enough_checks() -> None:
+    h = on_trial()
+    try:
+        learn_sid(h)
+        (state,) = h.rules()
+        assert (state.support, state.checks) == (2, 0)
+        for n in range(5):
+            check_copy(h, f"/b{n}", 20 + n)
+        assert h.stat("dust/trial_checks") == 5
+        assert h.stat("dust/check_passed") == 5
+        assert h.rules()[0].checks == 5
+        # Trusted now: the next copy is not fetched.
+        h.fetched(f"{SITE}/b9", text(29))
+        with pytest.raises(KnownCopy):
+            h.request(f"{SITE}/b9?sid=1")
+        assert h.stat("dust/trial_checks") == 5
+        # Checks of one host's rule count for that host only.
+        other = "http://other.example"
+        for n in (1, 2):
+            h.fetched(f"{other}/a{n}", text(40 + n))
+            h.fetched(f"{other}/a{n}?sid=3", text(40 + n))
+        check_copy(h, "/c", 50, other)
+        assert h.stat("dust/trial_checks") == 6
+    finally:
+        closed(h)
+
+
+def test_the_first_check_of_a_wrong_rule_kills_it_and_nothing_is_skipped() -> None:
+    h = on_trial()
+    try:
+        learn_sid(h)
+        for n in range(3):
+            h.fetched(f"{SITE}/d{n}", text(60 + n))
+        first = h.request(f"{SITE}/d0?sid=1")
+        assert "simhash_dust_check" in first.meta
+        h.fetched(first.url, text(70), first)  # a page of its own
+        assert h.stat("dust/check_failed") == 1
+        assert h.rules()[0].counterexamples == 1
+        for n in (1, 2):  # neither checked nor skipped under a dead rule
+            assert "simhash_dust_check" not in h.request(f"{SITE}/d{n}?sid=1").meta
+        assert h.stat("dust/skipped") is None
+    finally:
+        closed(h)
+
+
+def test_only_a_rule_that_survived_its_checks_is_trusted_by_the_next_crawl(
+    tmp_path: Path,
+) -> None:
+    """A crawl that learned a rule but checked it fewer times than SIMHASH_DUST_MIN_CHECKS
+    leaves it untrusted for the next crawl, which goes on checking where it stopped."""
+    settings = {"SIMHASH_INDEX_URL": f"sqlite:///{tmp_path}/index.sqlite3"}
+    first = on_trial(settings)
+    try:
+        learn_sid(first)
+        for n in range(3):
+            check_copy(first, f"/e{n}", 80 + n)
+    finally:
+        closed(first)
+    second = on_trial(settings)
+    try:
+        assert second.rules()[0].checks == 3
+        for n in range(3, 5):
+            check_copy(second, f"/e{n}", 80 + n)
+        assert second.stat("dust/trial_checks") == 2
+    finally:
+        closed(second)
+    third = on_trial(settings)
+    try:
+        third.fetched(f"{SITE}/e9", text(89))
+        with pytest.raises(KnownCopy):
+            third.request(f"{SITE}/e9?sid=1")
+        assert third.stat("dust/checks") is None
+    finally:
+        closed(third)

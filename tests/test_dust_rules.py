@@ -101,8 +101,8 @@ def test_normal_form_relates_a_url_to_a_kept_copy_it_cannot_rewrite_into() -> No
     assert used_rules(url("/a.html?print=1"), url("/a.html"), rules) == ["param:print"]
 
 
-def book(min_support: int = 3) -> RuleBook[str]:
-    return RuleBook(min_support)
+def book(min_support: int = 3, min_checks: int = 0) -> RuleBook[str]:
+    return RuleBook(min_support, min_checks=min_checks)
 
 
 def test_a_rule_is_trusted_with_enough_support_on_its_host_only() -> None:
@@ -116,6 +116,36 @@ def test_a_rule_is_trusted_with_enough_support_on_its_host_only() -> None:
     assert b.candidates(url("/a?sid=1")) == [(url("/a"), (Rule(HOST, "param:sid"),))]
     assert b.trusted("other.example") == []
     assert b.candidates(url("/a?sid=1", "other.example")) == []
+
+
+def test_a_learned_rule_is_trusted_only_after_its_checks_on_its_host() -> None:
+    b = book(min_support=3, min_checks=5)
+    ref = Rule(HOST, "param:ref")
+    b.supported(ref, 3)
+    assert b.learned(HOST) == ["param:ref"]
+    assert b.trusted(HOST) == []
+    # Learned rules name candidates: requests to check while the rule is not trusted.
+    assert b.candidates(url("/a?ref=x")) == [(url("/a"), (ref,))]
+    assert not b.is_trusted(ref)
+    for passed in range(1, 5):
+        b.checked(ref, passed)
+        assert not b.is_trusted(ref)
+    b.checked(ref, 5)
+    assert b.is_trusted(ref)
+    assert b.trusted(HOST) == ["param:ref"]
+    b.checked(ref, 2)  # an older count read later takes nothing back
+    assert b.is_trusted(ref)
+    # The same rule of another host has its own support and checks.
+    other = Rule("other.example", "param:ref")
+    b.supported(other, 3)
+    assert b.learned("other.example") == ["param:ref"]
+    assert not b.is_trusted(other)
+    # Checks come from the store with the support; a dead rule is never trusted.
+    b.load([RuleState("other.example", "param:ref", 3, 0, "", 5)])
+    assert b.is_trusted(other)
+    b.died([ref])
+    assert not b.is_trusted(ref)
+    assert b.learned(HOST) == []
 
 
 def test_a_dead_rule_returns_the_requests_skipped_under_it_once() -> None:
@@ -143,7 +173,7 @@ def test_rules_killed_elsewhere_are_seen_at_load() -> None:
 
 
 def test_skips_are_bounded() -> None:
-    b: RuleBook[int] = RuleBook(1, max_skipped=2)
+    b: RuleBook[int] = RuleBook(1, min_checks=0, max_skipped=2)
     rule = Rule(HOST, "param:sid")
     b.supported(rule, 1)
     assert b.skipped(1, (rule,))
@@ -167,7 +197,7 @@ def test_checks_test_each_live_rule_and_wait_for_unknown_pages() -> None:
 
 
 def test_pending_checks_are_bounded() -> None:
-    b: RuleBook[str] = RuleBook(1, max_pending=5)
+    b: RuleBook[str] = RuleBook(1, min_checks=0, max_pending=5)
     b.supported(Rule(HOST, "param:sid"), 1)
     rng = random.Random(7)
     for n in range(50):

@@ -66,10 +66,71 @@ def test_a_counterexample_kills_the_rule_and_is_kept(make: Callable[..., Any]) -
     store.kill(H, "param:lang", "a second one")
     (state,) = store.rules()
     assert state == RuleState(H, "param:lang", 3, 2, "/x?lang=de and /x differ by 30 bits")
-    assert not state.trusted(1)
+    assert not state.learned(1)
+    assert not state.trusted(1, 0)
     # A rule can die before any support (a check of a rule learned elsewhere).
     store.kill(H, "param:page", "page 2 is not page 1")
     assert store.rules()[1] == RuleState(H, "param:page", 0, 1, "page 2 is not page 1")
+
+
+def test_checks_passed_are_counted_once_each_and_make_a_learned_rule_trusted(
+    make: Callable[..., Any],
+) -> None:
+    store, other_process = make(), make()
+    for n in range(3):
+        store.support(H, "param:ref", f"http://example.com/{n}?ref=x", f"http://example.com/{n}")
+    (state,) = store.rules()
+    assert state.checks == 0
+    assert state.learned(3)
+    assert not state.trusted(3, 1)  # support alone: checked, never trusted
+    assert state.trusted(3, 0)
+    check = ("http://example.com/7?ref=x", "http://example.com/7")
+    assert store.passed(H, "param:ref", *check) == 1
+    assert store.passed(H, "param:ref", *check) == 1  # the same check again counts nothing
+    assert store.passed(H, "param:ref", *reversed(check)) == 1
+    # A check is no supporting pair, nor is a supporting pair a check.
+    assert store.support(H, "param:ref", *check) == 4
+    assert store.passed(H, "param:ref", "http://example.com/8?ref=x", "http://example.com/8") == 2
+    assert store.rules() == [RuleState(H, "param:ref", 4, 0, "", 2)]
+    assert store.rules()[0].trusted(3, 2)
+    # Per host and per rule: a rule the store does not hold gains no checks.
+    assert store.passed("m.example.com", "param:ref", *check) == 0
+    assert store.passed(H, "param:sid", *check) == 0
+    assert [s.rule for s in store.rules()] == ["param:ref"]
+    if make.backend != "memory":  # type: ignore[attr-defined]
+        assert other_process.rules()[0].checks == 2
+    # A counterexample kills the rule whatever its checks.
+    store.kill(H, "param:ref", "/9?ref=x and /9 differ by 30 bits")
+    assert not store.rules()[0].trusted(3, 2)
+    # Cleared with the rule: learned again, it is checked again.
+    store.clear()
+    store.support(H, "param:ref", *check)
+    assert store.rules()[0].checks == 0
+
+
+def test_a_rule_store_written_before_checks_were_counted_trusts_none_of_its_rules(
+    tmp_path: Path,
+) -> None:
+    """Rules that an earlier version trusted on support alone are checked again."""
+    import sqlite3
+
+    path = tmp_path / "old.sqlite3"
+    db = sqlite3.connect(path)
+    db.executescript(
+        "CREATE TABLE simhash_dust_rules (ns TEXT NOT NULL, host TEXT NOT NULL, rule TEXT NOT "
+        "NULL, support INTEGER NOT NULL DEFAULT 0, counterexamples INTEGER NOT NULL DEFAULT 0, "
+        "example TEXT NOT NULL DEFAULT '', PRIMARY KEY (ns, host, rule)) WITHOUT ROWID;"
+        "CREATE TABLE simhash_dust_pairs (ns TEXT NOT NULL, pair INTEGER NOT NULL, "
+        "PRIMARY KEY (ns, pair)) WITHOUT ROWID;"
+        "INSERT INTO simhash_dust_rules VALUES ('ns', 'example.com', 'param:ref', 3, 0, '');"
+    )
+    db.commit()
+    db.close()
+    with open_rule_store(f"sqlite:///{path}", "ns") as store:
+        (state,) = store.rules()
+        assert (state.support, state.checks) == (3, 0)
+        assert not state.trusted(3, 1)
+        assert store.passed(H, "param:ref", "http://example.com/1?ref=x", "http://example.com/1") == 1
 
 
 def test_growth_is_bounded(make: Callable[..., Any], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -78,6 +139,8 @@ def test_growth_is_bounded(make: Callable[..., Any], monkeypatch: pytest.MonkeyP
     store = make()
     supports = [store.support(H, "param:sid", f"c{n}", f"k{n}") for n in range(10)]
     assert supports == [1, 2, 3, 4, 4, 4, 4, 4, 4, 4]
+    checks = [store.passed(H, "param:sid", f"u{n}", f"k{n}") for n in range(6)]
+    assert checks == [1, 2, 3, 4, 4, 4]
     assert store.support(H, "param:a", "c", "k") == 1
     assert store.support(H, "param:b", "c", "k") == 1
     assert store.support(H, "param:c", "c", "k") == 0  # a fourth rule is not recorded

@@ -57,6 +57,9 @@ class AsyncRuleStore:
     async def support(self, host: str, rule: str, copy: str, kept: str) -> int:
         return await self._call(lambda store: store.support(host, rule, copy, kept))
 
+    async def passed(self, host: str, rule: str, url: str, kept: str) -> int:
+        return await self._call(lambda store: store.passed(host, rule, url, kept))
+
     async def kill(self, host: str, rule: str, example: str) -> None:
         await self._call(lambda store: store.kill(host, rule, example))
 

@@ -2,7 +2,11 @@
 
 Pure bookkeeping between the rule store (shared by every process) and the Scrapy glue:
 
-- the rules of each host as last read from the store (or just learned here);
+- the rules of each host as last read from the store (or just learned here): **learned**
+  with enough support, **trusted** once they also survived enough checks. A request a
+  learned rule names a copy of is fetched anyway and checked until the rule is trusted:
+  three copies that happen to follow a pattern do not make it safe to skip the next URL of
+  that pattern, which on a small site may well be a page of its own;
 - **checks**: a fetched URL that a rule maps to another URL is a test of the rule. If the
   other URL's page is known, the two fingerprints decide at once; if not, the test waits
   (bounded) until that URL is fetched;
@@ -23,8 +27,11 @@ from scrapy_simhash.dust.store import RuleState
 
 T = TypeVar("T")
 
-#: Distinct (copy, kept) pairs a rule needs before it is trusted (SIMHASH_DUST_MIN_SUPPORT).
+#: Distinct (copy, kept) pairs a rule needs before it is learned (SIMHASH_DUST_MIN_SUPPORT).
 MIN_SUPPORT = 3
+#: Skips of a learned rule, per host, fetched and checked (each passing) before it is trusted
+#: to skip unchecked (SIMHASH_DUST_MIN_CHECKS).
+MIN_CHECKS = 5
 #: Checks waiting for the other URL's page, at most.
 MAX_PENDING = 10_000
 #: Skipped requests remembered for re-queueing, at most (then nothing more is skipped).
@@ -50,13 +57,16 @@ class RuleBook(Generic[T]):
         self,
         min_support: int,
         *,
+        min_checks: int = MIN_CHECKS,
         max_pending: int = MAX_PENDING,
         max_skipped: int = MAX_SKIPPED,
     ) -> None:
         self.min_support = min_support
+        self.min_checks = min_checks
         self.max_pending = max_pending
         self.max_skipped = max_skipped
         self._support: dict[Rule, int] = {}
+        self._checks: dict[Rule, int] = {}
         self._dead: set[Rule] = set()
         self._by_host: dict[str, set[str]] = {}
         self._pending: OrderedDict[str, list[Check]] = OrderedDict()
@@ -74,12 +84,17 @@ class RuleBook(Generic[T]):
         self._by_host.setdefault(rule.host, set()).add(rule.rule)
         self._support[rule] = max(support, self._support.get(rule, 0))
 
+    def checked(self, rule: Rule, passed: int) -> None:
+        """The store's count of checks ``rule`` passed (it only grows)."""
+        self._checks[rule] = max(passed, self._checks.get(rule, 0))
+
     def load(self, states: Iterable[RuleState]) -> list[T]:
         """Adopt the store's rules; return the skipped requests of rules that died there."""
         died: list[Rule] = []
         for state in states:
             rule = Rule(state.host, state.rule)
             self.supported(rule, state.support)
+            self.checked(rule, state.checks)
             if state.counterexamples and rule not in self._dead:
                 died.append(rule)
         return self.died(died)
@@ -106,11 +121,26 @@ class RuleBook(Generic[T]):
         """Rules of ``host`` without a counterexample, trusted or not yet."""
         return sorted(r for r in self._by_host.get(host, ()) if Rule(host, r) not in self._dead)
 
-    def trusted(self, host: str) -> list[str]:
-        """Rules of ``host`` with enough support and no counterexample."""
+    def learned(self, host: str) -> list[str]:
+        """Rules of ``host`` with enough support and no counterexample: the requests they
+        name copies of are skipped once trusted, and checked until then."""
         return [
             r for r in self.alive(host) if self._support.get(Rule(host, r), 0) >= self.min_support
         ]
+
+    def trusted(self, host: str) -> list[str]:
+        """Learned rules of ``host`` that also survived enough checks."""
+        return [r for r in self.learned(host) if self.is_trusted(Rule(host, r))]
+
+    def is_trusted(self, rule: Rule) -> bool:
+        return (
+            rule not in self._dead
+            and self._support.get(rule, 0) >= self.min_support
+            and self._checks.get(rule, 0) >= self.min_checks
+        )
+
+    def checks_passed(self, rule: Rule) -> int:
+        return self._checks.get(rule, 0)
 
     # -- skipping ------------------------------------------------------------------------------
 
@@ -136,10 +166,11 @@ class RuleBook(Generic[T]):
         return built[1]
 
     def candidates(self, url: str) -> list[tuple[str, tuple[Rule, ...]]]:
-        """URLs the trusted rules name as copies of ``url``, each with the rules used:
-        rewrites of ``url``, then a kept URL of the same normal form."""
+        """URLs the learned rules name as copies of ``url``, each with the rules used:
+        rewrites of ``url``, then a kept URL of the same normal form. A candidate whose
+        rules are not all trusted is a request to check, not to skip."""
         host = host_of(url)
-        rules = self.trusted(host)
+        rules = self.learned(host)
         if not rules:
             return []
         out = []
@@ -178,7 +209,7 @@ class RuleBook(Generic[T]):
 
     def checks(self, url: str, fingerprint: int) -> list[Check]:
         """Tests of every live rule of the host by the fetched ``url``: each rule alone, and
-        the trusted rules together (what a skip would have used)."""
+        the learned rules together (what a skip would have used)."""
         host = host_of(url)
         out: list[Check] = []
         seen: set[tuple[str, tuple[Rule, ...]]] = set()

@@ -5,25 +5,39 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from scrapy_simhash.dust.book import MIN_CHECKS
 from scrapy_simhash.dust.store import RuleState
 
 
-def status(state: RuleState, min_support: int) -> str:
+def status(state: RuleState, min_support: int, min_checks: int = MIN_CHECKS) -> str:
+    """dead (a counterexample), trusted (requests it names copies of are skipped), checking
+    (learned: those requests are fetched and checked), learning (too little support)."""
     if state.counterexamples:
         return "dead"
-    return "trusted" if state.support >= min_support else "learning"
+    if state.trusted(min_support, min_checks):
+        return "trusted"
+    return "checking" if state.learned(min_support) else "learning"
 
 
-def format_rules(states: Iterable[RuleState], min_support: int) -> list[str]:
-    """One line per rule (status, support, counterexamples, host, rule, first counterexample),
-    trusted rules first; an explanation when there are none."""
-    order = {"trusted": 0, "learning": 1, "dead": 2}
-    rows = sorted(states, key=lambda s: (order[status(s, min_support)], s.host, -s.support, s.rule))
+def format_rules(
+    states: Iterable[RuleState], min_support: int, min_checks: int = MIN_CHECKS
+) -> list[str]:
+    """One line per rule (status, support, checks passed, counterexamples, host, rule, first
+    counterexample), trusted rules first; an explanation when there are none."""
+    order = {"trusted": 0, "checking": 1, "learning": 2, "dead": 3}
+
+    def state_of(s: RuleState) -> str:
+        return status(s, min_support, min_checks)
+
+    rows = sorted(states, key=lambda s: (order[state_of(s)], s.host, -s.support, s.rule))
     if not rows:
         return ["no URL rules (learned only with SIMHASH_DUST_ENABLED = True)"]
-    lines = [f"{'status':<9}{'support':>8}{'counter':>8}  host  rule"]
+    lines = [f"{'status':<9}{'support':>8}{'checked':>8}{'counter':>8}  host  rule"]
     for s in rows:
-        line = f"{status(s, min_support):<9}{s.support:>8}{s.counterexamples:>8}  {s.host}  {s.rule}"
+        line = (
+            f"{state_of(s):<9}{s.support:>8}{s.checks:>8}{s.counterexamples:>8}  {s.host}  "
+            f"{s.rule}"
+        )
         if s.example:
             line += f"  ({s.example})"
         lines.append(line)

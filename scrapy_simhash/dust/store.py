@@ -1,12 +1,16 @@
 """Where learned URL rules live: the namespace's own store, shared by every crawl process.
 
 Per rule the store keeps its support (distinct (copy, kept) pairs, each counted once however
-often it is seen again) and its counterexamples (pairs of fetched URLs the rule maps together
-whose pages differ). A rule with one counterexample is dead for good on its host.
+often it is seen again), its checks passed (distinct requests the rule would have skipped,
+fetched anyway and found to copy the page it named, each counted once) and its
+counterexamples (pairs of fetched URLs the rule maps together whose pages differ). A rule
+with one counterexample is dead for good on its host. Support makes a rule a candidate;
+only checks passed make it trusted, so a rule learned but never checked is never trusted
+by a later crawl either.
 
-Growth is bounded: a rule remembers at most :data:`MAX_PAIRS` pair digests (8 bytes each,
-naming host, rule and pair: support beyond that is not needed to trust it), and a namespace
-holds at most :data:`MAX_RULES` rules (a rule first seen beyond that is not recorded).
+Growth is bounded: a rule remembers at most :data:`MAX_PAIRS` pair digests and as many check
+digests (8 bytes each, naming host, rule and pair: more is not needed to trust it), and a
+namespace holds at most :data:`MAX_RULES` rules (a rule first seen beyond that is not recorded).
 """
 
 from __future__ import annotations
@@ -44,9 +48,16 @@ class RuleState(NamedTuple):
     support: int
     counterexamples: int
     example: str
+    #: Skips of the rule fetched anyway whose page copied the page the rule named.
+    checks: int = 0
 
-    def trusted(self, min_support: int) -> bool:
+    def learned(self, min_support: int) -> bool:
+        """Enough support and no counterexample: its skips are checked until trusted."""
         return self.counterexamples == 0 and self.support >= min_support
+
+    def trusted(self, min_support: int, min_checks: int) -> bool:
+        """Learned, and survived ``min_checks`` checks: requests it names are skipped."""
+        return self.learned(min_support) and self.checks >= min_checks
 
 
 def pair_digest(host: str, rule: str, copy: str, kept: str) -> int:
@@ -55,12 +66,22 @@ def pair_digest(host: str, rule: str, copy: str, kept: str) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
+def check_digest(host: str, rule: str, url: str, kept: str) -> int:
+    """A signed 64-bit id of one passed check of one rule, never equal to a pair's."""
+    return pair_digest(host, f"check\0{rule}", url, kept)
+
+
 class RuleStore(ABC):
     """The blocking contract; :class:`scrapy_simhash.dust.AsyncRuleStore` runs it off-loop."""
 
     @abstractmethod
     def support(self, host: str, rule: str, copy: str, kept: str) -> int:
         """Count the pair (once) for the rule; return the rule's support (0: not recorded)."""
+
+    @abstractmethod
+    def passed(self, host: str, rule: str, url: str, kept: str) -> int:
+        """Count a passed check (once): ``url``, which the rule named a copy of ``kept``, was
+        fetched and copies it. Return the rule's checks passed."""
 
     @abstractmethod
     def kill(self, host: str, rule: str, example: str) -> None:
@@ -92,6 +113,7 @@ class MemoryRuleStore(RuleStore):
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._pairs: dict[tuple[str, str], set[int]] = {}
+        self._checks: dict[tuple[str, str], set[int]] = {}
         self._dead: dict[tuple[str, str], tuple[int, str]] = {}
 
     def support(self, host: str, rule: str, copy: str, kept: str) -> int:
@@ -105,6 +127,15 @@ class MemoryRuleStore(RuleStore):
                 pairs.add(pair_digest(host, rule, copy, kept))
             return len(pairs)
 
+    def passed(self, host: str, rule: str, url: str, kept: str) -> int:
+        with self._lock:
+            if (host, rule) not in self._pairs:
+                return 0  # not a recorded rule (none are beyond MAX_RULES)
+            checks = self._checks.setdefault((host, rule), set())
+            if len(checks) < MAX_PAIRS:
+                checks.add(check_digest(host, rule, url, kept))
+            return len(checks)
+
     def kill(self, host: str, rule: str, example: str) -> None:
         with self._lock:
             self._pairs.setdefault((host, rule), set())
@@ -114,7 +145,10 @@ class MemoryRuleStore(RuleStore):
     def rules(self) -> list[RuleState]:
         with self._lock:
             return [
-                RuleState(host, rule, len(pairs), *self._dead.get((host, rule), (0, "")))
+                RuleState(
+                    host, rule, len(pairs), *self._dead.get((host, rule), (0, "")),
+                    len(self._checks.get((host, rule), ())),
+                )
                 for (host, rule), pairs in sorted(self._pairs.items())
             ]
 
@@ -122,6 +156,7 @@ class MemoryRuleStore(RuleStore):
         with self._lock:
             count = len(self._pairs)
             self._pairs.clear()
+            self._checks.clear()
             self._dead.clear()
             return count
 
@@ -135,12 +170,18 @@ CREATE TABLE IF NOT EXISTS simhash_dust_rules (
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS simhash_dust_pairs (
     ns TEXT NOT NULL, pair INTEGER NOT NULL, PRIMARY KEY (ns, pair)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS simhash_dust_checks (
+    ns TEXT NOT NULL, host TEXT NOT NULL, rule TEXT NOT NULL,
+    passed INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (ns, host, rule)
 ) WITHOUT ROWID
 """
 
 
 class SqliteRuleStore(RuleStore):
-    """Two tables next to the index's in the same file."""
+    """Three tables next to the index's in the same file (checks passed in a table of their
+    own, which a file written before they were counted gains when opened)."""
 
     def __init__(self, path: str, namespace: str, *, timeout_secs: float = 30.0) -> None:
         self.namespace = namespace
@@ -194,6 +235,38 @@ class SqliteRuleStore(RuleStore):
         except sqlite3.Error as exc:
             raise self._error("support", exc) from exc
 
+    def passed(self, host: str, rule: str, url: str, kept: str) -> int:
+        ns = self.namespace
+        try:
+            with immediate(self._db, self._lock) as db:
+                if db.execute(
+                    "SELECT 1 FROM simhash_dust_rules WHERE ns=? AND host=? AND rule=?",
+                    (ns, host, rule),
+                ).fetchone() is None:
+                    return 0  # not a recorded rule (none are beyond MAX_RULES)
+                row = db.execute(
+                    "SELECT passed FROM simhash_dust_checks WHERE ns=? AND host=? AND rule=?",
+                    (ns, host, rule),
+                ).fetchone()
+                passed = 0 if row is None else int(row[0])
+                if passed >= MAX_PAIRS:
+                    return passed
+                added = db.execute(
+                    "INSERT OR IGNORE INTO simhash_dust_pairs VALUES (?, ?)",
+                    (ns, check_digest(host, rule, url, kept)),
+                ).rowcount
+                if added:
+                    passed += 1
+                    db.execute(
+                        "INSERT INTO simhash_dust_checks (ns, host, rule, passed) VALUES "
+                        "(?, ?, ?, ?) ON CONFLICT (ns, host, rule) DO UPDATE SET "
+                        "passed = excluded.passed",
+                        (ns, host, rule, passed),
+                    )
+                return passed
+        except sqlite3.Error as exc:
+            raise self._error("passed", exc) from exc
+
     def kill(self, host: str, rule: str, example: str) -> None:
         try:
             with immediate(self._db, self._lock) as db:
@@ -211,8 +284,10 @@ class SqliteRuleStore(RuleStore):
         try:
             with self._lock:
                 rows = self._db.execute(
-                    "SELECT host, rule, support, counterexamples, example FROM "
-                    "simhash_dust_rules WHERE ns=? ORDER BY host, rule",
+                    "SELECT r.host, r.rule, r.support, r.counterexamples, r.example, "
+                    "COALESCE(c.passed, 0) FROM simhash_dust_rules r LEFT JOIN "
+                    "simhash_dust_checks c ON c.ns = r.ns AND c.host = r.host AND "
+                    "c.rule = r.rule WHERE r.ns=? ORDER BY r.host, r.rule",
                     (self.namespace,),
                 ).fetchall()
         except sqlite3.Error as exc:
@@ -226,6 +301,7 @@ class SqliteRuleStore(RuleStore):
                     "DELETE FROM simhash_dust_rules WHERE ns=?", (self.namespace,)
                 ).rowcount
                 db.execute("DELETE FROM simhash_dust_pairs WHERE ns=?", (self.namespace,))
+                db.execute("DELETE FROM simhash_dust_checks WHERE ns=?", (self.namespace,))
                 return int(count)
         except sqlite3.Error as exc:
             raise self._error("clear", exc) from exc
@@ -255,6 +331,18 @@ end
 redis.call('HSET', KEYS[1], ARGV[1], support .. ' ' .. dead .. ' ' .. example)
 return support
 """
+#: KEYS: rules hash, checks hash, pairs hash. ARGV: field, check field, MAX_PAIRS.
+#: Checks value: the number passed. A rule the rules hash does not hold gains none.
+_PASSED = """
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then
+  return 0
+end
+local passed = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0')
+if passed < tonumber(ARGV[3]) and redis.call('HSETNX', KEYS[3], ARGV[2], 1) == 1 then
+  passed = redis.call('HINCRBY', KEYS[2], ARGV[1], 1)
+end
+return passed
+"""
 #: KEYS: rules hash. ARGV: field, example.
 _KILL = """
 local value = redis.call('HGET', KEYS[1], ARGV[1])
@@ -272,7 +360,8 @@ return dead + 1
 
 
 class RedisRuleStore(RuleStore):
-    """Two hashes under the namespace's hash tag (one Cluster slot, like the index)."""
+    """Three hashes under the namespace's hash tag (one Cluster slot, like the index): rules,
+    pair and check digests, checks passed."""
 
     def __init__(self, url: str, namespace: str, **options: Any) -> None:
         import redis
@@ -280,11 +369,12 @@ class RedisRuleStore(RuleStore):
         self._url = url
         self._errors = (redis.RedisError,)
         prefix = f"simhash:{{{namespace}}}:"
-        self._keys = [prefix + "ur", prefix + "up"]
+        self._keys = [prefix + "ur", prefix + "up", prefix + "uc"]
         try:
             self._client: Any = sync_client(url, **options)
             self._support = self._client.register_script(_SUPPORT)
             self._kill = self._client.register_script(_KILL)
+            self._passed = self._client.register_script(_PASSED)
         except self._errors as exc:
             raise self._error("open", exc) from exc
 
@@ -297,9 +387,20 @@ class RedisRuleStore(RuleStore):
         field = f"{host}\0{rule}"
         pair = struct.pack(">q", pair_digest(host, rule, copy, kept))  # names host and rule
         try:
-            return int(self._support(keys=self._keys, args=[field, pair, MAX_PAIRS, MAX_RULES]))
+            return int(self._support(
+                keys=self._keys[:2], args=[field, pair, MAX_PAIRS, MAX_RULES]
+            ))
         except self._errors as exc:
             raise self._error("support", exc) from exc
+
+    def passed(self, host: str, rule: str, url: str, kept: str) -> int:
+        field = f"{host}\0{rule}"
+        check = struct.pack(">q", check_digest(host, rule, url, kept))
+        keys = [self._keys[0], self._keys[2], self._keys[1]]
+        try:
+            return int(self._passed(keys=keys, args=[field, check, MAX_PAIRS]))
+        except self._errors as exc:
+            raise self._error("passed", exc) from exc
 
     def kill(self, host: str, rule: str, example: str) -> None:
         try:
@@ -310,13 +411,15 @@ class RedisRuleStore(RuleStore):
     def rules(self) -> list[RuleState]:
         try:
             raw = self._client.hgetall(self._keys[0])
+            checks = self._client.hgetall(self._keys[2])
         except self._errors as exc:
             raise self._error("list", exc) from exc
         out = []
         for field, value in raw.items():
             host, _, rule = field.decode("utf-8", "replace").partition("\0")
             support, dead, example = value.decode("utf-8", "replace").split(" ", 2)
-            out.append(RuleState(host, rule, int(support), int(dead), example))
+            passed = int(checks.get(field, 0))
+            out.append(RuleState(host, rule, int(support), int(dead), example, passed))
         return sorted(out)
 
     def clear(self) -> int:

@@ -2,12 +2,16 @@
 
 The downloader middleware owns one :class:`DustGlue` and calls it at two points:
 
-- ``process_request``: a request whose URL the trusted rules of its host rewrite into a
-  page already kept (or a copy dropped in favour of one) is not downloaded: it fails with
-  :class:`~scrapy_simhash.glue.errors.KnownCopy` (an ``IgnoreRequest``), a DEBUG line and
-  ``simhash/dust/skipped``. ``SIMHASH_DUST_CHECK_SHARE`` of such requests are fetched
-  anyway, and their pages checked against the kept one (``simhash/dust/check_passed`` or
-  ``check_failed``).
+- ``process_request``: a request whose URL the learned rules of its host rewrite into a
+  page already kept (or a copy dropped in favour of one) is a skip. While one of those
+  rules has passed fewer than ``SIMHASH_DUST_MIN_CHECKS`` checks on the host, every such
+  request is fetched anyway and its page checked against the kept one
+  (``simhash/dust/checks``, ``trial_checks``; ``check_passed`` counts towards the rule's
+  trust in the shared store, ``check_failed`` kills it): support alone is a few copies that
+  happened to fit a pattern, and on a small site the next URL of that pattern may be a page
+  of its own. Once every rule used is trusted, the request is not downloaded: it fails
+  with :class:`~scrapy_simhash.glue.errors.KnownCopy` (an ``IgnoreRequest``), a DEBUG line
+  and ``simhash/dust/skipped``; ``SIMHASH_DUST_CHECK_SHARE`` of those are still checked.
 - ``observed``: every fingerprinted page. A drop (or a page filed under the canonical URL
   it names) is a pair the rules learn from; the page also tests every live rule of its
   host that maps its URL to a known page. A page farther than ``SIMHASH_MAX_DISTANCE`` from
@@ -97,7 +101,9 @@ class DustGlue:
         check_rule_store_url(url)  # a store that cannot hold rules refuses the crawl now
         options = self.config.store_options
         self.store = AsyncRuleStore(lambda: open_rule_store(url, namespace, **options))
-        self.book: RuleBook[Request] = RuleBook(self.config.min_support)
+        self.book: RuleBook[Request] = RuleBook(
+            self.config.min_support, min_checks=self.config.min_checks
+        )
         self.rng = rng if rng is not None else random.Random()
         self.clock = clock
         self._loaded_at: float | None = None
@@ -203,8 +209,11 @@ class DustGlue:
             if await self._fingerprint(key) is not None:
                 return  # the URL is a page of its own, whatever the rules say
             rules = tuple(rule.rule for rule in used)
-            if self.rng.random() < self.config.check_share:
+            on_trial = not all(self.book.is_trusted(rule) for rule in used)
+            if on_trial or self.rng.random() < self.config.check_share:
                 self._inc("checks")
+                if on_trial:
+                    self._inc("trial_checks")
                 meta[CHECK_META] = {"kept": kept, "rules": list(rules)}
                 return
             if not self.book.skipped(request, used):
@@ -284,10 +293,35 @@ class DustGlue:
             except _STORE_ERRORS as exc:
                 self._store_failed(exc)
                 return
-            before = Rule(host, rule) in {Rule(host, r) for r in self.book.trusted(host)}
+            before = rule in self.book.learned(host)
             self.book.supported(Rule(host, rule), support)
-            if not before and rule in self.book.trusted(host):
+            if before or rule not in self.book.learned(host):
+                continue
+            if self.book.is_trusted(Rule(host, rule)):
                 logger.info("URL rule %s of %s trusted (%d pairs)", rule, host, support)
+            else:
+                logger.info(
+                    "URL rule %s of %s learned (%d pairs): the requests it names copies of are "
+                    "fetched and checked until %d checks passed (%d so far)", rule, host,
+                    support, self.config.min_checks, self.book.checks_passed(Rule(host, rule)),
+                )
+
+    async def _passed(self, rules: tuple[Rule, ...], url: str, kept: str) -> None:
+        """A check of ``rules`` passed: count it for each in the shared store."""
+        for rule in rules:
+            if self.book.is_dead(rule):
+                continue
+            before = self.book.is_trusted(rule)
+            try:
+                passed = await self.store.passed(rule.host, rule.rule, url, kept)
+            except _STORE_ERRORS as exc:
+                self._store_failed(exc)
+                return
+            self.book.checked(rule, passed)
+            if not before and self.book.is_trusted(rule):
+                logger.info(
+                    "URL rule %s of %s trusted: %d checks passed", rule.rule, rule.host, passed
+                )
 
     async def _check_fetch(self, own: str, fingerprint: int, check: dict[str, Any]) -> None:
         kept = await self._fingerprint(str(check.get("kept")))
@@ -298,6 +332,7 @@ class DustGlue:
         distance = self.hamming(fingerprint, kept)
         if distance <= self.max_distance:
             self._inc("check_passed")
+            await self._passed(rules, own, str(check.get("kept")))
         elif distance <= self.config.counterexample_distance:
             self._inc("check_unclear")
         else:
@@ -331,14 +366,18 @@ class DustGlue:
             states = await self.store.rules()
         except _STORE_ERRORS:
             states = []
-        trusted = sum(1 for s in states if s.trusted(self.config.min_support))
+        config = self.config
+        trusted = sum(1 for s in states if s.trusted(config.min_support, config.min_checks))
+        on_trial = sum(1 for s in states if s.learned(config.min_support)) - trusted
         self.stats.set_value("simhash/dust/rules_trusted", trusted)
+        self.stats.set_value("simhash/dust/rules_on_trial", on_trial)
         logger.info(
             "SimHash URL rules: %d skipped as known copies (%d checked anyway: %d passed, "
-            "%d failed), %d rule(s) trusted, %d counterexample(s), %d request(s) queued again",
+            "%d failed), %d rule(s) trusted, %d still checked (fewer than %d checks passed), "
+            "%d counterexample(s), %d request(s) queued again",
             *(self.stats.get_value(f"simhash/dust/{n}", 0) for n in (
                 "skipped", "checks", "check_passed", "check_failed")),
-            trusted,
+            trusted, on_trial, config.min_checks,
             *(self.stats.get_value(f"simhash/dust/{n}", 0) for n in (
                 "counterexamples", "requeued")),
         )

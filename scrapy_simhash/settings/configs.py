@@ -361,6 +361,8 @@ class DustConfig:
     """URL rules learned from drops (``SIMHASH_DUST_*``; on with ``SIMHASH_DUST_ENABLED``)."""
 
     min_support: int
+    #: Checks of its skips a learned rule must pass, per host, before it skips unchecked.
+    min_checks: int
     check_share: float
     #: Pages farther apart than this are different pages: one such pair a rule maps
     #: together kills it. Copies a rule finds often differ by more than the near-duplicate
@@ -371,11 +373,12 @@ class DustConfig:
 
     @classmethod
     def from_settings(cls, settings: Settings, *, max_distance: int, bits: int) -> DustConfig:
-        from scrapy_simhash.dust.book import MIN_SUPPORT
+        from scrapy_simhash.dust.book import MIN_CHECKS, MIN_SUPPORT
         from scrapy_simhash.dust.store import MAX_PAIRS
 
         return cls(
             min_support=dust_min_support(settings, maximum=MAX_PAIRS, default=MIN_SUPPORT),
+            min_checks=dust_min_checks(settings, maximum=MAX_PAIRS, default=MIN_CHECKS),
             check_share=get_float(
                 settings, "SIMHASH_DUST_CHECK_SHARE", DUST_CHECK_SHARE, minimum=0.0, maximum=1.0
             ),
@@ -398,6 +401,12 @@ def dust_enabled(settings: Settings) -> bool:
 def dust_min_support(settings: Settings, *, default: int, maximum: int | None = None) -> int:
     """``SIMHASH_DUST_MIN_SUPPORT``: distinct pairs before a URL rule is trusted."""
     return get_int(settings, "SIMHASH_DUST_MIN_SUPPORT", default, minimum=1, maximum=maximum)
+
+
+def dust_min_checks(settings: Settings, *, default: int, maximum: int | None = None) -> int:
+    """``SIMHASH_DUST_MIN_CHECKS``: checks of its skips a learned URL rule passes, per host,
+    before it is trusted to skip unchecked (0: trusted on support alone)."""
+    return get_int(settings, "SIMHASH_DUST_MIN_CHECKS", default, minimum=0, maximum=maximum)
 
 
 @dataclass(frozen=True)
