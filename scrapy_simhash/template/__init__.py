@@ -243,9 +243,9 @@ def second_look(
     judged), and every page judged before this one's match was found. Two pages of a host
     can match through its template alone while the template is not yet known (the host's
     first pages). After the host's first :data:`MIN_PAGES` pages, only a main text it has
-    shown on at least two other pages is suspect: an article's text is on one page and its
-    copies (a copy in another template of the host, with comments of its own, is still a
-    copy), while a block read instead of the article repeats on page after page. A suspect
+    shown on at least two other kept pages is suspect: an article's text is on one page
+    and its copies (a copy in another template of the host, with comments of its own, is
+    still a copy), while a block read instead of the article repeats on page after page. A suspect
     match stands when the page brings nothing its host has not shown (a copy: its
     timestamps and counters are too short to be text of its own); a page with text of its
     own is distinct. None: the match stands.
@@ -271,18 +271,19 @@ def second_look(
 
 
 def _widely_seen(text: str, memory: HostMemory) -> bool:
-    """Whether most of ``text`` (by characters) is in lines seen on two other pages or more.
+    """Whether most of ``text`` (by characters) is in lines of two kept pages or more.
 
-    A bucket is shared by the lines that hash to it: on a host of many pages each holds
-    the counts of several lines, so a line counts as widely seen only well above what a
-    bucket holds on average.
+    Kept pages, not pages seen: an article fetched under five URLs is on one page. A bucket
+    is shared by the lines that hash to it: on a host of many pages each holds the counts
+    of several lines, so a line counts as widely seen only well above what a bucket holds
+    on average.
     """
-    least = max(3.0, 2 * sum(memory.seen) / SLOTS + 1)
+    least = max(2.0, 2 * sum(memory.counts) / SLOTS)
     seen = total = 0
     for line in text.split("\n"):
         chars = len(line.strip())
         total += chars
-        if chars and memory.seen[line_slot(line)] >= least:
+        if chars and memory.counts[line_slot(line)] >= least:
             seen += chars
     return total > 0 and 2 * seen >= total
 
