@@ -306,3 +306,19 @@ def test_a_copy_judged_while_its_original_is_judged_elsewhere_stays_a_copy() -> 
     other = fingerprinter.fingerprint_page(article(2))
     assert second_look(fingerprinter, other, EMPTY.saw(learnable(original)).saw(
         learnable(other))).distinct
+
+
+@pytest.mark.cluster
+def test_a_redis_cluster_holds_the_template_memory(redis_cluster_url: str) -> None:
+    store = open_template_store(redis_cluster_url, "cluster-templates")
+    try:
+        store.see("news.example", [1, 2])
+        store.learn("news.example", [1, 2])
+        store.learn("shop.example", [3])
+        memory = store.read("news.example")
+        assert (memory.pages, memory.counts[1], memory.seen[2]) == (1, 1, 1)
+        assert store.hosts() == 2
+        assert store.clear() == 2
+        assert store.read("news.example") == EMPTY
+    finally:
+        store.close()
