@@ -6,20 +6,20 @@ article, every page of that template whose article it missed reads the same, and
 would be dropped as copies. A crawl sees many pages of each host, and the lines a host
 repeats on many distinct pages are its template (Bar-Yossef & Rajagopalan 2002).
 
-The memory of a host is a fixed array of :data:`SLOTS` saturating 16-bit counters, one per
-line hash bucket, plus the number of distinct pages counted: each page kept (never a copy,
-which would count its article twice) adds one to the bucket of each of its distinct lines.
-That makes a host cost the same 4 KiB whether it has 10 pages or 10 million, lets every
-process of a crawl add to it atomically (Redis ``BITFIELD ... OVERFLOW SAT``), and keeps two
-facts readable:
+The memory of a host is two fixed arrays of :data:`SLOTS` saturating 16-bit counters, one
+per line hash bucket, each with its page count: one counts the pages kept (never a copy,
+which would count its article as often as it has URLs), the other every page fetched,
+counted before it is judged. A host costs the same 8 KiB (:data:`HOST_BYTES`) whether it has
+10 pages or 10 million, and every process of a crawl adds to it atomically (Redis
+``BITFIELD ... OVERFLOW SAT``). Two facts are read from it:
 
-- **template** lines: counted on at least :data:`MIN_PAGES` pages and on :data:`SHARE` of
-  the host's pages. A main text that is template is not the article: the page's other
-  lines, without the template, are read instead (:func:`apply_template`).
-- **seen** lines: counted on at least one page. Before a host's template is known, two of
-  its pages can still read alike through it; a same-host match is confirmed only when the
-  page brings no text of its own that the host never showed (:func:`second_look`). That
-  makes the verdict independent of the order in which a host's pages arrive.
+- **template** lines: on at least :data:`MIN_PAGES` kept pages and on :data:`SHARE` of
+  them. A main text that is template is not the article: the page's other lines, without
+  the template, are read instead (:func:`apply_template`).
+- **seen** lines. Before a host's template is known, two of its pages can still read alike
+  through it; a same-host match is confirmed only when the page brings no text of its own
+  that the host never showed (:func:`second_look`). That makes the verdict independent of
+  the order in which a host's pages arrive, in one process or several.
 
 Pure core: no Scrapy, no storage; the stores live in :mod:`scrapy_simhash.template.store`.
 """
@@ -36,12 +36,12 @@ from urllib.parse import urlsplit
 import xxhash
 
 from scrapy_simhash.features import normalize
-from scrapy_simhash.text.readout import _drop_credits as drop_credits
+from scrapy_simhash.text.readout import _drop_credits
 
 if TYPE_CHECKING:
     from scrapy_simhash.fingerprint import Fingerprinter, PageFingerprint
 
-#: Counter buckets per host (16 bits each: 4 KiB a host, whatever its size).
+#: Counter buckets per host and per count (16 bits each), whatever the host's size.
 SLOTS = 2048
 #: Lines of one page counted at most (its first distinct ones): a page of thousands of lines
 #: must not fill every bucket of its host.
@@ -198,7 +198,7 @@ def apply_template(
         return page
     own, dropped_own = _lines_outside(page.page_text, template)
     other = _refingerprint(
-        fingerprinter, page, drop_credits("\n".join(own)),
+        fingerprinter, page, _drop_credits("\n".join(own)),
         f"the main text is the host's template ({dropped} line(s)); the page's other "
         "text read instead", dropped_own,
     )
