@@ -16,13 +16,15 @@ storage cannot be used as configured; the verdict says which, and the caller's p
 from __future__ import annotations
 
 import contextlib
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from scrapy_simhash.canonical import KeyMemory, preferred
+from scrapy_simhash.canonical import MEMORY_ENTRIES, KeyMemory, preferred
 from scrapy_simhash.exceptions import BackendUnavailable, ConfigurationError, InvalidKeyError
-from scrapy_simhash.index.base import closest
+from scrapy_simhash.index.base import Match, Observation, closest
+from scrapy_simhash.index.drops import HELD, holder_of
 from scrapy_simhash.recrawl.state import Visit, compare
 from scrapy_simhash.simhash import to_hex
 
@@ -128,6 +130,9 @@ class VerdictStep:
         self.keys = keys if keys is not None else KeyMemory()
         self.prefer_urls = prefer_urls
         self._count = count
+        #: Holder records read (or written) in this crawl: key -> the URL whose page is
+        #: filed under it, "" for none. A key's record is read once per crawl at most.
+        self._holders: OrderedDict[str, str] = OrderedDict()
 
     def hex(self, fingerprint: int) -> str:
         return to_hex(fingerprint, self.bits)
@@ -191,14 +196,22 @@ class VerdictStep:
                     await self.forget(own)
                 if record_drops:
                     await self.record_drop(own, match.key, match.distance)
+            elif own == match.key:
+                # The canonical URL itself, whose page another URL's fetch filed under it:
+                # a copy for the spider, yet the fetch of the URL the schedule names (with
+                # its own validators), so a due URL does not come back when its lease ends.
+                await self._visit(own, fingerprint, answer)
             return Verdict(
                 DUPLICATE, key=key, fingerprint=hex_digits, duplicate_of=match.key,
                 distance=match.distance, renamed_from=match.key if renamed else None,
             )
         if key != own and record_drops:
             # Kept under the canonical URL it names: its own URL is a copy of that, which
-            # `lookup` should say as for any dropped copy.
+            # `lookup` should say as for any dropped copy. The holder record says which URL
+            # reached the spider, so a later crawl keeps that one whatever arrives first.
             await self.record_drop(own, key, 0)
+            await self.record_drop(key, own, HELD)
+            self._remember_holder(key, own)
         changed = change_distance = None
         if observation.previous is not None:
             changed, change_distance = compare(
@@ -222,8 +235,24 @@ class VerdictStep:
         """
         index = self.index
         if not self.keys.needs_claim(key, own):
-            return await index.call(lambda backend: backend.observe(key, fingerprint)), key
+            observation = await index.call(lambda backend: backend.observe(key, fingerprint))
+            if observation.stored and observation.previous is None:
+                self._remember_holder(key, "")  # filed anew by its own URL
+            elif observation.stored:
+                observation = await self._own_fetch(key, fingerprint, observation)
+            return observation, key
         observation = await index.call(lambda backend: backend.claim(key, fingerprint))
+        if (
+            key != own
+            and (observation.match is None or observation.match.key == key)
+            and not observation.stored
+            and await self._holder(key) == own
+        ):
+            # This URL's page is what is filed under the canonical URL (it reached the
+            # spider in an earlier crawl, or earlier in this one): a visit again.
+            observation = await index.call(lambda backend: backend.observe(key, fingerprint))
+            self.keys.stored_by(key, own)
+            return observation, key
         if observation.match is not None and observation.match.key == own != key:
             # The page itself, filed under its own URL at an earlier fetch because it does
             # not copy the canonical URL it names (page 2 naming page 1): a visit again.
@@ -239,11 +268,64 @@ class VerdictStep:
                 await self.forget(key)
                 holder = self.keys.holder(key)
                 if holder is not None:  # which is no copy of this page either
+                    await self._release(key)
                     await self._refile(holder, held)
             key = own
         if observation.stored:
             self.keys.stored_by(key, own)
         return observation, key
+
+    async def _own_fetch(
+        self, key: str, fingerprint: int, observation: Observation
+    ) -> Observation:
+        """A URL fetched again and filed under itself, whose entry may hold the page another
+        URL brought (a copy fetched first that names this URL canonical, in an earlier crawl
+        or another process): then that URL reached the spider, and this fetch is its copy
+        while the page has not changed, so the same page keeps the same URL from crawl to
+        crawl whichever arrives first. A change hands the entry to this URL."""
+        holder = await self._holder(key)
+        previous = observation.previous
+        if holder is None or holder == key or previous is None:
+            return observation
+        changed, distance = compare(previous, fingerprint, self.change_distance)
+        if changed:
+            await self._release(key)
+            return observation
+        if distance:  # the entry keeps the fingerprint of the page the spider received
+            with contextlib.suppress(BackendUnavailable, ConfigurationError):
+                await self.index.call(lambda backend: backend.observe(key, previous))
+        self.keys.stored_by(key, holder)  # this crawl's next fetches of it are claims
+        return Observation(Match(key, previous, distance), previous, False)
+
+    async def _holder(self, key: str) -> str | None:
+        """The other URL whose page is filed under ``key``: known to this crawl, or read
+        from the holder record once per crawl (an index away: none)."""
+        held = self.keys.holder(key)
+        if held is not None:
+            return held
+        known = self._holders.get(key)
+        if known is not None:
+            return known or None
+        try:
+            record = await self.index.call(lambda backend: backend.drop_of(key))
+        except (BackendUnavailable, ConfigurationError):
+            return None
+        holder = holder_of(record)
+        self._remember_holder(key, holder or "")
+        return holder
+
+    def _remember_holder(self, key: str, holder: str) -> None:
+        self._holders[key] = holder
+        self._holders.move_to_end(key)
+        while len(self._holders) > MEMORY_ENTRIES:
+            self._holders.popitem(last=False)
+
+    async def _release(self, key: str) -> None:
+        """``key``'s own page holds its entry now: forget its holder record."""
+        if self._holders.get(key) == "":
+            return
+        self._remember_holder(key, "")
+        await self.forget_drop(key)
 
     async def _refile(self, holder: str, fingerprint: int | None) -> None:
         """A page filed under a canonical URL that the canonical page itself turned out not

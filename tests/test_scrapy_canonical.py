@@ -19,7 +19,7 @@ from scrapy.http import HtmlResponse
 
 from scrapy_simhash.exceptions import NearDuplicate
 from scrapy_simhash.glue.follow import SimhashSpiderMiddleware
-from scrapy_simhash.index.drops import kept_name
+from scrapy_simhash.index.drops import holder_of, kept_name
 from scrapy_simhash.recrawl import open_recrawl_store
 from tests.scrapy_inprocess import HARBOUR, ORCHARD, harness, story
 
@@ -53,8 +53,8 @@ def test_the_canonical_url_names_the_cluster_whichever_copy_arrives_first(
         assert h.index("get", ORIGINAL) is not None
         for url in COPIES:
             record = h.index("drop_of", url)
-            if url == ORIGINAL:
-                assert record is None
+            if url == ORIGINAL:  # the holder record names the copy that reached the spider
+                assert holder_of(record) == (None if order[0] == ORIGINAL else order[0])
             else:
                 assert (record.url, record.kept) == (url, ORIGINAL), url
         assert h.stat("unique") == 1
@@ -166,16 +166,86 @@ def test_recrawl_and_a_second_crawl_speak_of_the_canonical_url(tmp_path: Path) -
         assert isinstance(h.fetch(ORIGINAL, COPIES[ORIGINAL])[0], NearDuplicate)
     with harness(**settings) as h:  # round 2: the canonical URL first, then the copy
         result, info = h.fetch(ORIGINAL, COPIES[ORIGINAL])
+        assert isinstance(result, NearDuplicate)  # the story reached the spider as its print view
+        assert (info["key"], info["duplicate_of"]) == (ORIGINAL, ORIGINAL)
+        result, info = h.fetch(print_url, COPIES[print_url])
         assert isinstance(result, HtmlResponse)
-        assert info["changed"] is False  # a re-fetch of the same story
-        assert isinstance(h.fetch(print_url, COPIES[print_url])[0], NearDuplicate)
+        assert (info["key"], info["changed"]) == (ORIGINAL, False)  # a re-fetch of the story
     store = open_recrawl_store(url, namespace="inprocess")
     try:
         assert [due.url for due in store.due(within=10**9)] == [ORIGINAL]
-        assert store.get(ORIGINAL).visits == 2
+        assert store.get(ORIGINAL).visits == 4  # each URL of the story, in each round
         assert store.get(print_url) is None
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("second", [("print", "canonical"), ("canonical", "print")])
+@pytest.mark.parametrize("first", [("print", "canonical"), ("canonical", "print")])
+def test_the_url_that_reached_the_spider_reaches_it_in_the_next_crawl_too(
+    tmp_path: Path, first: tuple[str, str], second: tuple[str, str]
+) -> None:
+    """Whichever URL of a story reached the spider in one crawl reaches it in the next,
+    whatever order its URLs arrive in, while the story does not change: items keep their
+    URL from crawl to crawl."""
+    urls = {"print": f"{SITE}/print/news/harbour.html", "canonical": ORIGINAL}
+    settings = {"SIMHASH_INDEX_URL": f"sqlite:///{tmp_path / 'index.sqlite3'}"}
+    reached = []
+    for order in (first, second):
+        with harness(**settings) as h:
+            results = {name: h.fetch(urls[name], COPIES[urls[name]]) for name in order}
+            reached.append(
+                [name for name, (r, _) in results.items() if isinstance(r, HtmlResponse)]
+            )
+            assert {info["key"] for _, info in results.values()} == {ORIGINAL}
+            assert h.stat("unique") == 1
+            assert h.stat("dropped") == 1
+    assert reached == [[first[0]], [first[0]]]
+
+
+def test_lookup_says_which_url_reached_the_spider_for_a_canonical_url(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from scrapy_simhash.cli import main
+
+    url = f"sqlite:///{tmp_path / 'index.sqlite3'}"
+    print_url = f"{SITE}/print/news/harbour.html"
+    with harness(SIMHASH_INDEX_URL=url) as h:
+        h.fetch(print_url, COPIES[print_url])
+        h.fetch(ORIGINAL, COPIES[ORIGINAL])
+    base = ["--index-url", url, "--namespace", "inprocess"]
+    assert main(["lookup", ORIGINAL, *base]) == 0
+    fingerprint, held = capsys.readouterr().out.splitlines()
+    assert fingerprint.startswith(f"{ORIGINAL}: ")
+    assert held == (
+        f"{ORIGINAL}: its page reached the spider as {print_url}, fetched first and filed "
+        "under this canonical URL; this URL is dropped as its copy while the page does not "
+        "change"
+    )
+    assert main(["lookup", print_url, *base]) == 0
+    assert capsys.readouterr().out.startswith(
+        f"{print_url}: reached the spider, its page filed under its canonical URL {ORIGINAL}; "
+    )
+
+
+def test_a_canonical_url_whose_page_changed_reaches_the_spider_and_keeps_it(
+    tmp_path: Path,
+) -> None:
+    """Only while the story is unchanged does its copy fetched first keep the URL: the
+    canonical URL bringing a change reaches the spider, and names the story from then on."""
+    print_url = f"{SITE}/print/news/harbour.html"
+    settings = {"SIMHASH_INDEX_URL": f"sqlite:///{tmp_path / 'index.sqlite3'}"}
+    updated = story(ORCHARD, canonical="/news/harbour.html")
+    with harness(**settings) as h:
+        h.fetch(print_url, COPIES[print_url])
+    for crawl in (2, 3):
+        with harness(**settings) as h:
+            result, info = h.fetch(ORIGINAL, updated)
+            assert isinstance(result, HtmlResponse), crawl
+            assert info["changed"] is (crawl == 2)
+            result, info = h.fetch(print_url, updated)
+            assert isinstance(result, NearDuplicate), crawl
+            assert info["duplicate_of"] == ORIGINAL
 
 
 def test_follow_mode_passes_copies_to_the_callback_and_drops_their_items() -> None:

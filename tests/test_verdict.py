@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from scrapy_simhash.exceptions import IndexMismatchError
 from scrapy_simhash.glue.guard import Guarded
 from scrapy_simhash.index import open_async_index
+from scrapy_simhash.index.drops import holder_of
 from scrapy_simhash.recrawl import RecrawlConfig, open_async_recrawl_store
 from scrapy_simhash.verdict import (
     DUPLICATE,
@@ -55,6 +56,13 @@ class Stores:
         self.step = VerdictStep(
             self.index, self.recrawl, bits=64, change_distance=3, prefer_urls=prefer,
             count=lambda name: self.counts.__setitem__(name, self.counts.get(name, 0) + 1),
+        )
+
+    def next_crawl(self) -> VerdictStep:
+        """The step of another crawl on the same stores (nothing remembered in-process)."""
+        return VerdictStep(
+            self.index, self.recrawl, bits=64, change_distance=3,
+            prefer_urls=self.step.prefer_urls,
         )
 
     async def _open_recrawl(self) -> Any:
@@ -131,6 +139,40 @@ def test_a_page_naming_a_canonical_url_is_filed_under_it_with_the_canonical_vali
     run(scenario())
 
 
+def test_the_url_that_reached_the_spider_holds_its_page_in_later_crawls(url: str) -> None:
+    """A copy fetched first and filed under the canonical URL it names holds that entry: in
+    later crawls its fetch is a visit again and the canonical URL's fetch its copy, in either
+    order, until the canonical URL brings a change and takes the entry."""
+    canonical, amp = "https://a.test/x", "https://a.test/amp/x"
+
+    async def scenario() -> None:
+        stores = Stores(url)
+        await stores.step.page(canonical, amp, A, OK)
+        assert holder_of(await stores.drop_of(canonical)) == amp
+        assert (await stores.drop_of(amp)).kept == canonical  # `lookup` of the copy's URL
+        for _ in range(2):
+            step = stores.next_crawl()
+            again = await step.page(canonical, canonical, NEAR_A, OK)
+            assert (again.outcome, again.key, again.duplicate_of, again.distance) == (
+                DUPLICATE, canonical, canonical, 2
+            )
+            held = await step.page(canonical, amp, A, OK)
+            assert (held.outcome, held.key, held.changed) == (UNIQUE, canonical, False)
+        # The entry keeps the fingerprint of the page the spider received; every fetch of
+        # either URL is a visit of the page, so a due canonical URL does not come back.
+        assert await stores.index.call(lambda index: index.get(canonical)) == A
+        assert (await stores.state(canonical)).visits == 5
+        step = stores.next_crawl()
+        news = await step.page(canonical, canonical, FAR, OK)
+        assert (news.outcome, news.changed) == (UNIQUE, True)
+        assert await stores.drop_of(canonical) is None
+        copy = await step.page(canonical, amp, FAR, OK)
+        assert (copy.outcome, copy.duplicate_of) == (DUPLICATE, canonical)
+        await stores.close()
+
+    run(scenario())
+
+
 def test_a_page_misdeclaring_its_canonical_url_is_filed_under_its_own(url: str) -> None:
     async def scenario() -> None:
         stores = Stores(url)
@@ -157,6 +199,7 @@ def test_a_canonical_url_replacing_a_misdeclaring_page_forgets_its_drop_record(
         first = await stores.step.page("https://a.test/1", "https://a.test/1", A, OK)
         assert (first.outcome, first.key, first.changed) == (UNIQUE, "https://a.test/1", None)
         assert await stores.drop_of("https://a.test/2") is None
+        assert await stores.drop_of("https://a.test/1") is None  # nor holds page 1's entry
         await stores.close()
 
     run(scenario())

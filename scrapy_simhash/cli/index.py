@@ -144,7 +144,7 @@ def _internals(stats: IndexStats) -> list[tuple[str, str, str]]:
 
 def run_lookup(args: argparse.Namespace) -> int:
     """What the index knows of a URL: its fingerprint, or the page it was dropped as a copy of."""
-    from scrapy_simhash.index.drops import kept_name
+    from scrapy_simhash.index.drops import holder_of, kept_name
 
     index, fingerprinter, target = open_index(args)
     bits, key = fingerprinter.bits, _key(args.url, target.settings)
@@ -153,7 +153,20 @@ def run_lookup(args: argparse.Namespace) -> int:
         if fp is not None:
             print(f"{key}: {to_hex(fp, bits)}")
         record = index.drop_of(key)
-        if record is not None:
+        holder = holder_of(record)
+        if record is not None and holder is not None:
+            print(
+                f"{key}: its page reached the spider as {holder}, fetched first and filed "
+                "under this canonical URL; this URL is dropped as its copy while the page "
+                "does not change"
+            )
+        elif record is not None and holder_of(index.drop_of(record.kept)) == key:
+            kept = index.get(record.kept)
+            print(
+                f"{key}: reached the spider, its page filed under its canonical URL "
+                f"{record.kept}" + (f"; {record.kept}: {to_hex(kept, bits)}" if kept else "")
+            )
+        elif record is not None:
             moment = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(record.at))
             name = kept_name(index.drop_of, key) or record.kept
             kept = index.get(name)

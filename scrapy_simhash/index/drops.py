@@ -36,6 +36,18 @@ class DropRecord(NamedTuple):
     at: int
 
 
+#: The distance of a holder record: ``url`` is a canonical URL whose page reached the spider
+#: from ``kept``, a copy that was fetched first and filed under ``url`` (which is kept in the
+#: index, and whose own fetches are copies of that page while it does not change). No real
+#: distance is this large; the Redis record stores distances as one byte.
+HELD = 255
+
+
+def holder_of(record: DropRecord | None) -> str | None:
+    """The URL whose page is filed under ``record.url``, if ``record`` is a holder record."""
+    return record.kept if record is not None and record.distance == HELD else None
+
+
 #: Records followed at most from a URL to the page now naming its cluster.
 MAX_HOPS = 8
 
@@ -53,7 +65,7 @@ def kept_name(drop_of: Callable[[str], DropRecord | None], url: str) -> str | No
             break
         seen.add(name)
         onward = drop_of(name)
-        if onward is None:
+        if onward is None or onward.distance == HELD:  # a holder record: ``name`` is kept
             break
         name = onward.kept
     return name
