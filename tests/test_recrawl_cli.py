@@ -161,6 +161,16 @@ def test_simulate_prints_policies_and_draws_png(
     assert "policy runs" not in err  # stderr is not a terminal: no progress bar
 
 
+def test_a_budget_of_one_fetch_reads_singular() -> None:
+    """The printed header and the PNG's budget label say it the same way."""
+    from scrapy_simhash.cli.simulate import fetches_per_day
+
+    assert fetches_per_day(1) == "1 fetch/page/day"
+    assert fetches_per_day(1.0) == "1 fetch/page/day"
+    assert fetches_per_day(0.5) == "0.5 fetches/page/day"
+    assert fetches_per_day(2) == "2 fetches/page/day"
+
+
 def test_simulate_answers_quickly_at_its_defaults_and_explains_its_table(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -170,7 +180,7 @@ def test_simulate_answers_quickly_at_its_defaults_and_explains_its_table(
     assert elapsed < 15, elapsed  # about 2 s; a loaded machine gets a wide margin
     out = capsys.readouterr().out
     lines = out.splitlines()
-    assert lines[0] == "200 pages, 30 days (10 warm-up), 1 fetches/page/day, seed 0"
+    assert lines[0] == "200 pages, 30 days (10 warm-up), 1 fetch/page/day, seed 0"
     assert lines[1].split() == [
         "policy", "fetch/page/day", "freshness", "ratio", "age", "(h)", "wasted", "missed",
     ]

@@ -11,7 +11,12 @@ from hypothesis import strategies as st
 
 from scrapy_simhash.exceptions import ConfigurationError
 from scrapy_simhash.recrawl import RecrawlConfig
-from scrapy_simhash.recrawl.estimate import irregular_rate, naive_rate, regular_rate
+from scrapy_simhash.recrawl.estimate import (
+    irregular_rate,
+    naive_rate,
+    regular_rate,
+    rests_on_history,
+)
 from scrapy_simhash.recrawl.policy import (
     budget_frequency,
     expected_age,
@@ -188,3 +193,17 @@ def test_config_from_settings_reads_strings_and_rejects_nonsense() -> None:
         RecrawlConfig.from_settings({"SIMHASH_RECRAWL_POLICY": "budget"})
     with pytest.raises(ConfigurationError, match="MIN_INTERVAL"):
         RecrawlConfig(min_interval_secs=10, max_interval_secs=5)
+
+
+def test_an_estimate_rests_on_history_once_it_weighs_as_much_as_the_prior() -> None:
+    """The prior's 2 pseudo-visits a day apart: the history must cover 2 days, or hold the
+    1.26 changes they stand for, before the rate is the page's rather than the prior's."""
+    prior = {"prior_rate": 1 / DAY, "prior_weight": 2.0}
+    assert not rests_on_history([], **prior)
+    assert not rests_on_history([(21.0, False)], **prior)  # two fetches 21 s apart
+    assert not rests_on_history([(DAY, False)], **prior)
+    assert not rests_on_history([(3600.0, True)], **prior)
+    assert rests_on_history([(DAY, False), (DAY, False)], **prior)
+    assert rests_on_history([(3600.0, True), (3600.0, True)], **prior)
+    assert rests_on_history([(21.0, False)], prior_rate=1 / DAY, prior_weight=0.0)
+    assert not rests_on_history([], prior_rate=1 / DAY, prior_weight=0.0)

@@ -83,9 +83,12 @@ def test_report_counts_pages_per_host_and_names_the_kept_url_of_each_cluster(
     }
     assert data["clusters"][0]["kept"] == http_site_server.url("harbour.html")
     assert all(c["kept_stored"] for c in data["clusters"])
-    # Every page the recrawl store tracks has a rate bin and a due bin.
+    # Every page the recrawl store tracks has a rate bin and a due bin. One fetch each is
+    # no history: every rate is still the prior's, shown apart rather than as "daily".
     assert data["recrawl_pages"] == len(CLUSTERS) + len(SINGLES)
-    assert sum(n for _, n in data["rates"]) == data["recrawl_pages"]
+    assert sum(n for _, n in data["rates"]) == 0
+    assert data["too_little_history"] == data["recrawl_pages"]
+    assert data["prior_per_day"] == 1.0
     assert sum(n for _, n in data["due"]) == data["recrawl_pages"]
     assert dict(data["due"])["overdue"] == 0  # just fetched: nothing due yet
 
@@ -94,8 +97,49 @@ def test_report_counts_pages_per_host_and_names_the_kept_url_of_each_cluster(
     assert f"{len(CLUSTERS) + len(SINGLES) + copies} pages fingerprinted: 4 kept, 4 dropped" in out
     assert f"1. {http_site_server.url('harbour.html')}  3 copies" in out
     assert f"2. {http_site_server.url('orchard.html')}  1 copy" in out
-    assert "how often pages change (4 of the 4 pages" in out
+    assert "how often pages change (0 of the 4 pages" in out
+    assert "  too little history      4   (rate still the prior's 1/day" in out
     assert err == ""  # stderr is not a terminal: no progress bar
+
+
+def test_rates_from_too_little_history_are_shown_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two unchanged fetches seconds apart leave the rate at the prior's (1/day, "daily to
+    weekly" if it were binned): the data the rates panel is drawn from counts such pages
+    apart. A page seen unchanged a month later, or changed at three hourly visits, has a
+    rate of its own."""
+    from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
+    from scrapy_simhash.index import open_index
+    from scrapy_simhash.recrawl import open_recrawl_store
+    from tests.conftest import Clock
+
+    url = f"sqlite:///{tmp_path / 'index.sqlite3'}"
+    with open_index(url, namespace="n", scheme=Fingerprinter(FingerprintConfig()).scheme) as index:
+        index.observe("https://a.example/quiet", 1)
+    clock = Clock(1_700_000_000.0)
+    with open_recrawl_store(url, namespace="n", clock=clock) as store:
+        for page in ("quiet", "busy", "twice"):
+            store.observe(f"https://a.example/{page}", 1)
+        clock.now += 21
+        store.observe("https://a.example/twice", 1)
+        for change in range(1, 4):
+            clock.now += 3600
+            store.observe("https://a.example/busy", (1 << (16 * change)) - 1)
+        clock.now += 30 * 86400
+        store.observe("https://a.example/quiet", 1)
+        store.add(["https://a.example/new"])  # queued, never fetched
+    assert main(["report", "--index-url", url, "--namespace", "n", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["recrawl_pages"], data["too_little_history"]) == (4, 2)  # twice, new
+    assert [(name, n) for name, n in data["rates"] if n] == [
+        ("hourly to daily", 1), ("weekly to monthly", 1)
+    ]
+    assert main(["report", "--index-url", url, "--namespace", "n"]) == 0
+    out = capsys.readouterr().out
+    assert "how often pages change (2 of the 4 pages" in out
+    assert "  daily to weekly         0\n" in out
+    assert "  too little history      2   (rate still the prior's 1/day" in out
 
 
 def test_report_draws_one_png_page(

@@ -22,9 +22,10 @@ from scrapy_simhash._redis import mask_url
 from scrapy_simhash.cli._progress import bar, counting
 from scrapy_simhash.cli._target import add_store_options, open_index, open_store, when
 from scrapy_simhash.exceptions import ConfigurationError
-from scrapy_simhash.index.drops import DropRecord, kept_name
-from scrapy_simhash.recrawl.backend import bucket_rate
-from scrapy_simhash.recrawl.config import DAY
+from scrapy_simhash.index.drops import DropRecord, holder_of, kept_name
+from scrapy_simhash.recrawl.config import DAY, RecrawlConfig
+from scrapy_simhash.recrawl.estimate import rests_on_history
+from scrapy_simhash.recrawl.state import PageState
 
 HOUR = 3600.0
 #: How often pages change, as people say it: (label, lowest changes per day), fastest first.
@@ -36,6 +37,8 @@ RATE_BINS: tuple[tuple[str, float], ...] = (
     ("monthly to yearly", 1 / 365),
     ("less than yearly", 0.0),
 )
+#: The bin of pages whose rate is still the prior's: too few fetches, or too close together.
+TOO_LITTLE_HISTORY = "too little history"
 #: When pages are next due: (label, latest seconds from now), soonest first.
 DUE_BINS: tuple[tuple[str, float], ...] = (
     ("overdue", 0.0),
@@ -95,7 +98,12 @@ class Report:
     clusters: list[Cluster]
     clusters_total: int
     recrawl_pages: int = 0
+    #: Pages per change-rate bin, for pages whose estimate rests on their own history.
     rates: list[tuple[str, int]] = field(default_factory=list)
+    #: Pages whose rate is still the prior's (SIMHASH_RECRAWL_PRIOR_RATE_PER_DAY): not
+    #: fetched yet, or fetched too few times or too close together to tell.
+    too_little_history: int = 0
+    prior_per_day: float = 0.0
     due: list[tuple[str, int]] = field(default_factory=list)
 
 
@@ -136,13 +144,23 @@ def clusters_of(drops: list[DropRecord], stored: set[str]) -> list[Cluster]:
     return clusters
 
 
-def rate_bins(histogram: dict[int, int]) -> list[tuple[str, int]]:
+def rate_bins(
+    states: list[PageState], config: RecrawlConfig
+) -> tuple[list[tuple[str, int]], int]:
+    """Pages per change-rate bin, and apart the pages whose rate is still the prior's (as
+    ``schedule`` shows both: "1/day with prior, 0/day from history alone")."""
     counts = Counter[str]()
-    for bucket, pages in histogram.items():
-        per_day = bucket_rate(bucket) * DAY
+    too_little = 0
+    for state in states:
+        if not rests_on_history(
+            state.history, prior_rate=config.prior_rate, prior_weight=config.prior_weight
+        ):
+            too_little += 1
+            continue
+        per_day = state.rate * DAY
         label = next(name for name, lowest in RATE_BINS if per_day >= lowest)
-        counts[label] += pages
-    return [(name, counts[name]) for name, _ in RATE_BINS]
+        counts[label] += 1
+    return [(name, counts[name]) for name, _ in RATE_BINS], too_little
 
 
 def due_bins(due: list[float], now: float) -> list[tuple[str, int]]:
@@ -163,7 +181,8 @@ def collect(args: argparse.Namespace) -> Report:
                 keys = set(counting(index.keys(), progress))
             except NotImplementedError as exc:  # a backend registered without keys()
                 raise ConfigurationError(f"report needs the index's keys: {exc}") from None
-            drops = list(counting(index.drops(), progress))
+            # Holder records name the copy that reached the spider: no drop.
+            drops = [r for r in counting(index.drops(), progress) if holder_of(r) is None]
     kept_hosts = Counter(host_of(key) for key in keys)
     dropped_hosts = Counter(host_of(record.url) for record in drops)
     hosts = sorted(
@@ -185,9 +204,11 @@ def collect(args: argparse.Namespace) -> Report:
     with open_store(args) as store:
         report.recrawl_pages = store.count()
         if report.recrawl_pages:
-            report.rates = rate_bins(store.rate_histogram())
-            due = store.due(within=100 * 365 * DAY, limit=MAX_DUE)
-            report.due = due_bins([item.due for item in due], now)
+            scheduled = store.scheduled(within=100 * 365 * DAY, limit=MAX_DUE)
+            states = [state for state, _ in scheduled]
+            report.rates, report.too_little_history = rate_bins(states, store.config)
+            report.prior_per_day = store.config.prior_rate_per_day
+            report.due = due_bins([due for _, due in scheduled], now)
     return report
 
 
@@ -242,13 +263,25 @@ def render(report: Report) -> str:
     estimated = sum(n for _, n in report.rates)
     lines.append(
         f"how often pages change ({estimated} of the {report.recrawl_pages} pages the recrawl "
-        "store tracks have a rate)"
+        "store tracks have a rate from their own history)"
     )
     lines.extend(f"  {name:<18} {n:>6}" for name, n in report.rates)
+    lines.append(
+        f"  {TOO_LITTLE_HISTORY:<18} {report.too_little_history:>6}   "
+        f"({_prior_note(report)})"
+    )
     lines.append("")
     lines.append(f"next visits (from {when(report.at)})")
     lines.extend(f"  {name:<18} {n:>6}" for name, n in report.due)
     return "\n".join(lines)
+
+
+def _prior_note(report: Report) -> str:
+    """What the pages with too little history have for a rate."""
+    return (
+        f"rate still the prior's {report.prior_per_day:g}/day: fetched too few times or too "
+        "close together; 'schedule URL' shows both"
+    )
 
 
 def _copies(count: int) -> str:
@@ -363,9 +396,17 @@ def _draw_rates(axes: Any, report: Report) -> None:
     values = [n for _, n in report.rates]
     bars = axes.bar(names, values, color="tab:blue")
     _counts(axes, bars, values)
+    # Apart, in grey: pages whose rate is still the prior's, not an estimate.
+    apart = axes.bar([f"too little\nhistory (prior\n{report.prior_per_day:g}/day)"],
+                     [report.too_little_history], color="0.75", hatch="//", edgecolor="0.45")
+    _counts(axes, apart, [report.too_little_history])
     axes.set_ylabel("pages")
-    axes.set_xlabel(f"the page's content changes ...\n({estimated} of the "
-                    f"{report.recrawl_pages} pages tracked have a rate)")
+    axes.set_xlabel(
+        f"the page's content changes ...\n{estimated} of the {report.recrawl_pages} pages "
+        f"tracked have a rate from their own history; {report.too_little_history} were\n"
+        "fetched too few times or too close together to tell ('schedule URL' shows both rates)",
+        fontsize=9,
+    )
     axes.tick_params(axis="x", labelsize=8)
     axes.yaxis.get_major_locator().set_params(integer=True)
     axes.margins(y=0.15)

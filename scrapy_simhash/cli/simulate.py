@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         pyplot()  # a missing matplotlib is said before minutes of simulation
     if not args.json:  # first, so a long run is seen to have started
         print(f"{len(population)} pages, {args.days:g} days ({args.warmup_days:g} warm-up), "
-              f"{args.fetches_per_page_per_day:g} fetches/page/day, seed {args.seed}",
+              f"{fetches_per_day(args.fetches_per_page_per_day)}, seed {args.seed}",
               flush=True)
     with bar(_POLICIES * (1 + len(budgets)), "policy runs") as progress:
         results = _run(args, population, config, args.fetches_per_page_per_day, progress)
@@ -189,6 +189,11 @@ def _curves(
     return curves
 
 
+def fetches_per_day(budget: float) -> str:
+    """A fetch budget as people read it: "1 fetch/page/day", "0.5 fetches/page/day"."""
+    return f"{budget:g} {'fetch' if budget == 1 else 'fetches'}/page/day"
+
+
 def _draw(args: argparse.Namespace, curves: dict[str, list[tuple[float, float]]],
           pages: int) -> None:
     from scrapy_simhash.cli._plot import pyplot, save
@@ -200,7 +205,7 @@ def _draw(args: argparse.Namespace, curves: dict[str, list[tuple[float, float]]]
         axes.plot(xs, ys, marker=marker, label=name)
     axes.axvline(args.fetches_per_page_per_day, color="0.35", linestyle="--", linewidth=1)
     axes.annotate(
-        f"budget of the printed table\n{args.fetches_per_page_per_day:g} fetches/page/day",
+        f"budget of the printed table\n{fetches_per_day(args.fetches_per_page_per_day)}",
         (args.fetches_per_page_per_day, 0.02), xytext=(4, 0), textcoords="offset points",
         fontsize=8, color="0.3",
     )

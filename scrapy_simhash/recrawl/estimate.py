@@ -101,6 +101,27 @@ def irregular_rate(
     return math.exp(0.5 * (lo + hi))
 
 
+def rests_on_history(
+    history: Iterable[Observation], *, prior_rate: float, prior_weight: float
+) -> bool:
+    """Whether a page's estimate rests on its own history rather than on the prior.
+
+    The history must weigh at least as much as the prior's ``prior_weight`` pseudo-visits:
+    cover as long a time (``prior_weight / prior_rate`` seconds), or hold as many changes as
+    they stand for. Two unchanged fetches seconds apart tell almost nothing, and the
+    estimate is then the prior's rate, not the page's. Without a prior, any history counts.
+    """
+    observed = [(t, changed) for t, changed in history if t > 0]
+    if prior_weight <= 0 or prior_rate <= 0:
+        return bool(observed)
+    time_seen = sum(t for t, _ in observed)
+    changes = sum(1 for _, changed in observed if changed)
+    return (
+        time_seen >= prior_weight / prior_rate
+        or changes >= prior_weight * (1.0 - math.exp(-1.0))
+    )
+
+
 def estimate_rate(
     history: Sequence[Observation], *, prior_rate: float, prior_weight: float
 ) -> float:

@@ -223,7 +223,13 @@ class RecrawlStore:
 
     def due(self, *, within: float = 0.0, limit: int = 1000) -> list[DueUrl]:
         """List URLs due within ``within`` seconds, earliest first, without leasing them."""
-        return _page_due(self._call(self._backend.due, self._rules.clock() + within, limit))
+        return _page_due(self.scheduled(within=within, limit=limit))
+
+    def scheduled(
+        self, *, within: float = 0.0, limit: int = 1000
+    ) -> list[tuple[PageState, float]]:
+        """As :meth:`due`, each URL's whole state with its due time (what reports read)."""
+        return self._call(self._backend.due, self._rules.clock() + within, limit)
 
     def get(self, url: str) -> PageState | None:
         """Return everything known about ``url``."""
