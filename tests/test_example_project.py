@@ -22,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "example_project"
+README = EXAMPLE.parent / "README.md"
 sys.path.insert(0, str(EXAMPLE))
 
 from demo_site.server import (
@@ -210,15 +211,53 @@ def assert_demo_decisions(data: dict[str, Any], stdout: str) -> None:
     assert f"{LIVE_PATH} ({second[LIVE_PATH]['change_distance']} bits)" in stdout
 
 
+def readme_demo_sample() -> list[str]:
+    """The lines of the sample output in the README's "The demo" section."""
+    section = README.read_text("utf-8").split("\n## The demo\n", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"^```\n(.*?)^```$", section, re.MULTILINE | re.DOTALL)
+    assert block is not None, "the README's demo section has no sample output"
+    return block.group(1).splitlines()
+
+
+def _timeless(line: str) -> str:
+    """A summary line without its run time, the one figure that differs between runs."""
+    return re.sub(r"\bin \d+(?:\.\d+)? s\b", "in N s", line.rstrip())
+
+
+def assert_readme_sample_is_the_run(stdout: str) -> None:
+    """Every line of the README's sample is a line of the run, in the same order, figures
+    and all (run times aside); ``...`` stands for lines left out."""
+    run = [_timeless(line) for line in stdout.splitlines()]
+    sample = [line for line in readme_demo_sample() if line.strip() not in ("", "...")]
+    assert len(sample) >= 10, sample
+    at = 0
+    for line in sample:
+        wanted = _timeless(line)
+        assert wanted in run[at:], (
+            f"the README's demo sample says {line!r}; the run does not, at this point:\n"
+            + "\n".join(run[at:])
+        )
+        at = run.index(wanted, at) + 1
+
+
+def test_the_readme_sample_check_tells_a_stale_figure_from_a_run_time() -> None:
+    run = "\n".join(readme_demo_sample())
+    assert_readme_sample_is_the_run(re.sub(r"in \d+\.\d s", "in 12.3 s", run))
+    with pytest.raises(AssertionError, match="unchanged"):
+        assert_readme_sample_is_the_run(re.sub(r"(unchanged +)\d+", r"\g<1>28", run))
+
+
 @pytest.mark.crawl
 def test_demo_on_the_embedded_index(tmp_path: Path) -> None:
     """The README's main command on an embedded SQLite index (in tmp_path, not in the
-    project's .scrapy/, so that test runs in parallel checkouts cannot reset each other)."""
+    project's .scrapy/, so that test runs in parallel checkouts cannot reset each other).
+    Its summary is the one the README shows."""
     url = f"sqlite:///{tmp_path / 'index.sqlite3'}"
     data, stdout = run_demo(tmp_path, "--index-url", url)
     assert data["index"] == url
     assert (tmp_path / "index.sqlite3").is_file()
     assert_demo_decisions(data, stdout)
+    assert_readme_sample_is_the_run(stdout)
 
 
 def test_demo_default_index_is_in_the_project_data_dir(monkeypatch: pytest.MonkeyPatch) -> None:
