@@ -245,6 +245,17 @@ class NearDuplicateIndex(ABC):
     config: IndexConfig
     layout: BandLayout
     url: str
+    #: Opening this object wrote the namespace's configuration record: the namespace did
+    #: not exist in the storage (new, reset, or its data lost while nothing was open).
+    created: bool = False
+
+    @property
+    def creation(self) -> str | None:
+        """Which creation of the namespace this object uses (a Redis record's digest, an
+        SQLite namespace row), as last seen: another value later means the namespace was
+        created anew meanwhile, its data lost (a Redis restarted without persistence, a
+        flush) or reset. None: the backend does not tell."""
+        return None
 
     def check_and_add(self, key: str, fingerprint: int) -> Match | None:
         """Return the closest near-duplicate under another key, or store ``fingerprint``."""
@@ -362,6 +373,12 @@ class AsyncNearDuplicateIndex(ABC):
     config: IndexConfig
     layout: BandLayout
     url: str
+    #: See :attr:`NearDuplicateIndex.created` and :attr:`NearDuplicateIndex.creation`.
+    created: bool = False
+
+    @property
+    def creation(self) -> str | None:
+        return None
 
     async def check_and_add(self, key: str, fingerprint: int) -> Match | None:
         return (await self.observe(key, fingerprint)).match

@@ -145,11 +145,16 @@ class AsyncIndexAdapter(AsyncNearDuplicateIndex):
         self, index: NearDuplicateIndex, *, run: Runner, scan: Runner | None = None
     ) -> None:
         self.sync = index
+        self.created = index.created
         self.config = index.config
         self.layout = index.layout
         self.url = index.url
         self._call = run
         self._scan = scan or run
+
+    @property
+    def creation(self) -> str | None:
+        return self.sync.creation
 
     async def observe(self, key: str, fingerprint: int) -> Observation:
         return await self._call(self.sync.observe, key, fingerprint)

@@ -212,19 +212,21 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
         """Adopt the root record (while growing: the one of ``grow_from`` shards, rewritten
         by :func:`grow` once every entry is copied), then each shard's."""
         root = self._root
-        self._client.hsetnx(root.meta, "config", root.record())
+        written = bool(self._client.hsetnx(root.meta, "config", root.record()))
         if grow_from is not None:
             root.shards = grow_from
         root.adopt(self._client.hget(root.meta, "config"))
         root.shards = self.shards
         for shard in range(self.shards):
-            self._restore(shard)
+            written = self._restore(shard) or written
+        self.created = written
 
-    def _restore(self, shard: int) -> None:
-        """Write shard ``shard``'s record (the root's layout), or adopt the one in place."""
+    def _restore(self, shard: int) -> bool:
+        """Write shard ``shard``'s record (the root's layout), or adopt the one in place;
+        True when it was written (there was none)."""
         codec, root = self._codecs[shard], self._root
         codec.set_layout(root.layout, root.ebits, root.gbits)
-        self._client.hsetnx(codec.meta, "config", codec.record())
+        written = bool(self._client.hsetnx(codec.meta, "config", codec.record()))
         codec.adopt(self._client.hget(codec.meta, "config"))
         if codec.layout.name != root.layout.name or (codec.ebits, codec.gbits) != (
             root.ebits,
@@ -249,6 +251,14 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
             b"%d" % (self.config.ttl_secs or 0),
         )
         self._conf[shard] = b"".join(len(f).to_bytes(2, "big") + f for f in fields)
+        return written
+
+    @property
+    def creation(self) -> str | None:
+        """The digests of the root's and every shard's record: a shard that lost its data
+        (a cluster node restarted empty) and was written back changes it."""
+        ids = [self._root.record_id, *(codec.record_id for codec in self._codecs)]
+        return b"/".join(ids).decode() if all(ids) else None
 
     # -- placement -------------------------------------------------------------------------
 
@@ -321,7 +331,8 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
 
     def _round(self, calls: list[tuple[int, list[bytes]]]) -> list[Any]:
         """One function call per shard, all in one pipeline; a shard that lost its library
-        (restart) or record is repaired and asked again. Failures come back as values."""
+        (restart) or record is repaired and asked again. Failures come back as values.
+        Every call's arguments start with its mode, the shard's record digest and layout."""
         from redis.exceptions import ResponseError
 
         replies = self._send(calls)
@@ -340,7 +351,13 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
                 for i in again:
                     replies[i] = exc
                 return replies
-            for i, reply in zip(again, self._send([calls[i] for i in again]), strict=True):
+            # Asked again naming the record in place (a record written anew has a new
+            # digest) and the shard's layout argument.
+            resend = [
+                (shard, [args[0], self._codecs[shard].record_id, self._conf[shard], *args[3:]])
+                for shard, args in (calls[i] for i in again)
+            ]
+            for i, reply in zip(again, self._send(resend), strict=True):
                 replies[i] = reply
         return replies
 

@@ -133,6 +133,7 @@ class SqliteIndex(NearDuplicateIndex):
             self._db.execute("DELETE FROM simhash_namespaces WHERE id = ?", (row[0],))
             row = None
         if row is None:
+            self.created = True
             layout = config.new_layout()
             cursor = self._db.execute(
                 "INSERT INTO simhash_namespaces (name, config) VALUES (?, ?)",
@@ -142,6 +143,11 @@ class SqliteIndex(NearDuplicateIndex):
         where = f"namespace {config.namespace!r} of {self.url}"
         layout, _ = config.adopt(row[1], where)
         return int(row[0]), layout
+
+    @property
+    def creation(self) -> str | None:
+        """The namespace's row (a reset inserts a new one)."""
+        return str(self._ns)
 
     def _delete_namespace(self, ns: int) -> None:
         self._db.execute("DELETE FROM simhash_entries WHERE ns = ?", (ns,))

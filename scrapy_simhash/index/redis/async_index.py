@@ -53,7 +53,7 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
         try:
             if config.reset:
                 await index._delete(b"")
-            await index._restore_record()
+            index.created = await index._restore_record()
         except index._errors as exc:
             await index.close()
             raise codec.error("open", exc) from exc
@@ -75,12 +75,18 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
                 return await self._run(action, *args, restored=True)
             raise self._codec.error(action, exc) from exc
 
-    async def _restore_record(self) -> None:
+    async def _restore_record(self) -> bool:
         """Async twin of :meth:`RedisIndex._restore_record`."""
         meta = self._codec.meta
-        await self._client.hsetnx(meta, "config", self._codec.record())
+        written = bool(await self._client.hsetnx(meta, "config", self._codec.record()))
         self._codec.adopt(await self._client.hget(meta, "config"))
         await self._client.hset(meta, "cid", self._codec.record_id)
+        return written
+
+    @property
+    def creation(self) -> str | None:
+        """The digest of the record in place (written anew, it differs: see the codec)."""
+        return self._codec.record_id.decode() or None
 
     async def observe(self, key: str, fingerprint: int) -> Observation:
         check_key(key)

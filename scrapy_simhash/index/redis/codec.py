@@ -4,6 +4,7 @@ by the sync, async and sharded clients (see ``resources/simhash_index.lua`` for 
 from __future__ import annotations
 
 import math
+import uuid
 from collections.abc import Iterable
 from importlib import resources
 from typing import Any
@@ -107,6 +108,10 @@ class _Codec:
         self.shard = False
 
     def record(self) -> str:
+        """A new record; ``instance`` differs at each creation, so a client holding the
+        record of an earlier creation (whose digest every call names) learns that the
+        namespace was created anew: its data lost, or reset, and the record rewritten by
+        another process."""
         extra: dict[str, int] = {"shards": self.shards} if self.shards > 1 else {}
         if self.shards > 1 or self.shard:
             extra["sharded_format"] = SHARDED_FORMAT
@@ -115,6 +120,7 @@ class _Codec:
             redis_format=REDIS_FORMAT,
             entry_bits=self.ebits,
             group_bits=self.gbits,
+            instance=uuid.uuid4().hex,
             **extra,
         )
 

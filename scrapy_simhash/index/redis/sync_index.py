@@ -41,7 +41,7 @@ class RedisIndex(RedisDropRecord, NearDuplicateIndex):
             self._script = self._client.register_script(SCRIPT)
             if config.reset:
                 self._delete(b"")
-            self._restore_record()
+            self.created = self._restore_record()
         except self._errors as exc:
             raise self._codec.error("open", exc) from exc
         self.layout = self._codec.layout
@@ -58,13 +58,20 @@ class RedisIndex(RedisDropRecord, NearDuplicateIndex):
         except self._errors as exc:
             raise self._codec.error(action, exc) from exc
 
-    def _restore_record(self) -> None:
+    def _restore_record(self) -> bool:
         """Write this index's record (at creation, or back after the server lost it), or
-        adopt the one in place: IndexMismatchError if that one differs."""
+        adopt the one in place: IndexMismatchError if that one differs. True when it was
+        written (there was none)."""
         meta = self._codec.meta
-        self._client.hsetnx(meta, "config", self._codec.record())
+        written = bool(self._client.hsetnx(meta, "config", self._codec.record()))
         self._codec.adopt(self._client.hget(meta, "config"))
         self._client.hset(meta, "cid", self._codec.record_id)
+        return written
+
+    @property
+    def creation(self) -> str | None:
+        """The digest of the record in place (written anew, it differs: see the codec)."""
+        return self._codec.record_id.decode() or None
 
     def observe(self, key: str, fingerprint: int) -> Observation:
         check_key(key)
