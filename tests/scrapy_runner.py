@@ -249,6 +249,9 @@ def main(spec_path: str, out_path: str) -> int:
         "crawl": own.ru_utime + own.ru_stime,
         "startup": opened_cpu[0] if opened_cpu else 0.0,
         "workers": children.ru_utime + children.ru_stime,
+        # Peak resident memory (MB) of the crawl process and of its largest worker.
+        "crawl_maxrss_mb": own.ru_maxrss / 1024,
+        "workers_maxrss_mb": children.ru_maxrss / 1024,
     }
     result = {"items": items, "stats": stats, "errors": errors, "cpu": cpu, "signals": sent}
     Path(out_path).write_text(json.dumps(result, default=str))
