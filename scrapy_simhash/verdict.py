@@ -11,15 +11,19 @@ It imports no Scrapy, so its branches are tested with real backends and no crawl
 Storage is reached through guarded callers (``glue.guard.Guarded`` in a crawl): a call
 raises :class:`BackendUnavailable` during an outage and :class:`ConfigurationError` when the
 storage cannot be used as configured; the verdict says which, and the caller's policy acts.
+Pages that pass unchecked during an outage are kept in an :class:`OutageBacklog` and indexed
+as soon as the index answers again, before any later page is judged.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections import OrderedDict
+import logging
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from scrapy_simhash.canonical import MEMORY_ENTRIES, KeyMemory, preferred
 from scrapy_simhash.exceptions import BackendUnavailable, ConfigurationError, InvalidKeyError
@@ -48,6 +52,8 @@ META_KEYS = (
 LINKS_ONLY = "links_only"
 #: Keys present only when they hold something.
 OPTIONAL_META_KEYS = ("renamed_from", LINKS_ONLY)
+
+logger = logging.getLogger(__name__)
 
 
 class GuardedStore(Protocol):
@@ -106,6 +112,30 @@ class Verdict(Mapping[str, Any]):
         return replace(self, **changes)
 
 
+class Unchecked(NamedTuple):
+    """A page passed unchecked during an outage: what indexing it later takes (no body)."""
+
+    key: str
+    own: str
+    fingerprint: int
+    #: Its visit, when the recrawl store did not hear of it either: made when the page is
+    #: indexed, else counted lost (simhash/recrawl_lost).
+    answer: Answer | None
+    record_drops: bool
+
+
+class OutageBacklog:
+    """The pages passed unchecked while the index was away, oldest first, at most ``limit``
+    of them (SIMHASH_OUTAGE_BACKLOG_PAGES): indexed when it answers again, so their copies
+    fetched afterwards are found. Pages beyond the bound are counted, never indexed."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.pages: deque[Unchecked] = deque()
+        #: Held while the backlog is indexed: pages judged meanwhile wait for it.
+        self.lock = asyncio.Lock()
+
+
 class VerdictStep:
     """Index observe -> change rule -> recrawl observe or forget -> one :class:`Verdict`."""
 
@@ -119,10 +149,14 @@ class VerdictStep:
         keys: KeyMemory | None = None,
         prefer_urls: tuple[str, ...] = (),
         count: Callable[[str], None] = lambda name: None,
+        backlog: OutageBacklog | None = None,
     ) -> None:
         """``recrawl`` None: no schedule is kept, and the index's previous fingerprint
         alone tells whether a re-fetched page changed, by the same ``change_distance``.
-        ``count`` receives the names of stats the step alone sees (recrawl updates lost)."""
+        ``count`` receives the names of stats the step alone sees (recrawl updates lost,
+        the backlog's ``outage/*``). ``backlog``: the caller passes the pages the index
+        could not check (SIMHASH_ON_INDEX_ERROR "pass"), to be indexed when it is back;
+        None: they are not passed, or not remembered."""
         self.index = index
         self.recrawl = recrawl
         self.bits = bits
@@ -133,6 +167,7 @@ class VerdictStep:
         #: Holder records read (or written) in this crawl: key -> the URL whose page is
         #: filed under it, "" for none. A key's record is read once per crawl at most.
         self._holders: OrderedDict[str, str] = OrderedDict()
+        self.backlog = backlog
 
     def hex(self, fingerprint: int) -> str:
         return to_hex(fingerprint, self.bits)
@@ -161,6 +196,7 @@ class VerdictStep:
             return Verdict(UNCHECKED, key=key or None, reason=reason)
         hex_digits = self.hex(fingerprint)
         try:
+            await self._catch_up()
             observation, key = await self._observe(key, own, fingerprint)
             if observation.match is not None and look_again is not None:
                 observation, key, fingerprint = await self._look_again(
@@ -169,8 +205,13 @@ class VerdictStep:
                 hex_digits = self.hex(fingerprint)
         except BackendUnavailable as exc:
             # The visit still counts for scheduling (the store may be up when the index
-            # is not); if it fails too, it is counted as lost.
-            await self._visit(key, fingerprint, answer, own=key == own)
+            # is not); if it fails too, it is counted as lost, unless it is made when the
+            # page is indexed from the backlog.
+            visit = await self._visit(
+                key, fingerprint, answer, own=key == own, count_lost=self.backlog is None
+            )
+            missed = answer if visit is None and self.recrawl is not None else None
+            self._defer(Unchecked(key, own, fingerprint, missed, record_drops))
             return Verdict(
                 UNAVAILABLE, key=key, fingerprint=hex_digits, reason=f"index unavailable: {exc}",
                 error=exc,
@@ -206,12 +247,7 @@ class VerdictStep:
                 distance=match.distance, renamed_from=match.key if renamed else None,
             )
         if key != own and record_drops:
-            # Kept under the canonical URL it names: its own URL is a copy of that, which
-            # `lookup` should say as for any dropped copy. The holder record says which URL
-            # reached the spider, so a later crawl keeps that one whatever arrives first.
-            await self.record_drop(own, key, 0)
-            await self.record_drop(key, own, HELD)
-            self._remember_holder(key, own)
+            await self._kept_under(key, own)
         changed = change_distance = None
         if observation.previous is not None:
             changed, change_distance = compare(
@@ -226,6 +262,93 @@ class VerdictStep:
             UNIQUE, key=key, fingerprint=hex_digits, changed=changed,
             change_distance=change_distance,
         )
+
+    async def _kept_under(self, key: str, own: str) -> None:
+        """Kept under the canonical URL it names: its own URL is a copy of that, which
+        `lookup` should say as for any dropped copy. The holder record says which URL
+        reached the spider, so a later crawl keeps that one whatever arrives first."""
+        await self.record_drop(own, key, 0)
+        await self.record_drop(key, own, HELD)
+        self._remember_holder(key, own)
+
+    def _defer(self, page: Unchecked) -> None:
+        """A page the index could not check passes: keep it to index later, if there is
+        room."""
+        backlog = self.backlog
+        if backlog is None:
+            return
+        self._count("outage/passed_unchecked")
+        if len(backlog.pages) >= backlog.limit:
+            self._count("outage/backlog_overflow")
+            if page.answer is not None:
+                self._count("recrawl_lost")
+            return
+        backlog.pages.append(page)
+
+    async def _catch_up(self) -> None:
+        """Index the pages passed unchecked during an outage before any later page is
+        judged, so a copy of one of them is found whichever finishes first. Raises
+        :class:`BackendUnavailable` while the index is still away (the pages stay)."""
+        backlog = self.backlog
+        if backlog is None or not backlog.pages:
+            return
+        async with backlog.lock:
+            pages = backlog.pages
+            while pages:
+                try:
+                    await self._index_later(pages[0])
+                except InvalidKeyError:  # a key no backend stores: that page alone
+                    self._not_indexed(pages[0])
+                except ConfigurationError:  # back, but unusable: none of them can be
+                    self._forget_backlog()
+                    return
+                pages.popleft()
+
+    async def _index_later(self, page: Unchecked) -> None:
+        """What :meth:`page` would have done with a page that has since reached the spider:
+        filed as any page, its lost visit recorded. A copy of a page indexed meanwhile (or
+        earlier in the backlog) is not stored and is said at DEBUG and counted, but it is
+        no dropped page: no drop record, and its visit is recorded as a fetch (a revisit
+        judges it again, as a copy)."""
+        observation, key = await self._observe(page.key, page.own, page.fingerprint)
+        match = observation.match
+        if match is not None:
+            self._count("outage/copies_later")
+            logger.debug(
+                "%s, passed unchecked during the index outage, is a near-duplicate of %s "
+                "(distance %d) indexed meanwhile: kept, it had reached the spider",
+                page.own, match.key, match.distance,
+            )
+            # Its fetch is recorded all the same (it reached the spider): under its own URL
+            # when that holds another URL's page (as for any fetch of it), else under the
+            # key it passed with.
+            key = page.own if match.key == page.own else page.key
+        else:
+            if key != page.own and page.record_drops:
+                await self._kept_under(key, page.own)
+            self._count("outage/indexed_later")
+        if page.answer is not None:
+            await self._visit(key, page.fingerprint, page.answer, own=key == page.own)
+
+    def _forget_backlog(self) -> None:
+        backlog = self.backlog
+        if backlog is None:
+            return
+        for page in backlog.pages:
+            self._not_indexed(page)
+        backlog.pages.clear()
+
+    def _not_indexed(self, page: Unchecked) -> None:
+        self._count("outage/not_indexed")
+        if page.answer is not None:
+            self._count("recrawl_lost")
+
+    async def finish(self) -> None:
+        """At the close: index what the backlog holds if the index answers; what it cannot
+        is counted as not indexed."""
+        with contextlib.suppress(BackendUnavailable):
+            await self._catch_up()
+        self._forget_backlog()
 
     async def _observe(self, key: str, own: str, fingerprint: int) -> tuple[Any, str]:
         """Ask the index about a page; return the answer and the key it is filed under.
@@ -414,10 +537,17 @@ class VerdictStep:
             self._lost(exc)
 
     async def _visit(
-        self, key: str, fingerprint: int | None, answer: Answer | None, *, own: bool = True
+        self,
+        key: str,
+        fingerprint: int | None,
+        answer: Answer | None,
+        *,
+        own: bool = True,
+        count_lost: bool = True,
     ) -> Visit | None:
         """Record a fetch under ``key``; validators only come from the key's own URL (a
-        copy's ETag would be sent to the canonical URL) and from a page, not an error."""
+        copy's ETag would be sent to the canonical URL) and from a page, not an error.
+        ``count_lost`` False: a failure is not counted lost (the caller tries again)."""
         if self.recrawl is None or answer is None:
             return None
         status = answer.status
@@ -431,13 +561,14 @@ class VerdictStep:
                 )
             )
         except (BackendUnavailable, ConfigurationError) as exc:
-            self._lost(exc)
+            self._lost(exc, lost=count_lost)
             return None
         return visit
 
-    def _lost(self, exc: Exception) -> None:
+    def _lost(self, exc: Exception, *, lost: bool = True) -> None:
         """A recrawl update that did not happen: counted (simhash/recrawl_error by the guard
         for outages, here for the rest) and summed up in a WARNING at the close."""
         if isinstance(exc, ConfigurationError):
             self._count("recrawl_error")
-        self._count("recrawl_lost")
+        if lost:
+            self._count("recrawl_lost")

@@ -263,6 +263,10 @@ class Guarded(Generic[T]):
     def _recovered(self) -> None:
         self.outages.recovered(self)
 
+    def retry_now(self) -> None:
+        """End the retry pause: the next call tries the backend (a last try at the close)."""
+        self._paused_until = 0.0
+
     async def aclose(self) -> None:
         """Close the backend; later calls fail fast."""
         self.closed = True

@@ -22,7 +22,7 @@ from scrapy_simhash.glue.wiring import (
     validate_index,
 )
 from scrapy_simhash.settings import index_kwargs
-from scrapy_simhash.verdict import VerdictStep
+from scrapy_simhash.verdict import OutageBacklog, VerdictStep
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -62,7 +62,9 @@ class CrawlStores:
         guard what the crawl will call, the index and the schedule sharing one outage log. ``count`` receives
         stat names (``index_error``, ``recrawl_error``, ``recrawl_lost``). ``recrawl`` None
         or disabled: no schedule, and the index's previous fingerprint alone tells a change
-        (by the recrawl config's change distance when there is one)."""
+        (by the recrawl config's change distance when there is one). Pages passed unchecked
+        during an outage (SIMHASH_ON_INDEX_ERROR "pass") are indexed when the index is back,
+        up to SIMHASH_OUTAGE_BACKLOG_PAGES of them."""
         url = config.index_url(crawler.settings)
         kwargs = index_kwargs(
             crawler.settings, namespace=namespace, bits=fingerprinter.bits,
@@ -81,10 +83,17 @@ class CrawlStores:
             index, store, bits=fingerprinter.bits,
             change_distance=recrawl.change_distance if recrawl is not None else 0,
             keys=keys, prefer_urls=prefer_urls, count=count,
+            backlog=OutageBacklog(guard.backlog_pages) if guard.on_error == "pass" else None,
         )
         return cls(url, namespace, int(kwargs["max_distance"]), index, store, verdicts)
 
     async def aclose(self) -> None:
+        """Index what the outage backlog still holds if the index answers (trying it
+        once more, retry pause or not), then close."""
+        backlog = self.verdicts.backlog
+        if backlog is not None and backlog.pages:
+            self.index.retry_now()
+        await self.verdicts.finish()
         await self.index.aclose()
         if self.recrawl is not None:
             await self.recrawl.aclose()

@@ -280,6 +280,18 @@ def report_close(stats: Any, log: logging.Logger) -> None:
             "SimHash: %d page(s) passed unchecked because the index cannot be used as "
             "configured (simhash/index_unusable)", unchecked,
         )
+    passed = get("simhash/outage/passed_unchecked", 0)
+    if passed:
+        missed = get("simhash/outage/backlog_overflow", 0), get("simhash/outage/not_indexed", 0)
+        log.warning(
+            "SimHash: %d page(s) passed unchecked while the index was unavailable "
+            "(simhash/outage/passed_unchecked): %d indexed later, %d found then to copy a "
+            "page indexed meanwhile (kept: they had reached the spider), %d over the "
+            "backlog's bound (SIMHASH_OUTAGE_BACKLOG_PAGES) and %d not indexed by the close%s",
+            passed, get("simhash/outage/indexed_later", 0),
+            get("simhash/outage/copies_later", 0), *missed,
+            ": their copies fetched later may have been kept" if any(missed) else "",
+        )
     lost = get("simhash/recrawl_lost", 0)
     if lost:
         log.warning(

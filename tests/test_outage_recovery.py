@@ -1,0 +1,167 @@
+"""What a crawl does once its index answers again: the pages passed unchecked during the
+outage are indexed (so their later copies are dropped).
+
+Every test runs against a real ``redis-server`` that it stops and starts itself: with a
+dump saved first the server comes back with its data (an outage). Responses are handed to
+the middleware in the test's order; copies judged together are gathered, so no assertion
+depends on which of them finishes first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import pytest
+import redis
+from scrapy.http import HtmlResponse, Request
+
+from scrapy_simhash.exceptions import NearDuplicate
+from tests.redis_servers import RedisServer
+from tests.scrapy_inprocess import Harness, harness, random_story
+
+pytestmark = pytest.mark.redis
+
+
+def settings(server: RedisServer, **extra: Any) -> dict[str, Any]:
+    """A crawl on ``server`` that reconnects at once after a failure (no retry pause, so no
+    clock is needed) and gives up a refused connection without redis-py's own retries."""
+    return {
+        "SIMHASH_INDEX_URL": server.url,
+        "SIMHASH_INDEX_RETRY_AFTER_SECS": 0,
+        "SIMHASH_INDEX_TIMEOUT_SECS": 5,
+        "SIMHASH_INDEX_OPTIONS": {"retries": 0},
+        **extra,
+    }
+
+
+def outage(server: RedisServer) -> None:
+    """Stop the server after saving its data, which it loads again when started."""
+    client = redis.Redis(port=server.port)
+    try:
+        client.save()
+    finally:
+        client.close()
+    server.stop()
+
+
+def together(h: Harness, pages: list[tuple[str, bytes]]) -> dict[str, Any]:
+    """Hand ``pages`` to the middleware at once; what each came out as, by URL."""
+
+    async def one(url: str, body: bytes) -> Any:
+        request = Request(url)
+        response = HtmlResponse(url, body=body, request=request)
+        try:
+            return await h.middleware.process_response(request, response)
+        except Exception as exc:  # noqa: BLE001 (the test inspects what was raised)
+            return exc
+
+    async def every() -> list[Any]:
+        return list(await asyncio.gather(*(one(url, body) for url, body in pages)))
+
+    return dict(zip([url for url, _ in pages], h.loop.run_until_complete(every()), strict=True))
+
+
+def recrawl_state(h: Harness, url: str) -> Any:
+    recrawl = h.middleware.recrawl
+    assert recrawl is not None
+    return h.loop.run_until_complete(recrawl.call(lambda store: store.get(url)))
+
+
+def close_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records
+            if r.name == "scrapy_simhash.middleware" and r.getMessage().startswith("SimHash: ")]
+
+
+# -- pages passed unchecked during an outage --------------------------------------------------
+
+
+def test_pages_passed_during_an_outage_are_indexed_once_it_is_back_and_their_copies_dropped(
+    own_redis: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING)
+    with harness(**settings(own_redis)) as h:
+        h.fetch("https://a.test/1", random_story(1))
+        outage(own_redis)
+        for url, seed in [("https://a.test/2", 2), ("https://a.test/3", 3),
+                          ("https://b.test/2", 2)]:  # a copy of a.test/2, also unchecked
+            result, info = h.fetch(url, random_story(seed))
+            assert result.status == 200, result
+            assert info["reason"].startswith("index unavailable")
+        own_redis.start()  # back, with its data
+        results = together(h, [("https://c.test/2", random_story(2)),
+                               ("https://c.test/3", random_story(3))])
+        for url, kept in [("https://c.test/2", "https://a.test/2"),
+                          ("https://c.test/3", "https://a.test/3")]:
+            assert isinstance(results[url], NearDuplicate), (url, results[url])
+            assert results[url].kept_url == kept
+        assert h.index("get", "https://b.test/2") is None  # a copy: not stored
+        # The visits the recrawl store missed are recorded, the copy's too (it was
+        # fetched, and reached the spider): nothing is dropped afterwards.
+        for url in ("https://a.test/2", "https://a.test/3", "https://b.test/2"):
+            assert recrawl_state(h, url).visits == 1, url
+        assert (h.stat("outage/passed_unchecked"), h.stat("outage/indexed_later"),
+                h.stat("outage/copies_later")) == (3, 2, 1)
+        assert h.stat("outage/backlog_overflow") is None
+        assert h.stat("outage/not_indexed") is None
+        assert h.stat("recrawl_error") >= 3  # the store was away too ...
+        assert h.stat("recrawl_lost") is None  # ... yet no visit is lost
+    (summary,) = [line for line in close_lines(caplog) if "passed unchecked" in line]
+    assert summary == (
+        "SimHash: 3 page(s) passed unchecked while the index was unavailable "
+        "(simhash/outage/passed_unchecked): 2 indexed later, 1 found then to copy a page "
+        "indexed meanwhile (kept: they had reached the spider), 0 over the backlog's bound "
+        "(SIMHASH_OUTAGE_BACKLOG_PAGES) and 0 not indexed by the close"
+    )
+
+
+def test_the_backlog_is_bounded_and_what_it_could_not_hold_is_counted(
+    own_redis: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING)
+    with harness(**settings(own_redis, SIMHASH_OUTAGE_BACKLOG_PAGES=1)) as h:
+        h.fetch("https://a.test/1", random_story(1))
+        outage(own_redis)
+        h.fetch("https://a.test/2", random_story(2))
+        h.fetch("https://a.test/3", random_story(3))  # over the bound: never indexed
+        own_redis.start()
+        results = together(h, [("https://c.test/2", random_story(2)),
+                               ("https://c.test/3", random_story(3))])
+        assert isinstance(results["https://c.test/2"], NearDuplicate)
+        assert results["https://c.test/3"].status == 200  # what the bound costs
+        assert (h.stat("outage/passed_unchecked"), h.stat("outage/indexed_later"),
+                h.stat("outage/backlog_overflow")) == (2, 1, 1)
+    (summary,) = [line for line in close_lines(caplog) if "passed unchecked" in line]
+    assert "1 over the backlog's bound (SIMHASH_OUTAGE_BACKLOG_PAGES)" in summary
+    assert summary.endswith(": their copies fetched later may have been kept")
+
+
+def test_pages_the_index_never_checked_again_are_counted_at_the_close(
+    own_redis: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING)
+    with harness(**settings(own_redis)) as h:
+        h.fetch("https://a.test/1", random_story(1))
+        outage(own_redis)
+        h.fetch("https://a.test/2", random_story(2))
+    assert h.stat("outage/not_indexed") == 1
+    (summary,) = [line for line in close_lines(caplog) if "passed unchecked" in line]
+    assert "0 indexed later" in summary
+    assert "1 not indexed by the close" in summary
+
+
+def test_pages_dropped_during_an_outage_are_not_indexed_afterwards(
+    own_redis: RedisServer,
+) -> None:
+    """With SIMHASH_ON_INDEX_ERROR = "drop" no page reached the spider unchecked: indexing
+    one later would drop its copies for a page nobody received."""
+    with harness(**settings(own_redis, SIMHASH_ON_INDEX_ERROR="drop")) as h:
+        h.fetch("https://a.test/1", random_story(1))
+        outage(own_redis)
+        h.fetch("https://a.test/2", random_story(2))
+        own_redis.start()
+        result, info = h.fetch("https://c.test/2", random_story(2))
+        assert result.status == 200
+        assert info["duplicate_of"] is None
+        assert h.stat("outage/passed_unchecked") is None
