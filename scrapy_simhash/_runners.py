@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, TypeVar
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Generic, Protocol, TypeVar
 
 T = TypeVar("T")
 
@@ -25,3 +26,46 @@ async def inline(func: Callable[..., T], *args: Any) -> T:
 
 
 in_thread: Runner = asyncio.to_thread
+
+
+S = TypeVar("S", bound="Closable")
+
+
+class Closable(Protocol):
+    def close(self) -> None: ...
+
+
+class StoreThread(Generic[S]):
+    """A blocking store used from asyncio, on one thread of its own, opened there on first
+    use: for stores called rarely (the URL rules, the hosts' template memory), a thread
+    serves every backend alike without a second, asyncio, implementation of each, and the
+    one thread keeps their connections to the thread that made them."""
+
+    def __init__(self, opener: Callable[[], S], name: str) -> None:
+        self._opener = opener
+        self._store: S | None = None
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix=name)
+
+    def _with_store(self, func: Callable[[S], T]) -> T:
+        if self._store is None:
+            self._store = self._opener()
+        return func(self._store)
+
+    async def call(self, func: Callable[[S], T]) -> T:
+        """``func(store)`` in the store's thread."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, self._with_store, func)
+
+    def call_now(self, func: Callable[[S], T], timeout_secs: float) -> T:
+        """``func(store)``, blocking the caller at most ``timeout_secs`` (TimeoutError), for
+        a caller that cannot await."""
+        return self._pool.submit(self._with_store, func).result(timeout_secs)
+
+    async def aclose(self) -> None:
+        def close(_: Any = None) -> None:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+
+        await asyncio.get_running_loop().run_in_executor(self._pool, close)
+        self._pool.shutdown(wait=False)

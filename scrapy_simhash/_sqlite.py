@@ -39,6 +39,18 @@ def connect(path: str, *, timeout_secs: float, synchronous: str = "NORMAL") -> s
     return db
 
 
+def connect_with_schema(
+    path: str, schema: str, lock: threading.Lock | threading.RLock, *, timeout_secs: float
+) -> sqlite3.Connection:
+    """:func:`connect`, then create the tables of ``schema`` (statements split on ``;``) in
+    one transaction: what a store living next to the index's tables does when it opens."""
+    db = connect(path, timeout_secs=timeout_secs)
+    with immediate(db, lock):
+        for statement in schema.split(";"):
+            db.execute(statement)
+    return db
+
+
 @contextmanager
 def immediate(
     db: sqlite3.Connection, lock: threading.Lock | threading.RLock

@@ -8,11 +8,9 @@ is ``scrapy_simhash.glue.dust``.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
 
+from scrapy_simhash._runners import StoreThread
 from scrapy_simhash.dust.book import Check, RuleBook
 from scrapy_simhash.dust.rules import Rule, host_of, learn, rewrites
 from scrapy_simhash.dust.store import RuleState, RuleStore, open_rule_store
@@ -30,29 +28,14 @@ __all__ = [
     "rewrites",
 ]
 
-T = TypeVar("T")
-
 
 class AsyncRuleStore:
-    """A blocking rule store run on one thread of its own, opened there on first use.
-
-    Rule store calls are rare (one per learned pair, a listing every refresh), so a thread
-    serves every backend alike without a second, asyncio, implementation of each.
-    """
+    """A blocking rule store run on one thread of its own, opened there on first use (rule
+    store calls are rare: one per learned pair, a listing every refresh)."""
 
     def __init__(self, opener: Callable[[], RuleStore]) -> None:
-        self._opener = opener
-        self._store: RuleStore | None = None
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="simhash-rules")
-
-    def _with_store(self, func: Callable[[RuleStore], T]) -> T:
-        if self._store is None:
-            self._store = self._opener()
-        return func(self._store)
-
-    async def _call(self, func: Callable[[RuleStore], T]) -> T:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, self._with_store, func)
+        self._thread = StoreThread(opener, "simhash-rules")
+        self._call = self._thread.call
 
     async def support(self, host: str, rule: str, copy: str, kept: str) -> int:
         return await self._call(lambda store: store.support(host, rule, copy, kept))
@@ -69,18 +52,7 @@ class AsyncRuleStore:
     def rules_now(self, timeout_secs: float) -> list[RuleState]:
         """:meth:`rules`, blocking the caller at most ``timeout_secs`` (TimeoutError), for a
         caller that cannot await: the spider_idle handler."""
-        def read(store: RuleStore) -> list[RuleState]:
-            return store.rules()
-
-        future = self._pool.submit(self._with_store, read)
-        states: list[RuleState] = future.result(timeout_secs)
-        return states
+        return self._thread.call_now(lambda store: store.rules(), timeout_secs)
 
     async def aclose(self) -> None:
-        def close(_: Any = None) -> None:
-            if self._store is not None:
-                self._store.close()
-                self._store = None
-
-        await asyncio.get_running_loop().run_in_executor(self._pool, close)
-        self._pool.shutdown(wait=False)
+        await self._thread.aclose()

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import xxhash
 
 from scrapy_simhash._redis import mask_url, sync_client
-from scrapy_simhash._sqlite import connect, immediate
+from scrapy_simhash._sqlite import connect_with_schema, immediate
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
 
 if TYPE_CHECKING:
@@ -188,10 +188,7 @@ class SqliteRuleStore(RuleStore):
         self._lock = threading.RLock()
         self._where = path
         try:
-            self._db = connect(path, timeout_secs=timeout_secs)
-            with immediate(self._db, self._lock) as db:
-                for statement in _SCHEMA.split(";"):
-                    db.execute(statement)
+            self._db = connect_with_schema(path, _SCHEMA, self._lock, timeout_secs=timeout_secs)
         except sqlite3.Error as exc:
             raise self._error("open", exc) from exc
 

@@ -18,9 +18,9 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from scrapy_simhash._runners import StoreThread
 from scrapy_simhash.storage import storage_for
 from scrapy_simhash.template import (
     EMPTY,
@@ -59,9 +59,7 @@ class TemplateMemory:
         timeout_secs: float,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._opener = opener
-        self._store: TemplateStore | None = None
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="simhash-templates")
+        self._thread = StoreThread(opener, "simhash-templates")
         self.fingerprinter = fingerprinter
         self._count = count
         self._timeout = timeout_secs
@@ -87,17 +85,9 @@ class TemplateMemory:
             timeout_secs=timeout_secs,
         )
 
-    def _with_store(self, func: Callable[[TemplateStore], T]) -> T:
-        if self._store is None:
-            self._store = self._opener()
-        return func(self._store)
-
     async def _call(self, func: Callable[[TemplateStore], T]) -> T | None:
-        loop = asyncio.get_running_loop()
         try:
-            result = await asyncio.wait_for(
-                loop.run_in_executor(self._pool, self._with_store, func), self._timeout
-            )
+            result = await asyncio.wait_for(self._thread.call(func), self._timeout)
         except Exception as exc:  # noqa: BLE001 - an aid: without it pages are judged as before
             self._count("template/error")
             if not self._failing:
@@ -168,10 +158,4 @@ class TemplateMemory:
             self._cache[host] = (cached[0], memory, memory.template())
 
     async def aclose(self) -> None:
-        def close(_: Any = None) -> None:
-            if self._store is not None:
-                self._store.close()
-                self._store = None
-
-        await asyncio.get_running_loop().run_in_executor(self._pool, close)
-        self._pool.shutdown(wait=False)
+        await self._thread.aclose()

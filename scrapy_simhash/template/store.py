@@ -18,7 +18,7 @@ from contextlib import suppress
 from typing import Any
 
 from scrapy_simhash._redis import mask_url, sync_client
-from scrapy_simhash._sqlite import connect, immediate
+from scrapy_simhash._sqlite import connect_with_schema, immediate
 from scrapy_simhash.exceptions import IndexBackendError
 from scrapy_simhash.template import EMPTY, HOST_BYTES, HostMemory
 
@@ -111,10 +111,7 @@ class SqliteTemplateStore(TemplateStore):
         self._lock = threading.RLock()
         self._where = path
         try:
-            self._db = connect(path, timeout_secs=timeout_secs)
-            with immediate(self._db, self._lock) as db:
-                for statement in _SCHEMA.split(";"):
-                    db.execute(statement)
+            self._db = connect_with_schema(path, _SCHEMA, self._lock, timeout_secs=timeout_secs)
         except sqlite3.Error as exc:
             raise self._error("open", exc) from exc
 
