@@ -9,6 +9,11 @@ line per ``log_interval`` while it lasts and one line when the storage answers a
 guards of one storage (the index and the recrawl store in one Redis) share those lines
 through an :class:`OutageLog`. Only an error no storage should raise keeps its traceback.
 A file SQLite finds damaged is no outage: the guard turns it into ``ConfigurationError``.
+A storage that answers again without the namespace's configuration record lost the
+namespace's data: the index writes a new record (reopened after an outage, or by itself
+within a call), or another process did, and the backend then names another creation of
+the namespace (``created``, ``creation``). ``on_lost`` hears of it once per loss, after the
+line saying the storage is reachable again.
 """
 
 from __future__ import annotations
@@ -156,7 +161,11 @@ class Guarded(Generic[T]):
         on_error: Callable[[], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
         outages: OutageLog | None = None,
+        on_lost: Callable[[], None] | None = None,
+        opened: bool = False,
     ) -> None:
+        """``opened``: the namespace was opened before (at start-up), so a first opening
+        that has to create it finds it lost, as a reopening does."""
         self.what = what
         self.url = url
         self._opener = opener
@@ -173,6 +182,11 @@ class Guarded(Generic[T]):
         #: Set when opening the backend raised ConfigurationError: it cannot be used as
         #: configured (another fingerprint scheme, say), and reopening will not change that.
         self.unusable: ConfigurationError | None = None
+        self._on_lost = on_lost
+        self._opened = opened
+        #: The creation of the namespace the backend named last; a loss not yet told.
+        self._creation: str | None = None
+        self._lost_pending = False
 
     async def call(self, operation: Callable[[T], Awaitable[R]]) -> R:
         """Run ``operation(backend)``; raise ``BackendUnavailable`` instead of its errors.
@@ -214,7 +228,22 @@ class Guarded(Generic[T]):
             await self._discard()
             raise BackendUnavailable(self._describe(exc)) from None
         self._recovered()
+        if self._on_lost is not None:
+            self._check_lost(backend)
         return result
+
+    def _seen(self, creation: str | None) -> None:
+        """The backend names ``creation``: another than before is a loss to tell."""
+        if creation is not None and self._creation is not None and creation != self._creation:
+            self._lost_pending = True
+        self._creation = creation
+
+    def _check_lost(self, backend: T) -> None:
+        """Tell ``on_lost`` when the storage lost the namespace since the last call."""
+        self._seen(getattr(backend, "creation", None))
+        if self._lost_pending and self._on_lost is not None:
+            self._lost_pending = False
+            self._on_lost()
 
     async def _get(self) -> T:
         if self._backend is not None:
@@ -223,7 +252,12 @@ class Guarded(Generic[T]):
             raise BackendUnavailable(f"{self.what} at {mask_url(self.url)} is unavailable")
         async with self._lock:
             if self._backend is None:
-                self._backend = await asyncio.wait_for(self._opener(), self._timeout)
+                backend = await asyncio.wait_for(self._opener(), self._timeout)
+                if self._opened and getattr(backend, "created", False):
+                    self._lost_pending = True  # told once a call succeeds
+                self._opened = True
+                self._seen(getattr(backend, "creation", None))
+                self._backend = backend
             return self._backend
 
     async def _discard(self) -> None:

@@ -36,6 +36,7 @@ from scrapy_simhash.glue.wiring import (
     IndexErrorPolicy,
     check_crawl_settings,
     report_close,
+    report_lost_namespace,
     send_signal,
 )
 from scrapy_simhash.glue.workers import FingerprintRunner
@@ -117,6 +118,7 @@ class SimhashDownloaderMiddleware:
             recrawl=recrawl_config(settings),
             keys=self.keys.memory,
             prefer_urls=self.config.prefer_urls,
+            on_lost=self._index_lost,
         )
         self.index, self.recrawl = self.stores.index, self.stores.recrawl
         self.verdicts = self.stores.verdicts
@@ -175,6 +177,26 @@ class SimhashDownloaderMiddleware:
             "installs it); listing pages dropped as copies then end discovery"
         )
         return False
+
+    def _index_lost(self) -> None:
+        """The storage lost this namespace mid-crawl: said with what went, then
+        SIMHASH_ON_INDEX_LOST decides whether the crawl goes on."""
+        get = self.stats.get_value
+        kept = get("simhash/unique", 0) + get("simhash/outage/indexed_later", 0)
+        lost = [
+            f"the fingerprints of the pages kept ({kept} of them by this crawl process)",
+            "the drop records",
+        ]
+        if self.recrawl is not None:
+            lost.append("the recrawl schedule")
+        if getattr(self, "templates", None) is not None:
+            lost.append("the hosts' templates")
+        if getattr(self, "dust", None) is not None:
+            lost.append("the URL rules")
+        report_lost_namespace(
+            self.crawler, self.config.guard.on_lost, url=self.stores.url,
+            namespace=self.stores.namespace, lost=", ".join(lost), count=self._inc, log=logger,
+        )
 
     def _open_templates(self) -> TemplateMemory | None:
         """Each host's template learned from its pages (SIMHASH_TEMPLATES_ENABLED)."""

@@ -21,6 +21,7 @@ from scrapy_simhash.exceptions import InvalidKeyError
 from scrapy_simhash.glue.stores import CrawlStores
 from scrapy_simhash.glue.wiring import (
     IndexErrorPolicy,
+    report_lost_namespace,
     send_signal,
 )
 from scrapy_simhash.index.keys import index_key
@@ -74,7 +75,7 @@ class SimhashPipeline:
         # Items have no schedule and no canonical URLs: the step only asks the index.
         self.stores = CrawlStores.open(
             crawler, namespace=self.namespace, fingerprinter=self.fingerprinter,
-            guard=self.config.guard, count=self._inc,
+            guard=self.config.guard, count=self._inc, on_lost=self._index_lost,
         )
         self.index, self.verdicts = self.stores.index, self.stores.verdicts
         self.errors = IndexErrorPolicy(
@@ -96,6 +97,18 @@ class SimhashPipeline:
 
     def _inc(self, name: str) -> None:
         self.stats.inc_value(f"simhash/items_{name}")
+
+    def _index_lost(self) -> None:
+        """The storage lost the items' namespace mid-crawl (see the middleware's)."""
+        get = self.stats.get_value
+        kept = get("simhash/items_unique", 0) + get("simhash/items_outage/indexed_later", 0)
+        report_lost_namespace(
+            self.crawler, self.config.guard.on_lost, url=self.stores.url,
+            namespace=self.namespace,
+            lost=f"the fingerprints of the items kept ({kept} of them by this crawl process) "
+            "and their drop records",
+            count=self._inc, log=logger,
+        )
 
     def _invalid_key(self, item: Any, error: object) -> Any:
         self._inc("invalid_key")

@@ -56,6 +56,7 @@ class CrawlStores:
         recrawl: RecrawlConfig | None = None,
         keys: KeyMemory | None = None,
         prefer_urls: tuple[str, ...] = (),
+        on_lost: Callable[[], None] | None = None,
     ) -> CrawlStores:
         """Check the index now (a mismatched, unusable or damaged one refuses the crawl
         here, and so does an unreachable one unless SIMHASH_INDEX_START_UNREACHABLE) and
@@ -64,15 +65,19 @@ class CrawlStores:
         or disabled: no schedule, and the index's previous fingerprint alone tells a change
         (by the recrawl config's change distance when there is one). Pages passed unchecked
         during an outage (SIMHASH_ON_INDEX_ERROR "pass") are indexed when the index is back,
-        up to SIMHASH_OUTAGE_BACKLOG_PAGES of them."""
+        up to SIMHASH_OUTAGE_BACKLOG_PAGES of them; ``on_lost`` hears when the storage lost
+        the namespace mid-crawl."""
         url = config.index_url(crawler.settings)
         kwargs = index_kwargs(
             crawler.settings, namespace=namespace, bits=fingerprinter.bits,
             scheme=fingerprinter.scheme,
         )
-        validate_index(url, kwargs, start_unreachable=guard.start_unreachable)
+        opened = validate_index(url, kwargs, start_unreachable=guard.start_unreachable)
         outages = outage_log(crawler, url, guard)
-        index = guarded_index(url, kwargs, guard, lambda: count("index_error"), outages)
+        index = guarded_index(
+            url, kwargs, guard, lambda: count("index_error"), outages, on_lost=on_lost,
+            opened=opened,
+        )
         store = None
         if recrawl is not None and recrawl.enabled:
             store = guarded(

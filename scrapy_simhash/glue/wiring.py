@@ -35,8 +35,8 @@ async def resolve(value: Any) -> Any:
 
 def validate_index(
     url: str, kwargs: Mapping[str, Any], *, start_unreachable: bool = False
-) -> None:
-    """Open the index once, synchronously, before the crawl starts.
+) -> bool:
+    """Open the index once, synchronously, before the crawl starts; tell whether it answered.
 
     A mismatched configuration (another SIMHASH_BITS or tokenizer than the one the index was
     built with) then stops the crawl at start-up with the index's own explanation, instead of
@@ -80,6 +80,8 @@ def validate_index(
             "(SIMHASH_INDEX_START_UNREACHABLE), will retry during the crawl",
             mask_url(url), detail,
         )
+        return False
+    return True
 
 
 def guarded(
@@ -89,9 +91,14 @@ def guarded(
     config: GuardConfig,
     on_error: Callable[[], None],
     outages: OutageLog | None = None,
+    *,
+    on_lost: Callable[[], None] | None = None,
+    opened: bool = False,
 ) -> Guarded[Any]:
     """A backend behind a ``Guarded`` configured by the SIMHASH_INDEX_* guard settings;
-    ``outages`` is shared by the guards of one storage (one line per outage for them all)."""
+    ``outages`` is shared by the guards of one storage (one line per outage for them all);
+    ``on_lost`` hears when the storage lost the namespace (``opened``: it was opened at
+    start-up)."""
     return Guarded(
         what,
         url,
@@ -101,6 +108,8 @@ def guarded(
         log_interval=config.log_interval,
         on_error=on_error,
         outages=outages,
+        on_lost=on_lost,
+        opened=opened,
     )
 
 
@@ -122,8 +131,12 @@ def guarded_index(
     config: GuardConfig,
     on_error: Callable[[], None],
     outages: OutageLog | None = None,
+    *,
+    on_lost: Callable[[], None] | None = None,
+    opened: bool = False,
 ) -> Guarded[Any]:
-    """The async index behind a ``Guarded`` (timeouts, retry pause, throttled logs)."""
+    """The async index behind a ``Guarded`` (timeouts, retry pause, throttled logs); see
+    :func:`guarded` for ``on_lost`` and ``opened``."""
     from scrapy_simhash.index import open_async_index
 
     # SIMHASH_INDEX_RESET applies once, at start-up (validate_index): a reconnection after
@@ -139,7 +152,9 @@ def guarded_index(
     async def opener() -> Any:
         return await resolve(open_async_index(url, **reopen))
 
-    return guarded("SimHash index", url, opener, config, on_error, outages)
+    return guarded(
+        "SimHash index", url, opener, config, on_error, outages, on_lost=on_lost, opened=opened
+    )
 
 
 async def send_signal(crawler: Crawler, signal: object, **kwargs: Any) -> None:
@@ -271,6 +286,42 @@ def report_unusable_index(crawler: Crawler, policy: str, exc: Exception) -> None
         )
 
 
+def report_lost_namespace(
+    crawler: Crawler,
+    policy: str,
+    *,
+    url: str,
+    namespace: str,
+    lost: str,
+    count: Callable[[str], None],
+    log: logging.Logger,
+) -> None:
+    """The storage answered without the namespace's configuration record: it lost what the
+    namespace held (a Redis restarted without persistence, a flush, an eviction, a reset by
+    another process), and the record is back in place. Said at ERROR with what was lost;
+    ``policy`` (SIMHASH_ON_INDEX_LOST) "continue" goes on with the namespace re-created,
+    "close" closes the spider."""
+    count("index_lost")
+    head = (
+        f"SimHash index at {mask_url(url)} lost namespace {namespace!r} mid-crawl: its "
+        "configuration record was gone when the store answered (a Redis restarted without "
+        "persistence, a flush, an eviction, or a reset by another process). Lost: "
+        f"{lost}. Pages fetched before now no longer match their copies"
+    )
+    if policy == "close":
+        log.error(
+            "%s. Closing the spider (SIMHASH_ON_INDEX_LOST = 'continue' goes on with the "
+            "namespace re-created)", head,
+        )
+        close_spider(crawler, "simhash_index_lost")
+    else:
+        log.error(
+            "%s: the first copy of each is kept. Going on with the namespace re-created, "
+            "empty (SIMHASH_ON_INDEX_LOST = 'close' stops the crawl instead; Redis "
+            "persistence, appendonly yes, keeps the namespace across restarts)", head,
+        )
+
+
 def report_close(stats: Any, log: logging.Logger) -> None:
     """The crawl's SimHash summary at the close: what passed unchecked or was lost first."""
     get = stats.get_value
@@ -279,6 +330,13 @@ def report_close(stats: Any, log: logging.Logger) -> None:
         log.error(
             "SimHash: %d page(s) passed unchecked because the index cannot be used as "
             "configured (simhash/index_unusable)", unchecked,
+        )
+    lost_index = get("simhash/index_lost", 0)
+    if lost_index:
+        log.error(
+            "SimHash: the index lost this namespace's data %d time(s) during the crawl "
+            "(simhash/index_lost): pages fetched before that no longer matched their copies",
+            lost_index,
         )
     passed = get("simhash/outage/passed_unchecked", 0)
     if passed:

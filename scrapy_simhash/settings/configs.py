@@ -35,6 +35,8 @@ DEFAULT_CONTENT_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
 ON_ERROR_CHOICES = ("pass", "drop", "raise")
 #: What happens when the index turns out to be built with another configuration mid-crawl.
 ON_MISMATCH_CHOICES = ("close", "pass")
+#: What happens when the storage lost the namespace mid-crawl (a Redis restarted empty).
+ON_LOST_CHOICES = ("continue", "close")
 #: Pages passed unchecked during an index outage that are remembered to be indexed when it
 #: answers again: each costs its key, URL, fingerprint and validators, no body (~0.4 KB with
 #: a 100-character URL: 40 MB at this bound).
@@ -278,6 +280,8 @@ class GuardConfig:
     #: Pages passed unchecked during an outage kept to be indexed when the index answers
     #: again (SIMHASH_OUTAGE_BACKLOG_PAGES; 0: none is).
     backlog_pages: int = OUTAGE_BACKLOG_PAGES
+    #: What a crawl does when the storage lost the namespace (SIMHASH_ON_INDEX_LOST).
+    on_lost: str = "continue"
 
     @classmethod
     def from_settings(cls, settings: Settings) -> GuardConfig:
@@ -290,6 +294,7 @@ class GuardConfig:
             backlog_pages=get_int(
                 settings, "SIMHASH_OUTAGE_BACKLOG_PAGES", OUTAGE_BACKLOG_PAGES, minimum=0
             ),
+            on_lost=get_choice(settings, "SIMHASH_ON_INDEX_LOST", "continue", ON_LOST_CHOICES),
         )
 
 
