@@ -19,13 +19,17 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import redis
+from scrapy import Spider
+from scrapy.exceptions import DropItem
 from scrapy.http import HtmlResponse, Request
+from scrapy.utils.test import get_crawler
 
 from scrapy_simhash.exceptions import NearDuplicate
+from scrapy_simhash.pipeline import SimhashPipeline
 from scrapy_simhash.reset import reset_namespace
 from scrapy_simhash.settings import index_kwargs
 from tests.redis_servers import RedisServer
-from tests.scrapy_inprocess import Harness, harness, random_story
+from tests.scrapy_inprocess import HARBOUR, ORCHARD, Harness, harness, random_story
 from tests.scrapy_runner import run_crawl
 
 if TYPE_CHECKING:
@@ -186,6 +190,39 @@ def test_pages_dropped_during_an_outage_are_not_indexed_afterwards(
         assert result.status == 200
         assert info["duplicate_of"] is None
         assert h.stat("outage/passed_unchecked") is None
+
+
+class ItemSpider(Spider):
+    name = "items"
+
+
+def test_items_passed_during_an_outage_are_indexed_once_it_is_back(
+    own_redis: RedisServer,
+) -> None:
+    """The item pipeline keeps the same backlog, in its own namespace."""
+    crawler = get_crawler(ItemSpider, {**settings(own_redis), "SIMHASH_ITEM_FIELDS": ["body"]})
+    pipe = SimhashPipeline(crawler)
+    harbour, orchard = " ".join(HARBOUR), " ".join(ORCHARD)
+
+    async def scenario() -> Any:
+        await pipe.process_item({"url": "https://a.test/1", "body": harbour})
+        outage(own_redis)
+        passed = await pipe.process_item({"url": "https://a.test/2", "body": orchard})
+        own_redis.start()
+        try:
+            await pipe.process_item({"url": "https://b.test/2", "body": orchard})
+        except DropItem as exc:
+            return passed, exc
+        finally:
+            await pipe.stores.aclose()
+        return passed, None
+
+    passed, dropped = asyncio.run(scenario())
+    assert passed["url"] == "https://a.test/2"
+    assert str(dropped) == "near-duplicate of item https://a.test/2 (distance 0)"
+    stats = crawler.stats.get_stats()
+    assert (stats["simhash/items_outage/passed_unchecked"],
+            stats["simhash/items_outage/indexed_later"]) == (1, 1)
 
 
 # -- a Redis that came back empty ----------------------------------------------------------
