@@ -65,7 +65,7 @@ exact. Recrawl state is spread by URL hash over the same shard tags (recrawl/red
 Costs: two round trips per page (a near-duplicate: two as well); each shard touched
 (``|D(f) ∪ {home}|``: 4 tables: ~2.7 of 3 shards, ~4.0 of 6) takes one call per round; a
 page's band records are stored once in the cluster (20 bytes each with 64-bit
-fingerprints), its entry and URL once, at home; see the README for the figures.
+fingerprints), its entry and URL once, at home; benchmarks/README.md has the figures.
 """
 
 from __future__ import annotations

@@ -144,7 +144,8 @@ class _Codec:
             raise IndexMismatchError(
                 f"{where} is spread over {stored_shards} shard(s), opened with "
                 f"SIMHASH_INDEX_SHARDS={self.shards}: set SIMHASH_INDEX_SHARDS={stored_shards} "
-                f"(README: growing a sharded namespace), or {reset_hint(self.config.namespace)}"
+                "(scrapy_simhash.index.sharded.grow changes it; benchmarks/README.md, "
+                f"'Sharded namespace'), or {reset_hint(self.config.namespace)}"
             )
         sharded = data.get("sharded_format", 1)
         if (self.shards > 1 or self.shard) and sharded != SHARDED_FORMAT:
