@@ -17,7 +17,7 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from scrapy_simhash._runners import StoreThread
@@ -64,7 +64,9 @@ class TemplateMemory:
         self._count = count
         self._timeout = timeout_secs
         self._clock = clock
-        self._cache: OrderedDict[str, tuple[float, HostMemory, frozenset[int]]] = OrderedDict()
+        self._cache: OrderedDict[str, tuple[float, HostMemory]] = OrderedDict()
+        #: The last page whose lines were hashed: see() and learn() ask for the same page.
+        self._hashed: tuple[PageFingerprint | None, Sequence[int]] = (None, ())
         self._failing = False
 
     @classmethod
@@ -102,26 +104,32 @@ class TemplateMemory:
             self._failing = False
         return result
 
-    async def _memory(self, host: str, *, fresh: bool = False) -> tuple[HostMemory, frozenset[int]]:
+    async def _memory(self, host: str, *, fresh: bool = False) -> HostMemory:
         now = self._clock()
         cached = self._cache.get(host)
         if cached is not None and not fresh and now - cached[0] < REFRESH_SECS:
             self._cache.move_to_end(host)
-            return cached[1], cached[2]
+            return cached[1]
         memory = await self._call(lambda store: store.read(host))
         if memory is None:
-            return (cached[1], cached[2]) if cached is not None else (EMPTY, frozenset())
-        template = memory.template()
-        self._cache[host] = (now, memory, template)
+            return cached[1] if cached is not None else EMPTY
+        self._cache[host] = (now, memory)
         self._cache.move_to_end(host)
         while len(self._cache) > CACHED_HOSTS:
             self._cache.popitem(last=False)
-        return memory, template
+        return memory
+
+    def _slots(self, page: PageFingerprint) -> Sequence[int]:
+        last, slots = self._hashed
+        if last is not page:
+            slots = learnable(page)
+            self._hashed = (page, slots)
+        return slots
 
     async def apply(self, url: str, page: PageFingerprint) -> PageFingerprint:
         """``page`` with its host's template set aside (the same page when none applies)."""
-        _, template = await self._memory(host_of(url))
-        applied = apply_template(self.fingerprinter, page, template)
+        memory = await self._memory(host_of(url))
+        applied = apply_template(self.fingerprinter, page, memory.template())
         if applied is not page:
             self._count("template/applied")
         return applied
@@ -131,7 +139,7 @@ class TemplateMemory:
         host = host_of(url)
         if host_of(match.key) != host:
             return None
-        memory, _ = await self._memory(host, fresh=True)
+        memory = await self._memory(host, fresh=True)
         look = second_look(self.fingerprinter, page, memory)
         if look is not None and look.distinct:
             self._count("template/kept_distinct")
@@ -141,21 +149,20 @@ class TemplateMemory:
         """Count a fetched page's lines before it is judged: a page judged at the same
         time in another process is then counted when either looks again at a match."""
         host = host_of(url)
-        slots = learnable(page)
+        slots = self._slots(page)
         if slots:
             await self._call(lambda store: store.see(host, slots))
 
     async def learn(self, url: str, page: PageFingerprint) -> None:
         """Count a kept page's lines in its host's memory (and in this process's copy)."""
         host = host_of(url)
-        slots = learnable(page)
+        slots = self._slots(page)
         if not slots:
             return
         await self._call(lambda store: store.learn(host, slots))
         cached = self._cache.get(host)
         if cached is not None:
-            memory = cached[1].learned(slots)
-            self._cache[host] = (cached[0], memory, memory.template())
+            self._cache[host] = (cached[0], cached[1].learned(slots))
 
     async def aclose(self) -> None:
         await self._thread.aclose()

@@ -30,6 +30,7 @@ import sys
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import TYPE_CHECKING, ClassVar
 from urllib.parse import urlsplit
 
@@ -160,7 +161,11 @@ class HostMemory:
         )
 
     def template(self) -> frozenset[int]:
-        """The buckets of the host's template lines."""
+        """The buckets of the host's template lines (worked out once per memory)."""
+        return self._template
+
+    @cached_property
+    def _template(self) -> frozenset[int]:
         if self.pages < MIN_PAGES:
             return frozenset()
         least = threshold(self.pages)
