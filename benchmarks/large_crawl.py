@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import random
 import sys
 import tempfile
 import time
@@ -38,7 +37,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 from _pages import data_dir
-from pairs_crawl import CRAWL_SETTINGS, index_page
+from pairs_crawl import CRAWL_SETTINGS, deal, index_page
 
 from scrapy_simhash.cli import parse_setting
 from tests.http_site import SiteServer
@@ -56,22 +55,11 @@ def load() -> dict[str, Any] | None:
 
 def shares(site: dict[str, Any], processes: int, seed: int) -> list[list[Page]]:
     """Shuffled, disjoint shares of every URL; a cluster's URLs go to different processes."""
-    rng = random.Random(seed)
     clusters: dict[str, list[Page]] = defaultdict(list)
     for host, info in sorted(site["hosts"].items()):
         for path, page in sorted(info["pages"].items()):
             clusters[page["cluster"]].append((host, path))
-    out: list[list[Page]] = [[] for _ in range(processes)]
-    groups = sorted(clusters.values())
-    rng.shuffle(groups)
-    for members in groups:
-        rng.shuffle(members)
-        start = rng.randrange(processes)
-        for i, page in enumerate(members):
-            out[(start + i) % processes].append(page)
-    for share in out:
-        rng.shuffle(share)
-    return out
+    return deal(sorted(clusters.values()), processes, seed)
 
 
 def crawl(

@@ -33,7 +33,7 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from w3lib.url import canonicalize_url
 
@@ -48,6 +48,7 @@ from tests.http_site import SiteServer
 from tests.redis_servers import REDIS_SERVER, RedisServer
 from tests.scrapy_runner import CrawlResult, finish_crawl, start_crawl
 
+T = TypeVar("T")
 WORST = 10
 #: Settings for a crawl of a local site: no robots.txt, no throttling, no delay.
 CRAWL_SETTINGS: dict[str, Any] = {
@@ -107,16 +108,22 @@ def index_page(paths: list[str]) -> bytes:
 
 def shares(site: Site, processes: int, seed: int) -> list[list[str]]:
     """Shuffled, disjoint shares of the URLs; a cluster's members go to different processes."""
+    return deal([paths for _, paths in sorted(site.members().items())], processes, seed)
+
+
+def deal(clusters: list[list[T]], processes: int, seed: int) -> list[list[T]]:
+    """Shuffled, disjoint shares of the clusters' members, a cluster's members dealt to
+    different processes (in a seeded order: the same seed, the same shares)."""
     rng = random.Random(seed)
-    out: list[list[str]] = [[] for _ in range(processes)]
-    clusters = sorted(site.members().items())
-    rng.shuffle(clusters)
-    for _, paths in clusters:
-        paths = sorted(paths)
-        rng.shuffle(paths)
+    out: list[list[T]] = [[] for _ in range(processes)]
+    groups = list(clusters)
+    rng.shuffle(groups)
+    for members in groups:
+        members = sorted(members)  # type: ignore[type-var]
+        rng.shuffle(members)
         start = rng.randrange(processes)
-        for i, path in enumerate(paths):
-            out[(start + i) % processes].append(path)
+        for i, member in enumerate(members):
+            out[(start + i) % processes].append(member)
     for share in out:
         rng.shuffle(share)
     return out
