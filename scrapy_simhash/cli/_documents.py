@@ -131,16 +131,11 @@ def load(
         return Document(path, error=_describe(exc), host=host)
     if text or (path != STDIN and is_text(path)):
         return replace(_load_text(fingerprinter, path, body), host=host)
-    from scrapy_simhash.text import extract_main_text
-
-    main = extract_main_text(body, max_bytes=config.max_body_bytes or None)
-    page = fingerprinter.fingerprint_document(
-        main.text, main.title, encoding=main.encoding, notes=tuple(main.notes)
-    )
-    page = replace(page, text=main.text, page_text=main.page_text)
+    page = fingerprinter.fingerprint_page(body)
+    main_text = page.text
     if templates is not None:
         page = templates.apply(host, page)
-    return Document(path, page, main.text, host=host)
+    return Document(path, page, main_text, host=host)
 
 
 def _load_text(fingerprinter: Fingerprinter, path: str, body: bytes) -> Document:
