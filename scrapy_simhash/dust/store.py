@@ -179,6 +179,15 @@ CREATE TABLE IF NOT EXISTS simhash_dust_checks (
 """
 
 
+def _count_once(db: sqlite3.Connection, ns: str, digest: int, count: int) -> int:
+    """``count`` plus one if ``digest`` (a pair or a check) was not counted before, up to
+    MAX_PAIRS: support and checks passed each count a distinct piece of evidence once."""
+    if count >= MAX_PAIRS:
+        return count
+    added = db.execute("INSERT OR IGNORE INTO simhash_dust_pairs VALUES (?, ?)", (ns, digest))
+    return count + 1 if added.rowcount else count
+
+
 class SqliteRuleStore(RuleStore):
     """Three tables next to the index's in the same file (checks passed in a table of their
     own, which a file written before they were counted gains when opened)."""
@@ -216,14 +225,9 @@ class SqliteRuleStore(RuleStore):
                     support = 0
                 else:
                     support = int(row[0])
-                if support >= MAX_PAIRS:
-                    return support
-                added = db.execute(
-                    "INSERT OR IGNORE INTO simhash_dust_pairs VALUES (?, ?)",
-                    (ns, pair_digest(host, rule, copy, kept)),
-                ).rowcount
-                if added:
-                    support += 1
+                counted = _count_once(db, ns, pair_digest(host, rule, copy, kept), support)
+                if counted > support:
+                    support = counted
                     db.execute(
                         "UPDATE simhash_dust_rules SET support=? WHERE ns=? AND host=? AND rule=?",
                         (support, ns, host, rule),
@@ -246,14 +250,9 @@ class SqliteRuleStore(RuleStore):
                     (ns, host, rule),
                 ).fetchone()
                 passed = 0 if row is None else int(row[0])
-                if passed >= MAX_PAIRS:
-                    return passed
-                added = db.execute(
-                    "INSERT OR IGNORE INTO simhash_dust_pairs VALUES (?, ?)",
-                    (ns, check_digest(host, rule, url, kept)),
-                ).rowcount
-                if added:
-                    passed += 1
+                counted = _count_once(db, ns, check_digest(host, rule, url, kept), passed)
+                if counted > passed:
+                    passed = counted
                     db.execute(
                         "INSERT INTO simhash_dust_checks (ns, host, rule, passed) VALUES "
                         "(?, ?, ?, ?) ON CONFLICT (ns, host, rule) DO UPDATE SET "
