@@ -38,8 +38,9 @@ class Storage:
     """How one kind of storage opens each store; None where it cannot hold one.
 
     ``index(url, config, **options)`` and ``async_index`` (a coroutine function) open the
-    near-duplicate index; ``recrawl(url, namespace, shards=...)`` and ``async_recrawl`` the
-    recrawl schedule's backend (``shards`` None: as the namespace recorded);
+    near-duplicate index; ``recrawl(url, namespace, shards=..., expected_pages=...)`` and
+    ``async_recrawl`` the recrawl schedule's backend (``shards`` None: as the namespace
+    recorded; ``expected_pages`` sizes a new namespace where the storage cares);
     ``rules(url, namespace, **options)`` the URL rule store; ``templates(url, namespace,
     ttl_secs=..., **options)`` the hosts' template memory.
     """
@@ -126,13 +127,17 @@ async def _async_memory_index(url: str, config: Any, **options: Any) -> Any:
     return AsyncIndexAdapter(_memory_index(url, config, **options), run=inline)
 
 
-def _memory_recrawl(url: str | None, namespace: str, shards: int | None = None) -> Any:
+def _memory_recrawl(
+    url: str | None, namespace: str, shards: int | None = None, expected_pages: int | None = None
+) -> Any:
     from scrapy_simhash.recrawl.memory import MemoryBackend
 
     return MemoryBackend()
 
 
-def _async_memory_recrawl(url: str | None, namespace: str, shards: int | None = None) -> Any:
+def _async_memory_recrawl(
+    url: str | None, namespace: str, shards: int | None = None, expected_pages: int | None = None
+) -> Any:
     from scrapy_simhash.recrawl.store import AsyncBackendAdapter
 
     # Memory never blocks: called inline (a fifth of a thread hop per call).
@@ -178,7 +183,9 @@ def _sqlite_index(url: str, config: Any, **options: Any) -> Any:
     return SqliteIndex(url, config, **options)
 
 
-def _sqlite_recrawl(url: str | None, namespace: str, shards: int | None = None) -> Any:
+def _sqlite_recrawl(
+    url: str | None, namespace: str, shards: int | None = None, expected_pages: int | None = None
+) -> Any:
     from scrapy_simhash.recrawl.sqlite import SqliteBackend, path_from_url
 
     return SqliteBackend(path_from_url(url), namespace)
@@ -195,7 +202,9 @@ async def _async_sqlite_index(url: str, config: Any, **options: Any) -> Any:
     return AsyncIndexAdapter(index, run=index.connection.run, scan=in_thread)
 
 
-def _async_sqlite_recrawl(url: str | None, namespace: str, shards: int | None = None) -> Any:
+def _async_sqlite_recrawl(
+    url: str | None, namespace: str, shards: int | None = None, expected_pages: int | None = None
+) -> Any:
     from scrapy_simhash.recrawl.store import AsyncBackendAdapter
 
     backend = _sqlite_recrawl(url, namespace)
@@ -237,19 +246,25 @@ async def _async_redis_index(url: str, config: Any, **options: Any) -> Any:
     return await AsyncRedisIndex.create(url, config, **options)
 
 
-def _redis_recrawl(url: str | None, namespace: str, shards: int | None = None) -> Any:
+def _redis_recrawl(
+    url: str | None, namespace: str, shards: int | None = None, expected_pages: int | None = None
+) -> Any:
     from scrapy_simhash.recrawl import redisstore as r
 
-    make = r.maker(url, namespace, shards, r.RedisBackend, r.ShardedRedisBackend)
+    make = r.maker(url, namespace, shards, expected_pages, r.RedisBackend, r.ShardedRedisBackend)
     # None: whatever the namespace recorded, read on first use.
     return r.DetectedBackend(make) if shards is None else make()
 
 
-def _async_redis_recrawl(url: str | None, namespace: str, shards: int | None = None) -> Any:
+def _async_redis_recrawl(
+    url: str | None, namespace: str, shards: int | None = None, expected_pages: int | None = None
+) -> Any:
     """An asyncio backend; the shard count is read with one blocking call at open."""
     from scrapy_simhash.recrawl import redisstore as r
 
-    make = r.maker(url, namespace, shards, r.AsyncRedisBackend, r.AsyncShardedRedisBackend)
+    make = r.maker(
+        url, namespace, shards, expected_pages, r.AsyncRedisBackend, r.AsyncShardedRedisBackend
+    )
     return r.AsyncDetectedBackend(make) if shards != 1 else make()
 
 

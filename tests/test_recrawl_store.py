@@ -137,7 +137,8 @@ def test_changing_page_gets_shorter_intervals_than_static_one(
 def test_claim_leases_due_urls_and_lease_expiry_returns_them(
     store: RecrawlStore, clock: Clock
 ) -> None:
-    assert store.add(["a", "b", "c"]) == 3
+    for ago, url in ((60, "a"), (50, "b"), (40, "c")):
+        assert store.add([url], due=clock.now - ago) == 1
     assert store.add(["a", "d"], due=clock.now + DAY) == 1  # "a" keeps its place
     first = store.claim_due(2, lease_secs=600)
     assert [d.url for d in first] == ["a", "b"]
@@ -145,6 +146,26 @@ def test_claim_leases_due_urls_and_lease_expiry_returns_them(
     assert store.claim_due(10) == []  # everything due is leased
     clock.now += 601
     assert sorted(d.url for d in store.claim_due(10, lease_secs=600)) == ["a", "b", "c"]
+
+
+def test_urls_due_at_one_time_are_each_handed_out_once(
+    store: RecrawlStore, clock: Clock
+) -> None:
+    """Seeds added together share their due time: claims hand each out exactly once,
+    in the store's fixed order of ties, and the earliest before any of them."""
+    urls = [f"https://seed.test/{n}" for n in range(300)]
+    assert store.add(urls) == 300
+    store.add(["https://seed.test/early"], due=clock.now - 1)
+    looked = [d.url for d in store.due(limit=7)]
+    claimed = [d.url for d in store.claim_due(7, lease_secs=600)]
+    assert claimed == looked
+    assert claimed[0] == "https://seed.test/early"
+    while batch := store.claim_due(50, lease_secs=600):
+        claimed += [d.url for d in batch]
+    assert sorted(claimed) == sorted([*urls, "https://seed.test/early"])
+    assert store.due(limit=1000) == []  # every one leased
+    clock.now += 601
+    assert sorted(d.url for d in store.claim_due(1000)) == sorted(claimed)
 
 
 def test_observe_completes_a_lease(store: RecrawlStore, clock: Clock) -> None:
@@ -312,7 +333,7 @@ def test_server_errors_and_failed_downloads_back_off_without_touching_history(
     assert state is not None
     assert state.failures == 0
     # The gap since the last comparison is one observation, errors in between or not.
-    assert state.history[-1] == (12 * HOUR, False)
+    assert state.history[-1] == (quantize_interval(12 * HOUR), False)
 
 
 def test_misses_never_retire_when_retirement_is_off(
@@ -344,13 +365,31 @@ def test_urls_not_fetched_for_the_expiry_are_forgotten_when_due(
 
 
 @pytest.mark.parametrize("secs", [0.0, 0.1, 1.0, 59.0, HOUR, 1.5 * DAY, 7 * DAY, 400 * DAY])
-def test_observation_intervals_are_kept_within_a_thousandth(secs: float) -> None:
+def test_observation_intervals_are_kept_within_nine_percent(secs: float) -> None:
+    """One byte an observation: a quarter-octave grid, so within 2 ** (1/8) - 1 of the
+    interval, hours doubling from one exact."""
     kept = quantize_interval(secs)
     assert kept == quantize_interval(kept)  # on the grid: reads back as written
-    if secs >= 1.0:
-        assert kept == pytest.approx(secs, rel=1e-3)
-    assert quantize_interval(HOUR) == HOUR
-    assert quantize_interval(DAY) == DAY
+    if secs >= 1.1:
+        assert kept == pytest.approx(secs, rel=2 ** (1 / 8) - 1)
+    assert [quantize_interval(h * HOUR) for h in (1, 2, 4, 8)] == [HOUR, 2 * HOUR, 4 * HOUR,
+                                                                    8 * HOUR]
+
+
+def test_states_packed_by_0_2_0_are_read() -> None:
+    """Two bytes an observation in 0.2.0 (version 1): read as written, rewritten in one."""
+    old = bytes.fromhex(
+        "012d213412000000000000000000000084bc40a03803010000e145acc52737c800032265220208bf083f"
+    )
+    state = PageState.from_bytes("https://a.test/", old)
+    assert (state.fingerprint, state.visits, state.changes, state.status) == (0x1234, 3, 1, 200)
+    assert (state.first_fetch, state.last_fetch, state.next_due) == (100.0, 7300.0, 14500.0)
+    assert state.etag == '"e"'
+    assert state.history == ((HOUR, True), (HOUR, False))
+    again = state.to_bytes()
+    assert again[0] == 2
+    assert len(again) == len(old) - 2
+    assert PageState.from_bytes("https://a.test/", again) == state
 
 
 _FLOATS = st.floats(min_value=0, max_value=4e9, allow_nan=False)
@@ -424,7 +463,7 @@ def test_states_of_earlier_versions_are_read_and_migrated(tmp_path: Path, clock:
         assert [(d.url, d.due, d.etag) for d in store.due()] == [("http://x/a", 3620.0, '"t"')]
     assert state is not None
     assert (state.fingerprint, state.visits, state.etag, state.history) == (
-        0x123ABC, 2, '"t"', ((10.0, True),)
+        0x123ABC, 2, '"t"', ((quantize_interval(10.0), True),)
     )
 
 
@@ -457,9 +496,110 @@ def test_sharded_recrawl_state_spreads_and_refuses_another_count(
     holding = 0
     for server in redis_cluster6_servers:
         client = redis.Redis(port=server.port)
-        holding += any(client.scan_iter(match=b"simhash:recrawl:{spread:*:state"))
+        holding += any(client.scan_iter(match=b"simhash:recrawl:{spread:*:b*"))
         client.close()
     assert holding == 6
     with pytest.raises(ConfigurationError, match="spread over 6 shard"):
         open_recrawl_store(redis_cluster6_url, namespace="spread",
                            config=RecrawlConfig(shards=3))
+
+
+@pytest.mark.parametrize("written", [None, b"4"])
+def test_recrawl_state_of_another_layout_is_refused_with_the_way_out(
+    redis_url: str, written: bytes | None
+) -> None:
+    """0.2.0 kept a URL-keyed hash with no format record; a later version records another
+    format. Neither is misread: the store refuses with the reset command, and a reset
+    (which clears either layout) lets it start afresh."""
+    client = redis.Redis.from_url(redis_url)
+    client.hset("simhash:recrawl:{old}:state", "https://a.test/", b"\x01\x00\x00")
+    if written is not None:
+        client.hset("simhash:recrawl:{old}:m", "format", written)
+    store = open_recrawl_store(redis_url, namespace="old")
+    with pytest.raises(ConfigurationError, match=r"scrapy simhash reset --namespace old"):
+        store.count()
+    with pytest.raises(ConfigurationError, match="was written in"):
+        store.observe("https://a.test/", A)
+    store.clear()
+    assert store.count() == 0
+    store.observe("https://a.test/", A)
+    assert store.get("https://a.test/") is not None
+    assert client.hget("simhash:recrawl:{old}:m", "format") == b"3"
+    assert not client.exists("simhash:recrawl:{old}:state")
+    store.close()
+    client.close()
+
+
+_OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("add"), st.integers(0, 40), st.sampled_from([0.0, 5.0, 9.0, 20.0])),
+        st.tuples(st.just("remove"), st.integers(0, 40), st.just(0.0)),
+        st.tuples(st.just("claim"), st.integers(1, 12), st.sampled_from([5.0, 10.0, 30.0])),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(ops=_OPS)
+def test_buckets_hand_out_as_one_sorted_queue(redis_server_url: str, ops: list[Any]) -> None:
+    """With few buckets (many URLs each, removals moving the last slot), claims are exactly
+    those of one queue sorted by (queue time, URL id), and leases move URLs back in it."""
+    from scrapy_simhash.recrawl.redisstore import RedisBackend, url_id
+
+    client = redis.Redis.from_url(redis_server_url)
+    for key in client.scan_iter(match="simhash:recrawl:{prop}:*"):
+        client.delete(key)
+    client.close()
+    backend = RedisBackend(redis_server_url, "prop", bits=2)
+    queue: dict[str, float] = {}
+    try:
+        for op, n, at in ops:
+            if op == "add":  # a batch of four, as seeds come
+                urls = [f"https://p.test/{m}" for m in range(n, n + 4)]
+                added = backend.add([PageState(url=u, next_due=at, visits=m)
+                                     for m, u in enumerate(urls, n)])
+                assert added == sum(u not in queue for u in urls)
+                for url in urls:
+                    queue.setdefault(url, at)
+            elif op == "remove":
+                url = f"https://p.test/{n}"
+                assert backend.remove(url) == (url in queue)
+                queue.pop(url, None)
+            else:
+                expected = sorted(
+                    (q, url_id(u), u) for u, q in queue.items() if q <= at
+                )[:n]
+                claimed = backend.claim(at, n, at + 7.0)
+                assert [(s.url, q) for s, q in claimed] == [(u, q) for q, _, u in expected]
+                for _, _, u in expected:
+                    queue[u] = at + 7.0
+            assert backend.count() == len(queue)
+        for url in queue:
+            state = backend.get(url)
+            assert state is not None
+            assert state.visits == int(url.rsplit("/", 1)[1])
+        assert sorted(s.url for s, _ in backend.due(1e9, 100)) == sorted(queue)
+    finally:
+        backend.clear()
+        backend.close()
+
+
+def test_a_namespace_keeps_the_bucket_count_it_was_created_with(redis_url: str) -> None:
+    """Buckets are sized by SIMHASH_INDEX_EXPECTED_PAGES when a namespace is created;
+    a later process with another size reads the recorded count and finds every URL."""
+    small = open_recrawl_store(redis_url, namespace="sized",
+                               config=RecrawlConfig(expected_pages=1000))
+    small.add([f"https://s.test/{n}" for n in range(200)])
+    client = redis.Redis.from_url(redis_url)
+    assert client.hget("simhash:recrawl:{sized}:m", "bits") == b"4"
+    assert client.zcard("simhash:recrawl:{sized}:due") == 16
+    large = open_recrawl_store(redis_url, namespace="sized",
+                               config=RecrawlConfig(expected_pages=10_000_000))
+    assert large.count() == 200
+    assert all(large.get(f"https://s.test/{n}") is not None for n in range(200))
+    assert large.remove("https://s.test/7")
+    assert small.count() == 199
+    client.close()
+    small.close()
+    large.close()

@@ -58,6 +58,9 @@ class RecrawlConfig:
     #: Redis shards of the namespace (SIMHASH_INDEX_SHARDS, the index's count); None =
     #: whatever the namespace recorded (1 when nothing is stored yet).
     shards: int | None = None
+    #: Kept pages the schedule is sized for (SIMHASH_INDEX_EXPECTED_PAGES, as the index):
+    #: sets the Redis store's bucket count when a namespace is created; None = ~1M.
+    expected_pages: int | None = None
 
     def __post_init__(self) -> None:
         if not 0.0 < self.target_freshness < 1.0:

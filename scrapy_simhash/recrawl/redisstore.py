@@ -1,19 +1,23 @@
 """Recrawl store in Redis or Redis Cluster, next to the near-duplicate index.
 
-Layout per namespace (one hash tag, so Lua scripts may touch all three keys in a cluster):
-``simhash:recrawl:{ns}:state`` (hash URL -> packed state, see ``packing``), ``...:due`` (sorted set URL ->
-next hand-out time) and ``...:hist`` (hash rate bucket -> pages, for the budget policy).
+Layout (format 3, see ``resources/recrawl_buckets.lua``): a namespace's URLs are spread by
+URL id over up to 65,536 buckets, each one list holding its URLs' ids, queue times and
+records (URL and packed state, see ``packing``) back to back; a sorted set orders the
+buckets by their earliest queue time, and a hash counts pages per rate bucket for the
+budget policy. One hash tag per namespace, so the script touches all of it in a cluster.
 
-Updates are optimistic: read the state, compute the new one in Python (the estimators are
-not worth porting to Lua), then a script writes it only if the stored state is still the
-one read, else the step is retried. Claims are a single script, hence atomic.
+Updates are optimistic: read the record, compute the new state in Python (the estimators
+are not worth porting to Lua), then the script writes it only if the stored record is
+still the one read, else the step is retried. Claims are one script call, hence atomic.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+import math
+import struct
+from collections.abc import Callable, Iterator
 from importlib import resources
 from typing import Any, cast
 
@@ -22,29 +26,76 @@ import redis.exceptions
 import xxhash
 
 from scrapy_simhash._redis import async_client, sync_client
-from scrapy_simhash.exceptions import ConfigurationError
+from scrapy_simhash.exceptions import ConfigurationError, InvalidKeyError
+from scrapy_simhash.index.base import reset_hint
 from scrapy_simhash.recrawl.backend import Step, rate_bucket
 from scrapy_simhash.recrawl.state import PageState
 
 logger = logging.getLogger(__name__)
 
 _RETRIES = 50
+#: The key layout this module writes, recorded in each namespace's meta hash; a namespace
+#: of another layout is refused, never misread. 3: buckets of URL records (0.3.0); the
+#: URL-keyed hash and sorted set of 0.2.0 had no record.
+FORMAT = 3
+#: Buckets are sized for ~:data:`URLS_PER_BUCKET` URLs: a bucket (a key and a sorted-set
+#: entry) costs ~250 bytes of Redis' own, and an update or a claim reads its slots, 16
+#: bytes a URL. Without an expected size, 2^14 buckets: ~60 URLs each at a million.
+URLS_PER_BUCKET = 64
+DEFAULT_BUCKET_BITS = 14
+MAX_BUCKET_BITS = 20
+
+_SCRIPT = resources.files("scrapy_simhash.resources").joinpath("recrawl_buckets.lua").read_text()
+_LENGTH = struct.Struct("<H")
+_QUEUE = struct.Struct("<d")
 
 
-def _script(name: str) -> str:
-    """A Lua script of ``resources/``: kept as files, like the index's, so they read as Lua."""
-    return resources.files("scrapy_simhash.resources").joinpath(name).read_text()
+def bucket_bits(expected_pages: int | None) -> int:
+    """Bits naming a new namespace's buckets, for ``expected_pages`` scheduled URLs."""
+    if not expected_pages:
+        return DEFAULT_BUCKET_BITS
+    return max(4, min(MAX_BUCKET_BITS, math.ceil(math.log2(expected_pages / URLS_PER_BUCKET))))
 
 
-_UPDATE = _script("recrawl_update.lua")
-_ADD = _script("recrawl_add.lua")
-_CLAIM = _script("recrawl_claim.lua")
-_REMOVE = _script("recrawl_remove.lua")
+def _prefix(namespace: str) -> str:
+    return f"simhash:recrawl:{{{namespace}}}:"
 
 
 def _keys(namespace: str) -> list[str]:
-    prefix = f"simhash:recrawl:{{{namespace}}}"
-    return [f"{prefix}:state", f"{prefix}:due", f"{prefix}:hist"]
+    """Meta hash, due set and histogram (the script's KEYS; bucket keys follow the prefix)."""
+    prefix = _prefix(namespace)
+    return [f"{prefix}m", f"{prefix}due", f"{prefix}hist"]
+
+
+def _old_state_key(namespace: str) -> str:
+    """The URL-keyed hash of 0.2.0's layout, whose presence refuses the namespace."""
+    return f"{_prefix(namespace)}state"
+
+
+def _url_bytes(url: str) -> bytes:
+    data = url.encode("utf-8", "surrogatepass")
+    if len(data) > 0xFFFF:
+        raise InvalidKeyError(f"a URL of {len(data):,} bytes cannot be scheduled: {url:.80}")
+    return data
+
+
+def url_id(url: str) -> bytes:
+    """A URL's 64-bit id: its bucket is the id's leading bits, and URLs due at the same
+    time are handed out in id order."""
+    return xxhash.xxh3_64_digest(_url_bytes(url))
+
+
+def _record(state: PageState) -> bytes:
+    data = _url_bytes(state.url)
+    return _LENGTH.pack(len(data)) + data + state.to_bytes()
+
+
+def _decode(raw: bytes | None) -> PageState | None:
+    if not raw:
+        return None
+    (length,) = _LENGTH.unpack_from(raw)
+    url = raw[2 : 2 + length].decode("utf-8", "surrogatepass")
+    return PageState.from_bytes(url, raw[2 + length :])
 
 
 def _bucket_arg(state: PageState | None) -> str:
@@ -52,46 +103,87 @@ def _bucket_arg(state: PageState | None) -> str:
     return "" if bucket is None else str(bucket)
 
 
-def _decode(url: bytes | str, raw: bytes | None) -> PageState | None:
-    if not raw:
-        return None
-    return PageState.from_bytes(url.decode() if isinstance(url, bytes) else url, raw)
-
-
-def _update_args(url: str, raw: bytes | None, new: PageState) -> list[Any]:
-    return [
-        url,
-        raw or b"",
-        new.to_bytes(),
-        repr(new.next_due),
-        _bucket_arg(_decode(url, raw)),
-        _bucket_arg(new),
-    ]
-
-
-def _add_args(states: list[PageState]) -> list[Any]:
-    args: list[Any] = []
-    for s in states:
-        args += [s.url, s.to_bytes(), repr(s.next_due), _bucket_arg(s)]
-    return args
-
-
-def _triples(raw: list[Any]) -> list[tuple[PageState, float]]:
-    """Decode ``url, state, score`` triples, skipping URLs whose state vanished."""
+def _pairs(raw: list[Any]) -> list[tuple[PageState, float]]:
+    """Decode the claim script's ``record, queue time`` pairs."""
     out = []
-    for url, blob, score in zip(raw[::3], raw[1::3], raw[2::3], strict=True):
-        state = _decode(url, blob)
+    for blob, queue in zip(raw[::2], raw[1::2], strict=True):
+        state = _decode(blob)
         if state is not None:
-            out.append((state, float(score)))
+            out.append((state, _QUEUE.unpack(queue)[0]))
     return out
-
-
-def _due_triples(rows: list[Any], blobs: list[Any]) -> list[Any]:
-    return [x for blob, (url, score) in zip(blobs, rows, strict=True) for x in (url, blob, score)]
 
 
 def _histogram(raw: dict[Any, Any]) -> dict[int, int]:
     return {int(b): int(n) for b, n in raw.items() if int(n) > 0}
+
+
+class _Layout:
+    """The script arguments of one namespace, once its bucket bits are read or recorded;
+    shared by the blocking and asyncio backends."""
+
+    def __init__(self, namespace: str, requested_bits: int) -> None:
+        self.namespace = namespace
+        self.keys = _keys(namespace)
+        self.prefix = _prefix(namespace)
+        self.requested_bits = requested_bits
+        self.bits: int | None = None  # known once the meta hash was read
+
+    def read(self, recorded: list[Any], old_state: int) -> bool:
+        """Take the meta hash's ``format, bits``; return whether to record ours. A
+        namespace of another layout refuses, with the way out."""
+        written, bits = recorded
+        if written is None and not old_state:
+            self.bits = self.requested_bits
+            return True
+        if written is None or int(written) != FORMAT:
+            layout = "0.2.0's layout" if written is None else f"format {int(written)}"
+            raise ConfigurationError(
+                f"the recrawl state of namespace {self.namespace!r} was written in {layout}, "
+                f"and this version reads format {FORMAT} only; {reset_hint(self.namespace)}"
+            )
+        self.bits = int(bits)
+        return False
+
+    def record(self) -> dict[str, int]:
+        return {"format": FORMAT, "bits": self.requested_bits}
+
+    def lookup(self, url: str) -> list[Any]:
+        """Bucket, id and text of a URL: the bucket is the id's leading bits, as hex digits
+        of a fixed width, so buckets sort as their ids do."""
+        assert self.bits is not None
+        data = _url_bytes(url)
+        ident = xxhash.xxh3_64_digest(data)
+        number = int.from_bytes(ident[:3], "big") >> (24 - self.bits)
+        return [f"{number:0{(self.bits + 3) // 4}x}", ident, data]
+
+    def get(self, url: str) -> list[Any]:
+        return ["get", self.prefix, *self.lookup(url)]
+
+    def update(self, url: str, raw: bytes | None, new: PageState) -> list[Any]:
+        return [
+            "update", self.prefix, *self.lookup(url), raw or b"", _record(new),
+            repr(new.next_due), _bucket_arg(_decode(raw)), _bucket_arg(new),
+        ]
+
+    def add(self, states: list[tuple[PageState, float]]) -> list[Any]:
+        args: list[Any] = ["add", self.prefix]
+        for state, queue in states:
+            args += [*self.lookup(state.url), _record(state), repr(queue), _bucket_arg(state)]
+        return args
+
+    def remove(self, url: str, state: PageState | None) -> list[Any]:
+        return ["remove", self.prefix, *self.lookup(url), _bucket_arg(state)]
+
+    def claim(self, now: float, limit: int, lease_until: float | None) -> list[Any]:
+        lease = "" if lease_until is None else repr(lease_until)
+        return ["claim", self.prefix, repr(now), limit, lease, self.bits]
+
+    def bucket_keys(self, members: list[bytes]) -> list[str]:
+        return [f"{self.prefix}b{m.decode()}" for m in members]
+
+    def every_key(self, members: list[bytes]) -> list[str]:
+        """What a reset deletes: the buckets, and both layouts' other keys."""
+        return [*self.bucket_keys(members), *self.keys, _old_state_key(self.namespace)]
 
 
 class _Conflict(redis.exceptions.RedisError):
@@ -103,62 +195,86 @@ class RedisBackend:
 
     errors: tuple[type[BaseException], ...] = (redis.exceptions.RedisError, OSError)
 
-    def __init__(self, url: str, namespace: str, client: Any = None) -> None:
+    def __init__(
+        self, url: str, namespace: str, client: Any = None, *, bits: int = DEFAULT_BUCKET_BITS
+    ) -> None:
         self._client: Any = client if client is not None else cast(Any, sync_client(url))
-        self._keys = _keys(namespace)
-        self._update = self._client.register_script(_UPDATE)
-        self._add = self._client.register_script(_ADD)
-        self._claim = self._client.register_script(_CLAIM)
-        self._remove = self._client.register_script(_REMOVE)
+        self.layout = _Layout(namespace, bits)
+        self._script = self._client.register_script(_SCRIPT)
+
+    def _run(self, args: Callable[[], list[Any]]) -> Any:
+        self.check_format()
+        return self._script(keys=self.layout.keys, args=args())
+
+    def check_format(self) -> None:
+        """Read the namespace's layout once; record ours in a new namespace."""
+        if self.layout.bits is not None:
+            return
+        layout = self.layout
+        recorded = self._client.hmget(layout.keys[0], ["format", "bits"])
+        old = self._client.exists(_old_state_key(layout.namespace)) if recorded[0] is None else 0
+        if layout.read(recorded, old):
+            for field, value in layout.record().items():
+                self._client.hsetnx(layout.keys[0], field, value)
+            layout.bits = None
+            layout.read(self._client.hmget(layout.keys[0], ["format", "bits"]), 0)
 
     def update(self, url: str, step: Step) -> PageState:
         for _ in range(_RETRIES):
-            raw = self._client.hget(self._keys[0], url)
-            new = step(_decode(url, raw))
-            if self._update(keys=self._keys, args=_update_args(url, raw, new)):
+            raw = self._run(lambda: self.layout.get(url))
+            new = step(_decode(raw))
+            if self._run(lambda: self.layout.update(url, raw, new)):  # noqa: B023 - called now
                 return new
         raise _Conflict(f"{url} kept changing under {_RETRIES} concurrent updates")
 
     def get(self, url: str) -> PageState | None:
-        return _decode(url, self._client.hget(self._keys[0], url))
+        return _decode(self._run(lambda: self.layout.get(url)))
 
     def add(self, states: list[PageState]) -> int:
-        return int(self._add(keys=self._keys, args=_add_args(states))) if states else 0
+        return self.place([(s, s.next_due) for s in states])
+
+    def place(self, states: list[tuple[PageState, float]]) -> int:
+        """Add states not stored yet, each queued at the time given."""
+        return int(self._run(lambda: self.layout.add(states))) if states else 0
 
     def claim(self, now: float, limit: int, lease_until: float) -> list[tuple[PageState, float]]:
-        raw = self._claim(keys=self._keys, args=[repr(now), limit, repr(lease_until)])
-        return _triples(raw)
-
-    def peek(self, until: float, limit: int) -> list[Any]:
-        """The earliest ``(url, score)`` rows due by ``until``, without claiming them."""
-        return list(
-            self._client.zrangebyscore(
-                self._keys[1], "-inf", repr(until), start=0, num=limit, withscores=True
-            )
-        )
+        return _pairs(self._run(lambda: self.layout.claim(now, limit, lease_until)))
 
     def due(self, until: float, limit: int) -> list[tuple[PageState, float]]:
-        rows = self._client.zrangebyscore(
-            self._keys[1], "-inf", repr(until), start=0, num=limit, withscores=True
-        )
-        if not rows:
-            return []
-        blobs = self._client.hmget(self._keys[0], [url for url, _ in rows])
-        return _triples(_due_triples(rows, blobs))
+        return _pairs(self._run(lambda: self.layout.claim(until, limit, None)))
+
+    def peek(self, until: float, limit: int) -> list[tuple[str, float]]:
+        """The earliest ``(url, queue time)`` rows due by ``until``, without claiming them."""
+        return [(state.url, queue) for state, queue in self.due(until, limit)]
 
     def remove(self, url: str) -> bool:
         state = self.get(url)
-        return bool(self._remove(keys=self._keys, args=[url, _bucket_arg(state)]))
+        return bool(self._run(lambda: self.layout.remove(url, state)))
 
     def count(self) -> int:
-        return int(self._client.hlen(self._keys[0]))
+        self.check_format()
+        return int(self._client.hget(self.layout.keys[0], "n") or 0)
 
     def clear(self) -> None:
-        for key in self._keys:  # one by one: a cluster refuses multi-key DEL across slots
+        members = self._client.zrange(self.layout.keys[1], 0, -1)
+        # One by one: a cluster refuses multi-key DEL across slots.
+        for key in self.layout.every_key(members):
             self._client.delete(key)
+        self.layout.bits = None
 
     def rate_histogram(self) -> dict[int, int]:
-        return _histogram(self._client.hgetall(self._keys[2]))
+        self.check_format()
+        return _histogram(self._client.hgetall(self.layout.keys[2]))
+
+    def buckets(self) -> Iterator[list[tuple[PageState, float]]]:
+        """Every stored URL with its queue time, a bucket at a time (for regrouping)."""
+        self.check_format()
+        for key in self.layout.bucket_keys(self._client.zrange(self.layout.keys[1], 0, -1)):
+            slots, *records = self._client.lrange(key, 0, -1)
+            yield [
+                (cast(PageState, _decode(raw)), _QUEUE.unpack_from(slots, 16 * i + 8)[0])
+                for i, raw in enumerate(records)
+            ]
 
     def close(self) -> None:
         self._client.close()
@@ -169,63 +285,76 @@ class AsyncRedisBackend:
 
     errors: tuple[type[BaseException], ...] = (redis.exceptions.RedisError, OSError)
 
-    def __init__(self, url: str, namespace: str, client: Any = None) -> None:
+    def __init__(
+        self, url: str, namespace: str, client: Any = None, *, bits: int = DEFAULT_BUCKET_BITS
+    ) -> None:
         self._client: Any = client if client is not None else cast(Any, async_client(url))
-        self._keys = _keys(namespace)
-        self._update = self._client.register_script(_UPDATE)
-        self._add = self._client.register_script(_ADD)
-        self._claim = self._client.register_script(_CLAIM)
-        self._remove = self._client.register_script(_REMOVE)
+        self.layout = _Layout(namespace, bits)
+        self._script = self._client.register_script(_SCRIPT)
+
+    async def _run(self, args: Callable[[], list[Any]]) -> Any:
+        await self.check_format()
+        return await self._script(keys=self.layout.keys, args=args())
+
+    async def check_format(self) -> None:
+        if self.layout.bits is not None:
+            return
+        layout = self.layout
+        recorded = await self._client.hmget(layout.keys[0], ["format", "bits"])
+        old = 0
+        if recorded[0] is None:
+            old = await self._client.exists(_old_state_key(layout.namespace))
+        if layout.read(recorded, old):
+            for field, value in layout.record().items():
+                await self._client.hsetnx(layout.keys[0], field, value)
+            layout.bits = None
+            layout.read(await self._client.hmget(layout.keys[0], ["format", "bits"]), 0)
 
     async def update(self, url: str, step: Step) -> PageState:
         for _ in range(_RETRIES):
-            raw = await self._client.hget(self._keys[0], url)
-            new = step(_decode(url, raw))
-            if await self._update(keys=self._keys, args=_update_args(url, raw, new)):
+            raw = await self._run(lambda: self.layout.get(url))
+            new = step(_decode(raw))
+            if await self._run(lambda: self.layout.update(url, raw, new)):  # noqa: B023
                 return new
         raise _Conflict(f"{url} kept changing under {_RETRIES} concurrent updates")
 
     async def get(self, url: str) -> PageState | None:
-        return _decode(url, await self._client.hget(self._keys[0], url))
+        return _decode(await self._run(lambda: self.layout.get(url)))
 
     async def add(self, states: list[PageState]) -> int:
-        return int(await self._add(keys=self._keys, args=_add_args(states))) if states else 0
+        if not states:
+            return 0
+        placed = [(s, s.next_due) for s in states]
+        return int(await self._run(lambda: self.layout.add(placed)))
 
     async def claim(
         self, now: float, limit: int, lease_until: float
     ) -> list[tuple[PageState, float]]:
-        raw = await self._claim(keys=self._keys, args=[repr(now), limit, repr(lease_until)])
-        return _triples(raw)
-
-    async def peek(self, until: float, limit: int) -> list[Any]:
-        return list(
-            await self._client.zrangebyscore(
-                self._keys[1], "-inf", repr(until), start=0, num=limit, withscores=True
-            )
-        )
+        return _pairs(await self._run(lambda: self.layout.claim(now, limit, lease_until)))
 
     async def due(self, until: float, limit: int) -> list[tuple[PageState, float]]:
-        rows = await self._client.zrangebyscore(
-            self._keys[1], "-inf", repr(until), start=0, num=limit, withscores=True
-        )
-        if not rows:
-            return []
-        blobs = await self._client.hmget(self._keys[0], [url for url, _ in rows])
-        return _triples(_due_triples(rows, blobs))
+        return _pairs(await self._run(lambda: self.layout.claim(until, limit, None)))
+
+    async def peek(self, until: float, limit: int) -> list[tuple[str, float]]:
+        return [(state.url, queue) for state, queue in await self.due(until, limit)]
 
     async def remove(self, url: str) -> bool:
         state = await self.get(url)
-        return bool(await self._remove(keys=self._keys, args=[url, _bucket_arg(state)]))
+        return bool(await self._run(lambda: self.layout.remove(url, state)))
 
     async def count(self) -> int:
-        return int(await self._client.hlen(self._keys[0]))
+        await self.check_format()
+        return int(await self._client.hget(self.layout.keys[0], "n") or 0)
 
     async def clear(self) -> None:
-        for key in self._keys:
+        members = await self._client.zrange(self.layout.keys[1], 0, -1)
+        for key in self.layout.every_key(members):
             await self._client.delete(key)
+        self.layout.bits = None
 
     async def rate_histogram(self) -> dict[int, int]:
-        return _histogram(await self._client.hgetall(self._keys[2]))
+        await self.check_format()
+        return _histogram(await self._client.hgetall(self.layout.keys[2]))
 
     async def close(self) -> None:
         await self._client.aclose()
@@ -275,26 +404,34 @@ def stored_shards(url: str, namespace: str, requested: int | None) -> int:
 
 
 def maker(
-    url: str | None, namespace: str, shards: int | None, plain: Any, sharded: Any
+    url: str | None, namespace: str, shards: int | None, expected_pages: int | None,
+    plain: Any, sharded: Any,
 ) -> Callable[[], Any]:
     """Opens the plain or the sharded backend (classes ``plain`` and ``sharded``), by the
-    namespace's shard count."""
+    namespace's shard count; a new namespace's buckets are sized for ``expected_pages``
+    (spread over its shards)."""
 
     def make() -> Any:
         count = 1 if shards == 1 else stored_shards(str(url), namespace, shards)
-        return sharded(str(url), namespace, count) if count > 1 else plain(str(url), namespace)
+        bits = bucket_bits(expected_pages and -(-expected_pages // count))
+        if count > 1:
+            return sharded(str(url), namespace, count, bits=bits)
+        return plain(str(url), namespace, bits=bits)
 
     return make
 
 
-def _merge(
-    peeks: list[list[Any]], limit: int
-) -> tuple[float, list[int]]:
-    """From each shard's earliest ``(url, score)`` rows: the cutoff score of the earliest
-    ``limit`` overall (ties by URL, as one sorted set orders them) and how many of them each
-    shard holds."""
+def _tie_order(url: str) -> bytes:
+    """Where a URL stands among URLs due at the same time: by its id, as a bucket orders."""
+    return url_id(url)
+
+
+def _merge(peeks: list[list[tuple[str, float]]], limit: int) -> tuple[float, list[int]]:
+    """From each shard's earliest ``(url, queue time)`` rows: the cutoff time of the
+    earliest ``limit`` overall (ties in URL-id order, as within a shard) and how many of
+    them each shard holds."""
     rows = sorted(
-        (float(score), url, shard) for shard, peek in enumerate(peeks) for url, score in peek
+        (score, _tie_order(url), shard) for shard, peek in enumerate(peeks) for url, score in peek
     )[:limit]
     counts = [0] * len(peeks)
     for _, _, shard in rows:
@@ -304,7 +441,7 @@ def _merge(
 
 def _earliest(parts: list[list[tuple[PageState, float]]], limit: int) -> list[tuple[PageState, float]]:
     rows = (row for part in parts for row in part)
-    return sorted(rows, key=lambda row: (row[1], row[0].url))[:limit]
+    return sorted(rows, key=lambda row: (row[1], _tie_order(row[0].url)))[:limit]
 
 
 def _group(states: list[PageState], shards: int) -> dict[int, list[PageState]]:
@@ -327,13 +464,13 @@ class ShardedRedisBackend:
 
     errors: tuple[type[BaseException], ...] = (redis.exceptions.RedisError, OSError)
 
-    def __init__(self, url: str, namespace: str, shards: int) -> None:
-        from scrapy_simhash.index.sharded import shard_namespace
-
+    def __init__(
+        self, url: str, namespace: str, shards: int, *, bits: int = DEFAULT_BUCKET_BITS
+    ) -> None:
         self._client: Any = cast(Any, sync_client(url))
         self._parts = [
-            RedisBackend(url, shard_namespace(namespace, i, shards), client=self._client)
-            for i in range(shards)
+            RedisBackend(url, name, client=self._client, bits=bits)
+            for name in _namespaces(namespace, shards)
         ]
 
     def _part(self, url: str) -> RedisBackend:
@@ -385,13 +522,13 @@ class AsyncShardedRedisBackend:
 
     errors: tuple[type[BaseException], ...] = (redis.exceptions.RedisError, OSError)
 
-    def __init__(self, url: str, namespace: str, shards: int) -> None:
-        from scrapy_simhash.index.sharded import shard_namespace
-
+    def __init__(
+        self, url: str, namespace: str, shards: int, *, bits: int = DEFAULT_BUCKET_BITS
+    ) -> None:
         self._client: Any = cast(Any, async_client(url))
         self._parts = [
-            AsyncRedisBackend(url, shard_namespace(namespace, i, shards), client=self._client)
-            for i in range(shards)
+            AsyncRedisBackend(url, name, client=self._client, bits=bits)
+            for name in _namespaces(namespace, shards)
         ]
 
     def _part(self, url: str) -> AsyncRedisBackend:
@@ -444,36 +581,40 @@ class AsyncShardedRedisBackend:
         await self._client.aclose()
 
 
-def _key_sets(namespace: str, shards: int) -> list[list[str]]:
+def _namespaces(namespace: str, shards: int) -> list[str]:
     from scrapy_simhash.index.sharded import shard_namespace
 
     if shards == 1:
-        return [_keys(namespace)]
-    return [_keys(shard_namespace(namespace, i, shards)) for i in range(shards)]
+        return [namespace]
+    return [shard_namespace(namespace, i, shards) for i in range(shards)]
 
 
-def regroup(url: str, namespace: str, shards: int, new_shards: int, batch: int = 500) -> int:
+def regroup(url: str, namespace: str, shards: int, new_shards: int) -> int:
     """Move a namespace's recrawl state from ``shards`` shards to ``new_shards`` (with the
     crawl stopped); return the URLs moved. The new keys are emptied first and the old ones
     deleted last, so an interrupted run is simply run again."""
     client: Any = cast(Any, sync_client(url))
-    sources, targets = _key_sets(namespace, shards), _key_sets(namespace, new_shards)
-    moved = 0
+    sources = [RedisBackend(url, n, client=client) for n in _namespaces(namespace, shards)]
     try:
-        for keys in targets:
-            for key in keys:
-                client.delete(key)
-        for state, due, _ in sources:
-            rows: list[tuple[bytes, bytes]] = []
-            for row in client.hscan_iter(state, count=batch):
-                rows.append(row)
-                if len(rows) >= batch:
-                    moved += _move(client, due, rows, targets)
-                    rows = []
-            moved += _move(client, due, rows, targets)
-        for keys in sources:
-            for key in keys:
-                client.delete(key)
+        held = sum(source.count() for source in sources)
+        bits = bucket_bits(-(-held // new_shards))
+        targets = [
+            RedisBackend(url, n, client=client, bits=bits)
+            for n in _namespaces(namespace, new_shards)
+        ]
+        moved = 0
+        for target in targets:
+            target.clear()
+        for source in sources:
+            for bucket in source.buckets():
+                groups: dict[int, list[tuple[PageState, float]]] = {}
+                for state, queue in bucket:
+                    shard = _shard_of(state.url, len(targets)) if len(targets) > 1 else 0
+                    groups.setdefault(shard, []).append((state, queue))
+                for shard, group in groups.items():
+                    moved += targets[shard].place(group)
+        for source in sources:
+            source.clear()
         if new_shards > 1:
             client.set(_shards_key(namespace), new_shards)
         else:
@@ -481,27 +622,6 @@ def regroup(url: str, namespace: str, shards: int, new_shards: int, batch: int =
     finally:
         client.close()
     return moved
-
-
-def _move(client: Any, due: str, rows: list[tuple[bytes, bytes]], targets: list[list[str]]) -> int:
-    if not rows:
-        return 0
-    read = client.pipeline(transaction=False)
-    for url, _ in rows:
-        read.zscore(due, url)
-    scores = read.execute()
-    write = client.pipeline(transaction=False)
-    for (url, blob), score in zip(rows, scores, strict=True):
-        text = url.decode("utf-8", "surrogatepass")
-        state, queue, hist = targets[_shard_of(text, len(targets)) if len(targets) > 1 else 0]
-        write.hset(state, url, blob)
-        if score is not None:
-            write.zadd(queue, {url: score})
-        bucket = _bucket_arg(_decode(text, blob))
-        if bucket:
-            write.hincrby(hist, bucket, 1)
-    write.execute()
-    return len(rows)
 
 
 class _Detected:

@@ -57,10 +57,10 @@ def register_backend(
     Without an async factory the blocking backend runs in a worker thread.
     """
 
-    def sync(url: str | None, namespace: str, shards: int | None = None) -> Backend:
+    def sync(url: str | None, namespace: str, **_sizing: Any) -> Backend:
         return factory(url, namespace)
 
-    def asyncio_(url: str | None, namespace: str, shards: int | None = None) -> AsyncBackend:
+    def asyncio_(url: str | None, namespace: str, **_sizing: Any) -> AsyncBackend:
         assert async_factory is not None
         return async_factory(url, namespace)
 
@@ -415,16 +415,16 @@ class AsyncBackendAdapter:
                 self._executor.shutdown(wait=False)
 
 
-def _open_backend(url: str | None, namespace: str, shards: int | None = None) -> Backend:
+def _open_backend(url: str | None, namespace: str, config: RecrawlConfig) -> Backend:
     opener = storage_for(url, "recrawl").recrawl
     assert opener is not None  # storage_for checked it
-    return cast(Backend, _opened(opener, url, namespace, shards))
+    return cast(Backend, _opened(opener, url, namespace, config))
 
 
-def _opened(opener: Callable[..., Any], url: str | None, namespace: str, shards: int | None) -> Any:
+def _opened(opener: Callable[..., Any], url: str | None, namespace: str, config: RecrawlConfig) -> Any:
     """``opener(...)``, its failures said as recrawl store errors (without a password)."""
     try:
-        return opener(url, namespace, shards=shards)
+        return opener(url, namespace, shards=config.shards, expected_pages=config.expected_pages)
     except (ConfigurationError, IndexBackendError):
         raise
     except Exception as exc:
@@ -439,10 +439,9 @@ def open_recrawl_store(
     clock: Clock = time.time,
 ) -> RecrawlStore:
     """Open the blocking store at ``url`` (None: embedded SQLite, as the index)."""
-    backend = _open_backend(url, namespace, (config or RecrawlConfig()).shards)
-    return RecrawlStore(
-        backend, url=url, namespace=namespace, config=config or RecrawlConfig(), clock=clock
-    )
+    config = config or RecrawlConfig()
+    backend = _open_backend(url, namespace, config)
+    return RecrawlStore(backend, url=url, namespace=namespace, config=config, clock=clock)
 
 
 def open_async_recrawl_store(
@@ -455,11 +454,9 @@ def open_async_recrawl_store(
     """Open the asyncio store at ``url``; Redis clients bind to the loop on first use."""
     opener = storage_for(url, "recrawl").async_recrawl
     backend: AsyncBackend
-    shards = (config or RecrawlConfig()).shards
+    config = config or RecrawlConfig()
     if opener is None:
-        backend = AsyncBackendAdapter(_open_backend(url, namespace))
+        backend = AsyncBackendAdapter(_open_backend(url, namespace, config))
     else:
-        backend = _opened(opener, url, namespace, shards)
-    return AsyncRecrawlStore(
-        backend, url=url, namespace=namespace, config=config or RecrawlConfig(), clock=clock
-    )
+        backend = _opened(opener, url, namespace, config)
+    return AsyncRecrawlStore(backend, url=url, namespace=namespace, config=config, clock=clock)

@@ -177,6 +177,7 @@ def recrawl_config(settings: Settings) -> RecrawlConfig:
             settings, p + "EXPIRE_AFTER_SECS", d.expire_after_secs, minimum=0
         ),
         shards=shards(settings),
+        expected_pages=get_int(settings, "SIMHASH_INDEX_EXPECTED_PAGES", 0, minimum=0) or None,
     )
 
 
