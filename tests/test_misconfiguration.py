@@ -169,6 +169,29 @@ def test_a_damaged_sqlite_file_is_not_an_outage(tmp_path: Path, how: str, said: 
         assert "SIMHASH_INDEX_URL" in message
 
 
+def test_an_index_file_of_0_2_0_is_refused_never_misread(tmp_path: Path) -> None:
+    """0.2.0 named URLs in its band rows (tables simhash_entries, simhash_bands): such a
+    file is refused at open with what to do, and left as it is."""
+    path = tmp_path / "index.sqlite3"
+    db = sqlite3.connect(path)
+    db.executescript(
+        "CREATE TABLE simhash_entries (ns INTEGER NOT NULL, key TEXT NOT NULL, fp BLOB NOT "
+        "NULL, seen INTEGER NOT NULL, PRIMARY KEY (ns, key)) WITHOUT ROWID;"
+        "INSERT INTO simhash_entries VALUES (1, 'https://a.test/', x'0102030405060708', 1);"
+    )
+    db.commit()
+    db.close()
+    with pytest.raises(ConfigurationError, match=r"0\.2\.0's layout") as caught:
+        validate_index(f"sqlite:///{path}", {"namespace": "n"}, start_unreachable=True)
+    message = str(caught.value)
+    assert str(path) in message
+    assert "delete the file" in message
+    assert "SIMHASH_INDEX_URL" in message
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT key FROM simhash_entries").fetchall() == [("https://a.test/",)]
+    db.close()
+
+
 def test_a_sqlite_file_found_damaged_mid_crawl_is_unusable(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -15,6 +15,8 @@ from contextlib import AbstractContextManager
 from typing import Any
 from urllib.parse import urlsplit
 
+import xxhash
+
 from scrapy_simhash._sqlite import SharedConnection
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
 from scrapy_simhash.index.base import (
@@ -36,24 +38,31 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_URL = "sqlite:///.scrapy/simhash/index.sqlite3"
 
+# An entry's row id is a hash of its namespace and key (probed linearly on a collision),
+# so band rows name it by that integer: with the key text in each band row, as in 0.2.0's
+# tables (simhash_entries, simhash_bands), a page cost ~410 bytes instead of ~200.
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS simhash_namespaces (
     id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, config TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS simhash_entries (
-    ns INTEGER NOT NULL, key TEXT NOT NULL, fp BLOB NOT NULL, seen INTEGER NOT NULL,
-    PRIMARY KEY (ns, key)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS simhash_bands (
-    ns INTEGER NOT NULL, tbl INTEGER NOT NULL, band INTEGER NOT NULL, key TEXT NOT NULL,
-    PRIMARY KEY (ns, tbl, band, key)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS simhash_index_entries (
+    id INTEGER PRIMARY KEY, ns INTEGER NOT NULL, key TEXT NOT NULL, fp BLOB NOT NULL,
+    seen INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS simhash_index_bands (
+    ns INTEGER NOT NULL, tbl INTEGER NOT NULL, band INTEGER NOT NULL, id INTEGER NOT NULL,
+    PRIMARY KEY (ns, tbl, band, id)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS simhash_drops (
     ns INTEGER NOT NULL, url TEXT NOT NULL, kept TEXT NOT NULL, distance INTEGER NOT NULL,
     at INTEGER NOT NULL, PRIMARY KEY (ns, url)) WITHOUT ROWID;
 """
+#: The table of 0.2.0's layout whose presence refuses the file.
+_OLD_TABLE = "simhash_entries"
 
 _PROBE = (
-    "SELECT e.key, e.fp, e.seen FROM simhash_bands b JOIN simhash_entries e "
-    "ON e.ns = b.ns AND e.key = b.key WHERE b.ns = ? AND b.tbl = ? AND b.band = ?"
+    "SELECT e.key, e.fp, e.seen FROM simhash_index_bands b JOIN simhash_index_entries e "
+    "ON e.id = b.id WHERE b.ns = ? AND b.tbl = ? AND b.band = ?"
 )
+#: Row ids a key may be probed over when its hash collides with another key's.
+_PROBES = 16
 _MASK64 = (1 << 64) - 1
 #: Drop records between two trims of the record table at most.
 TRIM_EVERY = 1024
@@ -102,11 +111,15 @@ class SqliteIndex(NearDuplicateIndex):
             self.connection = SharedConnection(path, timeout_secs=timeout, synchronous=synchronous)
             self._db = self.connection.db
             self._lock = self.connection.lock
+            self._refuse_old_layout(path)  # closes the file when it refuses
             with self._write():
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
                         self._db.execute(statement)
                 self._ns, self.layout = self._open_namespace()
+            # A band is stored shifted down to its table's lowest bit: 2-3 bytes where the
+            # masked fingerprint took 8 (SQLite integers are as long as their value).
+            self._shifts = [(mask & -mask).bit_length() - 1 for mask in self.layout.masks]
             # One statement probes every table: a statement per table cost more than the
             # lookups themselves.
             self._probe = " UNION ALL ".join([_PROBE] * self.layout.tables)
@@ -122,6 +135,21 @@ class SqliteIndex(NearDuplicateIndex):
 
     def _write(self) -> AbstractContextManager[sqlite3.Connection]:
         return self.connection.write()
+
+    def _refuse_old_layout(self, path: str) -> None:
+        """A file written by 0.2.0 is never misread: it is refused, with the way out."""
+        with self._lock:
+            old = self._db.execute(
+                "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?", (_OLD_TABLE,)
+            ).fetchone()
+        if old:
+            self.connection.close()
+            raise ConfigurationError(
+                f"the SQLite file {path} holds a near-duplicate index in 0.2.0's layout "
+                "(band rows naming URLs), which this version does not read; delete the file "
+                "to start afresh (it holds every namespace's index, drop records and recrawl "
+                "schedule), or point SIMHASH_INDEX_URL at another file"
+            )
 
     def _open_namespace(self) -> tuple[int, BandLayout]:
         config = self.config
@@ -150,9 +178,47 @@ class SqliteIndex(NearDuplicateIndex):
         return str(self._ns)
 
     def _delete_namespace(self, ns: int) -> None:
-        self._db.execute("DELETE FROM simhash_entries WHERE ns = ?", (ns,))
-        self._db.execute("DELETE FROM simhash_bands WHERE ns = ?", (ns,))
+        self._db.execute("DELETE FROM simhash_index_entries WHERE ns = ?", (ns,))
+        self._db.execute("DELETE FROM simhash_index_bands WHERE ns = ?", (ns,))
         self._db.execute("DELETE FROM simhash_drops WHERE ns = ?", (ns,))
+
+    def _band(self, table: int, band: int) -> int:
+        return _band_int(band >> self._shifts[table])
+
+    def _find(self, key: str) -> tuple[int | None, int, tuple[bytes, int] | None]:
+        """The row id holding ``key`` (None if absent), the row id to write it at, and its
+        stored fingerprint and last-seen time."""
+        # 48 bits (7 bytes as a row id, 9 at 64): probing makes collisions harmless.
+        first = xxhash.xxh3_64_intdigest(f"{self._ns}\0{key}".encode()) >> 16
+        rows = self._db.execute(
+            "SELECT id, ns, key, fp, seen FROM simhash_index_entries WHERE id >= ? AND id < ?",
+            (first, first + _PROBES),
+        ).fetchall()
+        taken = set()
+        for row_id, ns, row_key, blob, seen in rows:
+            if ns == self._ns and row_key == key:
+                return int(row_id), int(row_id), (blob, int(seen))
+            taken.add(row_id)
+        for candidate in range(first, first + _PROBES):
+            if candidate not in taken:
+                return None, candidate, None
+        raise sqlite3.IntegrityError(f"{_PROBES} stored keys share the hash of {key}")
+
+    def _store(self, row_id: int, key: str, blob: bytes, seen: int, *, bands: bool) -> None:
+        """Write an entry (and its band rows, unless they are in place)."""
+        self._db.execute(
+            "INSERT OR REPLACE INTO simhash_index_entries (id, ns, key, fp, seen) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (row_id, self._ns, key, blob, seen),
+        )
+        if bands:
+            self._db.executemany(
+                "INSERT INTO simhash_index_bands (ns, tbl, band, id) VALUES (?, ?, ?, ?)",
+                [
+                    (self._ns, table, self._band(table, band), row_id)
+                    for table, band in enumerate(self.layout.keys(int.from_bytes(blob, "big")))
+                ],
+            )
 
     def _candidates(
         self, fingerprint: int, exclude: str | None, now: float, *, claim: bool = False,
@@ -165,7 +231,7 @@ class SqliteIndex(NearDuplicateIndex):
         expired: set[str] = set()
         params: list[int] = []
         for table, band in enumerate(self.layout.keys(fingerprint)):
-            params += (self._ns, table, _band_int(band))
+            params += (self._ns, table, self._band(table, band))
         for key, blob, seen in self._db.execute(self._probe, params):
             if (key == exclude and not claim) or key in found:
                 continue
@@ -183,20 +249,18 @@ class SqliteIndex(NearDuplicateIndex):
         return list(found.values())
 
     def _unlink(self, key: str) -> int | None:
-        row = self._db.execute(
-            "SELECT fp FROM simhash_entries WHERE ns = ? AND key = ?", (self._ns, key)
-        ).fetchone()
-        if row is None:
+        row_id, _, row = self._find(key)
+        if row_id is None or row is None:
             return None
         fingerprint = int.from_bytes(row[0], "big")
         self._db.executemany(
-            "DELETE FROM simhash_bands WHERE ns = ? AND tbl = ? AND band = ? AND key = ?",
+            "DELETE FROM simhash_index_bands WHERE ns = ? AND tbl = ? AND band = ? AND id = ?",
             [
-                (self._ns, table, _band_int(band), key)
+                (self._ns, table, self._band(table, band), row_id)
                 for table, band in enumerate(self.layout.keys(fingerprint))
             ],
         )
-        self._db.execute("DELETE FROM simhash_entries WHERE ns = ? AND key = ?", (self._ns, key))
+        self._db.execute("DELETE FROM simhash_index_entries WHERE id = ?", (row_id,))
         return fingerprint
 
     def observe(self, key: str, fingerprint: int) -> Observation:
@@ -218,14 +282,11 @@ class SqliteIndex(NearDuplicateIndex):
                     match = closest(self._candidates(fingerprint, key, now, purge=False))
                 if match is not None:
                     return Observation(match, None, False)
-            with self._write() as db:
+            with self._write():
                 match = closest(self._candidates(fingerprint, key, now, claim=claim))
                 if match is not None:
                     return Observation(match, None, False)
-                row = db.execute(
-                    "SELECT fp, seen FROM simhash_entries WHERE ns = ? AND key = ?",
-                    (self._ns, key),
-                ).fetchone()
+                _, row_id, row = self._find(key)
                 if claim and row is not None and not self.config.expired(row[1], now):
                     return Observation(None, int.from_bytes(row[0], "big"), False)
                 previous = None
@@ -237,18 +298,8 @@ class SqliteIndex(NearDuplicateIndex):
                     same = old == fingerprint
                     if not same:
                         self._unlink(key)
-                db.execute(
-                    "INSERT OR REPLACE INTO simhash_entries (ns, key, fp, seen) VALUES (?,?,?,?)",
-                    (self._ns, key, fingerprint.to_bytes(self._bytes, "big"), int(now)),
-                )
-                if not same:
-                    db.executemany(
-                        "INSERT INTO simhash_bands (ns, tbl, band, key) VALUES (?, ?, ?, ?)",
-                        [
-                            (self._ns, table, _band_int(band), key)
-                            for table, band in enumerate(self.layout.keys(fingerprint))
-                        ],
-                    )
+                blob = fingerprint.to_bytes(self._bytes, "big")
+                self._store(row_id, key, blob, int(now), bands=not same)
                 return Observation(None, previous, True)
         except sqlite3.Error as exc:
             raise self._error("observe", exc) from exc
@@ -273,9 +324,11 @@ class SqliteIndex(NearDuplicateIndex):
         return row
 
     def get(self, key: str) -> int | None:
-        row = self._row(
-            "get", "SELECT fp, seen FROM simhash_entries WHERE ns = ? AND key = ?", key
-        )
+        try:
+            with self._lock:
+                row = self._find(key)[2]
+        except sqlite3.Error as exc:
+            raise self._error("get", exc) from exc
         if row is None or self.config.expired(row[1], self.config.clock()):
             return None
         return int.from_bytes(row[0], "big")
@@ -283,28 +336,13 @@ class SqliteIndex(NearDuplicateIndex):
     def rename(self, old: str, new: str) -> bool:
         check_key(new)
         try:
-            with self._write() as db:
-                row = db.execute(
-                    "SELECT fp, seen FROM simhash_entries WHERE ns = ? AND key = ?",
-                    (self._ns, old),
-                ).fetchone()
+            with self._write():
+                row = self._find(old)[2]
                 if row is None:
                     return False
                 self._unlink(new)
                 self._unlink(old)
-                db.execute(
-                    "INSERT INTO simhash_entries (ns, key, fp, seen) VALUES (?, ?, ?, ?)",
-                    (self._ns, new, row[0], row[1]),
-                )
-                db.executemany(
-                    "INSERT INTO simhash_bands (ns, tbl, band, key) VALUES (?, ?, ?, ?)",
-                    [
-                        (self._ns, table, _band_int(band), new)
-                        for table, band in enumerate(
-                            self.layout.keys(int.from_bytes(row[0], "big"))
-                        )
-                    ],
-                )
+                self._store(self._find(new)[1], new, row[0], row[1], bands=True)
                 return True
         except sqlite3.Error as exc:
             raise self._error("rename", exc) from exc
@@ -365,10 +403,10 @@ class SqliteIndex(NearDuplicateIndex):
         row = self._row("drop count", "SELECT COUNT(*) FROM simhash_drops WHERE ns = ?")
         return int(row[0]) if row else 0
 
-    def _pages(self, action: str, sql: str) -> Iterator[tuple[Any, ...]]:
-        """Rows of ``sql`` (first column the key, ``?`` for ns and the last key seen) in
+    def _pages(self, action: str, sql: str, start: object = "") -> Iterator[tuple[Any, ...]]:
+        """Rows of ``sql`` (first column the order, ``?`` for ns and the last one seen) in
         pages of :data:`PAGE_ROWS`, so a large namespace is never held in memory at once."""
-        after = ""
+        after = start
         while True:
             try:
                 with self._lock:
@@ -382,9 +420,9 @@ class SqliteIndex(NearDuplicateIndex):
 
     def keys(self) -> Iterator[str]:
         now = self.config.clock()
-        sql = ("SELECT key, seen FROM simhash_entries WHERE ns = ? AND key > ? ORDER BY key "
-               "LIMIT ?")
-        for key, seen in self._pages("list keys", sql):
+        sql = ("SELECT id, key, seen FROM simhash_index_entries WHERE ns = ? AND id > ? "
+               "ORDER BY id LIMIT ?")
+        for _, key, seen in self._pages("list keys", sql, start=-1):
             if not self.config.expired(seen, now):
                 yield str(key)
 
@@ -411,7 +449,7 @@ class SqliteIndex(NearDuplicateIndex):
             raise self._error("clear", exc) from exc
 
     def count(self) -> int:
-        row = self._row("count", "SELECT COUNT(*) FROM simhash_entries WHERE ns = ?")
+        row = self._row("count", "SELECT COUNT(*) FROM simhash_index_entries WHERE ns = ?")
         return int(row[0]) if row else 0
 
     def purge_expired(self) -> int:
@@ -424,7 +462,7 @@ class SqliteIndex(NearDuplicateIndex):
                 keys = [
                     key
                     for (key,) in db.execute(
-                        "SELECT key FROM simhash_entries WHERE ns = ? AND seen < ?",
+                        "SELECT key FROM simhash_index_entries WHERE ns = ? AND seen < ?",
                         (self._ns, cutoff),
                     ).fetchall()
                 ]
@@ -440,7 +478,8 @@ class SqliteIndex(NearDuplicateIndex):
                 sizes = [
                     int(size)
                     for (size,) in self._db.execute(
-                        "SELECT COUNT(*) FROM simhash_bands WHERE ns = ? GROUP BY tbl, band",
+                        "SELECT COUNT(*) FROM simhash_index_bands WHERE ns = ? "
+                        "GROUP BY tbl, band",
                         (self._ns,),
                     )
                 ]
