@@ -76,4 +76,4 @@ def test_the_version_is_the_newest_in_changes() -> None:
     changes = (REPO / "CHANGES.rst").read_text(encoding="utf-8")
     newest = re.search(r"^(\d+\.\d+\.\d+) \(", changes, re.MULTILINE)
     assert newest is not None
-    assert scrapy_simhash.__version__ == newest.group(1) == "0.2.0"
+    assert scrapy_simhash.__version__ == newest.group(1) == "0.3.0"
