@@ -17,7 +17,7 @@ import redis
 from _index_bench import pages, private_redis
 
 from scrapy_simhash.index import open_index
-from scrapy_simhash.index.redis_backend import SCRIPT
+from scrapy_simhash.index.redis.codec import SCRIPT
 
 
 def used_memory(client: redis.Redis) -> int:

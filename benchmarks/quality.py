@@ -31,8 +31,8 @@ from _baselines import jieba_md5, simhash_lib
 from _pages import Page, load_pages, overlap
 from _pairs import Corpus, Pair, build
 
+from scrapy_simhash import extract_main_text
 from scrapy_simhash.cli import common_parser
-from scrapy_simhash.extract import extract_main_text
 from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
 from scrapy_simhash.index.settings import DEFAULT_MAX_DISTANCE
 

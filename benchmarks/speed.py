@@ -36,9 +36,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._pages import data_dir, load_pages
-from scrapy_simhash import features, fingerprint
+from scrapy_simhash import extract_main_text, features, fingerprint
 from scrapy_simhash.cli import parse_setting
-from scrapy_simhash.extract import extract_main_text
 from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter, hamming
 from scrapy_simhash.text import extract, walk
 

@@ -16,7 +16,7 @@ from scrapy import Spider
 from scrapy.http import HtmlResponse, Request
 from scrapy.utils.test import get_crawler
 
-from scrapy_simhash.middleware import SimhashDownloaderMiddleware
+from scrapy_simhash import SimhashDownloaderMiddleware
 
 
 class InProcessSpider(Spider):

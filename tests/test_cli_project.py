@@ -17,7 +17,7 @@ import pytest
 from scrapy.settings import Settings
 
 from scrapy_simhash.cli import main
-from scrapy_simhash.commands import SimhashCommand
+from scrapy_simhash.glue.commands import SimhashCommand
 from scrapy_simhash.index import open_index
 from scrapy_simhash.recrawl import open_recrawl_store
 

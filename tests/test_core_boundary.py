@@ -10,14 +10,7 @@ import scrapy_simhash
 
 #: The Scrapy glue layer (with the package ``scrapy_simhash.glue``); every other module is
 #: the pure core.
-GLUE = {
-    "scrapy_simhash.addon",
-    "scrapy_simhash.commands",
-    "scrapy_simhash.middleware",
-    "scrapy_simhash.pipeline",
-    "scrapy_simhash.signals",
-    "scrapy_simhash.spidermixin",
-}
+GLUE = {"scrapy_simhash.signals"}
 
 
 def core_modules() -> list[str]:
@@ -35,7 +28,6 @@ def test_core_modules_import_without_scrapy() -> None:
     modules = core_modules()
     assert {
         "scrapy_simhash.dust",
-        "scrapy_simhash.extract",
         "scrapy_simhash.fingerprint",
         "scrapy_simhash.index",
         "scrapy_simhash.recrawl",

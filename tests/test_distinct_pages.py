@@ -139,7 +139,7 @@ def test_template_text_outside_a_marked_article_is_not_read_as_the_page(
     fingerprinter: Fingerprinter,
 ) -> None:
     """Without <article>, the intro would be the main text of every page of the site."""
-    from scrapy_simhash.extract import extract_main_text
+    from scrapy_simhash import extract_main_text
 
     main = extract_main_text(page(story(4, 10)).encode())
     assert "1887" not in main.text

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_simhash.extract import MainText, extract_main_text
+from scrapy_simhash import MainText, extract_main_text
 from scrapy_simhash.fingerprint import Fingerprinter
 
 EN_ARTICLE = [
@@ -625,18 +625,21 @@ def test_a_page_of_links_only_has_no_text_of_its_own() -> None:
     assert extract_main_text(nav_only).text == ""
 
 
-def test_the_documented_import_paths_and_log_names_outlive_the_text_package() -> None:
-    import scrapy_simhash.decode
-    import scrapy_simhash.extract
+def test_the_extractor_is_public_and_its_log_names_are_kept() -> None:
+    """``scrapy_simhash.extract_main_text`` is the documented path (0.1.0's
+    ``scrapy_simhash.extract`` module is gone); log names users filter on are kept."""
+    import importlib
+
+    import scrapy_simhash
     import scrapy_simhash.text
     import scrapy_simhash.text.decode
     import scrapy_simhash.text.extract
 
-    assert scrapy_simhash.extract.extract_main_text is scrapy_simhash.text.extract_main_text
-    assert scrapy_simhash.extract.MainText is scrapy_simhash.text.MainText
-    assert scrapy_simhash.decode.decode_html is scrapy_simhash.text.decode.decode_html
-    assert scrapy_simhash.decode.is_binary is scrapy_simhash.text.decode.is_binary
-    # Log configurations written for the old modules still select their lines.
+    assert scrapy_simhash.extract_main_text is scrapy_simhash.text.extract_main_text
+    assert scrapy_simhash.MainText is scrapy_simhash.text.MainText
+    for gone in ("scrapy_simhash.extract", "scrapy_simhash.decode"):
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module(gone)
     assert scrapy_simhash.text.extract.logger.name == "scrapy_simhash.extract"
     assert scrapy_simhash.text.decode.logger.name == "scrapy_simhash.decode"
 

@@ -366,7 +366,7 @@ def _html(title: str, text: str, charset: str = "utf-8") -> bytes:
 
 
 def test_fingerprint_page_extracts_then_fingerprints(fingerprinter: Fingerprinter) -> None:
-    from scrapy_simhash.extract import extract_main_text
+    from scrapy_simhash import extract_main_text
 
     body = _html("Report", article(5, words=150).replace("word1 ", "word1. "))
     page = fingerprinter.fingerprint_page(body, content_type="text/html; charset=utf-8")

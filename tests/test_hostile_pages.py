@@ -11,8 +11,7 @@ import string
 
 import pytest
 
-from scrapy_simhash import features
-from scrapy_simhash.extract import extract_main_text
+from scrapy_simhash import extract_main_text, features
 from scrapy_simhash.features import get_tokenizer
 from scrapy_simhash.fingerprint import MAX_FEATURE_CHARS, FingerprintConfig, Fingerprinter
 from scrapy_simhash.text import rules

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError, IndexMismatchError
 from scrapy_simhash.index import open_index
-from scrapy_simhash.index.redis_backend import key_id
+from scrapy_simhash.index.redis.codec import key_id
 from scrapy_simhash.index.sharded import ShardedRedisIndex, grow
 from scrapy_simhash.recrawl import open_recrawl_store
 from tests.conftest import Clock

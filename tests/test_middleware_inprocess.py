@@ -14,9 +14,9 @@ from scrapy import Spider
 from scrapy.exceptions import DropItem, IgnoreRequest
 from scrapy.utils.test import get_crawler
 
+from scrapy_simhash import SimhashPipeline
 from scrapy_simhash.exceptions import BackendUnavailable, IndexBackendError, NearDuplicate
 from scrapy_simhash.index import open_index
-from scrapy_simhash.pipeline import SimhashPipeline
 from tests.scrapy_inprocess import HARBOUR, ORCHARD, harness, story
 
 #: The same story served under another URL (a mirror).

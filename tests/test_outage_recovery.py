@@ -24,8 +24,8 @@ from scrapy.exceptions import DropItem
 from scrapy.http import HtmlResponse, Request
 from scrapy.utils.test import get_crawler
 
+from scrapy_simhash import SimhashPipeline
 from scrapy_simhash.exceptions import NearDuplicate
-from scrapy_simhash.pipeline import SimhashPipeline
 from scrapy_simhash.reset import reset_namespace
 from scrapy_simhash.settings import index_kwargs
 from tests.redis_servers import RedisServer

@@ -30,7 +30,7 @@ _SPIDER = """
 import json, sys
 import scrapy
 from scrapy.crawler import CrawlerProcess
-from scrapy_simhash.spidermixin import RecrawlSpiderMixin
+from scrapy_simhash import RecrawlSpiderMixin
 
 spec = json.loads(sys.argv[1])
 

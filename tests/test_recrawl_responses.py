@@ -20,7 +20,7 @@ from scrapy.http import HtmlResponse, Response
 from scrapy.utils.test import get_crawler
 from twisted.internet.error import TimeoutError as DownloadTimeout
 
-from scrapy_simhash.middleware import SimhashDownloaderMiddleware
+from scrapy_simhash import SimhashDownloaderMiddleware
 
 PAGE = (Path(__file__).parent / "site" / "harbour.html").read_bytes()
 URL = "http://example.test/page"

@@ -24,8 +24,8 @@ from scrapy.settings import Settings
 
 from scrapy_simhash._redact import mask_url, scrub
 from scrapy_simhash.cli import main as cli_main
-from scrapy_simhash.commands import SimhashCommand
 from scrapy_simhash.exceptions import BackendUnavailable
+from scrapy_simhash.glue.commands import SimhashCommand
 from scrapy_simhash.glue.guard import Guarded
 from scrapy_simhash.glue.wiring import validate_index
 from scrapy_simhash.index import open_async_index, open_index

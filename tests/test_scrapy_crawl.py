@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from scrapy.settings import Settings
 
-from scrapy_simhash.commands import SimhashCommand
 from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
+from scrapy_simhash.glue.commands import SimhashCommand
 from scrapy_simhash.index import open_index
 from scrapy_simhash.recrawl import open_recrawl_store
 from tests.scrapy_runner import REPO, CrawlResult, run_crawl

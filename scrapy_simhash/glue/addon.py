@@ -35,10 +35,10 @@ class Addon:
             raise NotConfigured("SIMHASH_ENABLED is False: near-duplicate detection is off")
         from scrapy_simhash.glue.follow import PRIORITY as SPIDER_MW_PRIORITY
         from scrapy_simhash.glue.follow import SimhashSpiderMiddleware
-        from scrapy_simhash.middleware import PRIORITY as MIDDLEWARE_PRIORITY
-        from scrapy_simhash.middleware import SimhashDownloaderMiddleware
-        from scrapy_simhash.pipeline import PRIORITY as PIPELINE_PRIORITY
-        from scrapy_simhash.pipeline import SimhashPipeline
+        from scrapy_simhash.glue.middleware import PRIORITY as MIDDLEWARE_PRIORITY
+        from scrapy_simhash.glue.middleware import SimhashDownloaderMiddleware
+        from scrapy_simhash.glue.pipeline import PRIORITY as PIPELINE_PRIORITY
+        from scrapy_simhash.glue.pipeline import SimhashPipeline
 
         for name, value in DEFAULTS.items():
             settings.set(name, value, priority="addon")

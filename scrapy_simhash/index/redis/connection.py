@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 #: The logger of every module of this package, under the name its lines have always had.
-logger = logging.getLogger("scrapy_simhash.index.redis_backend")
+logger = logging.getLogger("scrapy_simhash.index.redis")
 
 _SCAN_BATCH = 1000
 #: Connections per client; async callers beyond this wait for a free one instead of
