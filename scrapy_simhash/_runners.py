@@ -28,6 +28,34 @@ async def inline(func: Callable[..., T], *args: Any) -> T:
 in_thread: Runner = asyncio.to_thread
 
 
+class ThreadFace:
+    """What the asyncio face of a blocking store does, once for the index and the recrawl
+    store: each call of one page runs where ``run`` says, by default on one worker thread
+    of the face's own (the loop never waits on the disk or the network, and a store that is
+    not thread-safe is only ever called from that thread); calls over a whole namespace
+    (counts, claims, purges) where ``scan`` says, by default where ``run`` does; closing
+    runs in a thread whatever the runner, as it may checkpoint a file and sync the disk."""
+
+    def __init__(self, *, run: Runner | None = None, scan: Runner | None = None) -> None:
+        self._executor = (
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="simhash-store")
+            if run is None else None
+        )
+        self._run: Runner = run or self._in_own_thread
+        self._scan: Runner = scan or self._run
+
+    async def _in_own_thread(self, func: Callable[..., T], *args: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, func, *args)  # None: default pool
+
+    async def _close(self, close: Callable[[], None]) -> None:
+        try:
+            await self._in_own_thread(close)
+        finally:
+            if self._executor is not None:
+                self._executor.shutdown(wait=False)
+
+
 S = TypeVar("S", bound="Closable")
 
 

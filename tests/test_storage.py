@@ -48,7 +48,7 @@ def test_a_storage_declared_once_opens_all_three_stores_sync_and_async() -> None
         # No asyncio openers declared: both run their blocking backend in a worker thread.
         async_index = await open_async_index("vault://one", namespace="n")
         assert isinstance(async_index, AsyncIndexAdapter)
-        assert async_index._call is in_thread
+        assert async_index._run is in_thread
         assert (await async_index.observe("https://a.test/y", 2**40)).stored
         await async_index.close()
         async_store = open_async_recrawl_store("vault://one")

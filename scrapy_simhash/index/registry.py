@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from scrapy_simhash._runners import Runner, in_thread
+from scrapy_simhash._runners import Runner, ThreadFace, in_thread
 from scrapy_simhash.exceptions import ConfigurationError
 from scrapy_simhash.index.base import (
     AsyncNearDuplicateIndex,
@@ -136,55 +136,53 @@ async def open_async_index(
     return AsyncIndexAdapter(index, run=in_thread)
 
 
-class AsyncIndexAdapter(AsyncNearDuplicateIndex):
-    """Coroutine face of a blocking index. ``run`` says where the calls of one page run,
-    ``scan`` where the calls over a whole namespace do (counts, statistics, purges), by
-    default the same (see :mod:`scrapy_simhash._runners`)."""
+class AsyncIndexAdapter(ThreadFace, AsyncNearDuplicateIndex):
+    """Coroutine face of a blocking index (see :class:`~scrapy_simhash._runners.ThreadFace`
+    for ``run`` and ``scan``)."""
 
     def __init__(
-        self, index: NearDuplicateIndex, *, run: Runner, scan: Runner | None = None
+        self, index: NearDuplicateIndex, *, run: Runner | None = None, scan: Runner | None = None
     ) -> None:
+        super().__init__(run=run, scan=scan)
         self.sync = index
         self.created = index.created
         self.config = index.config
         self.layout = index.layout
         self.url = index.url
-        self._call = run
-        self._scan = scan or run
 
     @property
     def creation(self) -> str | None:
         return self.sync.creation
 
     async def observe(self, key: str, fingerprint: int) -> Observation:
-        return await self._call(self.sync.observe, key, fingerprint)
+        return await self._run(self.sync.observe, key, fingerprint)
 
     async def claim(self, key: str, fingerprint: int) -> Observation:
-        return await self._call(self.sync.claim, key, fingerprint)
+        return await self._run(self.sync.claim, key, fingerprint)
 
     async def query(self, fingerprint: int) -> list[Match]:
-        return await self._call(self.sync.query, fingerprint)
+        return await self._run(self.sync.query, fingerprint)
 
     async def rename(self, old: str, new: str) -> bool:
-        return await self._call(self.sync.rename, old, new)
+        return await self._run(self.sync.rename, old, new)
 
     async def record_drop(self, url: str, kept: str, distance: int) -> None:
-        await self._call(self.sync.record_drop, url, kept, distance)
+        await self._run(self.sync.record_drop, url, kept, distance)
 
     async def drop_of(self, url: str) -> DropRecord | None:
-        return await self._call(self.sync.drop_of, url)
+        return await self._run(self.sync.drop_of, url)
 
     async def forget_drop(self, url: str) -> None:
-        await self._call(self.sync.forget_drop, url)
+        await self._run(self.sync.forget_drop, url)
 
     async def drop_count(self) -> int:
         return await self._scan(self.sync.drop_count)
 
     async def get(self, key: str) -> int | None:
-        return await self._call(self.sync.get, key)
+        return await self._run(self.sync.get, key)
 
     async def remove(self, key: str) -> bool:
-        return await self._call(self.sync.remove, key)
+        return await self._run(self.sync.remove, key)
 
     async def clear(self) -> None:
         await self._scan(self.sync.clear)
@@ -199,5 +197,4 @@ class AsyncIndexAdapter(AsyncNearDuplicateIndex):
         return await self._scan(self.sync.stats)
 
     async def close(self) -> None:
-        # In a thread whatever the runner: closing may checkpoint a file and sync the disk.
-        await in_thread(self.sync.close)
+        await self._close(self.sync.close)

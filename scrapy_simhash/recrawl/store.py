@@ -8,17 +8,15 @@ in :class:`IndexBackendError` with the password masked, and apply the scheduling
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from scrapy_simhash._redact import scrub
 from scrapy_simhash._redis import mask_url
-from scrapy_simhash._runners import Runner
+from scrapy_simhash._runners import Runner, ThreadFace
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
 from scrapy_simhash.recrawl.backend import AsyncBackend, Backend, histogram_rates
 from scrapy_simhash.recrawl.config import DAY, RecrawlConfig
@@ -354,28 +352,17 @@ class AsyncRecrawlStore:
         await self.close()
 
 
-class AsyncBackendAdapter:
-    """The asyncio face of a blocking backend. Its calls run in one worker thread of its
-    own, so the event loop never waits on disk and a backend that is not thread-safe is
-    only ever called from that thread, unless ``run`` says otherwise (memory: inline;
-    SQLite: inline while the file is free; see :mod:`scrapy_simhash._runners`)."""
+class AsyncBackendAdapter(ThreadFace):
+    """The asyncio face of a blocking backend (see
+    :class:`~scrapy_simhash._runners.ThreadFace`: memory runs inline, SQLite inline while
+    the file is free; claims, seeds and counts are its scans)."""
 
     def __init__(
         self, backend: Backend, *, run: Runner | None = None, scan: Runner | None = None
     ) -> None:
+        super().__init__(run=run, scan=scan)
         self._backend = backend
         self.errors = backend.errors
-        self._executor = (
-            ThreadPoolExecutor(max_workers=1, thread_name_prefix="simhash-recrawl")
-            if run is None else None
-        )
-        self._run = run or self._in_own_thread
-        # Calls over many rows (claims, seeds, counts); the per-URL ones go to ``run``.
-        self._scan = scan or self._run
-
-    async def _in_own_thread(self, func: Callable[..., T], *args: Any) -> T:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, func, *args)
 
     async def update(self, url: str, step: Callable[[PageState | None], PageState]) -> PageState:
         return await self._run(self._backend.update, url, step)
@@ -407,12 +394,7 @@ class AsyncBackendAdapter:
         return await self._scan(self._backend.rate_histogram)
 
     async def close(self) -> None:
-        try:
-            # In a thread whatever the runner: closing may checkpoint a file and sync the disk.
-            await self._in_own_thread(self._backend.close)  # None: the loop's default pool
-        finally:
-            if self._executor is not None:
-                self._executor.shutdown(wait=False)
+        await self._close(self._backend.close)
 
 
 def _open_backend(url: str | None, namespace: str, config: RecrawlConfig) -> Backend:
