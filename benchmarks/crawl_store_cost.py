@@ -23,7 +23,7 @@ from typing import Any
 
 from scrapy_simhash._runners import in_thread
 from scrapy_simhash.index import open_async_index
-from scrapy_simhash.index.registry import AsyncIndexAdapter
+from scrapy_simhash.index.threaded import AsyncIndexAdapter
 from scrapy_simhash.recrawl import open_async_recrawl_store
 
 VARIANTS = 3

@@ -44,6 +44,7 @@ sys.path.insert(0, str(HERE.parent))
 from _pages import data_dir
 
 from scrapy_simhash.cli import parse_setting
+from scrapy_simhash.settings import fingerprint_config
 from tests.http_site import SiteServer
 from tests.redis_servers import REDIS_SERVER, RedisServer
 from tests.scrapy_runner import CrawlResult, finish_crawl, start_crawl
@@ -216,11 +217,11 @@ def index_would_drop(site: Site, pairs: dict[str, str], settings: dict[str, Any]
     index drops them as copies when they are fetched, so skipping them loses nothing more."""
     from scrapy.settings import Settings
 
-    from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
+    from scrapy_simhash.fingerprint import Fingerprinter
     from scrapy_simhash.settings import max_distance
 
     crawl = Settings({**CRAWL_SETTINGS, **settings})
-    fingerprinter = Fingerprinter(FingerprintConfig.from_settings(crawl))
+    fingerprinter = Fingerprinter(fingerprint_config(crawl))
     limit = max_distance(crawl)
 
     def fp(path: str) -> int | None:

@@ -35,9 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _pages import data_dir
 
 from scrapy_simhash.cli import common_parser
-from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
+from scrapy_simhash.fingerprint import Fingerprinter
 from scrapy_simhash.index.layout import choose_layout
-from scrapy_simhash.settings import index_options
+from scrapy_simhash.settings import fingerprint_config, index_options
 
 KS = range(13)
 SAME_TEMPLATE = ("same_template", "same_template_swap")
@@ -74,7 +74,7 @@ _FINGERPRINTER: Fingerprinter | None = None
 def _init(overrides: dict[str, Any]) -> None:
     global _FINGERPRINTER
     logging.getLogger("jieba").setLevel(logging.WARNING)
-    _FINGERPRINTER = Fingerprinter(FingerprintConfig.from_settings(overrides))
+    _FINGERPRINTER = Fingerprinter(fingerprint_config(overrides))
 
 
 def _fingerprint(path: Path) -> tuple[str, int | None, str | None]:

@@ -33,8 +33,9 @@ from _pairs import Corpus, Pair, build
 
 from scrapy_simhash import extract_main_text
 from scrapy_simhash.cli import common_parser
-from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
-from scrapy_simhash.index.settings import DEFAULT_MAX_DISTANCE
+from scrapy_simhash.fingerprint import Fingerprinter
+from scrapy_simhash.index.defaults import DEFAULT_MAX_DISTANCE
+from scrapy_simhash.settings import fingerprint_config
 
 KS = range(11)
 
@@ -194,7 +195,7 @@ def main() -> int:
         f"in {time.perf_counter() - started:.1f} s",
         file=sys.stderr,
     )
-    fingerprinter = Fingerprinter(FingerprintConfig.from_settings(overrides))
+    fingerprinter = Fingerprinter(fingerprint_config(overrides))
     methods: dict[str, dict[str, int | None]] = {}
     timings: dict[str, float] = {}
     methods["ours"], timings["ours"] = fingerprint_all(

@@ -38,7 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._pages import data_dir, load_pages
 from scrapy_simhash import extract_main_text, features, fingerprint
 from scrapy_simhash.cli import parse_setting
-from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter, hamming
+from scrapy_simhash.fingerprint import Fingerprinter, hamming
+from scrapy_simhash.settings import fingerprint_config
 from scrapy_simhash.text import extract, walk
 
 # Passes over the pages per timed contender; the fastest pass counts (least disturbed).
@@ -66,7 +67,7 @@ def _contenders(settings: dict[str, str]) -> dict[str, Callable[[bytes], object]
     """HTML bytes -> result, for ours and each reference that is installed."""
     from lxml import etree
 
-    fingerprinter = Fingerprinter(FingerprintConfig.from_settings(settings))
+    fingerprinter = Fingerprinter(fingerprint_config(settings))
     fingerprinter.fingerprint_text("预热 warm up " * 100)  # load tables outside the clock
     contenders: dict[str, Callable[[bytes], object]] = {"ours": fingerprinter.fingerprint_page}
     try:
@@ -164,7 +165,7 @@ def stage_table(settings: dict[str, str], corpora: dict[str, list[bytes]]) -> No
             originals.append((owner, name, original))
             setattr(owner, name, timed(original, label))
     try:
-        fingerprinter = Fingerprinter(FingerprintConfig.from_settings(settings))
+        fingerprinter = Fingerprinter(fingerprint_config(settings))
         fingerprinter.fingerprint_text("预热 warm up " * 100)
         for label, bodies in corpora.items():
             for body in bodies[:20]:
@@ -201,7 +202,7 @@ def stage_table(settings: dict[str, str], corpora: dict[str, list[bytes]]) -> No
 def whole_pages(
     settings: dict[str, str], tokenizer: str, bodies: list[tuple[str, bytes]]
 ) -> dict[str, float]:
-    config = FingerprintConfig.from_settings({**settings, "SIMHASH_TOKENIZER": tokenizer})
+    config = fingerprint_config({**settings, "SIMHASH_TOKENIZER": tokenizer})
     fingerprinter = Fingerprinter(config)
     fingerprinter.fingerprint_text("预热 warm up " * 100)  # load dictionaries outside the clock
     start = time.process_time()
@@ -234,7 +235,7 @@ def simhash_step(settings: dict[str, str], bodies: list[tuple[str, bytes]]) -> N
     import simhash as reference
 
     fingerprinter = Fingerprinter(
-        FingerprintConfig.from_settings({**settings, "SIMHASH_TOKENIZER": "rjieba"})
+        fingerprint_config({**settings, "SIMHASH_TOKENIZER": "rjieba"})
     )
     documents = []
     for _, body in bodies:
@@ -276,7 +277,7 @@ def _time(function: Callable[[Any], object], documents: list[Any]) -> float:
 def tokenizer_agreement(settings: dict[str, str], bodies: list[tuple[str, bytes]]) -> None:
     chinese = [body for lang, body in bodies if lang == "zh"]
     jieba, rjieba = (
-        Fingerprinter(FingerprintConfig.from_settings({**settings, "SIMHASH_TOKENIZER": name}))
+        Fingerprinter(fingerprint_config({**settings, "SIMHASH_TOKENIZER": name}))
         for name in ("jieba", "rjieba")
     )
     distances: Counter[str] = Counter()

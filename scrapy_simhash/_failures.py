@@ -75,7 +75,7 @@ def broken_file_message(url: str, detail: str) -> str:
     return (
         f"SimHash index file {path} is damaged or is not an SQLite database ({detail}), "
         "so the crawl cannot use it. Move it away with its -wal and -shm files (or delete "
-        "them) to start with an empty index there, or point SIMHASH_INDEX_URL at another "
+        "them) to start with an empty index there, or point `url` at another "
         "file; `sqlite3 FILE .recover` may save what it held (fingerprints, recrawl schedule)"
     )
 

@@ -89,5 +89,25 @@ def _bad_url(url: str, exc: ValueError) -> ConfigurationError:
     a database that is not a number or a broken IPv6 address."""
     return ConfigurationError(
         f"invalid Redis URL {mask_url(url)}: {scrub(str(exc), url).rstrip('.')}; "
-        "fix SIMHASH_INDEX_URL"
+        "fix `url`"
     )
+
+
+#: Hash slots of a Redis Cluster.
+_SLOTS = 16384
+#: The largest number of shards a namespace is spread over (index and recrawl state).
+MAX_SHARDS = 1024
+
+
+def shard_namespace(namespace: str, shard: int, shards: int) -> str:
+    """The namespace of shard ``shard``: its hash tag falls in the ``shard``-th of
+    ``shards`` equal slot ranges, so shards spread one per master of an evenly sliced
+    cluster instead of colliding by chance."""
+    from redis.crc import key_slot
+
+    n = 0
+    while True:
+        name = f"{namespace}:s{shard}of{shards}.{n}"
+        if key_slot(f"{{{name}}}".encode()) * shards // _SLOTS == shard:
+            return name
+        n += 1

@@ -110,8 +110,8 @@ class _RJieba:
             import rjieba
         except ImportError:
             raise ConfigurationError(
-                "SIMHASH_TOKENIZER=rjieba needs the rjieba package: "
-                "pip install 'scrapy-simhash[fast]' (or set SIMHASH_TOKENIZER=jieba)"
+                "`tokenizer` rjieba needs the rjieba package: "
+                "pip install 'scrapy-simhash[fast]' (or set `tokenizer` to jieba)"
             ) from None
         self._rjieba = rjieba
         self._hmm = hmm
@@ -132,7 +132,7 @@ def get_tokenizer(name: str, hmm: bool = False) -> Tokenizer:
         return _Jieba(hmm)
     if name == "rjieba":
         return _RJieba(hmm)
-    raise ConfigurationError(f"SIMHASH_TOKENIZER must be one of {', '.join(TOKENIZERS)}")
+    raise ConfigurationError(f"`tokenizer` must be one of {', '.join(TOKENIZERS)}")
 
 
 def normalize(text: str) -> str:
@@ -182,7 +182,7 @@ def load_stopwords(*, builtin: bool = True, path: str | None = None) -> frozense
             text = Path(path).read_text(encoding="utf-8-sig")
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigurationError(
-                f"SIMHASH_STOPWORDS_FILE {path!r} cannot be read as UTF-8 text: {exc}"
+                f"`stopwords_file` {path!r} cannot be read as UTF-8 text: {exc}"
             ) from None
         words |= read_stopwords(text.splitlines())
     return frozenset(words)
@@ -253,14 +253,14 @@ class FeatureExtractor:
     ) -> None:
         if cjk_features not in CJK_FEATURES:
             raise ConfigurationError(
-                f"SIMHASH_CJK_FEATURES must be one of {', '.join(CJK_FEATURES)}"
+                f"`cjk_features` must be one of {', '.join(CJK_FEATURES)}"
             )
         if tokenizer not in TOKENIZERS:
-            raise ConfigurationError(f"SIMHASH_TOKENIZER must be one of {', '.join(TOKENIZERS)}")
+            raise ConfigurationError(f"`tokenizer` must be one of {', '.join(TOKENIZERS)}")
         if weighting not in WEIGHTINGS:
-            raise ConfigurationError(f"SIMHASH_WEIGHTING must be one of {', '.join(WEIGHTINGS)}")
+            raise ConfigurationError(f"`weighting` must be one of {', '.join(WEIGHTINGS)}")
         if shingle_size < 1:
-            raise ConfigurationError("SIMHASH_SHINGLE_SIZE must be >= 1")
+            raise ConfigurationError("`shingle_size` must be >= 1")
         self._tokenizer_name = tokenizer
         self._hmm = hmm
         self.weighting = weighting

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
-from typing import Any, Protocol, cast
+from typing import Protocol, cast
 
 import xxhash
 
@@ -67,7 +67,7 @@ class ExtractedText(Protocol):
 
 
 class MainTextExtractor(Protocol):
-    """A page's main text from its body (SIMHASH_EXTRACTOR names one of one's own)."""
+    """A page's main text from its body (the ``extractor`` option names one of one's own)."""
 
     def __call__(
         self, body: bytes | str, *, content_type: str | None = ..., max_bytes: int | None = ...
@@ -76,7 +76,8 @@ class MainTextExtractor(Protocol):
 
 @dataclass(frozen=True)
 class FingerprintConfig:
-    """Every option that shapes features and fingerprints (``SIMHASH_*`` settings)."""
+    """Every option that shapes features and fingerprints (``settings.fingerprint_config``
+    reads them from the crawl's settings)."""
 
     bits: int = 64
     tokenizer: str = "jieba"
@@ -99,40 +100,33 @@ class FingerprintConfig:
 
     def __post_init__(self) -> None:
         if self.bits not in _WIDTHS:
-            raise ConfigurationError(f"SIMHASH_BITS must be 64 or 128, got {self.bits}")
+            raise ConfigurationError(f"`bits` must be 64 or 128, got {self.bits}")
         if self.tokenizer not in TOKENIZERS:
             raise ConfigurationError(
-                f"SIMHASH_TOKENIZER must be one of {', '.join(TOKENIZERS)}, got {self.tokenizer!r}"
+                f"`tokenizer` must be one of {', '.join(TOKENIZERS)}, got {self.tokenizer!r}"
             )
         if self.cjk_features not in CJK_FEATURES:
             raise ConfigurationError(
-                f"SIMHASH_CJK_FEATURES must be one of {', '.join(CJK_FEATURES)}, "
+                f"`cjk_features` must be one of {', '.join(CJK_FEATURES)}, "
                 f"got {self.cjk_features!r}"
             )
         if self.weighting not in WEIGHTINGS:
             raise ConfigurationError(
-                f"SIMHASH_WEIGHTING must be one of {', '.join(WEIGHTINGS)}, "
+                f"`weighting` must be one of {', '.join(WEIGHTINGS)}, "
                 f"got {self.weighting!r}"
             )
         if self.title_weight < 0:
-            raise ConfigurationError("SIMHASH_TITLE_WEIGHT must be >= 0 (0 ignores the title)")
+            raise ConfigurationError("`title_weight` must be >= 0 (0 ignores the title)")
         if self.shingle_size < 1:
-            raise ConfigurationError("SIMHASH_SHINGLE_SIZE must be >= 1 (1 = single words)")
+            raise ConfigurationError("`shingle_size` must be >= 1 (1 = single words)")
         if not 0 <= self.seed < 2**64:
-            raise ConfigurationError("SIMHASH_SEED must be between 0 and 2**64-1")
+            raise ConfigurationError("`seed` must be between 0 and 2**64-1")
         if self.min_text_chars < 0 or self.max_body_bytes < 0:
             raise ConfigurationError(
-                "SIMHASH_MIN_TEXT_CHARS and SIMHASH_MAX_BODY_BYTES must be >= 0"
+                "`min_text_chars` and `max_body_bytes` must be >= 0"
             )
         if self.extractor:  # the built-in one needs no check, nor lxml imported for it
             self.main_text  # noqa: B018 - an extractor that cannot be loaded refuses here
-
-    @classmethod
-    def from_settings(cls, settings: Mapping[str, Any]) -> FingerprintConfig:
-        """Read the ``SIMHASH_*`` fingerprint settings (Scrapy settings or a plain dict)."""
-        from scrapy_simhash.settings import fingerprint_config
-
-        return fingerprint_config(settings)
 
     @cached_property
     def main_text(self) -> MainTextExtractor:
@@ -148,11 +142,11 @@ class FingerprintConfig:
             found = getattr(importlib.import_module(module), name) if module else None
         except (ImportError, AttributeError) as exc:
             raise ConfigurationError(
-                f"SIMHASH_EXTRACTOR {self.extractor!r} cannot be loaded: {exc}"
+                f"`extractor` {self.extractor!r} cannot be loaded: {exc}"
             ) from None
         if not callable(found):
             raise ConfigurationError(
-                f"SIMHASH_EXTRACTOR must be the import path of a function, got {self.extractor!r}"
+                f"`extractor` must be the import path of a function, got {self.extractor!r}"
             )
         return cast(MainTextExtractor, found)
 
@@ -269,7 +263,7 @@ class Fingerprinter:
         if length < minimum:
             return (
                 f"too little text of its own ({length} chars besides the title, CJK "
-                f"counted x3; SIMHASH_MIN_TEXT_CHARS={self.config.min_text_chars})"
+                f"counted x3; {self.config.min_text_chars} needed)"
             )
         return None
 

@@ -75,7 +75,7 @@ def _rules(url: str | None, namespace: str, options: Mapping[str, Any]) -> list[
 
 def _templates(url: str | None, namespace: str, options: Mapping[str, Any]) -> list[Cleared]:
     """The hosts' template memory; reported only when there was some."""
-    from scrapy_simhash.template.store import open_template_store
+    from scrapy_simhash.storage import open_template_store
 
     store = open_template_store(url, namespace)
     try:

@@ -1,7 +1,7 @@
 """One registry of storages by URL scheme, for every store a crawl keeps.
 
 The near-duplicate index, the recrawl schedule and the learned URL rules of a crawl live in
-the same storage, named by one URL (``SIMHASH_INDEX_URL``), so the three must agree on which
+the same storage, named by one URL (the index's ``url``), so the three must agree on which
 schemes exist and what each opens. Like the ``limits`` library's storage registry, a
 :class:`Storage` declares the schemes it serves and how it opens each store, blocking and
 asyncio; an unknown scheme, or a storage that cannot hold a store, is a configuration error
@@ -15,12 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from scrapy_simhash._redis import REDIS_SCHEMES, mask_url
 from scrapy_simhash._runners import in_thread, inline
 from scrapy_simhash.exceptions import ConfigurationError
+
+if TYPE_CHECKING:
+    from scrapy_simhash.dust.store import RuleStore
+    from scrapy_simhash.template.store import TemplateStore
 
 #: The stores a storage may hold, by the field of :class:`Storage` that opens them.
 STORES = {
@@ -88,7 +92,7 @@ def scheme_of(url: str | None) -> str:
         if "IPv6" in str(exc):
             hint = " (an IPv6 address goes in brackets: redis://[::1]:6379/0)"
         raise ConfigurationError(
-            f"SIMHASH_INDEX_URL {mask_url(url)!r} cannot be read: {exc}{hint}"
+            f"`url` {mask_url(url)!r} cannot be read: {exc}{hint}"
         ) from None
 
 
@@ -121,7 +125,7 @@ def _memory_index(url: str, config: Any, **options: Any) -> Any:
 
 
 async def _async_memory_index(url: str, config: Any, **options: Any) -> Any:
-    from scrapy_simhash.index.registry import AsyncIndexAdapter
+    from scrapy_simhash.index.threaded import AsyncIndexAdapter
 
     # Memory never blocks: called inline, not in a thread.
     return AsyncIndexAdapter(_memory_index(url, config, **options), run=inline)
@@ -138,7 +142,7 @@ def _memory_recrawl(
 def _async_memory_recrawl(
     url: str | None, namespace: str, shards: int | None = None, expected_pages: int | None = None
 ) -> Any:
-    from scrapy_simhash.recrawl.store import AsyncBackendAdapter
+    from scrapy_simhash.recrawl.threaded import AsyncBackendAdapter
 
     # Memory never blocks: called inline (a fifth of a thread hop per call).
     return AsyncBackendAdapter(_memory_recrawl(url, namespace), run=inline)
@@ -194,7 +198,7 @@ def _sqlite_recrawl(
 async def _async_sqlite_index(url: str, config: Any, **options: Any) -> Any:
     import asyncio
 
-    from scrapy_simhash.index.registry import AsyncIndexAdapter
+    from scrapy_simhash.index.threaded import AsyncIndexAdapter
 
     # Opening may wait for another process's write lock: in a thread. Then a page's calls
     # run inline until one would wait (SharedConnection.run); scans run in a thread.
@@ -205,7 +209,7 @@ async def _async_sqlite_index(url: str, config: Any, **options: Any) -> Any:
 def _async_sqlite_recrawl(
     url: str | None, namespace: str, shards: int | None = None, expected_pages: int | None = None
 ) -> Any:
-    from scrapy_simhash.recrawl.store import AsyncBackendAdapter
+    from scrapy_simhash.recrawl.threaded import AsyncBackendAdapter
 
     backend = _sqlite_recrawl(url, namespace)
     return AsyncBackendAdapter(backend, run=backend.connection.run, scan=in_thread)
@@ -233,7 +237,7 @@ def _redis_index(url: str, config: Any, **options: Any) -> Any:
 async def _async_redis_index(url: str, config: Any, **options: Any) -> Any:
     import asyncio
 
-    from scrapy_simhash.index.registry import AsyncIndexAdapter
+    from scrapy_simhash.index.threaded import AsyncIndexAdapter
 
     if options.get("shards", 1) != 1:
         # A sharded namespace takes two rounds of pipelines per page; its blocking client
@@ -273,6 +277,46 @@ def _redis_rules(url: str, namespace: str, **options: Any) -> Any:
     from scrapy_simhash.index.redis import client_options
 
     return RedisRuleStore(url, namespace, **client_options(dict(options)))
+
+
+# -- opening the stores that have no facade of their own ----------------------------
+
+
+def check_rule_store_url(url: str | None) -> str:
+    """The storage URL (None: the embedded SQLite file) if it can hold rules, else the
+    ConfigurationError a crawl with URL rules (`dust_enabled`) refuses to start with."""
+    from scrapy_simhash.index.sqlite import DEFAULT_URL
+
+    url = url or DEFAULT_URL
+    try:
+        storage_for(url, "rules")
+    except ConfigurationError:
+        raise ConfigurationError(
+            f"no URL rule store for {mask_url(url)!r}: `dust_enabled` needs an index URL "
+            f"of {', '.join(holding('rules'))} (or `dust_enabled` = False)"
+        ) from None
+    return url
+
+
+def open_rule_store(url: str | None, namespace: str, **options: Any) -> RuleStore:
+    """The rule store of ``namespace`` in the storage the index URL names (None: the
+    embedded SQLite file). ``options``: Redis client options, or SQLite's ``timeout``."""
+    url = check_rule_store_url(url)
+    opener = storage_for(url, "rules").rules
+    assert opener is not None  # checked above
+    store: RuleStore = opener(url, namespace, **options)
+    return store
+
+
+def open_template_store(url: str | None, namespace: str, **options: Any) -> TemplateStore:
+    """The template store of ``namespace`` in the storage the index URL names (None: the
+    embedded SQLite file). ``options``: the storage's client options and ``ttl_secs``."""
+    from scrapy_simhash.index.sqlite import DEFAULT_URL
+    url = url or DEFAULT_URL
+    opener = storage_for(url, "templates").templates
+    assert opener is not None  # storage_for checked it
+    store: TemplateStore = opener(url, namespace, **options)
+    return store
 
 
 register_storage(Storage(

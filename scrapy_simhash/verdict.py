@@ -126,7 +126,7 @@ class Unchecked(NamedTuple):
 
 class OutageBacklog:
     """The pages passed unchecked while the index was away, oldest first, at most ``limit``
-    of them (SIMHASH_OUTAGE_BACKLOG_PAGES): indexed when it answers again, so their copies
+    of them (the ``backlog_pages`` option): indexed when it answers again, so their copies
     fetched afterwards are found. Pages beyond the bound are counted, never indexed."""
 
     def __init__(self, limit: int) -> None:
@@ -155,7 +155,7 @@ class VerdictStep:
         alone tells whether a re-fetched page changed, by the same ``change_distance``.
         ``count`` receives the names of stats the step alone sees (recrawl updates lost,
         the backlog's ``outage/*``). ``backlog``: the caller passes the pages the index
-        could not check (SIMHASH_ON_INDEX_ERROR "pass"), to be indexed when it is back;
+        could not check (pages passed on an outage), to be indexed when it is back;
         None: they are not passed, or not remembered."""
         self.index = index
         self.recrawl = recrawl
@@ -485,7 +485,8 @@ class VerdictStep:
     async def _prefer(
         self, key: str, own: str, fingerprint: int, match: Any, answer: Answer | None
     ) -> bool:
-        """Name the cluster by this copy's URL if SIMHASH_PREFER_URLS ranks it better.
+        """Name the cluster by this copy's URL if the preferred URLs (``prefer_urls``) rank it
+        better.
 
         Only between URLs no page declared canonical: the index entry is renamed (the
         stored fingerprint, of the page the spider received, stays), the former name is

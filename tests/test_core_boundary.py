@@ -90,3 +90,175 @@ def test_settings_are_read_in_the_settings_package_only() -> None:
         if names_a_setting(node)
     ]
     assert readers == []
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the package's modules it imports, anywhere in it (inside functions too;
+    not under ``if TYPE_CHECKING``). ``from p import m`` names module ``p.m`` when ``m`` is
+    one (``p`` itself only for other names); a parent package is not counted, as every
+    import of a submodule runs it."""
+    import ast
+    from pathlib import Path
+
+    root = Path(scrapy_simhash.__file__).parent
+    files = {}
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        files[name] = path
+    graph: dict[str, set[str]] = {}
+    for name, path in files.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        hidden = {
+            id(inner)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+            for inner in ast.walk(node)
+        }
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found: set[str] = set()
+        for node in ast.walk(tree):
+            if id(node) in hidden:
+                continue
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*up, *([base] if base else [])])
+                subs = [f"{base}.{alias.name}" for alias in node.names
+                        if f"{base}.{alias.name}" in files]
+                found.update(subs)
+                if len(subs) < len(node.names):
+                    found.add(base)
+        graph[name] = {module for module in found if module in files and module != name}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for other in sorted(graph[module]):
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in on_stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == module:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_the_package_has_no_import_cycle() -> None:
+    """Settings on top of the core, the storage registry on top of its backends: a module
+    that imports its own callers can be neither read nor replaced alone."""
+    graph = _import_graph()
+    assert graph["scrapy_simhash.storage"] >= {"scrapy_simhash.index.sqlite"}  # it sees imports
+    cycles = _cycles(graph)
+    described = [
+        " ; ".join(f"{m} -> {sorted(graph[m] & set(cycle))}" for m in cycle) for cycle in cycles
+    ]
+    assert cycles == [], described
+
+
+def test_the_cycle_finder_finds_a_cycle_through_a_function_import() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(graph) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def _core_strings() -> list[tuple[str, int, str]]:
+    """(module, line, text) of every string constant in a core module, docstrings and
+    messages included: everything but ``settings/``, ``glue/``, ``cli/`` and ``reset``."""
+    import ast
+    from pathlib import Path
+
+    root = Path(scrapy_simhash.__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root).as_posix()
+        if relative.startswith(("settings/", "glue/", "cli/")) or relative in (
+            "reset.py", "__main__.py", "signals.py",
+        ):
+            continue
+        found.extend(
+            (relative, node.lineno, node.value)
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        )
+    return found
+
+
+def test_the_core_knows_no_setting_name() -> None:
+    """The core takes typed options and speaks of them; ``settings/`` alone knows which
+    ``SIMHASH_*`` setting sets each, and says so in the messages users read."""
+    import re
+
+    named = [(m, line) for m, line, text in _core_strings() if re.search(r"SIMHASH_[A-Z]", text)]
+    assert named == []
+
+
+def test_every_option_the_core_names_has_its_setting() -> None:
+    """Each `option` an error of the core names is put in setting names for the user."""
+    import ast
+    import re
+    from pathlib import Path
+
+    from scrapy_simhash.settings import KNOWN_SETTINGS
+    from scrapy_simhash.settings.names import OPTION_SETTINGS, in_setting_names
+
+    assert set(OPTION_SETTINGS.values()) <= KNOWN_SETTINGS
+    root = Path(scrapy_simhash.__file__).parent
+    core = {module for module, _, _ in _core_strings()}
+    options: set[str] = set()
+    for module in core:
+        for node in ast.walk(ast.parse((root / module).read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.Raise, ast.Call)) and (
+                isinstance(node, ast.Raise) or getattr(node.func, "id", "").endswith("Error")
+            ):
+                for inner in ast.walk(node):
+                    if isinstance(inner, ast.Constant) and isinstance(inner.value, str):
+                        options.update(re.findall(r"`([a-z_]+)`", inner.value))
+    assert options - set(OPTION_SETTINGS) == set()
+    assert {"bits", "url", "shards", "policy", "tokenizer"} <= options
+    said = in_setting_names("`bits` must be 64 or 128; run `scrapy simhash reset --namespace n`")
+    assert said == "SIMHASH_BITS must be 64 or 128; run `scrapy simhash reset --namespace n`"
+
+
+def test_settings_are_imported_by_the_glue_the_command_line_and_reset_only() -> None:
+    graph = _import_graph()
+    readers = {
+        module for module, imported in graph.items()
+        if any(m == "scrapy_simhash.settings" or m.startswith("scrapy_simhash.settings.")
+               for m in imported)
+    }
+    assert readers, "the graph sees the settings package's readers"
+    outside = {
+        m for m in readers
+        if not m.startswith(("scrapy_simhash.settings", "scrapy_simhash.glue.",
+                             "scrapy_simhash.cli"))
+        and m != "scrapy_simhash.reset"
+    }
+    assert outside == set()

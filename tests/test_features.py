@@ -107,7 +107,7 @@ def test_user_stop_word_file_extends_or_replaces(tmp_path: Path) -> None:
 
 
 def test_unreadable_stop_word_file_is_a_configuration_error() -> None:
-    with pytest.raises(ConfigurationError, match="SIMHASH_STOPWORDS_FILE"):
+    with pytest.raises(ConfigurationError, match="`stopwords_file`"):
         load_stopwords(path="/nonexistent/stop.txt")
 
 
@@ -122,13 +122,13 @@ def test_missing_rjieba_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_unknown_options_are_rejected() -> None:
-    with pytest.raises(ConfigurationError, match="SIMHASH_TOKENIZER"):
+    with pytest.raises(ConfigurationError, match="`tokenizer`"):
         FeatureExtractor(tokenizer="nltk")
-    with pytest.raises(ConfigurationError, match="SIMHASH_WEIGHTING"):
+    with pytest.raises(ConfigurationError, match="`weighting`"):
         FeatureExtractor(weighting="bm25")
-    with pytest.raises(ConfigurationError, match="SIMHASH_SHINGLE_SIZE"):
+    with pytest.raises(ConfigurationError, match="`shingle_size`"):
         FeatureExtractor(shingle_size=0)
-    with pytest.raises(ConfigurationError, match="SIMHASH_CJK_FEATURES"):
+    with pytest.raises(ConfigurationError, match="`cjk_features`"):
         FeatureExtractor(cjk_features="bigrams")
 
 

@@ -28,6 +28,7 @@ from scrapy_simhash.fingerprint import (
     similarity,
     to_hex,
 )
+from scrapy_simhash.settings import fingerprint_config
 
 FP64 = st.integers(min_value=0, max_value=2**64 - 1)
 FEATURES = st.dictionaries(
@@ -305,7 +306,7 @@ def test_scheme_ignores_limits_and_is_short() -> None:
 
 
 def test_from_settings_reads_command_line_strings() -> None:
-    config = FingerprintConfig.from_settings(
+    config = fingerprint_config(
         {
             "SIMHASH_BITS": "128",
             "SIMHASH_TOKENIZER": "RJIEBA",
@@ -330,7 +331,7 @@ def test_from_settings_reads_command_line_strings() -> None:
         min_text_chars=50,
         max_body_bytes=0,
     )
-    assert FingerprintConfig.from_settings({}) == FingerprintConfig()
+    assert fingerprint_config({}) == FingerprintConfig()
 
 
 @pytest.mark.parametrize(
@@ -349,11 +350,11 @@ def test_from_settings_reads_command_line_strings() -> None:
 )
 def test_bad_settings_name_the_setting(name: str, value: str) -> None:
     with pytest.raises(ConfigurationError, match=name):
-        FingerprintConfig.from_settings({name: value})
+        fingerprint_config({name: value})
 
 
 def test_missing_stop_word_file_fails_when_the_fingerprinter_is_built() -> None:
-    with pytest.raises(ConfigurationError, match="SIMHASH_STOPWORDS_FILE"):
+    with pytest.raises(ConfigurationError, match="`stopwords_file`"):
         Fingerprinter(FingerprintConfig(stopwords_file="/nonexistent/stop.txt"))
 
 

@@ -239,7 +239,7 @@ def test_reopening_with_another_configuration_raises(make: Callable[..., Any]) -
         return
     index = make(scheme="s1")
     index.observe("a", 77)
-    with pytest.raises(IndexMismatchError, match=r"scheme 's1' \(now 's2'\).*SIMHASH_NAMESPACE"):
+    with pytest.raises(IndexMismatchError, match=r"scheme 's1' \(now 's2'\).*another `namespace`"):
         make(scheme="s2")
     with pytest.raises(IndexMismatchError, match="bits 64"):
         make(scheme="s1", bits=128)

@@ -12,7 +12,8 @@ import redis
 
 from scrapy_simhash._redis import sync_client
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError, IndexMismatchError
-from scrapy_simhash.index import Match, Observation, index_options_from_settings, open_index
+from scrapy_simhash.index import Match, Observation, open_index
+from scrapy_simhash.settings import index_options
 from tests.conftest import backend_params, backend_url
 from tests.index_helpers import BlockingAsync, at_distance
 from tests.redis_servers import RedisServer
@@ -124,7 +125,7 @@ def test_unreachable_server_at_open_is_a_backend_error(own_redis: RedisServer) -
 
 
 def test_settings_become_open_index_arguments(tmp_path: Path) -> None:
-    assert index_options_from_settings({}) == {
+    assert index_options({}) == {
         "url": None,
         "max_distance": 4,
         "exact_distance": 3,
@@ -137,7 +138,7 @@ def test_settings_become_open_index_arguments(tmp_path: Path) -> None:
         "drop_max_entries": 1_000_000,
         "options": {},
     }
-    options = index_options_from_settings(
+    options = index_options(
         {
             "SIMHASH_INDEX_URL": f"sqlite:///{tmp_path}/settings.sqlite3",
             "SIMHASH_MAX_DISTANCE": "5",
@@ -160,14 +161,14 @@ def test_settings_become_open_index_arguments(tmp_path: Path) -> None:
         assert index.config.namespace == "news"
         assert (index.config.drop_ttl_secs, index.config.drop_max_entries) == (None, 500)
     with pytest.raises(ConfigurationError, match="SIMHASH_MAX_DISTANCE"):
-        index_options_from_settings({"SIMHASH_MAX_DISTANCE": "many"})
+        index_options({"SIMHASH_MAX_DISTANCE": "many"})
     with pytest.raises(ConfigurationError, match="SIMHASH_INDEX_EXACT_DISTANCE"):
-        index_options_from_settings({"SIMHASH_MAX_DISTANCE": "2", "SIMHASH_INDEX_EXACT_DISTANCE": "3"})
-    assert index_options_from_settings({"SIMHASH_MAX_DISTANCE": "0"})["exact_distance"] == 0
+        index_options({"SIMHASH_MAX_DISTANCE": "2", "SIMHASH_INDEX_EXACT_DISTANCE": "3"})
+    assert index_options({"SIMHASH_MAX_DISTANCE": "0"})["exact_distance"] == 0
     # 128-bit fingerprints get distances of their own unless set.
-    wide = index_options_from_settings({"SIMHASH_BITS": "128"})
+    wide = index_options({"SIMHASH_BITS": "128"})
     assert (wide["max_distance"], wide["exact_distance"]) == (9, 5)
-    wide = index_options_from_settings({"SIMHASH_BITS": "128", "SIMHASH_MAX_DISTANCE": "7"})
+    wide = index_options({"SIMHASH_BITS": "128", "SIMHASH_MAX_DISTANCE": "7"})
     assert (wide["max_distance"], wide["exact_distance"]) == (7, 5)
     with pytest.raises(ConfigurationError, match=r"memory:// takes no options.*retries"):
         open_index("memory://", options={"retries": 2})

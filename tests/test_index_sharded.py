@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError, IndexMismatchError
 from scrapy_simhash.index import open_index
+from scrapy_simhash.index.grow import grow
 from scrapy_simhash.index.redis.codec import key_id
-from scrapy_simhash.index.sharded import ShardedRedisIndex, grow
+from scrapy_simhash.index.sharded import ShardedRedisIndex
 from scrapy_simhash.recrawl import open_recrawl_store
 from tests.conftest import Clock
 from tests.index_helpers import at_distance, flip
@@ -209,7 +210,7 @@ def test_a_namespace_grows_in_place_and_keeps_its_pages(redis_cluster6_url: str)
         recrawl.add(list(fps)[:50], due=clock.now + 60)
     clock.now += 3000
     assert grow(redis_cluster6_url, "grow", 1, 6, **options) == 200
-    with pytest.raises(IndexMismatchError, match="SIMHASH_INDEX_SHARDS=6"):
+    with pytest.raises(IndexMismatchError, match="set `shards`=6"):
         open_index(redis_cluster6_url, namespace="grow", **options)
     assert grow(redis_cluster6_url, "grow", 6, 3, **options) == 200
     with pytest.raises(ConfigurationError, match="back to 1 it is not supported"):
@@ -243,7 +244,7 @@ def test_a_namespace_grows_in_place_and_keeps_its_pages(redis_cluster6_url: str)
 
 
 def test_shards_need_a_redis_url(tmp_path: Any) -> None:
-    with pytest.raises(ConfigurationError, match="SIMHASH_INDEX_SHARDS=3 needs a Redis"):
+    with pytest.raises(ConfigurationError, match="`shards`=3 needs a Redis"):
         open_index(f"sqlite:///{tmp_path}/x.sqlite3", shards=3)
     with pytest.raises(ConfigurationError, match="from 1 to 1024"):
         open_index("redis://127.0.0.1:1/0", shards=0)

@@ -106,8 +106,10 @@ def test_urls_that_cannot_be_read_name_the_setting(own_redis: RedisServer) -> No
             validate_index(url, NO_RETRY)
         with pytest.raises(ConfigurationError, match=reason) as caught_async:
             asyncio.run(open_async_index(url, **NO_RETRY))
+        # The crawl's words, and the core's (open_async_index's ``url``).
+        assert "SIMHASH_INDEX_URL" in str(caught.value)
+        assert "`url`" in str(caught_async.value)
         for message in (str(caught.value), str(caught_async.value)):
-            assert "SIMHASH_INDEX_URL" in message
             assert "pw-secret-1" not in message
     validate_index(f"redis://127.0.0.1:{own_redis.port}/3", NO_RETRY)  # a number is fine
 

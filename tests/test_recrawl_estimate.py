@@ -25,6 +25,7 @@ from scrapy_simhash.recrawl.policy import (
     solve_multiplier,
 )
 from scrapy_simhash.recrawl.state import Fetch, advance, next_interval
+from scrapy_simhash.settings import recrawl_config
 
 DAY = 86400.0
 rates = st.floats(min_value=1e-3, max_value=1e3)
@@ -180,7 +181,7 @@ def test_advance_threshold_and_history_window() -> None:
 
 
 def test_config_from_settings_reads_strings_and_rejects_nonsense() -> None:
-    config = RecrawlConfig.from_settings(
+    config = recrawl_config(
         {"SIMHASH_RECRAWL_POLICY": "NUTCH", "SIMHASH_RECRAWL_MIN_INTERVAL_SECS": "60",
          "SIMHASH_RECRAWL_ENABLED": "false"}
     )
@@ -188,11 +189,14 @@ def test_config_from_settings_reads_strings_and_rejects_nonsense() -> None:
     assert RecrawlConfig(budget_per_day=5).effective_policy == "budget"
     assert RecrawlConfig().effective_policy == "target"
     with pytest.raises(ConfigurationError, match="TARGET_FRESHNESS"):
-        RecrawlConfig.from_settings({"SIMHASH_RECRAWL_TARGET_FRESHNESS": "1.5"})
+        recrawl_config({"SIMHASH_RECRAWL_TARGET_FRESHNESS": "1.5"})
     with pytest.raises(ConfigurationError, match="BUDGET_PER_DAY"):
-        RecrawlConfig.from_settings({"SIMHASH_RECRAWL_POLICY": "budget"})
-    with pytest.raises(ConfigurationError, match="MIN_INTERVAL"):
-        RecrawlConfig(min_interval_secs=10, max_interval_secs=5)
+        recrawl_config({"SIMHASH_RECRAWL_POLICY": "budget"})
+    with pytest.raises(ConfigurationError, match="`min_interval_secs` must be > 0 and <= `max"):
+        RecrawlConfig(min_interval_secs=10, max_interval_secs=5)  # the core speaks of options
+    with pytest.raises(ConfigurationError, match="SIMHASH_RECRAWL_MIN_INTERVAL_SECS must be"):
+        recrawl_config({"SIMHASH_RECRAWL_MIN_INTERVAL_SECS": "10",
+                        "SIMHASH_RECRAWL_MAX_INTERVAL_SECS": "5"})  # the settings of settings
 
 
 def test_an_estimate_rests_on_history_once_it_weighs_as_much_as_the_prior() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import scrapy_simhash
 from scrapy_simhash import settings as simhash_settings
 from scrapy_simhash.fingerprint import FingerprintConfig
-from scrapy_simhash.index.settings import default_distances
+from scrapy_simhash.index.defaults import default_distances
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text(encoding="utf-8")

@@ -12,9 +12,9 @@ from scrapy_simhash.dust import open_rule_store
 from scrapy_simhash.exceptions import ConfigurationError
 from scrapy_simhash.index import open_async_index, open_index, register_backend
 from scrapy_simhash.index.memory import MemoryIndex
-from scrapy_simhash.index.registry import AsyncIndexAdapter
+from scrapy_simhash.index.threaded import AsyncIndexAdapter
 from scrapy_simhash.recrawl import open_async_recrawl_store, open_recrawl_store
-from scrapy_simhash.recrawl.store import AsyncBackendAdapter
+from scrapy_simhash.recrawl.threaded import AsyncBackendAdapter
 from scrapy_simhash.storage import Storage, register_storage
 
 
@@ -65,12 +65,12 @@ def test_an_index_backend_alone_gets_no_recrawl_or_rule_store() -> None:
     assert open_index("idx://x").count() == 0
     with pytest.raises(ConfigurationError, match="recrawl store URL scheme"):
         open_recrawl_store("idx://x")
-    with pytest.raises(ConfigurationError, match="SIMHASH_DUST_ENABLED"):
+    with pytest.raises(ConfigurationError, match="`dust_enabled` needs an index URL"):
         open_rule_store("idx://x", "n")
 
 
 def test_shards_need_a_redis_storage() -> None:
-    with pytest.raises(ConfigurationError, match="SIMHASH_INDEX_SHARDS=3 needs a Redis index"):
+    with pytest.raises(ConfigurationError, match="`shards`=3 needs a Redis index"):
         open_index("memory://", options={"shards": 3})
 
 

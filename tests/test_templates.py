@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from scrapy_simhash.fingerprint import Fingerprinter
 from scrapy_simhash.reset import reset_namespace
+from scrapy_simhash.storage import open_template_store
 from scrapy_simhash.template import (
     COUNTER_MAX,
     EMPTY,
@@ -33,12 +34,7 @@ from scrapy_simhash.template import (
     learnable,
     second_look,
 )
-from scrapy_simhash.template.store import (
-    HOST_BYTES,
-    MemoryTemplateStore,
-    SqliteTemplateStore,
-    open_template_store,
-)
+from scrapy_simhash.template.store import HOST_BYTES, MemoryTemplateStore, SqliteTemplateStore
 from scrapy_simhash.text import extract_main_text
 from tests.scrapy_inprocess import WORDS, harness
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from scrapy_simhash import __version__
 from scrapy_simhash.exceptions import IndexBackendError, SimhashError
+from scrapy_simhash.settings.names import in_setting_names
 
 
 def parse_setting(text: str) -> tuple[str, str]:
@@ -131,7 +132,7 @@ def main(
         print(f"{parser.prog}: {store_advice(str(exc))}", file=sys.stderr)
         return 1
     except SimhashError as exc:
-        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        print(f"{parser.prog}: error: {in_setting_names(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -16,7 +16,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter, PageFingerprint, to_hex
+from scrapy_simhash.fingerprint import Fingerprinter, PageFingerprint, to_hex
+from scrapy_simhash.settings import fingerprint_config
 from scrapy_simhash.template import LocalMemory
 
 STDIN = "-"
@@ -162,7 +163,7 @@ def _describe(exc: BaseException) -> str:
 
 def fingerprinter_from_settings(settings: Mapping[str, Any]) -> Fingerprinter:
     """A Fingerprinter configured like a crawl with the same ``-s`` settings."""
-    return Fingerprinter(FingerprintConfig.from_settings(settings))
+    return Fingerprinter(fingerprint_config(settings))
 
 
 def add_distance_option(parser: Any) -> None:

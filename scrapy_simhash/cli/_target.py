@@ -23,6 +23,7 @@ from scrapy_simhash import settings as simhash_settings
 from scrapy_simhash._redis import mask_url
 from scrapy_simhash.exceptions import ConfigurationError
 from scrapy_simhash.index.sqlite import DEFAULT_URL, sqlite_path
+from scrapy_simhash.settings import fingerprint_config, recrawl_config
 
 if TYPE_CHECKING:
     from scrapy_simhash.fingerprint import Fingerprinter
@@ -121,7 +122,6 @@ def resolve(args: argparse.Namespace, *, create: bool = False) -> Target:
 def open_store(args: argparse.Namespace, *, create: bool = False) -> RecrawlStore:
     """Open the recrawl store a crawl of the chosen spider uses; only ``create`` may make
     a new one."""
-    from scrapy_simhash.recrawl.config import RecrawlConfig
     from scrapy_simhash.recrawl.store import open_recrawl_store
 
     target = resolve(args, create=create)
@@ -130,7 +130,7 @@ def open_store(args: argparse.Namespace, *, create: bool = False) -> RecrawlStor
     return open_recrawl_store(
         target.url,
         namespace=target.namespace,
-        config=RecrawlConfig.from_settings(target.settings),
+        config=recrawl_config(target.settings),
         clock=time.time,
     )
 
@@ -138,12 +138,12 @@ def open_store(args: argparse.Namespace, *, create: bool = False) -> RecrawlStor
 def open_index(args: argparse.Namespace) -> tuple[NearDuplicateIndex, Fingerprinter, Target]:
     """Open the existing near-duplicate index a crawl of the chosen spider uses, with the
     fingerprinter of its settings (their bits and tokenizer must match the index's)."""
-    from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
+    from scrapy_simhash.fingerprint import Fingerprinter
     from scrapy_simhash.index import open_index as open_
 
     target = resolve(args)
     require_existing(target.url)
-    fingerprinter = Fingerprinter(FingerprintConfig.from_settings(target.settings))
+    fingerprinter = Fingerprinter(fingerprint_config(target.settings))
     index = open_(target.index_url, **index_options(target, fingerprinter))
     return index, fingerprinter, target
 

@@ -27,7 +27,7 @@ from scrapy_simhash.cli._target import (
 from scrapy_simhash.exceptions import SimhashError
 from scrapy_simhash.fingerprint import from_hex, to_hex
 from scrapy_simhash.index.base import IndexStats
-from scrapy_simhash.settings import canonicalize_keys
+from scrapy_simhash.settings import canonicalize_keys, fingerprint_config, recrawl_config
 
 
 def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -102,10 +102,9 @@ def run_stats(args: argparse.Namespace) -> int:
 
 def _recrawl_rows(args: argparse.Namespace, target: Target) -> list[tuple[str, str, str]]:
     """URLs scheduled for a recrawl and due now, from the namespace's recrawl store."""
-    from scrapy_simhash.recrawl.config import RecrawlConfig
     from scrapy_simhash.recrawl.store import open_recrawl_store
 
-    config = RecrawlConfig.from_settings(target.settings)
+    config = recrawl_config(target.settings)
     with open_recrawl_store(target.url, namespace=target.namespace, config=config) as store:
         tracked = store.count()
         if not tracked:
@@ -186,7 +185,6 @@ def _not_indexed(args: argparse.Namespace, target: Target, key: str) -> str:
     never fetched, fetched without a page to fingerprint, or fetched without a fingerprint.
     The recrawl store records every fetch (its status and fingerprint), not the reason a
     page got no fingerprint."""
-    from scrapy_simhash.recrawl.config import RecrawlConfig
     from scrapy_simhash.recrawl.store import open_recrawl_store
 
     place = where(target.url, target.namespace)
@@ -196,7 +194,7 @@ def _not_indexed(args: argparse.Namespace, target: Target, key: str) -> str:
             "without enough text in SIMHASH_ITEM_FIELDS gets no fingerprint, and items leave "
             "no record of that)"
         )
-    config = RecrawlConfig.from_settings(target.settings)
+    config = recrawl_config(target.settings)
     if not config.enabled:
         return (
             f"not in the index of {place}: never fetched, or fetched without a fingerprint "
@@ -261,7 +259,7 @@ def run_similar(args: argparse.Namespace) -> int:
 
 
 def run_reset(args: argparse.Namespace) -> int:
-    from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
+    from scrapy_simhash.fingerprint import Fingerprinter
     from scrapy_simhash.reset import reset_namespace
 
     target = resolve(args)
@@ -271,7 +269,7 @@ def run_reset(args: argparse.Namespace) -> int:
         print(f"nothing to reset: {exc}")
         return 0
     url = target.index_url
-    fingerprinter = Fingerprinter(FingerprintConfig.from_settings(target.settings))
+    fingerprinter = Fingerprinter(fingerprint_config(target.settings))
     cleared = reset_namespace(url, target.namespace, index_options(target, fingerprinter))
     print(f"namespace {target.namespace!r} of {mask_url(url)} reset:")
     for part in cleared:

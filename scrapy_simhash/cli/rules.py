@@ -32,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
     from scrapy_simhash.dust.book import MIN_CHECKS, MIN_SUPPORT
     from scrapy_simhash.dust.listing import format_rules
     from scrapy_simhash.settings import dust_min_checks, dust_min_support
+    from scrapy_simhash.settings.names import in_setting_names
 
     target = resolve(args)
     require_existing(target.url)
@@ -41,5 +42,5 @@ def run(args: argparse.Namespace) -> int:
         states = store.rules()
     print(f"URL rules of namespace {target.namespace!r} in {mask_url(target.index_url)}:")
     for line in format_rules(states, min_support, min_checks):
-        print(line)
+        print(in_setting_names(line))
     return 0

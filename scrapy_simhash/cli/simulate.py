@@ -20,6 +20,7 @@ from scrapy_simhash.recrawl.simulate import (
     population_from_rates,
     synthetic_population,
 )
+from scrapy_simhash.settings import recrawl_config
 
 #: Policies :func:`compare` runs per budget (the progress bar's unit).
 _POLICIES = 6
@@ -99,7 +100,7 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    config = RecrawlConfig.from_settings({**_SIMULATION_DEFAULTS, **settings_from_args(args)})
+    config = recrawl_config({**_SIMULATION_DEFAULTS, **settings_from_args(args)})
     population = _population(args)
     if args.fetches_per_page_per_day <= 0 or args.days <= args.warmup_days:
         raise ConfigurationError(

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from scrapy_simhash._runners import StoreThread
 from scrapy_simhash.dust.book import Check, RuleBook
 from scrapy_simhash.dust.rules import Rule, host_of, learn, rewrites
-from scrapy_simhash.dust.store import RuleState, RuleStore, open_rule_store
+from scrapy_simhash.dust.store import RuleState, RuleStore
+from scrapy_simhash.storage import open_rule_store
 
 __all__ = [
     "AsyncRuleStore",

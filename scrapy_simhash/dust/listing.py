@@ -31,7 +31,7 @@ def format_rules(
 
     rows = sorted(states, key=lambda s: (order[state_of(s)], s.host, -s.support, s.rule))
     if not rows:
-        return ["no URL rules (learned only with SIMHASH_DUST_ENABLED = True)"]
+        return ["no URL rules (a crawl learns them only with `dust_enabled` on)"]
     lines = [f"{'status':<9}{'support':>8}{'checked':>8}{'counter':>8}  host  rule"]
     for s in rows:
         line = (

@@ -27,7 +27,7 @@ import xxhash
 
 from scrapy_simhash._redis import mask_url, sync_client
 from scrapy_simhash._sqlite import connect_with_schema, immediate
-from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
+from scrapy_simhash.exceptions import IndexBackendError
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -430,32 +430,3 @@ class RedisRuleStore(RuleStore):
     def close(self) -> None:
         with suppress(*self._errors):
             self._client.close()
-
-
-def check_rule_store_url(url: str | None) -> str:
-    """The storage URL (None: the embedded SQLite file) if it can hold rules, else the
-    ConfigurationError a crawl with SIMHASH_DUST_ENABLED refuses to start with."""
-    from scrapy_simhash.index.sqlite import DEFAULT_URL
-    from scrapy_simhash.storage import holding, storage_for
-
-    url = url or DEFAULT_URL
-    try:
-        storage_for(url, "rules")
-    except ConfigurationError:
-        raise ConfigurationError(
-            f"no URL rule store for {mask_url(url)!r}: SIMHASH_DUST_ENABLED needs an index URL "
-            f"of {', '.join(holding('rules'))} (or SIMHASH_DUST_ENABLED = False)"
-        ) from None
-    return url
-
-
-def open_rule_store(url: str | None, namespace: str, **options: Any) -> RuleStore:
-    """The rule store of ``namespace`` in the storage the index URL names (None: the
-    embedded SQLite file). ``options``: Redis client options, or SQLite's ``timeout``."""
-    from scrapy_simhash.storage import storage_for
-
-    url = check_rule_store_url(url)
-    opener = storage_for(url, "rules").rules
-    assert opener is not None  # checked above
-    store: RuleStore = opener(url, namespace, **options)
-    return store

@@ -44,7 +44,6 @@ from scrapy_simhash.dust import (
     learn,
     open_rule_store,
 )
-from scrapy_simhash.dust.store import check_rule_store_url
 from scrapy_simhash.exceptions import (
     BackendUnavailable,
     ConfigurationError,
@@ -54,6 +53,8 @@ from scrapy_simhash.exceptions import (
 from scrapy_simhash.glue.errors import KnownCopy
 from scrapy_simhash.glue.wiring import send_signal
 from scrapy_simhash.settings import DustConfig, dust_enabled
+from scrapy_simhash.settings.names import setting_names
+from scrapy_simhash.storage import check_rule_store_url
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -98,7 +99,8 @@ class DustGlue:
         self.max_distance = max_distance
         self.hamming = hamming
         self.config = DustConfig.from_settings(settings, max_distance=max_distance, bits=bits)
-        check_rule_store_url(url)  # a store that cannot hold rules refuses the crawl now
+        with setting_names():  # a store that cannot hold rules refuses the crawl now
+            check_rule_store_url(url)
         options = self.config.store_options
         self.store = AsyncRuleStore(lambda: open_rule_store(url, namespace, **options))
         self.book: RuleBook[Request] = RuleBook(

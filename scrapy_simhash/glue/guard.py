@@ -37,6 +37,7 @@ from scrapy_simhash.exceptions import (
     InvalidKeyError,
     PageNotChecked,
 )
+from scrapy_simhash.settings.names import described
 
 logger = logging.getLogger(__name__)
 
@@ -211,15 +212,18 @@ class Guarded(Generic[T]):
             self._failed(exc)
             raise BackendUnavailable(self._describe(exc)) from None
         except ConfigurationError as exc:
+            told = described(exc)  # the core speaks of its options, the crawl of settings
             if self._backend is None or isinstance(exc, IndexMismatchError):
-                self.unusable = exc
-            raise
+                self.unusable = told
+            raise told from None
         except Exception as exc:  # noqa: BLE001 - logged by _failed, policy applied by caller
             broken = broken_file(exc)
             if broken is not None:  # a damaged file: waiting will not mend it
                 await self._discard()
                 self.outages.forget(self)
-                self.unusable = ConfigurationError(broken_file_message(self.url, broken))
+                self.unusable = described(
+                    ConfigurationError(broken_file_message(self.url, broken))
+                )
                 logger.error("%s", self.unusable)
                 raise self.unusable from None
             # Outages (BACKEND_ERRORS) and anything unexpected from a backend alike: the page

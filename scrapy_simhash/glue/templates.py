@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from scrapy_simhash._runners import StoreThread
-from scrapy_simhash.storage import storage_for
+from scrapy_simhash.storage import open_template_store, storage_for
 from scrapy_simhash.template import (
     EMPTY,
     HostMemory,
@@ -31,7 +31,7 @@ from scrapy_simhash.template import (
     learnable,
     second_look,
 )
-from scrapy_simhash.template.store import TemplateStore, open_template_store
+from scrapy_simhash.template.store import TemplateStore
 
 if TYPE_CHECKING:
     from scrapy_simhash.fingerprint import Fingerprinter, PageFingerprint

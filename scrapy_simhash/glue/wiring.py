@@ -14,6 +14,7 @@ from scrapy_simhash._failures import broken_file, broken_file_message, permanent
 from scrapy_simhash._redact import mask_url, scrub
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
 from scrapy_simhash.glue.guard import BACKEND_ERRORS, Guarded, OutageLog, without_own_name
+from scrapy_simhash.settings.names import in_setting_names, setting_names
 from scrapy_simhash.verdict import UNAVAILABLE, UNUSABLE, Verdict
 
 if TYPE_CHECKING:
@@ -53,14 +54,17 @@ def validate_index(
     from scrapy_simhash.reset import reset_namespace
 
     try:
-        if kwargs.get("reset"):
-            reset_namespace(url, str(kwargs["namespace"]), kwargs)
-        else:
-            open_index(url, **kwargs).close()
+        with setting_names():
+            if kwargs.get("reset"):
+                reset_namespace(url, str(kwargs["namespace"]), kwargs)
+            else:
+                open_index(url, **kwargs).close()
     except BACKEND_ERRORS as exc:
         broken = broken_file(exc)
         if broken is not None:
-            raise ConfigurationError(broken_file_message(url, broken)) from None
+            raise ConfigurationError(
+                in_setting_names(broken_file_message(url, broken))
+            ) from None
         reason = permanent_reason(exc)
         if reason is not None:
             raise ConfigurationError(

@@ -26,7 +26,6 @@ from scrapy_simhash.index.registry import (
     open_index,
     register_backend,
 )
-from scrapy_simhash.index.settings import index_options_from_settings
 from scrapy_simhash.index.sqlite import DEFAULT_URL
 
 __all__ = [
@@ -40,7 +39,6 @@ __all__ = [
     "NearDuplicateIndex",
     "Observation",
     "choose_layout",
-    "index_options_from_settings",
     "open_async_index",
     "open_index",
     "register_backend",

@@ -195,8 +195,8 @@ def reset_hint(namespace: str) -> str:
     return (
         f"to rebuild namespace {namespace!r} with the current settings, run "
         f"`scrapy simhash reset --namespace {namespace}` in the project folder (or crawl once "
-        "with `-s SIMHASH_INDEX_RESET=True`; from Python: open_index(..., reset=True)); "
-        "to keep it, use another SIMHASH_NAMESPACE"
+        "with `reset` on; from Python: open_index(..., reset=True)); "
+        "to keep it, use another `namespace`"
     )
 
 
@@ -210,7 +210,7 @@ def check_fingerprint(fingerprint: int, bits: int) -> int:
     if not 0 <= fingerprint < 1 << bits:
         raise ConfigurationError(
             f"fingerprint {fingerprint:#x} does not fit in {bits} bits: open the index with "
-            "the same bits as the fingerprinter (SIMHASH_BITS)"
+            "the same `bits` as the fingerprinter"
         )
     return fingerprint
 

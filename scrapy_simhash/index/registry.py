@@ -8,18 +8,16 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from scrapy_simhash._runners import Runner, ThreadFace, in_thread
+from scrapy_simhash._runners import in_thread
 from scrapy_simhash.exceptions import ConfigurationError
 from scrapy_simhash.index.base import (
     AsyncNearDuplicateIndex,
     IndexConfig,
-    IndexStats,
-    Match,
     NearDuplicateIndex,
-    Observation,
 )
-from scrapy_simhash.index.drops import DROP_MAX_ENTRIES, DROP_TTL_SECS, DropRecord
+from scrapy_simhash.index.drops import DROP_MAX_ENTRIES, DROP_TTL_SECS
 from scrapy_simhash.index.sqlite import DEFAULT_URL
+from scrapy_simhash.index.threaded import AsyncIndexAdapter
 from scrapy_simhash.storage import Storage, extend_storage, storage_for
 
 SyncFactory = Callable[..., NearDuplicateIndex]
@@ -32,14 +30,14 @@ def register_backend(scheme: str, factory: SyncFactory) -> None:
 
 
 def _storage(url: str, options: dict[str, Any]) -> Storage:
-    """The storage of ``url``; shards (SIMHASH_INDEX_SHARDS) only on Redis, else it refuses."""
+    """The storage of ``url``; ``shards`` only on Redis, else it refuses."""
     storage = storage_for(url, "index")
     shards = options.get("shards", 1)
     if shards == 1:
         options.pop("shards", None)
     elif not storage.shardable:
         raise ConfigurationError(
-            f"SIMHASH_INDEX_SHARDS={shards} needs a Redis index URL (redis://, "
+            f"`shards`={shards} needs a Redis index URL (redis://, "
             f"redis+cluster://, ...), not {urlsplit(url).scheme}://"
         )
     return storage
@@ -134,67 +132,3 @@ async def open_async_index(
     assert storage.index is not None  # storage_for checked it
     index = await asyncio.to_thread(storage.index, url, config, **merged)
     return AsyncIndexAdapter(index, run=in_thread)
-
-
-class AsyncIndexAdapter(ThreadFace, AsyncNearDuplicateIndex):
-    """Coroutine face of a blocking index (see :class:`~scrapy_simhash._runners.ThreadFace`
-    for ``run`` and ``scan``)."""
-
-    def __init__(
-        self, index: NearDuplicateIndex, *, run: Runner | None = None, scan: Runner | None = None
-    ) -> None:
-        super().__init__(run=run, scan=scan)
-        self.sync = index
-        self.created = index.created
-        self.config = index.config
-        self.layout = index.layout
-        self.url = index.url
-
-    @property
-    def creation(self) -> str | None:
-        return self.sync.creation
-
-    async def observe(self, key: str, fingerprint: int) -> Observation:
-        return await self._run(self.sync.observe, key, fingerprint)
-
-    async def claim(self, key: str, fingerprint: int) -> Observation:
-        return await self._run(self.sync.claim, key, fingerprint)
-
-    async def query(self, fingerprint: int) -> list[Match]:
-        return await self._run(self.sync.query, fingerprint)
-
-    async def rename(self, old: str, new: str) -> bool:
-        return await self._run(self.sync.rename, old, new)
-
-    async def record_drop(self, url: str, kept: str, distance: int) -> None:
-        await self._run(self.sync.record_drop, url, kept, distance)
-
-    async def drop_of(self, url: str) -> DropRecord | None:
-        return await self._run(self.sync.drop_of, url)
-
-    async def forget_drop(self, url: str) -> None:
-        await self._run(self.sync.forget_drop, url)
-
-    async def drop_count(self) -> int:
-        return await self._scan(self.sync.drop_count)
-
-    async def get(self, key: str) -> int | None:
-        return await self._run(self.sync.get, key)
-
-    async def remove(self, key: str) -> bool:
-        return await self._run(self.sync.remove, key)
-
-    async def clear(self) -> None:
-        await self._scan(self.sync.clear)
-
-    async def count(self) -> int:
-        return await self._scan(self.sync.count)
-
-    async def purge_expired(self) -> int:
-        return await self._scan(self.sync.purge_expired)
-
-    async def stats(self) -> IndexStats:
-        return await self._scan(self.sync.stats)
-
-    async def close(self) -> None:
-        await self._close(self.sync.close)

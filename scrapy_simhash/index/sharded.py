@@ -1,4 +1,4 @@
-"""A Redis namespace spread over several shards (``SIMHASH_INDEX_SHARDS``), still exact.
+"""A Redis namespace spread over several shards (the ``shards`` option), still exact.
 
 Why: one namespace under one hash tag lives on one cluster master, whose memory and single
 script thread then bound the crawl whatever the number of masters.
@@ -81,7 +81,7 @@ from typing import Any
 
 import xxhash
 
-from scrapy_simhash._redis import is_cluster_url, mask_url, sync_client
+from scrapy_simhash._redis import MAX_SHARDS, is_cluster_url, mask_url, shard_namespace, sync_client
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError, PageNotChecked
 from scrapy_simhash.index.base import (
     IndexConfig,
@@ -103,7 +103,6 @@ from scrapy_simhash.index.redis.connection import (
     client_options,
 )
 from scrapy_simhash.index.redis.drop_record import RedisDropRecord
-from scrapy_simhash.settings.configs import MAX_SHARDS
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +115,6 @@ LOCK_WAIT_SECS = 5.0
 #: Most a copy waits for its match's entry to land at the match's home (the writer's second
 #: round sends it in the same pipeline as the band records: milliseconds).
 TEXT_WAIT_SECS = 1.0
-_SLOTS = 16384
 _LIBRARY_TEXT = (
     resources.files("scrapy_simhash.resources").joinpath("simhash_sharded.lua").read_text()
 )
@@ -126,24 +124,10 @@ SHARD_FUNCTION = "simhash_shard_" + xxhash.xxh3_64_hexdigest(_LIBRARY_TEXT.encod
 SHARD_LIBRARY = _LIBRARY_TEXT.replace("__LIBRARY__", SHARD_FUNCTION)
 
 
-def shard_namespace(namespace: str, shard: int, shards: int) -> str:
-    """The namespace of shard ``shard``: its hash tag falls in the ``shard``-th of
-    ``shards`` equal slot ranges, so shards spread one per master of an evenly sliced
-    cluster instead of colliding by chance."""
-    from redis.crc import key_slot
-
-    n = 0
-    while True:
-        name = f"{namespace}:s{shard}of{shards}.{n}"
-        if key_slot(f"{{{name}}}".encode()) * shards // _SLOTS == shard:
-            return name
-        n += 1
-
-
 def check_shards(shards: int) -> int:
     if isinstance(shards, bool) or not isinstance(shards, int) or not 1 <= shards <= MAX_SHARDS:
         raise ConfigurationError(
-            f"SIMHASH_INDEX_SHARDS must be a whole number from 1 to {MAX_SHARDS}, got {shards!r}"
+            f"`shards` must be a whole number from 1 to {MAX_SHARDS}, got {shards!r}"
         )
     return shards
 
@@ -325,7 +309,7 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
                 raise ConfigurationError(
                     f"a sharded namespace needs Redis 7.0 or later (Redis Functions) on every "
                     f"master of {mask_url(self.url)}: {exc}; upgrade Redis, or use "
-                    "SIMHASH_INDEX_SHARDS = 1"
+                    "`shards` = 1"
                 ) from None
             raise
 
@@ -561,7 +545,7 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
             raise PageNotChecked(
                 f"Redis index {mask_url(self.url)}: a near-duplicate was stored by a writer "
                 f"not taking the namespace's locks (is every process set to "
-                f"SIMHASH_INDEX_SHARDS={self.shards}?); the page was not checked"
+                f"`shards`={self.shards}?); the page was not checked"
             )
         return Observation(None, own if live else None, True)
 
@@ -726,83 +710,3 @@ def _entries(client: Any, codec: _Codec) -> Iterable[tuple[str, int, int]]:
         bucket, texts = pipe.execute()
         for (_, fp, seen), text in zip(codec.entries(bucket), texts, strict=False):
             yield text.decode("utf-8", "surrogatepass"), fp, seen
-
-
-def grow(url: str, namespace: str, shards: int, new_shards: int, **index_options: Any) -> int:
-    """Spread a namespace held in ``shards`` shards (1 = today's single layout) over
-    ``new_shards``, in place; return the entries copied. Run it with the crawl stopped, with
-    the crawl's index settings (``open_index`` keywords: ``scheme``, ``bits``, distances,
-    ``ttl_secs``...). Entries keep their last-seen time; the drop record stays under the
-    namespace's tag; the recrawl state moves to the new shards too.
-
-    Safe to rerun after an interruption: the namespace's record still names the old shard
-    count until every entry is copied, and the copy stores each entry again.
-    """
-    from scrapy_simhash.index.redis import RedisIndex
-    from scrapy_simhash.index.registry import open_index
-
-    check_shards(new_shards)
-    if new_shards == shards:
-        raise ConfigurationError(f"namespace {namespace!r} already has {shards} shard(s)")
-    if new_shards == 1:
-        # A one-shard target would be written under a shard's tag, where the unsharded
-        # layout (SIMHASH_INDEX_SHARDS = 1) never looks: the copy would look empty.
-        raise ConfigurationError(
-            f"grow() spreads a namespace over more shards; back to 1 it is not supported "
-            f"(reset namespace {namespace!r} instead)"
-        )
-    source = open_index(url, namespace=namespace, shards=shards, **index_options)
-    seen = [0.0]
-    target = ShardedRedisIndex(
-        url,
-        replace(source.config, clock=lambda: seen[0], reset=False),
-        shards=new_shards,
-        _grow_from=shards,
-        **index_options.get("options", {}),
-    )
-    copied = 0
-    try:
-        if isinstance(source, RedisIndex):
-            codecs = [source._codec]
-        else:
-            assert isinstance(source, ShardedRedisIndex)
-            codecs = source._codecs
-        client = target._client
-        now = source.config.clock()
-        refused: list[str] = []
-        for codec in codecs:
-            for key, fp, at in _entries(client, codec):
-                if source.config.expired(at, now):
-                    continue
-                seen[0] = float(at)
-                if target.observe(key, fp).stored:
-                    copied += 1
-                else:
-                    refused.append(key)
-        if refused:
-            # Entries closer than the distances given here were stored under smaller ones:
-            # copying them would lose them, so nothing is switched over or deleted.
-            raise ConfigurationError(
-                f"{len(refused)} entries of namespace {namespace!r} (e.g. {refused[0]!r}) are "
-                f"within max_distance={source.config.max_distance} of another entry, so they "
-                f"were stored with smaller distances; the namespace still uses its {shards} "
-                "shard(s) and nothing was deleted: run grow again with the max_distance and "
-                "exact_distance the crawl used"
-            )
-        root = target._root
-        client.hset(root.meta, mapping={"config": root.record()})
-        # The old records go last: an unsharded source keeps its root keys (the record,
-        # now naming the new shards, and the drop record).
-        kinds = (b"b", b"e", b"u") if isinstance(source, RedisIndex) else (b"",)
-        for codec in codecs:
-            for kind in kinds:
-                for name in list(client.scan_iter(match=codec.pattern(kind), count=_SCAN_BATCH)):
-                    client.delete(name)
-    finally:
-        target.close()
-        source.close()
-    from scrapy_simhash.recrawl.redisstore import regroup
-
-    regroup(url, namespace, shards, new_shards)
-    return copied
-

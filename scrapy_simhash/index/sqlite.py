@@ -148,7 +148,7 @@ class SqliteIndex(NearDuplicateIndex):
                 f"the SQLite file {path} holds a near-duplicate index in 0.2.0's layout "
                 "(band rows naming URLs), which this version does not read; delete the file "
                 "to start afresh (it holds every namespace's index, drop records and recrawl "
-                "schedule), or point SIMHASH_INDEX_URL at another file"
+                "schedule), or point `url` at another file"
             )
 
     def _open_namespace(self) -> tuple[int, BandLayout]:

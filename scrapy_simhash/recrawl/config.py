@@ -6,10 +6,8 @@ Every number that shapes a schedule lives here with its unit in the name, so a s
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
 
 from scrapy_simhash.exceptions import ConfigurationError
 from scrapy_simhash.recrawl import policy
@@ -65,37 +63,37 @@ class RecrawlConfig:
     def __post_init__(self) -> None:
         if not 0.0 < self.target_freshness < 1.0:
             raise ConfigurationError(
-                "SIMHASH_RECRAWL_TARGET_FRESHNESS must be strictly between 0 and 1, "
+                "`target_freshness` must be strictly between 0 and 1, "
                 f"got {self.target_freshness}"
             )
         if not 0.0 < self.min_interval_secs <= self.max_interval_secs:
             raise ConfigurationError(
-                "SIMHASH_RECRAWL_MIN_INTERVAL_SECS must be > 0 and <= "
-                f"SIMHASH_RECRAWL_MAX_INTERVAL_SECS, got {self.min_interval_secs} and "
+                "`min_interval_secs` must be > 0 and <= "
+                f"`max_interval_secs`, got {self.min_interval_secs} and "
                 f"{self.max_interval_secs}"
             )
         if self.schedule.uses_budget and self.budget_per_day <= 0:
             raise ConfigurationError(
-                f"SIMHASH_RECRAWL_POLICY={self.policy} needs SIMHASH_RECRAWL_BUDGET_PER_DAY > 0"
+                f"`policy`={self.policy} needs `budget_per_day` > 0"
             )
         for name, value in (
-            ("CHANGE_DISTANCE", self.change_distance),
-            ("BUDGET_PER_DAY", self.budget_per_day),
-            ("HISTORY_SIZE", self.history_size - 1),
-            ("RETIRE_AFTER_MISSES", self.retire_after_misses),
-            ("EXPIRE_AFTER_SECS", self.expire_after_secs),
+            ("change_distance", self.change_distance),
+            ("budget_per_day", self.budget_per_day),
+            ("history_size", self.history_size - 1),
+            ("retire_after_misses", self.retire_after_misses),
+            ("expire_after_secs", self.expire_after_secs),
         ):
             if value < 0:
-                raise ConfigurationError(f"SIMHASH_RECRAWL_{name} is out of range: {value}")
+                raise ConfigurationError(f"`{name}` is out of range: {value}")
         for name, value in (
-            ("DEFAULT_INTERVAL_SECS", self.default_interval_secs),
-            ("PRIOR_RATE_PER_DAY", self.prior_rate_per_day),
-            ("PRIOR_WEIGHT", self.prior_weight),
-            ("LEASE_SECS", self.lease_secs),
-            ("ERROR_RETRY_SECS", self.error_retry_secs),
+            ("default_interval_secs", self.default_interval_secs),
+            ("prior_rate_per_day", self.prior_rate_per_day),
+            ("prior_weight", self.prior_weight),
+            ("lease_secs", self.lease_secs),
+            ("error_retry_secs", self.error_retry_secs),
         ):
             if value <= 0:
-                raise ConfigurationError(f"SIMHASH_RECRAWL_{name} must be > 0, got {value}")
+                raise ConfigurationError(f"`{name}` must be > 0, got {value}")
 
     @property
     def effective_policy(self) -> str:
@@ -117,10 +115,3 @@ class RecrawlConfig:
     def clamp(self, interval_secs: float) -> float:
         """Keep an interval within the configured bounds."""
         return min(self.max_interval_secs, max(self.min_interval_secs, interval_secs))
-
-    @classmethod
-    def from_settings(cls, settings: Mapping[str, Any]) -> RecrawlConfig:
-        """Read ``SIMHASH_RECRAWL_*`` settings from Scrapy settings or a ``-s`` dict."""
-        from scrapy_simhash.settings import recrawl_config
-
-        return recrawl_config(settings)

@@ -154,7 +154,7 @@ def nutch_interval(previous: float, changed: bool | None) -> float:
 
 class Policy(Protocol):
     """How long to wait before the next visit of a page: one object per policy, named by
-    ``SIMHASH_RECRAWL_POLICY`` (a built-in name or the import path of a class or object of
+    the ``policy`` option (a built-in name or the import path of a class or object of
     one's own, as Scrapy's ``HTTPCACHE_POLICY``). The store clamps the result to the
     configured bounds and runs it inside its atomic update, so it must be pure."""
 
@@ -235,19 +235,19 @@ def load_policy(name: str) -> Policy:
     module, _, attribute = name.rpartition(".")
     if not module:
         raise ConfigurationError(
-            f"SIMHASH_RECRAWL_POLICY must be one of auto, {', '.join(POLICIES)} or the import "
+            f"`policy` must be one of auto, {', '.join(POLICIES)} or the import "
             f"path of a policy class; got {name!r}"
         )
     try:
         found = getattr(importlib.import_module(module), attribute)
     except (ImportError, AttributeError) as exc:
         raise ConfigurationError(
-            f"SIMHASH_RECRAWL_POLICY {name!r} cannot be loaded: {exc}"
+            f"`policy` {name!r} cannot be loaded: {exc}"
         ) from None
     policy = found() if isinstance(found, type) else found
     if not callable(getattr(policy, "interval", None)) or not hasattr(policy, "uses_budget"):
         raise ConfigurationError(
-            f"SIMHASH_RECRAWL_POLICY {name!r} is not a policy: it needs an interval(config, "
+            f"`policy` {name!r} is not a policy: it needs an interval(config, "
             "rate, previous_interval, changed, multiplier) method and a uses_budget flag"
         )
     return cast(Policy, policy)

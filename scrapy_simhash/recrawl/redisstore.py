@@ -25,7 +25,7 @@ import redis
 import redis.exceptions
 import xxhash
 
-from scrapy_simhash._redis import async_client, sync_client
+from scrapy_simhash._redis import async_client, shard_namespace, sync_client
 from scrapy_simhash.exceptions import ConfigurationError, InvalidKeyError
 from scrapy_simhash.index.base import reset_hint
 from scrapy_simhash.recrawl.backend import Step, rate_bucket
@@ -397,7 +397,7 @@ def stored_shards(url: str, namespace: str, requested: int | None) -> int:
     if requested is not None and requested != stored:
         raise ConfigurationError(
             f"the recrawl state of namespace {namespace!r} is spread over {stored} shard(s), "
-            f"opened with SIMHASH_INDEX_SHARDS={requested}; use {stored} (or reset the "
+            f"opened with `shards`={requested}; use {stored} (or reset the "
             "namespace)"
         )
     return stored
@@ -582,8 +582,6 @@ class AsyncShardedRedisBackend:
 
 
 def _namespaces(namespace: str, shards: int) -> list[str]:
-    from scrapy_simhash.index.sharded import shard_namespace
-
     if shards == 1:
         return [namespace]
     return [shard_namespace(namespace, i, shards) for i in range(shards)]

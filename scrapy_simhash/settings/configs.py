@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from scrapy_simhash._redis import MAX_SHARDS
+from scrapy_simhash.settings.names import setting_names
 from scrapy_simhash.settings.values import (
     get_bool,
     get_choice,
@@ -42,8 +44,6 @@ ON_LOST_CHOICES = ("continue", "close")
 #: a 100-character URL: 40 MB at this bound).
 OUTAGE_BACKLOG_PAGES = 100_000
 
-#: SIMHASH_INDEX_SHARDS: the largest number of shards a namespace is spread over.
-MAX_SHARDS = 1024
 
 #: Share of skippable requests fetched anyway to keep checking the URL rules.
 DUST_CHECK_SHARE = 0.1
@@ -123,24 +123,25 @@ def fingerprint_config(settings: Settings) -> FingerprintConfig:
     from scrapy_simhash.fingerprint import FingerprintConfig
 
     d = FingerprintConfig()
-    return FingerprintConfig(
-        bits=bits(settings),
-        tokenizer=get_choice(settings, "SIMHASH_TOKENIZER", d.tokenizer, TOKENIZERS),
-        jieba_hmm=get_bool(settings, "SIMHASH_JIEBA_HMM", d.jieba_hmm),
-        cjk_features=get_choice(settings, "SIMHASH_CJK_FEATURES", d.cjk_features, CJK_FEATURES),
-        weighting=get_choice(settings, "SIMHASH_WEIGHTING", d.weighting, WEIGHTINGS),
-        title_weight=get_float(settings, "SIMHASH_TITLE_WEIGHT", d.title_weight),
-        shingle_size=get_int(settings, "SIMHASH_SHINGLE_SIZE", d.shingle_size),
-        builtin_stopwords=get_bool(settings, "SIMHASH_STOPWORDS", d.builtin_stopwords),
-        stopwords_file=get_str(settings, "SIMHASH_STOPWORDS_FILE", d.stopwords_file),
-        keep_numbers=get_bool(settings, "SIMHASH_KEEP_NUMBERS", d.keep_numbers),
-        length_factor=get_bool(settings, "SIMHASH_LENGTH_FACTOR", d.length_factor),
-        pos_factor=get_bool(settings, "SIMHASH_POS_FACTOR", d.pos_factor),
-        seed=get_int(settings, "SIMHASH_SEED", d.seed),
-        min_text_chars=get_int(settings, "SIMHASH_MIN_TEXT_CHARS", d.min_text_chars),
-        max_body_bytes=get_int(settings, "SIMHASH_MAX_BODY_BYTES", d.max_body_bytes),
-        extractor=get_str(settings, "SIMHASH_EXTRACTOR", d.extractor) or "",
-    )
+    with setting_names():  # the config's own checks speak of its options
+        return FingerprintConfig(
+            bits=bits(settings),
+            tokenizer=get_choice(settings, "SIMHASH_TOKENIZER", d.tokenizer, TOKENIZERS),
+            jieba_hmm=get_bool(settings, "SIMHASH_JIEBA_HMM", d.jieba_hmm),
+            cjk_features=get_choice(settings, "SIMHASH_CJK_FEATURES", d.cjk_features, CJK_FEATURES),
+            weighting=get_choice(settings, "SIMHASH_WEIGHTING", d.weighting, WEIGHTINGS),
+            title_weight=get_float(settings, "SIMHASH_TITLE_WEIGHT", d.title_weight),
+            shingle_size=get_int(settings, "SIMHASH_SHINGLE_SIZE", d.shingle_size),
+            builtin_stopwords=get_bool(settings, "SIMHASH_STOPWORDS", d.builtin_stopwords),
+            stopwords_file=get_str(settings, "SIMHASH_STOPWORDS_FILE", d.stopwords_file),
+            keep_numbers=get_bool(settings, "SIMHASH_KEEP_NUMBERS", d.keep_numbers),
+            length_factor=get_bool(settings, "SIMHASH_LENGTH_FACTOR", d.length_factor),
+            pos_factor=get_bool(settings, "SIMHASH_POS_FACTOR", d.pos_factor),
+            seed=get_int(settings, "SIMHASH_SEED", d.seed),
+            min_text_chars=get_int(settings, "SIMHASH_MIN_TEXT_CHARS", d.min_text_chars),
+            max_body_bytes=get_int(settings, "SIMHASH_MAX_BODY_BYTES", d.max_body_bytes),
+            extractor=get_str(settings, "SIMHASH_EXTRACTOR", d.extractor) or "",
+        )
 
 
 def recrawl_config(settings: Settings) -> RecrawlConfig:
@@ -150,35 +151,36 @@ def recrawl_config(settings: Settings) -> RecrawlConfig:
 
     d = RecrawlConfig()
     p = "SIMHASH_RECRAWL_"
-    return RecrawlConfig(
-        enabled=get_bool(settings, p + "ENABLED", d.enabled),
-        policy=_policy_name(get_str(settings, p + "POLICY", d.policy) or d.policy, POLICIES),
-        # Bits, so twice as many at 128 bits for the same share of the fingerprint.
-        change_distance=get_int(
-            settings, p + "CHANGE_DISTANCE", d.change_distance * bits(settings) // 64, minimum=0
-        ),
-        target_freshness=get_float(settings, p + "TARGET_FRESHNESS", d.target_freshness),
-        budget_per_day=get_float(settings, p + "BUDGET_PER_DAY", d.budget_per_day, minimum=0),
-        min_interval_secs=get_float(settings, p + "MIN_INTERVAL_SECS", d.min_interval_secs),
-        max_interval_secs=get_float(settings, p + "MAX_INTERVAL_SECS", d.max_interval_secs),
-        default_interval_secs=get_float(
-            settings, p + "DEFAULT_INTERVAL_SECS", d.default_interval_secs
-        ),
-        prior_rate_per_day=get_float(settings, p + "PRIOR_RATE_PER_DAY", d.prior_rate_per_day),
-        prior_weight=get_float(settings, p + "PRIOR_WEIGHT", d.prior_weight),
-        history_size=get_int(settings, p + "HISTORY_SIZE", d.history_size, minimum=1),
-        lease_secs=get_float(settings, p + "LEASE_SECS", d.lease_secs),
-        rebalance_secs=get_float(settings, p + "REBALANCE_SECS", d.rebalance_secs, minimum=0),
-        retire_after_misses=get_int(
-            settings, p + "RETIRE_AFTER_MISSES", d.retire_after_misses, minimum=0
-        ),
-        error_retry_secs=get_float(settings, p + "ERROR_RETRY_SECS", d.error_retry_secs),
-        expire_after_secs=get_float(
-            settings, p + "EXPIRE_AFTER_SECS", d.expire_after_secs, minimum=0
-        ),
-        shards=shards(settings),
-        expected_pages=get_int(settings, "SIMHASH_INDEX_EXPECTED_PAGES", 0, minimum=0) or None,
-    )
+    with setting_names():  # the config's own checks speak of its options
+        return RecrawlConfig(
+            enabled=get_bool(settings, p + "ENABLED", d.enabled),
+            policy=_policy_name(get_str(settings, p + "POLICY", d.policy) or d.policy, POLICIES),
+            # Bits, so twice as many at 128 bits for the same share of the fingerprint.
+            change_distance=get_int(
+                settings, p + "CHANGE_DISTANCE", d.change_distance * bits(settings) // 64, minimum=0
+            ),
+            target_freshness=get_float(settings, p + "TARGET_FRESHNESS", d.target_freshness),
+            budget_per_day=get_float(settings, p + "BUDGET_PER_DAY", d.budget_per_day, minimum=0),
+            min_interval_secs=get_float(settings, p + "MIN_INTERVAL_SECS", d.min_interval_secs),
+            max_interval_secs=get_float(settings, p + "MAX_INTERVAL_SECS", d.max_interval_secs),
+            default_interval_secs=get_float(
+                settings, p + "DEFAULT_INTERVAL_SECS", d.default_interval_secs
+            ),
+            prior_rate_per_day=get_float(settings, p + "PRIOR_RATE_PER_DAY", d.prior_rate_per_day),
+            prior_weight=get_float(settings, p + "PRIOR_WEIGHT", d.prior_weight),
+            history_size=get_int(settings, p + "HISTORY_SIZE", d.history_size, minimum=1),
+            lease_secs=get_float(settings, p + "LEASE_SECS", d.lease_secs),
+            rebalance_secs=get_float(settings, p + "REBALANCE_SECS", d.rebalance_secs, minimum=0),
+            retire_after_misses=get_int(
+                settings, p + "RETIRE_AFTER_MISSES", d.retire_after_misses, minimum=0
+            ),
+            error_retry_secs=get_float(settings, p + "ERROR_RETRY_SECS", d.error_retry_secs),
+            expire_after_secs=get_float(
+                settings, p + "EXPIRE_AFTER_SECS", d.expire_after_secs, minimum=0
+            ),
+            shards=shards(settings),
+            expected_pages=get_int(settings, "SIMHASH_INDEX_EXPECTED_PAGES", 0, minimum=0) or None,
+        )
 
 
 def _policy_name(value: str, builtin: tuple[str, ...]) -> str:
@@ -196,7 +198,7 @@ def bits(settings: Settings) -> int:
 def max_distance(settings: Settings) -> int:
     """``SIMHASH_MAX_DISTANCE``, read the same way by the crawl and the command line; its
     default follows ``SIMHASH_BITS`` (4 at 64 bits, 9 at 128)."""
-    from scrapy_simhash.index.settings import default_distances
+    from scrapy_simhash.index.defaults import default_distances
 
     default = default_distances(bits(settings))[0]
     return get_int(settings, "SIMHASH_MAX_DISTANCE", default, minimum=0, maximum=31)
@@ -205,8 +207,8 @@ def max_distance(settings: Settings) -> int:
 def index_options(settings: Settings) -> dict[str, Any]:
     """Keyword arguments of ``open_index``/``open_async_index``, with ``url`` (None = the
     embedded SQLite file). ``bits`` and ``scheme`` come from the fingerprinter."""
+    from scrapy_simhash.index.defaults import default_distances
     from scrapy_simhash.index.drops import DROP_MAX_ENTRIES, DROP_TTL_SECS
-    from scrapy_simhash.index.settings import default_distances
 
     tables = get_int(settings, "SIMHASH_INDEX_TABLES", 0, minimum=0)
     expected = get_int(settings, "SIMHASH_INDEX_EXPECTED_PAGES", 0, minimum=0)

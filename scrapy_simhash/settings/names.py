@@ -1,4 +1,5 @@
-"""Every ``SIMHASH_*`` setting this package reads, and a check for names it does not.
+"""Every ``SIMHASH_*`` setting this package reads, a check for names it does not, and the
+core's options put in setting names.
 
 Settings are plain names in a dict, so ``SIMHASH_MAX_DISTANSE = 5`` is silently ignored and
 the crawl runs with the default. Warning about unknown names, with the closest known one,
@@ -9,7 +10,11 @@ test keeps the two in step).
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+
+from scrapy_simhash.exceptions import ConfigurationError
 
 KNOWN_SETTINGS = frozenset(
     [
@@ -61,3 +66,59 @@ def unknown_settings(names: Iterable[str]) -> list[str]:
         hint = f"; did you mean SIMHASH_{close[0]}?" if close else ""
         messages.append(f"unknown setting {name} is ignored{hint}")
     return messages
+
+
+#: The options the core's messages name (as `option`) and the setting that sets each: the
+#: core knows no setting, so what it says is put in the crawl's words here.
+OPTION_SETTINGS = {
+    "bits": "SIMHASH_BITS",
+    "tokenizer": "SIMHASH_TOKENIZER",
+    "cjk_features": "SIMHASH_CJK_FEATURES",
+    "weighting": "SIMHASH_WEIGHTING",
+    "title_weight": "SIMHASH_TITLE_WEIGHT",
+    "shingle_size": "SIMHASH_SHINGLE_SIZE",
+    "seed": "SIMHASH_SEED",
+    "min_text_chars": "SIMHASH_MIN_TEXT_CHARS",
+    "max_body_bytes": "SIMHASH_MAX_BODY_BYTES",
+    "extractor": "SIMHASH_EXTRACTOR",
+    "stopwords_file": "SIMHASH_STOPWORDS_FILE",
+    "url": "SIMHASH_INDEX_URL",
+    "namespace": "SIMHASH_NAMESPACE",
+    "reset": "SIMHASH_INDEX_RESET",
+    "shards": "SIMHASH_INDEX_SHARDS",
+    "dust_enabled": "SIMHASH_DUST_ENABLED",
+    **{
+        option: f"SIMHASH_RECRAWL_{option.upper()}"
+        for option in (
+            "policy", "target_freshness", "min_interval_secs", "max_interval_secs",
+            "budget_per_day", "change_distance", "history_size", "retire_after_misses",
+            "expire_after_secs", "default_interval_secs", "prior_rate_per_day",
+            "prior_weight", "lease_secs", "error_retry_secs",
+        )
+    },
+}
+_OPTION = re.compile(r"`([a-z_]+)`")
+
+
+def in_setting_names(text: str) -> str:
+    """``text`` with each `option` the core named replaced by its setting."""
+    return _OPTION.sub(lambda m: OPTION_SETTINGS.get(m.group(1), m.group(0)), text)
+
+
+def described(exc: ConfigurationError) -> ConfigurationError:
+    """The same error, of the same class, told in setting names."""
+    text = in_setting_names(str(exc))
+    return exc if text == str(exc) else type(exc)(text)
+
+
+@contextmanager
+def setting_names() -> Iterator[None]:
+    """Re-raise a ConfigurationError from the core in setting names (where the crawl or
+    the command line meets the core)."""
+    try:
+        yield
+    except ConfigurationError as exc:
+        told = described(exc)
+        if told is exc:
+            raise
+        raise told from None

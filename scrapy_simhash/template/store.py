@@ -5,7 +5,7 @@ A host costs :data:`~scrapy_simhash.template.HOST_BYTES` (8 KiB: its kept and se
 in every store, whatever its size. Growth in total is bounded by :data:`MAX_HOSTS` hosts per namespace in memory and
 SQLite (a host beyond that is not learned: its pages are judged as without the memory), and
 in Redis by the namespace's expiry: a host's key expires ``ttl_secs`` after its last page
-(``SIMHASH_INDEX_TTL_SECS``; 0 keeps it until ``reset``). 100,000 hosts cost 820 MB.
+(the index's ``ttl_secs``; 0 keeps it until ``reset``). 100,000 hosts cost 820 MB.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from scrapy_simhash._sqlite import connect_with_schema, immediate
 from scrapy_simhash.exceptions import IndexBackendError
 from scrapy_simhash.template import EMPTY, HOST_BYTES, HostMemory
 
-__all__ = ["HOST_BYTES", "MAX_HOSTS", "TemplateStore", "open_template_store"]
+__all__ = ["HOST_BYTES", "MAX_HOSTS", "TemplateStore"]
 #: Hosts per namespace at most, in memory and SQLite.
 MAX_HOSTS = 100_000
 
@@ -258,16 +258,3 @@ class RedisTemplateStore(TemplateStore):
     def close(self) -> None:
         with suppress(*self._errors):
             self._client.close()
-
-
-def open_template_store(url: str | None, namespace: str, **options: Any) -> TemplateStore:
-    """The template store of ``namespace`` in the storage the index URL names (None: the
-    embedded SQLite file). ``options``: the storage's client options and ``ttl_secs``."""
-    from scrapy_simhash.index.sqlite import DEFAULT_URL
-    from scrapy_simhash.storage import storage_for
-
-    url = url or DEFAULT_URL
-    opener = storage_for(url, "templates").templates
-    assert opener is not None  # storage_for checked it
-    store: TemplateStore = opener(url, namespace, **options)
-    return store

@@ -143,8 +143,8 @@ class _Codec:
         if stored_shards != self.shards:
             raise IndexMismatchError(
                 f"{where} is spread over {stored_shards} shard(s), opened with "
-                f"SIMHASH_INDEX_SHARDS={self.shards}: set SIMHASH_INDEX_SHARDS={stored_shards} "
-                "(scrapy_simhash.index.sharded.grow changes it; benchmarks/README.md, "
+                f"`shards`={self.shards}: set `shards`={stored_shards} "
+                "(scrapy_simhash.index.grow.grow changes it; benchmarks/README.md, "
                 f"'Sharded namespace'), or {reset_hint(self.config.namespace)}"
             )
         sharded = data.get("sharded_format", 1)

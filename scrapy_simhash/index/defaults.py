@@ -1,9 +1,7 @@
-"""The index's defaults, and the settings readers' former home (kept for imports)."""
+"""The index's default distances, with why they are what they are (``settings/`` reads the
+settings that override them)."""
 
 from __future__ import annotations
-
-from collections.abc import Mapping
-from typing import Any
 
 #: SIMHASH_MAX_DISTANCE: pages within 4 bits are near-duplicates. On the independent pair
 #: benchmark precision stays 0.999 at k=4 while recall goes from 0.902 at k=3 to 0.933 (5%
@@ -23,13 +21,5 @@ DEFAULT_DISTANCES = {64: (DEFAULT_MAX_DISTANCE, DEFAULT_EXACT_DISTANCE), 128: (9
 
 
 def default_distances(bits: int) -> tuple[int, int]:
-    """(SIMHASH_MAX_DISTANCE, SIMHASH_INDEX_EXACT_DISTANCE) defaults for ``bits``."""
+    """(``max_distance``, ``exact_distance``) defaults for ``bits``."""
     return DEFAULT_DISTANCES.get(bits, DEFAULT_DISTANCES[64])
-
-
-def index_options_from_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """Keyword arguments of ``open_index`` from the settings, ``url`` included (read in
-    :mod:`scrapy_simhash.settings`)."""
-    from scrapy_simhash.settings import index_options
-
-    return index_options(settings)
