@@ -2,6 +2,7 @@
 
     python3 benchmarks/state_per_url.py [--urls 100000] [--dropped 0.4] [--urls-per-host 1000]
                                         [--validators 0.0] [--backends redis,sqlite]
+                                        [--claims 1000000 [--claim-rounds 300]]
 
 A synthetic crawl of ``--urls`` URLs (mean ~60 bytes: article, product and listing URLs of
 many hosts; a copy is its page's URL with a tracking, print or AMP variant) goes through
@@ -38,9 +39,13 @@ the schema, free pages and the rest of the file.
 
 "per URL" divides by every URL of the crawl; "per item" by what the store keeps an item
 for (index and recrawl: kept URLs; drop records: dropped URLs; template memory: hosts).
-"URL text" is the mean URL length: the issue's total (issue 27) counts it once, whereas
-today each store keeps its own copy (included in its figures). Sizes and time: 100,000 URLs
-take a few minutes on 2 cores; 1,000,000 about ten times that. Nothing is timed.
+"URL text" is the mean URL length: the total counts every copy the stores keep (the
+index and the recrawl state each hold a kept page's URL; a drop record the dropped URL and
+its page's). Sizes and time: 100,000 URLs take a few minutes on 2 cores; 1,000,000 about
+ten times that. Nothing is timed, except with ``--claims N``: N URLs are scheduled in
+0.2.0's Redis layout (``_recrawl_020.py``: a hash and a sorted set keyed by URL) and in
+this version's (buckets), half of them due, on one server; then ``claim(now, 100)`` is
+timed in both, rounds interleaved, each claim taking 100 URLs not yet leased.
 """
 
 from __future__ import annotations
@@ -49,8 +54,10 @@ import argparse
 import dataclasses
 import random
 import sqlite3
+import statistics
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -64,8 +71,8 @@ from scrapy_simhash.index import open_index
 from scrapy_simhash.index.drops import DROP_MAX_ENTRIES
 from scrapy_simhash.recrawl import PageState, RecrawlConfig, open_recrawl_store
 from scrapy_simhash.settings import index_options, recrawl_config
+from scrapy_simhash.storage import open_template_store
 from scrapy_simhash.template import MAX_LINES, SLOTS
-from scrapy_simhash.template.store import open_template_store
 
 NAMESPACE = "default"
 STORES = ("index", "recrawl", "drops", "templates")
@@ -356,6 +363,50 @@ def sqlite_figures(args: argparse.Namespace) -> tuple[Filled, int, dict[str, int
     return filled, total, parts
 
 
+# -- claim time -------------------------------------------------------------------------
+
+
+def claim_figures(args: argparse.Namespace) -> None:
+    """Time ``claim(now, 100)`` on ``--claims`` scheduled URLs in 0.2.0's layout and
+    today's, on one server, rounds interleaved; half the URLs are due."""
+    from _recrawl_020 import OldRedisBackend
+
+    from scrapy_simhash.recrawl.redisstore import RedisBackend
+
+    config = recrawl_config(Settings())
+    plain = patterns(config, False)
+    rng = random.Random(7)
+    with private_redis() as server:
+        backends = {"0.2.0 (hash + sorted set)": OldRedisBackend(server.url, "old"),
+                    "this version (buckets)": RedisBackend(server.url, "new")}
+        batch: list[PageState] = []
+        for fetch in crawl(args.claims, 0.0, args.urls_per_host):
+            batch.append(dataclasses.replace(
+                plain[fetch.serial % PATTERNS], url=fetch.url, fingerprint=fetch.fingerprint,
+                next_due=rng.uniform(0, 86400.0),
+            ))
+            if len(batch) == 1000 or fetch.serial == args.claims - 1:
+                for backend in backends.values():
+                    backend.add(batch)
+                batch = []
+        times: dict[str, list[float]] = {name: [] for name in backends}
+        for _ in range(args.claim_rounds):
+            for name, backend in backends.items():
+                started = time.perf_counter()
+                claimed = backend.claim(43200.0, 100, 1e9)
+                times[name].append(time.perf_counter() - started)
+                check(len(claimed) == 100, f"{name}: claimed {len(claimed)}")
+        for backend in backends.values():
+            backend.close()
+    print(f"\nclaim of 100 due URLs among {args.claims:,} scheduled (half due), "
+          f"{args.claim_rounds} rounds each, interleaved, one client round trip included:")
+    medians = {name: statistics.median(t) * 1000 for name, t in times.items()}
+    for name, t in times.items():
+        print(f"  {name:<28} median {medians[name]:.2f} ms, mean {statistics.mean(t) * 1000:.2f} ms")
+    old, new = medians.values()
+    print(f"  ratio this version / 0.2.0: {new / old:.2f}")
+
+
 # -- report -------------------------------------------------------------------------------
 
 
@@ -391,12 +442,17 @@ def main() -> int:
     parser.add_argument("--validators", type=float, default=0.0,
                         help="share of kept pages whose server sends ETag and Last-Modified")
     parser.add_argument("--backends", default="redis,sqlite")
+    parser.add_argument("--claims", type=int, default=0,
+                        help="also time claims on this many scheduled URLs, old and new layout")
+    parser.add_argument("--claim-rounds", type=int, default=300)
     args = parser.parse_args()
     measures: dict[str, tuple[str, int, Callable[..., Any]]] = {
         "redis": ("Redis (used_memory growth)", 300, redis_figures),
         "sqlite": ("SQLite (file size after a checkpoint)", 250, sqlite_figures),
     }
-    for backend in args.backends.split(","):
+    if args.claims:
+        claim_figures(args)
+    for backend in filter(None, args.backends.split(",")):
         name, target, measure = measures[backend]
         filled, total, parts = measure(args)
         report(name, target, filled, total, parts, args.urls)
