@@ -1,10 +1,10 @@
 """Recrawl store in Redis or Redis Cluster, next to the near-duplicate index.
 
 Layout (format 3, see ``resources/recrawl_buckets.lua``): a namespace's URLs are spread by
-URL id over up to 65,536 buckets, each one list holding its URLs' ids, queue times and
-records (URL and packed state, see ``packing``) back to back; a sorted set orders the
-buckets by their earliest queue time, and a hash counts pages per rate bucket for the
-budget policy. One hash tag per namespace, so the script touches all of it in a cluster.
+URL id over buckets (their number fixed when the namespace is created, for ~60 URLs each),
+each one list holding its URLs' ids, queue times and records (URL and packed state, see
+``packing``) back to back; a sorted set orders the buckets by their earliest queue time,
+and a hash counts pages per rate bucket for the budget policy. One hash tag per namespace, so the script touches all of it in a cluster.
 
 Updates are optimistic: read the record, compute the new state in Python (the estimators
 are not worth porting to Lua), then the script writes it only if the stored record is
