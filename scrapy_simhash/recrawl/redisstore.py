@@ -47,7 +47,6 @@ MAX_BUCKET_BITS = 20
 
 _SCRIPT = resources.files("scrapy_simhash.resources").joinpath("recrawl_buckets.lua").read_text()
 _LENGTH = struct.Struct("<H")
-_QUEUE = struct.Struct("<d")
 
 
 def bucket_bits(expected_pages: int | None) -> int:
@@ -109,7 +108,7 @@ def _pairs(raw: list[Any]) -> list[tuple[PageState, float]]:
     for blob, queue in zip(raw[::2], raw[1::2], strict=True):
         state = _decode(blob)
         if state is not None:
-            out.append((state, _QUEUE.unpack(queue)[0]))
+            out.append((state, float(queue)))
     return out
 
 
@@ -178,12 +177,14 @@ class _Layout:
         lease = "" if lease_until is None else repr(lease_until)
         return ["claim", self.prefix, repr(now), limit, lease, self.bits]
 
-    def bucket_keys(self, members: list[bytes]) -> list[str]:
-        return [f"{self.prefix}b{m.decode()}" for m in members]
+    def bucket_keys(self, member: bytes) -> tuple[str, str]:
+        """A bucket's list of ids and records, and its sorted set of queue times."""
+        return f"{self.prefix}b{member.decode()}", f"{self.prefix}q{member.decode()}"
 
     def every_key(self, members: list[bytes]) -> list[str]:
         """What a reset deletes: the buckets, and both layouts' other keys."""
-        return [*self.bucket_keys(members), *self.keys, _old_state_key(self.namespace)]
+        buckets = [key for member in members for key in self.bucket_keys(member)]
+        return [*buckets, *self.keys, _old_state_key(self.namespace)]
 
 
 class _Conflict(redis.exceptions.RedisError):
@@ -269,11 +270,13 @@ class RedisBackend:
     def buckets(self) -> Iterator[list[tuple[PageState, float]]]:
         """Every stored URL with its queue time, a bucket at a time (for regrouping)."""
         self.check_format()
-        for key in self.layout.bucket_keys(self._client.zrange(self.layout.keys[1], 0, -1)):
-            slots, *records = self._client.lrange(key, 0, -1)
+        for member in self._client.zrange(self.layout.keys[1], 0, -1):
+            records, queue = self.layout.bucket_keys(member)
+            ids, *blobs = self._client.lrange(records, 0, -1)
+            times = dict(self._client.zrange(queue, 0, -1, withscores=True))
             yield [
-                (cast(PageState, _decode(raw)), _QUEUE.unpack_from(slots, 16 * i + 8)[0])
-                for i, raw in enumerate(records)
+                (cast(PageState, _decode(raw)), float(times[ids[8 * i : 8 * i + 8]]))
+                for i, raw in enumerate(blobs)
             ]
 
     def close(self) -> None:
