@@ -164,6 +164,8 @@ class VerdictStep:
         self.keys = keys if keys is not None else KeyMemory()
         self.prefer_urls = prefer_urls
         self._count = count
+        #: Whether a recrawl store that cannot be used as configured was reported.
+        self._recrawl_refused = False
         #: Holder records read (or written) in this crawl: key -> the URL whose page is
         #: filed under it, "" for none. A key's record is read once per crawl at most.
         self._holders: OrderedDict[str, str] = OrderedDict()
@@ -571,5 +573,9 @@ class VerdictStep:
         for outages, here for the rest) and summed up in a WARNING at the close."""
         if isinstance(exc, ConfigurationError):
             self._count("recrawl_error")
+            if not self._recrawl_refused:  # the reason, and the way out, once
+                self._recrawl_refused = True
+                logger.error("SimHash recrawl store cannot be used, the schedule is not kept: %s",
+                             exc)
         if lost:
             self._count("recrawl_lost")

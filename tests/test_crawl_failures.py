@@ -183,3 +183,23 @@ def test_a_bad_key_fails_its_own_page_only(http_site: SiteServer, tmp_path: Path
     assert stats["simhash/invalid_key"] == 1
     assert stats["simhash/dropped"] == 1
     assert "simhash/index_error" not in stats
+
+
+@pytest.mark.redis
+def test_a_recrawl_schedule_of_0_2_0_is_not_read_and_the_crawl_says_why(
+    http_site: SiteServer, redis_url: str, tmp_path: Path
+) -> None:
+    """Near-duplicates are still found; the old schedule is neither read nor changed, each
+    update is counted lost, and the reason with the reset command is logged once."""
+    client = redis.Redis.from_url(redis_url)
+    client.hset("simhash:recrawl:{pages}:state", "https://old.test/", b"\x01\x00\x00")
+    result = crawl(http_site, tmp_path, PAGES[:3], SIMHASH_INDEX_URL=redis_url)
+    assert result.errors == []
+    assert len(result.items) == 3
+    assert result.stats["simhash/recrawl_error"] == 3
+    assert result.stats["simhash/recrawl_lost"] == 3
+    assert result.log.count("recrawl store cannot be used") == 1
+    assert "scrapy simhash reset --namespace pages" in result.log
+    assert client.hgetall("simhash:recrawl:{pages}:state") == {b"https://old.test/": b"\x01\x00\x00"}
+    assert not client.exists("simhash:recrawl:{pages}:m")
+    client.close()
