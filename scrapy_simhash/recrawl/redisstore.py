@@ -78,10 +78,16 @@ def _url_bytes(url: str) -> bytes:
     return data
 
 
+def _identified(url: str) -> tuple[bytes, bytes]:
+    """A URL's 64-bit id and its UTF-8 text."""
+    data = _url_bytes(url)
+    return xxhash.xxh3_64_digest(data), data
+
+
 def url_id(url: str) -> bytes:
     """A URL's 64-bit id: its bucket is the id's leading bits, and URLs due at the same
     time are handed out in id order."""
-    return xxhash.xxh3_64_digest(_url_bytes(url))
+    return _identified(url)[0]
 
 
 def _record(state: PageState) -> bytes:
@@ -150,8 +156,7 @@ class _Layout:
         """Bucket, id and text of a URL: the bucket is the id's leading bits, as hex digits
         of a fixed width, so buckets sort as their ids do."""
         assert self.bits is not None
-        data = _url_bytes(url)
-        ident = xxhash.xxh3_64_digest(data)
+        ident, data = _identified(url)
         number = int.from_bytes(ident[:3], "big") >> (24 - self.bits)
         return [f"{number:0{(self.bits + 3) // 4}x}", ident, data]
 
