@@ -2,8 +2,9 @@
 
 Layout (format 3, see ``resources/recrawl_buckets.lua``): a namespace's URLs are spread by
 URL id over buckets (their number fixed when the namespace is created, for ~60 URLs each),
-each one list holding its URLs' ids, queue times and records (URL and packed state, see
-``packing``) back to back; a sorted set orders the buckets by their earliest queue time,
+each one list holding its URLs' ids and records (URL and packed state, see ``packing``)
+back to back and one small sorted set of their queue times; a sorted set orders the
+buckets by their earliest queue time,
 and a hash counts pages per rate bucket for the budget policy. One hash tag per namespace, so the script touches all of it in a cluster.
 
 Updates are optimistic: read the record, compute the new state in Python (the estimators
@@ -47,6 +48,7 @@ MAX_BUCKET_BITS = 20
 
 _SCRIPT = resources.files("scrapy_simhash.resources").joinpath("recrawl_buckets.lua").read_text()
 _LENGTH = struct.Struct("<H")
+_PLACE = struct.Struct(">H")
 
 
 def bucket_bits(expected_pages: int | None) -> int:
@@ -90,6 +92,25 @@ def url_id(url: str) -> bytes:
     return _identified(url)[0]
 
 
+def _queue_ms(when: float) -> int | float:
+    """A time as whole milliseconds; queue times and "now" round alike, so a URL is due
+    when its time comes (up to half a millisecond before).
+
+    Why: a small sorted set is one listpack, which keeps a whole-number score as an
+    integer but any other as text that each insertion parses again for every member;
+    milliseconds keep leases and updates cheap (and 8 bytes a URL smaller)."""
+    return round(when * 1000) if math.isfinite(when) else when  # retired: never
+
+
+def _seconds(queue_ms: Any) -> float:
+    return float(queue_ms) / 1000
+
+
+def _member(ids: bytes, i: int) -> bytes:
+    """The queue entry of a bucket's ``i``-th URL (from 0): its id and its record's place."""
+    return ids[8 * i : 8 * i + 8] + _PLACE.pack(i + 1)
+
+
 def _record(state: PageState) -> bytes:
     data = _url_bytes(state.url)
     return _LENGTH.pack(len(data)) + data + state.to_bytes()
@@ -114,7 +135,7 @@ def _pairs(raw: list[Any]) -> list[tuple[PageState, float]]:
     for blob, queue in zip(raw[::2], raw[1::2], strict=True):
         state = _decode(blob)
         if state is not None:
-            out.append((state, float(queue)))
+            out.append((state, _seconds(queue)))
     return out
 
 
@@ -166,21 +187,21 @@ class _Layout:
     def update(self, url: str, raw: bytes | None, new: PageState) -> list[Any]:
         return [
             "update", self.prefix, *self.lookup(url), raw or b"", _record(new),
-            repr(new.next_due), _bucket_arg(_decode(raw)), _bucket_arg(new),
+            _queue_ms(new.next_due), _bucket_arg(_decode(raw)), _bucket_arg(new),
         ]
 
     def add(self, states: list[tuple[PageState, float]]) -> list[Any]:
         args: list[Any] = ["add", self.prefix]
         for state, queue in states:
-            args += [*self.lookup(state.url), _record(state), repr(queue), _bucket_arg(state)]
+            args += [*self.lookup(state.url), _record(state), _queue_ms(queue), _bucket_arg(state)]
         return args
 
     def remove(self, url: str, state: PageState | None) -> list[Any]:
         return ["remove", self.prefix, *self.lookup(url), _bucket_arg(state)]
 
     def claim(self, now: float, limit: int, lease_until: float | None) -> list[Any]:
-        lease = "" if lease_until is None else repr(lease_until)
-        return ["claim", self.prefix, repr(now), limit, lease, self.bits]
+        lease = "" if lease_until is None else _queue_ms(lease_until)
+        return ["claim", self.prefix, _queue_ms(now), limit, lease, self.bits]
 
     def bucket_keys(self, member: bytes) -> tuple[str, str]:
         """A bucket's list of ids and records, and its sorted set of queue times."""
@@ -280,7 +301,7 @@ class RedisBackend:
             ids, *blobs = self._client.lrange(records, 0, -1)
             times = dict(self._client.zrange(queue, 0, -1, withscores=True))
             yield [
-                (cast(PageState, _decode(raw)), float(times[ids[8 * i : 8 * i + 8]]))
+                (cast(PageState, _decode(raw)), _seconds(times[_member(ids, i)]))
                 for i, raw in enumerate(blobs)
             ]
 

@@ -5,7 +5,10 @@
 --   PREFIX.."b"..bucket    list: element 0 is the bucket's URL ids, 8 bytes each; element
 --                          i is the record of the i-th id (u16 URL length, URL, packed
 --                          state)
---   PREFIX.."q"..bucket    sorted set: URL id -> queue time (when it is next handed out)
+--   PREFIX.."q"..bucket    sorted set: URL id and the position of its record (2 bytes,
+--                          big-endian) -> queue time (when it is next handed out, in
+--                          whole milliseconds: a listpack keeps those as integers, and
+--                          any other score as text it parses again on every insertion)
 --   PREFIX.."due"          sorted set: bucket -> earliest queue time of its URLs
 --   PREFIX.."hist"         hash: rate bucket -> pages (the budget policy's histogram)
 -- Why: a hash entry and a sorted-set entry per URL cost ~250 bytes of Redis' own overhead
@@ -14,7 +17,8 @@
 -- URLs costs two keys and one entry of the due set. Buckets are named by the leading bits
 -- of their URLs' ids as hex digits of a fixed width ("bits"), so buckets sort as their
 -- ids do. A URL is found by its id among the bucket's ids in C (string.find), then its
--- record by position; queue times are ordered by Redis, in C, within a bucket and across.
+-- record by position; queue times are ordered by Redis, in C, within a bucket and across,
+-- and a queue entry names its record's position, so a claim reads the record directly.
 --
 -- KEYS: 1 meta hash, 2 due set, 3 histogram; bucket keys are PREFIX.."b"/"q"..bucket.
 -- ARGV[1] mode, ARGV[2] prefix; then per mode:
@@ -30,7 +34,16 @@
 local ID = 8
 local mode, prefix = ARGV[1], ARGV[2]
 local meta, due, hist = KEYS[1], KEYS[2], KEYS[3]
-local sub, unpack = string.sub, struct.unpack
+local spread = unpack  -- a table's items as arguments
+local sub, pack, unpack = string.sub, struct.pack, struct.unpack
+
+-- A URL's entry in its bucket's queue: its id, then where its record is.
+local function member(id, i)
+  if i > 65535 then
+    error('a recrawl bucket holds at most 65,535 URLs; set `expected_pages` for the crawl and regroup the namespace')
+  end
+  return id .. pack('>H', i)
+end
 
 -- The position of `id` among a bucket's ids from position `after` on (nil: none).
 local function position(ids, id, after)
@@ -84,13 +97,14 @@ end
 -- Store a URL not in its bucket yet.
 local function append(bucket, ids, id, record, queue)
   local key = prefix .. 'b' .. bucket
+  local entry = member(id, #ids / ID + 1)
   if ids == '' then
     redis.call('RPUSH', key, id, record)
   else
     redis.call('LSET', key, 0, ids .. id)
     redis.call('RPUSH', key, record)
   end
-  redis.call('ZADD', prefix .. 'q' .. bucket, queue, id)
+  redis.call('ZADD', prefix .. 'q' .. bucket, queue, entry)
   redis.call('HINCRBY', meta, 'n', 1)
 end
 
@@ -108,7 +122,7 @@ if mode == 'update' then
   end
   if i then
     redis.call('LSET', key, i, ARGV[7])
-    redis.call('ZADD', prefix .. 'q' .. bucket, ARGV[8], id)
+    redis.call('ZADD', prefix .. 'q' .. bucket, ARGV[8], member(id, i))
   else
     append(bucket, ids, id, ARGV[7], ARGV[8])
   end
@@ -144,10 +158,15 @@ if mode == 'remove' then
     return 0
   end
   -- The last id and record take the place of the removed ones.
-  local n = #ids / ID
+  local n, queue = #ids / ID, prefix .. 'q' .. bucket
+  redis.call('ZREM', queue, member(id, i))
   if i < n then
+    local last = sub(ids, (n - 1) * ID + 1)
+    local time = redis.call('ZSCORE', queue, member(last, n))
+    redis.call('ZREM', queue, member(last, n))
+    redis.call('ZADD', queue, time, member(last, i))
     redis.call('LSET', key, i, redis.call('LINDEX', key, n))
-    ids = sub(ids, 1, (i - 1) * ID) .. sub(ids, (n - 1) * ID + 1) .. sub(ids, i * ID + 1)
+    ids = sub(ids, 1, (i - 1) * ID) .. last .. sub(ids, i * ID + 1)
   end
   ids = sub(ids, 1, (n - 1) * ID)
   if ids == '' then
@@ -156,7 +175,6 @@ if mode == 'remove' then
     redis.call('RPOP', key)
     redis.call('LSET', key, 0, ids)
   end
-  redis.call('ZREM', prefix .. 'q' .. bucket, id)
   refresh(bucket)
   redis.call('HINCRBY', meta, 'n', -1)
   count_rate(ARGV[6], -1)
@@ -165,9 +183,10 @@ end
 
 if mode == 'claim' then
   -- The earliest due first, ties in URL-id order: a merge of the buckets' queues (each a
-  -- sorted set, read one entry at a time), whose heads the due set gives in order of
-  -- queue time, then of bucket name (as their ids sort). A score read costs a conversion
-  -- to text, so a claim reads about two entries per URL it hands out.
+  -- sorted set, read two entries at a time), whose heads the due set gives in order of
+  -- queue time, then of bucket name (as their ids sort). Nothing is written until the
+  -- merge is done (a lease moves entries, hence ranks); a bucket's new place in the due
+  -- set is the earlier of the lease and its first entry not handed out, already read.
   local now, limit, lease = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
   local bits = tonumber(ARGV[6])
   local name = '%0' .. math.floor((bits + 3) / 4) .. 'x'
@@ -179,7 +198,8 @@ if mode == 'claim' then
     if a[1] ~= b[1] then return a[1] < b[1] end
     return a[3] < b[3]
   end
-  -- A binary heap of cursors {queue time, bucket, id, score text, rank}.
+  -- A binary heap of cursors {queue time, bucket, member, time text, rank, next}, where
+  -- next is the entry after (member, time text), false at the end, nil when not read.
   local heap = {}
   local function push(c)
     heap[#heap + 1] = c
@@ -206,11 +226,26 @@ if mode == 'claim' then
     end
     return top
   end
-  -- The entry of `bucket`'s queue at `rank` as a cursor, if it is due.
-  local function cursor(bucket, rank)
-    local e = redis.call('ZRANGE', prefix .. 'q' .. bucket, rank, rank, 'WITHSCORES')
-    if #e == 0 or tonumber(e[2]) > now then return nil end
-    return { tonumber(e[2]), bucket, e[1], e[2], rank }
+  -- rest[bucket]: the time text of its first entry not handed out (false: none left).
+  local rest = {}
+  -- Continue `bucket`'s queue at `rank` with `entry` ({member, time text}; nil: read it
+  -- and the next; false: the queue ends): a cursor if it is due, else where it stops.
+  local function follow(bucket, rank, entry, after)
+    if entry == nil then
+      local e = redis.call('ZRANGE', prefix .. 'q' .. bucket, rank, rank + 1, 'WITHSCORES')
+      entry = e[1] and { e[1], e[2] } or false
+      after = e[3] and { e[3], e[4] } or false
+    end
+    if not entry then
+      rest[bucket] = false
+      return
+    end
+    local time = tonumber(entry[2])
+    if time > now then
+      rest[bucket] = entry[2]
+      return
+    end
+    push({ time, bucket, entry[1], entry[2], rank, after })
   end
   local found, rows, row, offset = {}, {}, 1, 0
   while #found < limit do
@@ -223,34 +258,41 @@ if mode == 'claim' then
     local head = rows[row]
     if head and (not top or tonumber(rows[row + 1]) < top[1] or
         (tonumber(rows[row + 1]) == top[1] and head < bucket_of(top[3]))) then
-      local c = cursor(head, 0)
-      if c then push(c) end
+      follow(head, 0, nil)
       row = row + 2
     elseif top then
       pop()
       found[#found + 1] = top
-      local c = cursor(top[2], top[5] + 1)
-      if c then push(c) end
+      follow(top[2], top[5] + 1, top[6], nil)
     else
       break
     end
   end
-  local out, ids_of = {}, {}
+  for _, c in ipairs(heap) do
+    rest[c[2]] = c[4]
+  end
+  local out, places = {}, {}
   for _, f in ipairs(found) do
-    local bucket, id = f[2], f[3]
-    local key = prefix .. 'b' .. bucket
-    local ids = ids_of[bucket] or redis.call('LINDEX', key, 0)
-    ids_of[bucket] = ids
-    out[#out + 1] = redis.call('LINDEX', key, position(ids, id))
+    local bucket, entry = f[2], f[3]
+    out[#out + 1] = redis.call('LINDEX', prefix .. 'b' .. bucket, (unpack('>H', entry, ID + 1)))
     out[#out + 1] = f[4]
     if lease ~= '' then
-      redis.call('ZADD', prefix .. 'q' .. bucket, lease, id)
+      redis.call('ZADD', prefix .. 'q' .. bucket, lease, entry)
+      places[bucket] = true
     end
   end
-  if lease ~= '' then
-    for bucket in pairs(ids_of) do
-      refresh(bucket)
+  local moved = {}
+  for bucket in pairs(places) do
+    local left = rest[bucket]
+    moved[#moved + 1] = (left and tonumber(left) < tonumber(lease)) and left or lease
+    moved[#moved + 1] = bucket
+    if #moved == 1000 then
+      redis.call('ZADD', due, spread(moved))
+      moved = {}
     end
+  end
+  if #moved > 0 then
+    redis.call('ZADD', due, spread(moved))
   end
   return out
 end
