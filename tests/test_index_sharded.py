@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError, IndexMismatchError
 from scrapy_simhash.index import open_index
+from scrapy_simhash.index.facade import IndexFacade
 from scrapy_simhash.index.grow import grow
 from scrapy_simhash.index.redis.codec import key_id
 from scrapy_simhash.index.sharded import ShardedRedisIndex
@@ -31,10 +32,17 @@ SHARDS = 6
 _namespaces = itertools.count()
 
 
-def _sharded(url: str, **kwargs: Any) -> ShardedRedisIndex:
+def _sharded(url: str, **kwargs: Any) -> IndexFacade:
+    """A sharded index as a crawl opens it; its backend's insides are ``.backend``."""
     index = open_index(url, shards=SHARDS, max_distance=5, exact_distance=3, **kwargs)
-    assert isinstance(index, ShardedRedisIndex)
+    assert isinstance(index.backend, ShardedRedisIndex)
     return index
+
+
+def _inside(index: IndexFacade | ShardedRedisIndex) -> ShardedRedisIndex:
+    inside = index.backend if isinstance(index, IndexFacade) else index
+    assert isinstance(inside, ShardedRedisIndex)
+    return inside
 
 
 pages = st.lists(
@@ -87,28 +95,28 @@ def _hold_locks(url: str, fingerprint: int, ready: Any) -> None:
     """Take a page's locks (round 1) and never come back, as a process killed mid-page."""
     index = _sharded(url, namespace="lease", lock_lease_secs=0.5)
     ident = key_id("https://dead.example/")
-    index._lock(fingerprint, ident, index._plan(fingerprint, ident))
+    _inside(index)._lock(fingerprint, ident, _inside(index)._plan(fingerprint, ident))
     ready.put(True)
     signal.pause()
 
 
-def _lock_names(index: ShardedRedisIndex) -> list[bytes]:
+def _lock_names(index: IndexFacade | ShardedRedisIndex) -> list[bytes]:
     """Lock fields of every shard's record hash (a band's or a key's)."""
-    client = index._client
+    client = _inside(index)._client
     return [
         name
-        for codec in index._codecs
+        for codec in _inside(index)._codecs
         for name in client.hkeys(codec.meta)
         if name[:1] in (b"l", b"k")
     ]
 
 
-def _held_locks(index: ShardedRedisIndex) -> list[bytes]:
+def _held_locks(index: IndexFacade | ShardedRedisIndex) -> list[bytes]:
     """Lock fields still within their lease (value: token, ":", deadline in the server's
     milliseconds)."""
-    client = index._client
+    client = _inside(index)._client
     held = []
-    for codec in index._codecs:
+    for codec in _inside(index)._codecs:
         node = client.get_node_from_key(codec.meta)
         seconds, micros = client.time(target_nodes=node)
         now = seconds * 1000 + micros // 1000
@@ -150,10 +158,10 @@ def test_a_lock_met_past_its_lease_sweeps_every_expired_lock_of_its_shard(
     fp = 0x0FED_CBA9_8765_4321
     with _sharded(redis_cluster6_url, namespace="sweep") as index:
         ident = key_id("https://dead.example/page")
-        index._lock(fp, ident, index._plan(fp, ident))
-        client = index._client
+        _inside(index)._lock(fp, ident, _inside(index)._plan(fp, ident))
+        client = _inside(index)._client
         bands = {codec.meta: [n for n in client.hkeys(codec.meta) if n[:1] == b"l"]
-                 for codec in index._codecs}
+                 for codec in _inside(index)._codecs}
         # The dead page's band locks and, beside them, a lock of a page nobody will meet
         # again, all long past their deadline (server milliseconds).
         for meta, names in bands.items():
@@ -171,20 +179,20 @@ def test_a_failing_shard_leaves_the_page_unchecked_never_dropped(redis_cluster6_
     fp = 0x0F0F_F0F0_1234_5678
     key = "https://site.example/failing"
     with _sharded(redis_cluster6_url, namespace="fail", lock_lease_secs=0.5) as index:
-        home = index._codecs[index.home(key_id(key))]
+        home = _inside(index)._codecs[_inside(index).home(key_id(key))]
         # Round 1 fails on one shard: the key's entry bucket holds a list.
         bucket = home.entry_key(key_id(key))
-        index._client.rpush(bucket, b"x")
+        _inside(index)._client.rpush(bucket, b"x")
         with pytest.raises(IndexBackendError):
             index.observe(key, fp)
         assert not _lock_names(index)  # the other shards' locks were released
-        index._client.delete(bucket)
+        _inside(index)._client.delete(bucket)
         # Round 2 fails on one shard: the home's entry counter is not a number, so its
         # store refuses after round 1 went through everywhere (the other shards store).
-        index._client.hset(home.meta, "n", "x")
+        _inside(index)._client.hset(home.meta, "n", "x")
         with pytest.raises(IndexBackendError):
             index.observe(key, fp)
-        index._client.hset(home.meta, "n", 0)
+        _inside(index)._client.hset(home.meta, "n", 0)
         # A near-duplicate meets band records naming a key without an entry: not checked
         # either, never a copy of a page the index cannot name.
         with pytest.raises(IndexBackendError):
@@ -276,16 +284,17 @@ def test_a_namespace_in_an_older_sharded_layout_is_refused(redis_cluster6_url: s
     import json
 
     with _sharded(redis_cluster6_url, namespace="older") as index:
-        root = index._root
-        record = json.loads(index._client.hget(root.meta, "config"))
+        root = _inside(index)._root
+        record = json.loads(_inside(index)._client.hget(root.meta, "config"))
         assert record["sharded_format"] == 2
         del record["sharded_format"]  # as layout 1 wrote it
-        index._client.hset(root.meta, "config", json.dumps(record, sort_keys=True))
+        _inside(index)._client.hset(root.meta, "config", json.dumps(record, sort_keys=True))
     with pytest.raises(IndexMismatchError, match="sharded layout 1, this version reads sharded layout 2"):
         _sharded(redis_cluster6_url, namespace="older")
     # One shard keeps today's record, without the sharded layout.
     with open_index(redis_cluster6_url, namespace="single") as index:
-        assert "sharded_format" not in json.loads(index._client.hget(index._codec.meta, "config"))
+        single: Any = index.backend
+        assert "sharded_format" not in json.loads(single._client.hget(single._codec.meta, "config"))
 
 
 def test_a_restarted_server_gets_the_library_and_records_back(own_redis: RedisServer) -> None:
@@ -315,11 +324,11 @@ def test_a_copy_met_before_its_entry_landed_is_named_once_it_lands(
     fp = 0x0F0F_F0F0_1234_5678
     key = "https://site.example/writer"
     with _sharded(redis_cluster6_url, namespace="late", lock_lease_secs=5) as index:
-        home = index._codecs[index.home(key_id(key))]
-        index._client.hset(home.meta, "n", "x")  # the writer's home fails in round 2 ...
+        home = _inside(index)._codecs[_inside(index).home(key_id(key))]
+        _inside(index)._client.hset(home.meta, "n", "x")  # the writer's home fails in round 2 ...
         with pytest.raises(IndexBackendError):
             index.observe(key, fp)
-        index._client.hset(home.meta, "n", 0)
+        _inside(index)._client.hset(home.meta, "n", 0)
         landed = []
 
         def land(_: float) -> None:  # ... and its entry lands while the reader waits
@@ -349,8 +358,8 @@ def test_a_band_record_left_behind_by_a_failed_home_never_drops_a_page(
     key = "https://site.example/moved"
     with _sharded(redis_cluster6_url, namespace="stale") as index:
         assert index.observe(key, fp1).stored
-        home = index.home(key_id(key))
-        send = index._send
+        home = _inside(index).home(key_id(key))
+        send = _inside(index)._send
 
         def home_store_fails(calls: list[tuple[int, list[bytes]]]) -> list[Any]:
             lost = [i for i, (shard, args) in enumerate(calls)
@@ -360,10 +369,10 @@ def test_a_band_record_left_behind_by_a_failed_home_never_drops_a_page(
                 replies.insert(i, RedisConnectionError("connection lost"))
             return replies
 
-        index._send = home_store_fails  # type: ignore[method-assign]
+        _inside(index)._send = home_store_fails  # type: ignore[method-assign]
         with pytest.raises(IndexBackendError):
             index.observe(key, fp2)
-        index._send = send  # type: ignore[method-assign]
+        _inside(index)._send = send  # type: ignore[method-assign]
         with pytest.raises(PageNotChecked):
             index.observe("https://site.example/near", flip(fp2, 2))
         # The key's own content is still found.
@@ -381,21 +390,21 @@ def test_a_lock_call_retried_after_its_reply_was_lost_holds_its_own_locks(
     fp = 0x0BAD_F00D_1234_5678
     with _sharded(redis_cluster6_url, namespace="retry") as index:
         ident = key_id("https://site.example/retried")
-        token, _ = index._lock(fp, ident, index._plan(fp, ident))
-        home = index.home(ident)
-        again = index._round([
-            (shard, [b"lock", index._codecs[shard].record_id, index._conf[shard], index._now(),
-                     index._fp(fp), ident, b"1" if shard == home else b"", tables, token,
-                     index._lease_ms])
-            for shard, tables in index._plan(fp, ident).items()
+        token, _ = _inside(index)._lock(fp, ident, _inside(index)._plan(fp, ident))
+        home = _inside(index).home(ident)
+        again = _inside(index)._round([
+            (shard, [b"lock", _inside(index)._codecs[shard].record_id, _inside(index)._conf[shard], _inside(index)._now(),
+                     _inside(index)._fp(fp), ident, b"1" if shard == home else b"", tables, token,
+                     _inside(index)._lease_ms])
+            for shard, tables in _inside(index)._plan(fp, ident).items()
         ])
         assert [int(reply[0]) for reply in again] == [1] * len(again)
         # Another page's token still finds them busy.
-        other = index._round([
-            (shard, [b"lock", index._codecs[shard].record_id, index._conf[shard], index._now(),
-                     index._fp(fp), ident, b"1" if shard == home else b"", tables,
-                     b"someone-else", index._lease_ms])
-            for shard, tables in index._plan(fp, ident).items()
+        other = _inside(index)._round([
+            (shard, [b"lock", _inside(index)._codecs[shard].record_id, _inside(index)._conf[shard], _inside(index)._now(),
+                     _inside(index)._fp(fp), ident, b"1" if shard == home else b"", tables,
+                     b"someone-else", _inside(index)._lease_ms])
+            for shard, tables in _inside(index)._plan(fp, ident).items()
         ])
         assert [int(reply[0]) for reply in other] == [0] * len(other)
-        index._unlock(fp, ident, token, index._plan(fp, ident))
+        _inside(index)._unlock(fp, ident, token, _inside(index)._plan(fp, ident))

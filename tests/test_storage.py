@@ -47,8 +47,8 @@ def test_a_storage_declared_once_opens_all_three_stores_sync_and_async() -> None
     async def asynchronous() -> None:
         # No asyncio openers declared: both run their blocking backend in a worker thread.
         async_index = await open_async_index("vault://one", namespace="n")
-        assert isinstance(async_index, AsyncIndexAdapter)
-        assert async_index._run is in_thread
+        assert isinstance(async_index.backend, AsyncIndexAdapter)
+        assert async_index.backend._run is in_thread
         assert (await async_index.observe("https://a.test/y", 2**40)).stored
         await async_index.close()
         async_store = open_async_recrawl_store("vault://one")
@@ -86,7 +86,7 @@ def test_a_storage_with_an_asyncio_opener_is_opened_through_it() -> None:
 
     async def scenario() -> None:
         index = await open_async_index("inline://a", namespace="n")
-        assert isinstance(index, AsyncIndexAdapter)
+        assert isinstance(index.backend, AsyncIndexAdapter)
         assert (await index.observe("https://a.test/x", 9)).stored
         await index.close()
 

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from scrapy_simhash.exceptions import ConfigurationError, IndexMismatchError
+from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError, IndexMismatchError
 from scrapy_simhash.index.drops import DROP_MAX_ENTRIES, DROP_TTL_SECS, DropRecord
 from scrapy_simhash.index.layout import SUPPORTED_BITS, BandLayout, check_distance, choose_layout
 
@@ -190,6 +190,11 @@ class IndexConfig:
         return layout, data
 
 
+def failure_of(where: str, action: str, exc: BaseException) -> IndexBackendError:
+    """The failure of a backend that words none of its own."""
+    return IndexBackendError(f"{where}: {action} failed: {type(exc).__name__}: {exc}")
+
+
 def reset_hint(namespace: str) -> str:
     """The exact ways out of a mismatched index, for error messages."""
     return (
@@ -248,6 +253,14 @@ class NearDuplicateIndex(ABC):
     #: Opening this object wrote the namespace's configuration record: the namespace did
     #: not exist in the storage (new, reset, or its data lost while nothing was open).
     created: bool = False
+    #: What the storage raises when it fails: the facade every index is opened behind
+    #: (:mod:`scrapy_simhash.index.facade`) says each in :meth:`failure`'s words.
+    errors: tuple[type[BaseException], ...] = ()
+
+    def failure(self, action: str, exc: BaseException) -> IndexBackendError:
+        """What to tell the user when ``action`` failed with ``exc``: where, what, what
+        to check; never a password."""
+        return failure_of(type(self).__name__, action, exc)
 
     @property
     def creation(self) -> str | None:
@@ -375,6 +388,11 @@ class AsyncNearDuplicateIndex(ABC):
     url: str
     #: See :attr:`NearDuplicateIndex.created` and :attr:`NearDuplicateIndex.creation`.
     created: bool = False
+    #: See :attr:`NearDuplicateIndex.errors` and :meth:`NearDuplicateIndex.failure`.
+    errors: tuple[type[BaseException], ...] = ()
+
+    def failure(self, action: str, exc: BaseException) -> IndexBackendError:
+        return failure_of(type(self).__name__, action, exc)
 
     @property
     def creation(self) -> str | None:

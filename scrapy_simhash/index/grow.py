@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from scrapy_simhash.exceptions import ConfigurationError
+from scrapy_simhash.index.facade import IndexFacade
 from scrapy_simhash.index.redis import RedisIndex
 from scrapy_simhash.index.redis.connection import _SCAN_BATCH
 from scrapy_simhash.index.registry import open_index
@@ -34,15 +35,17 @@ def grow(url: str, namespace: str, shards: int, new_shards: int, **index_options
             f"grow() spreads a namespace over more shards; back to 1 it is not supported "
             f"(reset namespace {namespace!r} instead)"
         )
-    source = open_index(url, namespace=namespace, shards=shards, **index_options)
+    opened = open_index(url, namespace=namespace, shards=shards, **index_options)
+    source = opened.backend
     seen = [0.0]
-    target = ShardedRedisIndex(
+    growing = ShardedRedisIndex(
         url,
         replace(source.config, clock=lambda: seen[0], reset=False),
         shards=new_shards,
         _grow_from=shards,
         **index_options.get("options", {}),
     )
+    target = IndexFacade(growing)
     copied = 0
     try:
         if isinstance(source, RedisIndex):
@@ -50,7 +53,7 @@ def grow(url: str, namespace: str, shards: int, new_shards: int, **index_options
         else:
             assert isinstance(source, ShardedRedisIndex)
             codecs = source._codecs
-        client = target._client
+        client = growing._client
         now = source.config.clock()
         refused: list[str] = []
         for codec in codecs:
@@ -72,7 +75,7 @@ def grow(url: str, namespace: str, shards: int, new_shards: int, **index_options
                 "shard(s) and nothing was deleted: run grow again with the max_distance and "
                 "exact_distance the crawl used"
             )
-        root = target._root
+        root = growing._root
         client.hset(root.meta, mapping={"config": root.record()})
         # The old records go last: an unsharded source keeps its root keys (the record,
         # now naming the new shards, and the drop record).
@@ -83,7 +86,7 @@ def grow(url: str, namespace: str, shards: int, new_shards: int, **index_options
                     client.delete(name)
     finally:
         target.close()
-        source.close()
+        opened.close()
     regroup(url, namespace, shards, new_shards)
     return copied
 

@@ -11,11 +11,11 @@ from urllib.parse import urlsplit
 from scrapy_simhash._runners import in_thread
 from scrapy_simhash.exceptions import ConfigurationError
 from scrapy_simhash.index.base import (
-    AsyncNearDuplicateIndex,
     IndexConfig,
     NearDuplicateIndex,
 )
 from scrapy_simhash.index.drops import DROP_MAX_ENTRIES, DROP_TTL_SECS
+from scrapy_simhash.index.facade import AsyncIndexFacade, IndexFacade
 from scrapy_simhash.index.sqlite import DEFAULT_URL
 from scrapy_simhash.index.threaded import AsyncIndexAdapter
 from scrapy_simhash.storage import Storage, extend_storage, storage_for
@@ -70,7 +70,7 @@ def open_index(
     drop_max_entries: int = DROP_MAX_ENTRIES,
     options: dict[str, Any] | None = None,
     **backend_options: Any,
-) -> NearDuplicateIndex:
+) -> IndexFacade:
     """Open (creating if needed) the index at ``url``; ``None`` is the embedded SQLite file.
 
     ``max_distance`` is the largest distance of a match; every match within
@@ -91,8 +91,7 @@ def open_index(
     )
     opener = _storage(url, merged).index
     assert opener is not None  # storage_for checked it
-    index: NearDuplicateIndex = opener(url, config, **merged)
-    return index
+    return IndexFacade(opener(url, config, **merged))
 
 
 async def open_async_index(
@@ -112,7 +111,7 @@ async def open_async_index(
     drop_max_entries: int = DROP_MAX_ENTRIES,
     options: dict[str, Any] | None = None,
     **backend_options: Any,
-) -> AsyncNearDuplicateIndex:
+) -> AsyncIndexFacade:
     """Async twin of :func:`open_index`; await it inside the loop that will use the index.
 
     Storages declare an asyncio opener where they have one (Redis: a native redis.asyncio
@@ -127,8 +126,7 @@ async def open_async_index(
     )
     storage = _storage(url, merged)
     if storage.async_index is not None:
-        opened: AsyncNearDuplicateIndex = await storage.async_index(url, config, **merged)
-        return opened
+        return AsyncIndexFacade(await storage.async_index(url, config, **merged))
     assert storage.index is not None  # storage_for checked it
     index = await asyncio.to_thread(storage.index, url, config, **merged)
-    return AsyncIndexAdapter(index, run=in_thread)
+    return AsyncIndexFacade(AsyncIndexAdapter(index, run=in_thread))

@@ -156,7 +156,7 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
         #: would take the wait for an outage.
         self._wait_secs = min(2 * lock_lease_secs + 1, LOCK_WAIT_SECS)
         self._lease_secs = lock_lease_secs
-        self._errors = _redis_errors()
+        self.errors = _redis_errors()
         self._root = _Codec(url, config)
         self._root.shards = shards
         # A new namespace: each shard holds ~1/shards of the records and entries, so fewer
@@ -186,9 +186,12 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
                 for codec in (self._root, *self._codecs):
                     self._delete(codec, b"")
             self._open(_grow_from)
-        except self._errors as exc:
+        except self.errors as exc:
             raise self._root.error("open", exc) from exc
         self.layout = self._root.layout
+
+    def failure(self, action: str, exc: BaseException) -> IndexBackendError:
+        return self._root.error(action, exc)
 
     # -- records ------------------------------------------------------------------------
 
@@ -292,7 +295,7 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
                 pipe.execute_command("FCALL", SHARD_FUNCTION, 1, meta, *args)
         try:
             replies = list(pipe.execute(raise_on_error=False))
-        except self._errors as exc:
+        except self.errors as exc:
             replies = [exc] * len(calls)
         if any(isinstance(reply, Exception) for reply in replies):
             self._nodes.clear()  # the cluster may have moved a slot
@@ -331,7 +334,7 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
                 self._load()
                 for shard in {calls[i][0] for i in again}:
                     self._restore(shard)
-            except self._errors as exc:
+            except self.errors as exc:
                 for i in again:
                     replies[i] = exc
                 return replies
@@ -384,7 +387,7 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
             self._unlock(fp, ident, token, plan)
             failed = [reply for reply in replies if isinstance(reply, Exception)]
             if failed:
-                raise self._root.error("lock", failed[0])
+                raise failed[0]
             if time.monotonic() > deadline:
                 raise PageNotChecked(
                     f"Redis index {mask_url(self.url)}: locks of a page stayed busy for "
@@ -444,7 +447,7 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
             replies = self._round(calls)
             for (_, args), reply in zip(calls, replies, strict=True):
                 if isinstance(reply, Exception):
-                    raise self._root.error("read a match", reply)
+                    raise reply
                 for asked, text in zip(args[8:], reply, strict=True):
                     if text == 0:  # the key's entry holds other content: a stale band record
                         stale.add(asked[:8])
@@ -534,7 +537,7 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
         stored = self._round(calls)[:storing]
         failed = [reply for reply in stored if isinstance(reply, Exception)]
         if failed:
-            raise self._root.error("store", failed[0])
+            raise failed[0]
         if any(int(reply[0]) for reply in stored):
             raise PageNotChecked(
                 f"Redis index {mask_url(self.url)}: the locks of a page expired before it "
@@ -566,7 +569,7 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
         )
         for reply in replies:
             if isinstance(reply, Exception):
-                raise self._root.error("query", reply)
+                raise reply
         found = self._candidates(replies, 0)
         if not found:
             return []
@@ -575,10 +578,7 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
     def get(self, key: str) -> int | None:
         ident = key_id(key)
         codec = self._codecs[self.home(ident)]
-        try:
-            bucket = self._client.get(codec.entry_key(ident))
-        except self._errors as exc:
-            raise self._root.error("get", exc) from exc
+        bucket = self._client.get(codec.entry_key(ident))
         return codec.entry(bucket, ident)
 
     def _remove(self, ident: bytes, fingerprint: int, token: bytes) -> bool:
@@ -596,7 +596,7 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
         )
         for result in replies:
             if isinstance(result, Exception):
-                raise self._root.error("remove", result)
+                raise result
         return bool(replies[shards.index(home)])
 
     def remove(self, key: str) -> bool:
@@ -620,54 +620,42 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
                 self._client.delete(name)
 
     def clear(self) -> None:
-        try:
-            for kind in (b"d", b"q"):
-                self._delete(self._root, kind)
-            for codec in self._codecs:
-                for kind in _DATA_KINDS:
-                    self._delete(codec, kind)
-                self._client.hset(codec.meta, "n", 0)
-        except self._errors as exc:
-            raise self._root.error("clear", exc) from exc
+        for kind in (b"d", b"q"):
+            self._delete(self._root, kind)
+        for codec in self._codecs:
+            for kind in _DATA_KINDS:
+                self._delete(codec, kind)
+            self._client.hset(codec.meta, "n", 0)
 
     def keys(self) -> Iterator[str]:
         now = self.config.clock()
-        try:
-            for codec in self._codecs:
-                for key, _, seen in _entries(self._client, codec):
-                    if not self.config.expired(seen, now):
-                        yield key
-        except self._errors as exc:
-            raise self._root.error("list keys", exc) from exc
+        for codec in self._codecs:
+            for key, _, seen in _entries(self._client, codec):
+                if not self.config.expired(seen, now):
+                    yield key
 
     def count(self) -> int:
         """Entries, including expired ones not yet purged (each shard counts the keys whose
         home it is)."""
-        try:
-            return sum(int(self._client.hget(codec.meta, "n") or 0) for codec in self._codecs)
-        except self._errors as exc:
-            raise self._root.error("count", exc) from exc
+        return sum(int(self._client.hget(codec.meta, "n") or 0) for codec in self._codecs)
 
     def purge_expired(self) -> int:
         if self.config.ttl_secs is None:
             return 0
         removed = 0
         now = self._now()
-        try:
-            for shard, codec in enumerate(self._codecs):
-                for kind in (b"e", b"b"):
-                    names = self._names(codec, kind)
-                    for start in range(0, len(names), _SCAN_BATCH):
-                        # Each name purged atomically by its own call, a batch per round.
-                        for reply in self._round([
-                            (shard, [b"purge", codec.record_id, self._conf[shard], now, name])
-                            for name in names[start : start + _SCAN_BATCH]
-                        ]):
-                            if isinstance(reply, Exception):
-                                raise reply
-                            removed += int(reply)
-        except self._errors as exc:
-            raise self._root.error("purge", exc) from exc
+        for shard, codec in enumerate(self._codecs):
+            for kind in (b"e", b"b"):
+                names = self._names(codec, kind)
+                for start in range(0, len(names), _SCAN_BATCH):
+                    # Each name purged atomically by its own call, a batch per round.
+                    for reply in self._round([
+                        (shard, [b"purge", codec.record_id, self._conf[shard], now, name])
+                        for name in names[start : start + _SCAN_BATCH]
+                    ]):
+                        if isinstance(reply, Exception):
+                            raise reply
+                        removed += int(reply)
         return removed
 
     def stats(self) -> IndexStats:
@@ -675,26 +663,23 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
         one shard only)."""
         groups: dict[bytes, int] = {}
         size = self._root.width + 12
-        try:
-            for codec in self._codecs:
-                start = len(codec.prefix) + 1
-                names = self._names(codec, b"b")
-                for first in range(0, len(names), _SCAN_BATCH):
-                    batch = names[first : first + _SCAN_BATCH]
-                    pipe = self._client.pipeline(transaction=False)
-                    for name in batch:
-                        pipe.strlen(name)
-                    for name, length in zip(batch, pipe.execute(), strict=True):
-                        group = name[start:]
-                        groups[group] = groups.get(group, 0) + int(length) // size
-        except self._errors as exc:
-            raise self._root.error("stats", exc) from exc
+        for codec in self._codecs:
+            start = len(codec.prefix) + 1
+            names = self._names(codec, b"b")
+            for first in range(0, len(names), _SCAN_BATCH):
+                batch = names[first : first + _SCAN_BATCH]
+                pipe = self._client.pipeline(transaction=False)
+                for name in batch:
+                    pipe.strlen(name)
+                for name, length in zip(batch, pipe.execute(), strict=True):
+                    group = name[start:]
+                    groups[group] = groups.get(group, 0) + int(length) // size
         return bucket_stats("redis", self.count(), self.layout, groups.values())
 
     def close(self) -> None:
         try:
             self._client.close()
-        except self._errors as exc:
+        except self.errors as exc:
             logger.warning("closing the Redis index %s failed: %s", mask_url(self.url), exc)
 
 

@@ -97,6 +97,8 @@ def _band_int(value: int) -> int:
 
 
 class SqliteIndex(NearDuplicateIndex):
+    errors = (sqlite3.Error,)
+
     def __init__(
         self, url: str, config: IndexConfig, *, timeout: float = 30.0, synchronous: str = "NORMAL"
     ) -> None:
@@ -124,9 +126,9 @@ class SqliteIndex(NearDuplicateIndex):
             # lookups themselves.
             self._probe = " UNION ALL ".join([_PROBE] * self.layout.tables)
         except sqlite3.Error as exc:
-            raise self._error("open", exc) from exc
+            raise self.failure("open", exc) from exc
 
-    def _error(self, action: str, exc: BaseException) -> IndexBackendError:
+    def failure(self, action: str, exc: BaseException) -> IndexBackendError:
         logger.debug("SQLite index %s failed on %s: %s", action, self.url, exc)  # raised, not lost
         return IndexBackendError(
             f"SQLite index {self.url}: {action} failed: {exc} (check that the file is "
@@ -273,79 +275,64 @@ class SqliteIndex(NearDuplicateIndex):
         check_key(key)
         check_fingerprint(fingerprint, self.config.bits)
         now = self.config.clock()
-        try:
-            if not claim:
-                # A copy of a stored page (most observes of a crawl of copies) is answered
-                # by a read: only a page that may be kept needs the write lock, under which
-                # the probe runs again, so two processes still never both keep copies.
-                with self._lock:
-                    match = closest(self._candidates(fingerprint, key, now, purge=False))
-                if match is not None:
-                    return Observation(match, None, False)
-            with self._write():
-                match = closest(self._candidates(fingerprint, key, now, claim=claim))
-                if match is not None:
-                    return Observation(match, None, False)
-                _, row_id, row = self._find(key)
-                if claim and row is not None and not self.config.expired(row[1], now):
-                    return Observation(None, int.from_bytes(row[0], "big"), False)
-                previous = None
-                same = False
-                if row is not None:
-                    old = int.from_bytes(row[0], "big")
-                    if not self.config.expired(row[1], now):
-                        previous = old
-                    same = old == fingerprint
-                    if not same:
-                        self._unlink(key)
-                blob = fingerprint.to_bytes(self._bytes, "big")
-                self._store(row_id, key, blob, int(now), bands=not same)
-                return Observation(None, previous, True)
-        except sqlite3.Error as exc:
-            raise self._error("observe", exc) from exc
+        if not claim:
+            # A copy of a stored page (most observes of a crawl of copies) is answered
+            # by a read: only a page that may be kept needs the write lock, under which
+            # the probe runs again, so two processes still never both keep copies.
+            with self._lock:
+                match = closest(self._candidates(fingerprint, key, now, purge=False))
+            if match is not None:
+                return Observation(match, None, False)
+        with self._write():
+            match = closest(self._candidates(fingerprint, key, now, claim=claim))
+            if match is not None:
+                return Observation(match, None, False)
+            _, row_id, row = self._find(key)
+            if claim and row is not None and not self.config.expired(row[1], now):
+                return Observation(None, int.from_bytes(row[0], "big"), False)
+            previous = None
+            same = False
+            if row is not None:
+                old = int.from_bytes(row[0], "big")
+                if not self.config.expired(row[1], now):
+                    previous = old
+                same = old == fingerprint
+                if not same:
+                    self._unlink(key)
+            blob = fingerprint.to_bytes(self._bytes, "big")
+            self._store(row_id, key, blob, int(now), bands=not same)
+            return Observation(None, previous, True)
 
     def query(self, fingerprint: int) -> list[Match]:
         check_fingerprint(fingerprint, self.config.bits)
-        try:
-            with self._lock:
-                return ordered(self._candidates(fingerprint, None, self.config.clock()))
-        except sqlite3.Error as exc:
-            raise self._error("query", exc) from exc
+        with self._lock:
+            return ordered(self._candidates(fingerprint, None, self.config.clock()))
 
-    def _row(self, action: str, sql: str, *params: object) -> tuple[Any, ...] | None:
+    def _row(self, sql: str, *params: object) -> tuple[Any, ...] | None:
         """One row of a read in this namespace (``ns`` is the first parameter)."""
-        try:
-            with self._lock:
-                row: tuple[Any, ...] | None = self._db.execute(
-                    sql, (self._ns, *params)
-                ).fetchone()
-        except sqlite3.Error as exc:
-            raise self._error(action, exc) from exc
+        with self._lock:
+            row: tuple[Any, ...] | None = self._db.execute(
+                sql, (self._ns, *params)
+            ).fetchone()
         return row
 
     def get(self, key: str) -> int | None:
-        try:
-            with self._lock:
-                row = self._find(key)[2]
-        except sqlite3.Error as exc:
-            raise self._error("get", exc) from exc
+        with self._lock:
+            row = self._find(key)[2]
         if row is None or self.config.expired(row[1], self.config.clock()):
             return None
         return int.from_bytes(row[0], "big")
 
     def rename(self, old: str, new: str) -> bool:
         check_key(new)
-        try:
-            with self._write():
-                row = self._find(old)[2]
-                if row is None:
-                    return False
-                self._unlink(new)
-                self._unlink(old)
-                self._store(self._find(new)[1], new, row[0], row[1], bands=True)
-                return True
-        except sqlite3.Error as exc:
-            raise self._error("rename", exc) from exc
+        with self._write():
+            row = self._find(old)[2]
+            if row is None:
+                return False
+            self._unlink(new)
+            self._unlink(old)
+            self._store(self._find(new)[1], new, row[0], row[1], bands=True)
+            return True
 
     def record_drop(self, url: str, kept: str, distance: int) -> None:
         check_key(url)
@@ -353,19 +340,16 @@ class SqliteIndex(NearDuplicateIndex):
         if limit <= 0:
             return
         now = self.config.clock()
-        try:
-            with self._write() as db:
-                db.execute(
-                    "INSERT OR REPLACE INTO simhash_drops (ns, url, kept, distance, at) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    (self._ns, url, kept, distance, int(now)),
-                )
-                self._since_trim += 1
-                if self._since_trim >= max(1, min(TRIM_EVERY, limit // 16)):
-                    self._since_trim = 0
-                    self._trim_drops(db, limit, now)
-        except sqlite3.Error as exc:
-            raise self._error("record drop", exc) from exc
+        with self._write() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO simhash_drops (ns, url, kept, distance, at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (self._ns, url, kept, distance, int(now)),
+            )
+            self._since_trim += 1
+            if self._since_trim >= max(1, min(TRIM_EVERY, limit // 16)):
+                self._since_trim = 0
+                self._trim_drops(db, limit, now)
 
     def _trim_drops(self, db: sqlite3.Connection, limit: int, now: float) -> None:
         """Delete expired records, then the oldest beyond ``limit``."""
@@ -384,7 +368,6 @@ class SqliteIndex(NearDuplicateIndex):
 
     def drop_of(self, url: str) -> DropRecord | None:
         row = self._row(
-            "drop lookup",
             "SELECT kept, distance, at FROM simhash_drops WHERE ns = ? AND url = ?",
             url,
         )
@@ -393,26 +376,20 @@ class SqliteIndex(NearDuplicateIndex):
         return DropRecord(url, row[0], int(row[1]), int(row[2]))
 
     def forget_drop(self, url: str) -> None:
-        try:
-            with self._write() as db:
-                db.execute("DELETE FROM simhash_drops WHERE ns = ? AND url = ?", (self._ns, url))
-        except sqlite3.Error as exc:
-            raise self._error("forget drop", exc) from exc
+        with self._write() as db:
+            db.execute("DELETE FROM simhash_drops WHERE ns = ? AND url = ?", (self._ns, url))
 
     def drop_count(self) -> int:
-        row = self._row("drop count", "SELECT COUNT(*) FROM simhash_drops WHERE ns = ?")
+        row = self._row("SELECT COUNT(*) FROM simhash_drops WHERE ns = ?")
         return int(row[0]) if row else 0
 
-    def _pages(self, action: str, sql: str, start: object = "") -> Iterator[tuple[Any, ...]]:
+    def _pages(self, sql: str, start: object = "") -> Iterator[tuple[Any, ...]]:
         """Rows of ``sql`` (first column the order, ``?`` for ns and the last one seen) in
         pages of :data:`PAGE_ROWS`, so a large namespace is never held in memory at once."""
         after = start
         while True:
-            try:
-                with self._lock:
-                    rows = self._db.execute(sql, (self._ns, after, PAGE_ROWS)).fetchall()
-            except sqlite3.Error as exc:
-                raise self._error(action, exc) from exc
+            with self._lock:
+                rows = self._db.execute(sql, (self._ns, after, PAGE_ROWS)).fetchall()
             yield from rows
             if len(rows) < PAGE_ROWS:
                 return
@@ -422,7 +399,7 @@ class SqliteIndex(NearDuplicateIndex):
         now = self.config.clock()
         sql = ("SELECT id, key, seen FROM simhash_index_entries WHERE ns = ? AND id > ? "
                "ORDER BY id LIMIT ?")
-        for _, key, seen in self._pages("list keys", sql, start=-1):
+        for _, key, seen in self._pages(sql, start=-1):
             if not self.config.expired(seen, now):
                 yield str(key)
 
@@ -430,26 +407,20 @@ class SqliteIndex(NearDuplicateIndex):
         now = self.config.clock()
         sql = ("SELECT url, kept, distance, at FROM simhash_drops WHERE ns = ? AND url > ? "
                "ORDER BY url LIMIT ?")
-        for url, kept, distance, at in self._pages("list drops", sql):
+        for url, kept, distance, at in self._pages(sql):
             if not self.config.drop_expired(at, now):
                 yield DropRecord(str(url), str(kept), int(distance), int(at))
 
     def remove(self, key: str) -> bool:
-        try:
-            with self._write():
-                return self._unlink(key) is not None
-        except sqlite3.Error as exc:
-            raise self._error("remove", exc) from exc
+        with self._write():
+            return self._unlink(key) is not None
 
     def clear(self) -> None:
-        try:
-            with self._write():
-                self._delete_namespace(self._ns)
-        except sqlite3.Error as exc:
-            raise self._error("clear", exc) from exc
+        with self._write():
+            self._delete_namespace(self._ns)
 
     def count(self) -> int:
-        row = self._row("count", "SELECT COUNT(*) FROM simhash_index_entries WHERE ns = ?")
+        row = self._row("SELECT COUNT(*) FROM simhash_index_entries WHERE ns = ?")
         return int(row[0]) if row else 0
 
     def purge_expired(self) -> int:
@@ -457,34 +428,28 @@ class SqliteIndex(NearDuplicateIndex):
         if ttl is None:
             return 0
         cutoff = self.config.clock() - ttl
-        try:
-            with self._write() as db:
-                keys = [
-                    key
-                    for (key,) in db.execute(
-                        "SELECT key FROM simhash_index_entries WHERE ns = ? AND seen < ?",
-                        (self._ns, cutoff),
-                    ).fetchall()
-                ]
-                for key in keys:
-                    self._unlink(key)
-        except sqlite3.Error as exc:
-            raise self._error("purge", exc) from exc
+        with self._write() as db:
+            keys = [
+                key
+                for (key,) in db.execute(
+                    "SELECT key FROM simhash_index_entries WHERE ns = ? AND seen < ?",
+                    (self._ns, cutoff),
+                ).fetchall()
+            ]
+            for key in keys:
+                self._unlink(key)
         return len(keys)
 
     def stats(self) -> IndexStats:
-        try:
-            with self._lock:
-                sizes = [
-                    int(size)
-                    for (size,) in self._db.execute(
-                        "SELECT COUNT(*) FROM simhash_index_bands WHERE ns = ? "
-                        "GROUP BY tbl, band",
-                        (self._ns,),
-                    )
-                ]
-        except sqlite3.Error as exc:
-            raise self._error("stats", exc) from exc
+        with self._lock:
+            sizes = [
+                int(size)
+                for (size,) in self._db.execute(
+                    "SELECT COUNT(*) FROM simhash_index_bands WHERE ns = ? "
+                    "GROUP BY tbl, band",
+                    (self._ns,),
+                )
+            ]
         return bucket_stats("sqlite", self.count(), self.layout, sizes)
 
     def close(self) -> None:

@@ -27,6 +27,8 @@ class AsyncIndexAdapter(ThreadFace, AsyncNearDuplicateIndex):
         self.config = index.config
         self.layout = index.layout
         self.url = index.url
+        self.errors = index.errors
+        self.failure = index.failure  # type: ignore[method-assign]
 
     @property
     def creation(self) -> str | None:

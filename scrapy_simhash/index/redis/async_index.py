@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from scrapy_simhash._redis import async_client, mask_url
+from scrapy_simhash.exceptions import IndexBackendError
 from scrapy_simhash.index.base import (
     AsyncNearDuplicateIndex,
     IndexConfig,
@@ -39,7 +40,7 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
         self.url = url
         self.config = config
         self._codec = _Codec(url, config)
-        self._errors = _redis_errors()
+        self.errors = _redis_errors()
         opts = client_options(options)
         client: Any = async_client(url, **opts)
         self._client = client
@@ -54,7 +55,7 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
             if config.reset:
                 await index._delete(b"")
             index.created = await index._restore_record()
-        except index._errors as exc:
+        except index.errors as exc:
             await index.close()
             raise codec.error("open", exc) from exc
         except BaseException:
@@ -66,14 +67,14 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
     async def _run(self, action: str, *args: Any, restored: bool = False) -> Any:
         try:
             return await self._batcher.call(self._codec.args(action, *args))
-        except self._errors as exc:
-            if _no_record(exc) and not restored:
-                try:
-                    await self._restore_record()
-                except self._errors as again:
-                    raise self._codec.error(action, again) from again
-                return await self._run(action, *args, restored=True)
-            raise self._codec.error(action, exc) from exc
+        except self.errors as exc:
+            if not _no_record(exc) or restored:
+                raise
+            await self._restore_record()
+            return await self._run(action, *args, restored=True)
+
+    def failure(self, action: str, exc: BaseException) -> IndexBackendError:
+        return self._codec.error(action, exc)
 
     async def _restore_record(self) -> bool:
         """Async twin of :meth:`RedisIndex._restore_record`."""
@@ -111,42 +112,27 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
         args = self._codec.drop_args(url, kept, distance)
         if args is None:
             return
-        try:
-            async with self._batcher.slots:
-                await self._client.execute_command("EVAL", *args)
-        except self._errors as exc:
-            raise self._codec.error("record drop", exc) from exc
+        async with self._batcher.slots:
+            await self._client.execute_command("EVAL", *args)
 
     async def drop_of(self, url: str) -> DropRecord | None:
-        try:
-            value = await self._client.hget(self._codec.drop_keys[0], key_id(url))
-        except self._errors as exc:
-            raise self._codec.error("drop lookup", exc) from exc
+        value = await self._client.hget(self._codec.drop_keys[0], key_id(url))
         return self._codec.drop(url, value)
 
     async def forget_drop(self, url: str) -> None:
         records = self._codec.drop_keys[0]
-        try:
-            value = await self._client.hget(records, key_id(url))
-            if self._codec.drop(url, value) is not None:  # not a colliding id's record
-                await self._client.execute_command(
-                    "EVAL", FORGET_SCRIPT, 1, records, key_id(url), value
-                )
-        except self._errors as exc:
-            raise self._codec.error("forget drop", exc) from exc
+        value = await self._client.hget(records, key_id(url))
+        if self._codec.drop(url, value) is not None:  # not a colliding id's record
+            await self._client.execute_command(
+                "EVAL", FORGET_SCRIPT, 1, records, key_id(url), value
+            )
 
     async def drop_count(self) -> int:
-        try:
-            return int(await self._client.hlen(self._codec.drop_keys[0]))
-        except self._errors as exc:
-            raise self._codec.error("drop count", exc) from exc
+        return int(await self._client.hlen(self._codec.drop_keys[0]))
 
     async def get(self, key: str) -> int | None:
         ident = key_id(key)
-        try:
-            bucket = await self._client.get(self._codec.entry_key(ident))
-        except self._errors as exc:
-            raise self._codec.error("get", exc) from exc
+        bucket = await self._client.get(self._codec.entry_key(ident))
         return self._codec.entry(bucket, ident)
 
     async def remove(self, key: str) -> bool:
@@ -166,47 +152,35 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
             await self._client.delete(*names[start : start + _SCAN_BATCH])
 
     async def clear(self) -> None:
-        try:
-            for kind in _DATA_KINDS:
-                await self._delete(kind)
-            await self._client.hset(self._codec.meta, "n", 0)
-        except self._errors as exc:
-            raise self._codec.error("clear", exc) from exc
+        for kind in _DATA_KINDS:
+            await self._delete(kind)
+        await self._client.hset(self._codec.meta, "n", 0)
 
     async def count(self) -> int:
-        try:
-            return int(await self._client.hget(self._codec.meta, "n") or 0)
-        except self._errors as exc:
-            raise self._codec.error("count", exc) from exc
+        return int(await self._client.hget(self._codec.meta, "n") or 0)
 
     async def purge_expired(self) -> int:
         if self.config.ttl_secs is None:
             return 0
         removed = 0
-        try:
-            for name in await self._names(b"e"):
-                for ident in self._codec.expired_ids(await self._client.get(name)):
-                    args = self._codec.args("expire", ident=ident)
-                    reply = (await self._batcher.pipeline([args]))[0]
-                    if isinstance(reply, Exception):
-                        raise reply
-                    removed += int(reply)
-        except self._errors as exc:
-            raise self._codec.error("purge", exc) from exc
+        for name in await self._names(b"e"):
+            for ident in self._codec.expired_ids(await self._client.get(name)):
+                args = self._codec.args("expire", ident=ident)
+                reply = (await self._batcher.pipeline([args]))[0]
+                if isinstance(reply, Exception):
+                    raise reply
+                removed += int(reply)
         return removed
 
     async def stats(self) -> IndexStats:
-        try:
-            groups = [
-                (name, int(await self._client.strlen(name))) for name in await self._names(b"b")
-            ]
-        except self._errors as exc:
-            raise self._codec.error("stats", exc) from exc
+        groups = [
+            (name, int(await self._client.strlen(name))) for name in await self._names(b"b")
+        ]
         return self._codec.stats(await self.count(), groups)
 
     async def close(self) -> None:
         await self._batcher.close()
         try:
             await self._client.aclose()
-        except self._errors as exc:
+        except self.errors as exc:
             logger.warning("closing the Redis index %s failed: %s", mask_url(self.url), exc)

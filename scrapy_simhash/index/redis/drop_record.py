@@ -28,7 +28,7 @@ class RedisDropRecord:
     over ``_drop_codec()``."""
 
     _client: Any
-    _errors: tuple[type[BaseException], ...]
+    errors: tuple[type[BaseException], ...]
     config: IndexConfig
 
     def _drop_codec(self) -> _Codec:
@@ -40,43 +40,28 @@ class RedisDropRecord:
         args = codec.drop_args(url, kept, distance)
         if args is None:
             return
-        try:
-            self._client.execute_command("EVAL", *args)
-        except self._errors as exc:
-            raise codec.error("record drop", exc) from exc
+        self._client.execute_command("EVAL", *args)
 
     def drop_of(self, url: str) -> DropRecord | None:
         codec = self._drop_codec()
-        try:
-            value = self._client.hget(codec.drop_keys[0], key_id(url))
-        except self._errors as exc:
-            raise codec.error("drop lookup", exc) from exc
+        value = self._client.hget(codec.drop_keys[0], key_id(url))
         return codec.drop(url, value)
 
     def forget_drop(self, url: str) -> None:
         codec = self._drop_codec()
         records = codec.drop_keys[0]
-        try:
-            value = self._client.hget(records, key_id(url))
-            if codec.drop(url, value) is not None:  # not another URL's under a colliding id
-                self._client.execute_command("EVAL", FORGET_SCRIPT, 1, records, key_id(url), value)
-        except self._errors as exc:
-            raise codec.error("forget drop", exc) from exc
+        value = self._client.hget(records, key_id(url))
+        if codec.drop(url, value) is not None:  # not another URL's under a colliding id
+            self._client.execute_command("EVAL", FORGET_SCRIPT, 1, records, key_id(url), value)
 
     def drops(self) -> Iterator[DropRecord]:
         codec = self._drop_codec()
         now = self.config.clock()
-        try:
-            for _, value in self._client.hscan_iter(codec.drop_keys[0], count=_SCAN_BATCH):
-                record = unpack_record(value)
-                if not self.config.drop_expired(record.at, now):
-                    yield record
-        except self._errors as exc:
-            raise codec.error("list drops", exc) from exc
+        for _, value in self._client.hscan_iter(codec.drop_keys[0], count=_SCAN_BATCH):
+            record = unpack_record(value)
+            if not self.config.drop_expired(record.at, now):
+                yield record
 
     def drop_count(self) -> int:
         codec = self._drop_codec()
-        try:
-            return int(self._client.hlen(codec.drop_keys[0]))
-        except self._errors as exc:
-            raise codec.error("drop count", exc) from exc
+        return int(self._client.hlen(codec.drop_keys[0]))

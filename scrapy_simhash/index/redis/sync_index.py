@@ -6,6 +6,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from scrapy_simhash._redis import mask_url, sync_client
+from scrapy_simhash.exceptions import IndexBackendError
 from scrapy_simhash.index.base import (
     IndexConfig,
     IndexStats,
@@ -34,7 +35,7 @@ class RedisIndex(RedisDropRecord, NearDuplicateIndex):
         self.url = url
         self.config = config
         self._codec = _Codec(url, config)
-        self._errors = _redis_errors()
+        self.errors = _redis_errors()
         try:
             client: Any = sync_client(url, **client_options(options))
             self._client = client
@@ -42,21 +43,21 @@ class RedisIndex(RedisDropRecord, NearDuplicateIndex):
             if config.reset:
                 self._delete(b"")
             self.created = self._restore_record()
-        except self._errors as exc:
+        except self.errors as exc:
             raise self._codec.error("open", exc) from exc
         self.layout = self._codec.layout
 
     def _run(self, action: str, *args: Any) -> Any:
         try:
-            try:
-                return self._script(keys=[self._codec.meta], args=self._codec.args(action, *args))
-            except self._errors as exc:
-                if not _no_record(exc):
-                    raise
-                self._restore_record()
-                return self._script(keys=[self._codec.meta], args=self._codec.args(action, *args))
-        except self._errors as exc:
-            raise self._codec.error(action, exc) from exc
+            return self._script(keys=[self._codec.meta], args=self._codec.args(action, *args))
+        except self.errors as exc:
+            if not _no_record(exc):
+                raise
+            self._restore_record()
+            return self._script(keys=[self._codec.meta], args=self._codec.args(action, *args))
+
+    def failure(self, action: str, exc: BaseException) -> IndexBackendError:
+        return self._codec.error(action, exc)
 
     def _restore_record(self) -> bool:
         """Write this index's record (at creation, or back after the server lost it), or
@@ -96,26 +97,20 @@ class RedisIndex(RedisDropRecord, NearDuplicateIndex):
 
     def keys(self) -> Iterator[str]:
         now, prefix = self.config.clock(), self._codec.prefix
-        try:
-            for name in list(self._keys(b"e")):
-                # One transaction: a crawl writing meanwhile cannot shift texts against entries
-                # (both keys carry the namespace's hash tag: one slot on a cluster).
-                pipe = self._client.pipeline(transaction=True)
-                pipe.get(name)
-                pipe.lrange(prefix + b"u" + name[len(prefix) + 1 :], 0, -1)
-                bucket, texts = pipe.execute()
-                for (_, _, seen), text in zip(self._codec.entries(bucket), texts, strict=False):
-                    if not self.config.expired(seen, now):
-                        yield text.decode("utf-8", "surrogatepass")
-        except self._errors as exc:
-            raise self._codec.error("list keys", exc) from exc
+        for name in list(self._keys(b"e")):
+            # One transaction: a crawl writing meanwhile cannot shift texts against entries
+            # (both keys carry the namespace's hash tag: one slot on a cluster).
+            pipe = self._client.pipeline(transaction=True)
+            pipe.get(name)
+            pipe.lrange(prefix + b"u" + name[len(prefix) + 1 :], 0, -1)
+            bucket, texts = pipe.execute()
+            for (_, _, seen), text in zip(self._codec.entries(bucket), texts, strict=False):
+                if not self.config.expired(seen, now):
+                    yield text.decode("utf-8", "surrogatepass")
 
     def get(self, key: str) -> int | None:
         ident = key_id(key)
-        try:
-            bucket = self._client.get(self._codec.entry_key(ident))
-        except self._errors as exc:
-            raise self._codec.error("get", exc) from exc
+        bucket = self._client.get(self._codec.entry_key(ident))
         return self._codec.entry(bucket, ident)
 
     def remove(self, key: str) -> bool:
@@ -136,51 +131,39 @@ class RedisIndex(RedisDropRecord, NearDuplicateIndex):
             self._client.delete(*batch)
 
     def clear(self) -> None:
-        try:
-            for kind in _DATA_KINDS:
-                self._delete(kind)
-            self._client.hset(self._codec.meta, "n", 0)
-        except self._errors as exc:
-            raise self._codec.error("clear", exc) from exc
+        for kind in _DATA_KINDS:
+            self._delete(kind)
+        self._client.hset(self._codec.meta, "n", 0)
 
     def count(self) -> int:
-        try:
-            return int(self._client.hget(self._codec.meta, "n") or 0)
-        except self._errors as exc:
-            raise self._codec.error("count", exc) from exc
+        return int(self._client.hget(self._codec.meta, "n") or 0)
 
     def purge_expired(self) -> int:
         if self.config.ttl_secs is None:
             return 0
         removed = 0
-        try:
-            for name in list(self._keys(b"e")):
-                for ident in self._codec.expired_ids(self._client.get(name)):
-                    removed += int(
-                        self._script(
-                            keys=[self._codec.meta],
-                            args=self._codec.args("expire", ident=ident),
-                        )
+        for name in list(self._keys(b"e")):
+            for ident in self._codec.expired_ids(self._client.get(name)):
+                removed += int(
+                    self._script(
+                        keys=[self._codec.meta],
+                        args=self._codec.args("expire", ident=ident),
                     )
-        except self._errors as exc:
-            raise self._codec.error("purge", exc) from exc
+                )
         return removed
 
     def stats(self) -> IndexStats:
-        try:
-            names = list(self._keys(b"b"))
-            lengths: list[int] = []
-            for start in range(0, len(names), _SCAN_BATCH):
-                pipe = self._client.pipeline(transaction=False)
-                for name in names[start : start + _SCAN_BATCH]:
-                    pipe.strlen(name)
-                lengths.extend(pipe.execute())
-        except self._errors as exc:
-            raise self._codec.error("stats", exc) from exc
+        names = list(self._keys(b"b"))
+        lengths: list[int] = []
+        for start in range(0, len(names), _SCAN_BATCH):
+            pipe = self._client.pipeline(transaction=False)
+            for name in names[start : start + _SCAN_BATCH]:
+                pipe.strlen(name)
+            lengths.extend(pipe.execute())
         return self._codec.stats(self.count(), zip(names, lengths, strict=True))
 
     def close(self) -> None:
         try:
             self._client.close()
-        except self._errors as exc:
+        except self.errors as exc:
             logger.warning("closing the Redis index %s failed: %s", mask_url(self.url), exc)

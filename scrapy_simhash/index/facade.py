@@ -1,0 +1,168 @@
+"""The face every opened index shows: a backend's storage failures said once, here.
+
+A backend raises what its storage raises (``sqlite3.Error``, redis-py's errors) and says
+which types those are (``errors``) and how to tell the user (``failure``: what failed,
+where, with the password masked, and what to check). Each call goes through this facade,
+which turns them into :class:`~scrapy_simhash.exceptions.IndexBackendError`, as the
+recrawl store's facade does for its backends: callers, the crawl's guard included, see
+one kind of error whatever the storage. Failures while opening are said by the opener.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, TypeVar
+
+from scrapy_simhash.index.base import (
+    AsyncNearDuplicateIndex,
+    IndexStats,
+    Match,
+    NearDuplicateIndex,
+    Observation,
+)
+from scrapy_simhash.index.drops import DropRecord
+
+T = TypeVar("T")
+Backend = NearDuplicateIndex | AsyncNearDuplicateIndex
+
+
+class _Face:
+    """What both faces share: the backend, its attributes and its failures."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self.config = backend.config
+        self.layout = backend.layout
+        self.url = backend.url
+        self.created = backend.created
+        self._errors = backend.errors
+
+    @property
+    def creation(self) -> str | None:
+        return self.backend.creation
+
+
+class IndexFacade(_Face, NearDuplicateIndex):
+    """A blocking index whose storage failures are :class:`IndexBackendError`."""
+
+    backend: NearDuplicateIndex
+
+    def _call(self, action: str, func: Callable[..., T], *args: Any) -> T:
+        try:
+            return func(*args)
+        except self._errors as exc:
+            raise self.backend.failure(action, exc) from exc
+
+    def _each(self, action: str, items: Callable[[], Iterator[T]]) -> Iterator[T]:
+        try:
+            yield from items()
+        except self._errors as exc:
+            raise self.backend.failure(action, exc) from exc
+
+    def observe(self, key: str, fingerprint: int) -> Observation:
+        return self._call("observe", self.backend.observe, key, fingerprint)
+
+    def claim(self, key: str, fingerprint: int) -> Observation:
+        return self._call("claim", self.backend.claim, key, fingerprint)
+
+    def rename(self, old: str, new: str) -> bool:
+        return self._call("rename", self.backend.rename, old, new)
+
+    def record_drop(self, url: str, kept: str, distance: int) -> None:
+        self._call("record drop", self.backend.record_drop, url, kept, distance)
+
+    def drop_of(self, url: str) -> DropRecord | None:
+        return self._call("drop lookup", self.backend.drop_of, url)
+
+    def forget_drop(self, url: str) -> None:
+        self._call("forget drop", self.backend.forget_drop, url)
+
+    def drop_count(self) -> int:
+        return self._call("drop count", self.backend.drop_count)
+
+    def keys(self) -> Iterator[str]:
+        return self._each("list keys", self.backend.keys)
+
+    def drops(self) -> Iterator[DropRecord]:
+        return self._each("list drops", self.backend.drops)
+
+    def query(self, fingerprint: int) -> list[Match]:
+        return self._call("query", self.backend.query, fingerprint)
+
+    def get(self, key: str) -> int | None:
+        return self._call("get", self.backend.get, key)
+
+    def remove(self, key: str) -> bool:
+        return self._call("remove", self.backend.remove, key)
+
+    def clear(self) -> None:
+        self._call("clear", self.backend.clear)
+
+    def count(self) -> int:
+        return self._call("count", self.backend.count)
+
+    def purge_expired(self) -> int:
+        return self._call("purge", self.backend.purge_expired)
+
+    def stats(self) -> IndexStats:
+        return self._call("stats", self.backend.stats)
+
+    def close(self) -> None:
+        self._call("close", self.backend.close)
+
+
+class AsyncIndexFacade(_Face, AsyncNearDuplicateIndex):
+    """The asyncio twin of :class:`IndexFacade`."""
+
+    backend: AsyncNearDuplicateIndex
+
+    async def _call(self, action: str, func: Callable[..., Awaitable[T]], *args: Any) -> T:
+        try:
+            return await func(*args)
+        except self._errors as exc:
+            raise self.backend.failure(action, exc) from exc
+
+    async def observe(self, key: str, fingerprint: int) -> Observation:
+        return await self._call("observe", self.backend.observe, key, fingerprint)
+
+    async def claim(self, key: str, fingerprint: int) -> Observation:
+        return await self._call("claim", self.backend.claim, key, fingerprint)
+
+    async def rename(self, old: str, new: str) -> bool:
+        return await self._call("rename", self.backend.rename, old, new)
+
+    async def record_drop(self, url: str, kept: str, distance: int) -> None:
+        await self._call("record drop", self.backend.record_drop, url, kept, distance)
+
+    async def drop_of(self, url: str) -> DropRecord | None:
+        return await self._call("drop lookup", self.backend.drop_of, url)
+
+    async def forget_drop(self, url: str) -> None:
+        await self._call("forget drop", self.backend.forget_drop, url)
+
+    async def drop_count(self) -> int:
+        return await self._call("drop count", self.backend.drop_count)
+
+    async def query(self, fingerprint: int) -> list[Match]:
+        return await self._call("query", self.backend.query, fingerprint)
+
+    async def get(self, key: str) -> int | None:
+        return await self._call("get", self.backend.get, key)
+
+    async def remove(self, key: str) -> bool:
+        return await self._call("remove", self.backend.remove, key)
+
+    async def clear(self) -> None:
+        await self._call("clear", self.backend.clear)
+
+    async def count(self) -> int:
+        return await self._call("count", self.backend.count)
+
+    async def purge_expired(self) -> int:
+        return await self._call("purge", self.backend.purge_expired)
+
+    async def stats(self) -> IndexStats:
+        return await self._call("stats", self.backend.stats)
+
+    async def close(self) -> None:
+        await self._call("close", self.backend.close)
