@@ -186,20 +186,23 @@ def test_a_bad_key_fails_its_own_page_only(http_site: SiteServer, tmp_path: Path
 
 
 @pytest.mark.redis
-def test_a_recrawl_schedule_of_0_2_0_is_not_read_and_the_crawl_says_why(
+def test_a_recrawl_schedule_of_0_2_0_refuses_the_crawl_at_start_with_the_way_out(
     http_site: SiteServer, redis_url: str, tmp_path: Path
 ) -> None:
-    """Near-duplicates are still found; the old schedule is neither read nor changed, each
-    update is counted lost, and the reason with the reset command is logged once."""
+    """A schedule this version cannot read stops the crawl before any page, instead of
+    losing every page's update; the old keys are neither read nor changed."""
     client = redis.Redis.from_url(redis_url)
     client.hset("simhash:recrawl:{pages}:state", "https://old.test/", b"\x01\x00\x00")
     result = crawl(http_site, tmp_path, PAGES[:3], SIMHASH_INDEX_URL=redis_url)
-    assert result.errors == []
-    assert len(result.items) == 3
-    assert result.stats["simhash/recrawl_error"] == 3
-    assert result.stats["simhash/recrawl_lost"] == 3
-    assert result.log.count("recrawl store cannot be used") == 1
-    assert "scrapy simhash reset --namespace pages" in result.log
+    refused_at_start(result, http_site, "ConfigurationError")
+    assert "recrawl store at redis://" in result.errors[0]
+    assert "0.2.0's layout" in result.errors[0]
+    assert "scrapy simhash reset --namespace pages" in result.errors[0]
     assert client.hgetall("simhash:recrawl:{pages}:state") == {b"https://old.test/": b"\x01\x00\x00"}
     assert not client.exists("simhash:recrawl:{pages}:m")
+    # With the schedule off, the same crawl runs: only the schedule was refused.
+    result = crawl(http_site, tmp_path, PAGES[:3], SIMHASH_INDEX_URL=redis_url,
+                   SIMHASH_RECRAWL_ENABLED=False)
+    assert result.errors == []
+    assert len(result.items) == 3
     client.close()

@@ -198,9 +198,14 @@ def test_a_store_that_cannot_hold_rules_refuses_the_crawl(monkeypatch: pytest.Mo
     register_backend("custom", lambda url, config, **_: MemoryIndex(url, config))
     loop = asyncio.new_event_loop()
     try:
+        off = {"SIMHASH_INDEX_URL": "custom://x", "SIMHASH_RECRAWL_ENABLED": False}
         with pytest.raises(ConfigurationError, match="SIMHASH_DUST_ENABLED needs"):
-            Harness(loop, {"SIMHASH_INDEX_URL": "custom://x", "SIMHASH_DUST_ENABLED": True})
-        Harness(loop, {"SIMHASH_INDEX_URL": "custom://x"}).close()  # without rules it works
+            Harness(loop, {**off, "SIMHASH_DUST_ENABLED": True})
+        Harness(loop, off).close()  # without rules it works
+        # Nor can it hold a schedule: with the recrawl schedule on, the crawl is refused.
+        with pytest.raises(ConfigurationError, match=r"unknown recrawl store URL scheme.*"
+                           r"SIMHASH_RECRAWL_ENABLED = False"):
+            Harness(loop, {"SIMHASH_INDEX_URL": "custom://x"})
     finally:
         loop.close()
 

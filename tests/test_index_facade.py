@@ -74,14 +74,14 @@ def test_a_redis_that_went_away_is_said_by_the_facade_blocking_and_asyncio(
     try:
         with pytest.raises(redis.exceptions.ConnectionError):
             index.backend.observe(COPY, 7)
-        with pytest.raises(IndexBackendError, match="Redis index .*: observe failed") as raised:
+        with pytest.raises(IndexBackendError, match=r"Redis index .*: observe failed") as raised:
             index.observe(COPY, 7)
         assert isinstance(raised.value.__cause__, redis.exceptions.ConnectionError)
-        with pytest.raises(IndexBackendError, match="Redis index .*: count failed"):
+        with pytest.raises(IndexBackendError, match=r"Redis index .*: count failed"):
             index.count()
-        with pytest.raises(IndexBackendError, match="Redis index .*: observe failed"):
+        with pytest.raises(IndexBackendError, match=r"Redis index .*: observe failed"):
             loop.run_until_complete(async_index.observe(COPY, 7))
-        with pytest.raises(IndexBackendError, match="Redis index .*: drop lookup failed"):
+        with pytest.raises(IndexBackendError, match=r"Redis index .*: drop lookup failed"):
             loop.run_until_complete(async_index.drop_of(COPY))
     finally:
         index.close()

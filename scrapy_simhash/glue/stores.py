@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy_simhash.glue import config
 from scrapy_simhash.glue.guard import Guarded
 from scrapy_simhash.glue.wiring import (
+    check_recrawl_store,
     guarded,
     guarded_index,
     outage_log,
@@ -59,7 +60,8 @@ class CrawlStores:
         on_lost: Callable[[], None] | None = None,
     ) -> CrawlStores:
         """Check the index now (a mismatched, unusable or damaged one refuses the crawl
-        here, and so does an unreachable one unless SIMHASH_INDEX_START_UNREACHABLE) and
+        here, and so does an unreachable one unless SIMHASH_INDEX_START_UNREACHABLE, or a
+        recrawl schedule of another layout) and
         guard what the crawl will call, the index and the schedule sharing one outage log. ``count`` receives
         stat names (``index_error``, ``recrawl_error``, ``recrawl_lost``). ``recrawl`` None
         or disabled: no schedule, and the index's previous fingerprint alone tells a change
@@ -80,6 +82,8 @@ class CrawlStores:
         )
         store = None
         if recrawl is not None and recrawl.enabled:
+            if opened:
+                check_recrawl_store(url, namespace, recrawl)
             store = guarded(
                 "recrawl store", url, _recrawl_opener(url, namespace, recrawl), guard,
                 lambda: count("recrawl_error"), outages,

@@ -20,6 +20,7 @@ from scrapy_simhash.verdict import UNAVAILABLE, UNUSABLE, Verdict
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
+    from scrapy_simhash.recrawl import RecrawlConfig
     from scrapy_simhash.settings import GuardConfig
 
 logger = logging.getLogger(__name__)
@@ -86,6 +87,29 @@ def validate_index(
         )
         return False
     return True
+
+
+def check_recrawl_store(url: str, namespace: str, recrawl: RecrawlConfig) -> None:
+    """Read the recrawl schedule's layout once before the crawl starts: one this version
+    cannot use (0.2.0's, another shard count) refuses the crawl here, with the way out,
+    instead of every page's update being lost. Not answering is an outage, left to the
+    guard, as the index's reachability was already checked."""
+    from scrapy_simhash.recrawl import open_recrawl_store
+
+    try:
+        with setting_names():
+            store = open_recrawl_store(url, namespace=namespace, config=recrawl)
+            try:
+                store.count()
+            finally:
+                store.close()
+    except ConfigurationError as exc:
+        raise ConfigurationError(
+            f"SimHash recrawl store at {mask_url(url)} cannot be used: {exc} (or set "
+            "SIMHASH_RECRAWL_ENABLED = False to crawl without the recrawl schedule)"
+        ) from None
+    except BACKEND_ERRORS:
+        return
 
 
 def guarded(
