@@ -26,8 +26,9 @@ T = TypeVar("T")
 Backend = NearDuplicateIndex | AsyncNearDuplicateIndex
 
 
-class _Face:
-    """What both faces share: the backend, its attributes and its failures."""
+class Face:
+    """An object standing for an index (a facade, an asyncio adapter): the index's
+    attributes, its errors and its words for them are its own."""
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
@@ -35,14 +36,15 @@ class _Face:
         self.layout = backend.layout
         self.url = backend.url
         self.created = backend.created
-        self._errors = backend.errors
+        self.errors = backend.errors
+        self.failure = backend.failure
 
     @property
     def creation(self) -> str | None:
         return self.backend.creation
 
 
-class IndexFacade(_Face, NearDuplicateIndex):
+class IndexFacade(Face, NearDuplicateIndex):
     """A blocking index whose storage failures are :class:`IndexBackendError`."""
 
     backend: NearDuplicateIndex
@@ -50,13 +52,13 @@ class IndexFacade(_Face, NearDuplicateIndex):
     def _call(self, action: str, func: Callable[..., T], *args: Any) -> T:
         try:
             return func(*args)
-        except self._errors as exc:
+        except self.errors as exc:
             raise self.backend.failure(action, exc) from exc
 
     def _each(self, action: str, items: Callable[[], Iterator[T]]) -> Iterator[T]:
         try:
             yield from items()
-        except self._errors as exc:
+        except self.errors as exc:
             raise self.backend.failure(action, exc) from exc
 
     def observe(self, key: str, fingerprint: int) -> Observation:
@@ -111,7 +113,7 @@ class IndexFacade(_Face, NearDuplicateIndex):
         self._call("close", self.backend.close)
 
 
-class AsyncIndexFacade(_Face, AsyncNearDuplicateIndex):
+class AsyncIndexFacade(Face, AsyncNearDuplicateIndex):
     """The asyncio twin of :class:`IndexFacade`."""
 
     backend: AsyncNearDuplicateIndex
@@ -119,7 +121,7 @@ class AsyncIndexFacade(_Face, AsyncNearDuplicateIndex):
     async def _call(self, action: str, func: Callable[..., Awaitable[T]], *args: Any) -> T:
         try:
             return await func(*args)
-        except self._errors as exc:
+        except self.errors as exc:
             raise self.backend.failure(action, exc) from exc
 
     async def observe(self, key: str, fingerprint: int) -> Observation:

@@ -12,27 +12,19 @@ from scrapy_simhash.index.base import (
     Observation,
 )
 from scrapy_simhash.index.drops import DropRecord
+from scrapy_simhash.index.facade import Face
 
 
-class AsyncIndexAdapter(ThreadFace, AsyncNearDuplicateIndex):
+class AsyncIndexAdapter(Face, ThreadFace, AsyncNearDuplicateIndex):
     """Coroutine face of a blocking index (see :class:`~scrapy_simhash._runners.ThreadFace`
     for ``run`` and ``scan``)."""
 
     def __init__(
         self, index: NearDuplicateIndex, *, run: Runner | None = None, scan: Runner | None = None
     ) -> None:
-        super().__init__(run=run, scan=scan)
+        ThreadFace.__init__(self, run=run, scan=scan)
+        Face.__init__(self, index)
         self.sync = index
-        self.created = index.created
-        self.config = index.config
-        self.layout = index.layout
-        self.url = index.url
-        self.errors = index.errors
-        self.failure = index.failure  # type: ignore[method-assign]
-
-    @property
-    def creation(self) -> str | None:
-        return self.sync.creation
 
     async def observe(self, key: str, fingerprint: int) -> Observation:
         return await self._run(self.sync.observe, key, fingerprint)
