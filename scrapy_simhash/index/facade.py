@@ -53,13 +53,13 @@ class IndexFacade(Face, NearDuplicateIndex):
         try:
             return func(*args)
         except self.errors as exc:
-            raise self.backend.failure(action, exc) from exc
+            raise self.failure(action, exc) from exc
 
     def _each(self, action: str, items: Callable[[], Iterator[T]]) -> Iterator[T]:
         try:
             yield from items()
         except self.errors as exc:
-            raise self.backend.failure(action, exc) from exc
+            raise self.failure(action, exc) from exc
 
     def observe(self, key: str, fingerprint: int) -> Observation:
         return self._call("observe", self.backend.observe, key, fingerprint)
@@ -122,7 +122,7 @@ class AsyncIndexFacade(Face, AsyncNearDuplicateIndex):
         try:
             return await func(*args)
         except self.errors as exc:
-            raise self.backend.failure(action, exc) from exc
+            raise self.failure(action, exc) from exc
 
     async def observe(self, key: str, fingerprint: int) -> Observation:
         return await self._call("observe", self.backend.observe, key, fingerprint)
