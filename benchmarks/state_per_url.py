@@ -3,6 +3,7 @@
     python3 benchmarks/state_per_url.py [--urls 100000] [--dropped 0.4] [--urls-per-host 1000]
                                         [--validators 0.0] [--backends redis,sqlite]
                                         [--claims 1000000 [--claim-rounds 300]]
+                                        [--schedule 10000000]
 
 A synthetic crawl of ``--urls`` URLs (mean ~60 bytes: article, product and listing URLs of
 many hosts; a copy is its page's URL with a tracking, print or AMP variant) goes through
@@ -45,7 +46,10 @@ its page's). Sizes and time: 100,000 URLs take a few minutes on 2 cores; 1,000,0
 ten times that. Nothing is timed, except with ``--claims N``: N URLs are scheduled in
 0.2.0's Redis layout (``_recrawl_020.py``: a hash and a sorted set keyed by URL) and in
 this version's (buckets), half of them due, on one server; then ``claim(now, 100)`` is
-timed in both, rounds interleaved, each claim taking 100 URLs not yet leased.
+timed in both, rounds interleaved, each claim taking 100 URLs not yet leased. With
+``--schedule N``, the Redis recrawl store alone is filled with N URLs by its batched
+``add`` and measured (bytes per URL, claim time), with the default bucket count and with
+buckets sized for N.
 """
 
 from __future__ import annotations
@@ -407,6 +411,52 @@ def claim_figures(args: argparse.Namespace) -> None:
     print(f"  ratio this version / 0.2.0: {new / old:.2f}")
 
 
+def schedule_figures(args: argparse.Namespace) -> None:
+    """The Redis recrawl store alone at ``--schedule`` URLs (each with 32 observations,
+    queued over a day): bytes per URL and ``claim(now, 100)`` time, with the bucket count
+    of a namespace created without ``SIMHASH_INDEX_EXPECTED_PAGES`` and with one sized for
+    the URLs. Fills by the backend's batched ``add``, not as a crawl does (which the other
+    figures do, at ~1.8 ms a URL), so ten million URLs take minutes."""
+    from scrapy_simhash.recrawl.redisstore import RedisBackend, bucket_bits
+
+    config = recrawl_config(Settings())
+    plain = patterns(config, False)
+    print(f"\nrecrawl state alone, Redis (used_memory growth), {args.schedule:,} URLs, "
+          "32 observations each:")
+    for label, expected in (("default bucket count", None), ("sized buckets", args.schedule)):
+        bits = bucket_bits(expected)
+        rng = random.Random(7)
+        with private_redis() as server:
+            client = redis.Redis.from_url(server.url)
+            backend = RedisBackend(server.url, "sched", bits=bits)
+            backend.add([])  # the script loaded before the baseline
+            backend.count()
+            before, url_bytes = used_memory(client), 0
+            batch: list[PageState] = []
+            for fetch in crawl(args.schedule, 0.0, args.urls_per_host):
+                url_bytes += len(fetch.url.encode())
+                batch.append(dataclasses.replace(
+                    plain[fetch.serial % PATTERNS], url=fetch.url,
+                    fingerprint=fetch.fingerprint, next_due=rng.uniform(0, 86400.0),
+                ))
+                if len(batch) == 1000 or fetch.serial == args.schedule - 1:
+                    backend.add(batch)
+                    batch = []
+            grown = used_memory(client) - before
+            check(backend.count() == args.schedule, "every URL scheduled")
+            times = []
+            for _ in range(args.claim_rounds):
+                started = time.perf_counter()
+                claimed = backend.claim(43200.0, 100, 1e9)
+                times.append(time.perf_counter() - started)
+                check(len(claimed) == 100, f"claimed {len(claimed)}")
+            backend.close()
+            client.close()
+        print(f"  {label:<22} 2^{bits} buckets (~{args.schedule >> bits} URLs each): "
+              f"{grown / args.schedule:.1f} B per URL (URL text {url_bytes / args.schedule:.1f}); "
+              f"claim(100) median {statistics.median(times) * 1000:.2f} ms")
+
+
 # -- report -------------------------------------------------------------------------------
 
 
@@ -445,6 +495,8 @@ def main() -> int:
     parser.add_argument("--claims", type=int, default=0,
                         help="also time claims on this many scheduled URLs, old and new layout")
     parser.add_argument("--claim-rounds", type=int, default=300)
+    parser.add_argument("--schedule", type=int, default=0,
+                        help="also measure the Redis recrawl store alone at this many URLs")
     args = parser.parse_args()
     measures: dict[str, tuple[str, int, Callable[..., Any]]] = {
         "redis": ("Redis (used_memory growth)", 300, redis_figures),
@@ -452,6 +504,8 @@ def main() -> int:
     }
     if args.claims:
         claim_figures(args)
+    if args.schedule:
+        schedule_figures(args)
     for backend in filter(None, args.backends.split(",")):
         name, target, measure = measures[backend]
         filled, total, parts = measure(args)
