@@ -372,3 +372,36 @@ def test_a_schedule_that_is_away_loses_the_visit_and_counts_it(tmp_path: Path) -
         await stores.close()
 
     run(scenario())
+
+
+@pytest.mark.redis
+def test_a_recrawl_schedule_of_0_2_0_met_mid_crawl_is_said_once_and_each_update_counted(
+    redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Where the start-up check did not run (SIMHASH_INDEX_START_UNREACHABLE), a schedule
+    this version cannot read costs each page its update, counted, and says why once; the
+    pages themselves are still checked, and the old keys are left as they were."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    client.hset("simhash:recrawl:{verdict}:state", "https://old.test/", b"\x01")
+
+    async def scenario() -> list[str]:
+        stores = Stores(redis_url)
+        outcomes = [
+            (await stores.step.page(f"https://a.test/{n}", f"https://a.test/{n}", fp, OK)).outcome
+            for n, fp in enumerate((A, FAR, A ^ (0xFFFF << 40)))
+        ]
+        counts = stores.counts
+        await stores.close()
+        assert counts.get("recrawl_error") == 3
+        assert counts.get("recrawl_lost") == 3
+        return outcomes
+
+    with caplog.at_level("ERROR", logger="scrapy_simhash.verdict"):
+        assert run(scenario()) == [UNIQUE, UNIQUE, UNIQUE]
+    refusals = [r.getMessage() for r in caplog.records if "cannot be used" in r.getMessage()]
+    assert len(refusals) == 1
+    assert "scrapy simhash reset --namespace verdict" in refusals[0]
+    assert client.hgetall("simhash:recrawl:{verdict}:state") == {b"https://old.test/": b"\x01"}
+    client.close()
