@@ -370,6 +370,22 @@ def sqlite_figures(args: argparse.Namespace) -> tuple[Filled, int, dict[str, int
 # -- claim time -------------------------------------------------------------------------
 
 
+def scheduled(urls: int, urls_per_host: int) -> Iterator[list[PageState]]:
+    """States of ``urls`` URLs with 32 observations each, queued over a day (half due at
+    noon), a thousand at a time, as the claim timings add them."""
+    plain = patterns(recrawl_config(Settings()), False)
+    rng = random.Random(7)
+    batch: list[PageState] = []
+    for fetch in crawl(urls, 0.0, urls_per_host):
+        batch.append(dataclasses.replace(
+            plain[fetch.serial % PATTERNS], url=fetch.url, fingerprint=fetch.fingerprint,
+            next_due=rng.uniform(0, 86400.0),
+        ))
+        if len(batch) == 1000 or fetch.serial == urls - 1:
+            yield batch
+            batch = []
+
+
 def claim_figures(args: argparse.Namespace) -> None:
     """Time ``claim(now, 100)`` on ``--claims`` scheduled URLs in 0.2.0's layout and
     today's, on one server, rounds interleaved; half the URLs are due."""
@@ -377,22 +393,12 @@ def claim_figures(args: argparse.Namespace) -> None:
 
     from scrapy_simhash.recrawl.redisstore import RedisBackend
 
-    config = recrawl_config(Settings())
-    plain = patterns(config, False)
-    rng = random.Random(7)
     with private_redis() as server:
         backends = {"0.2.0 (hash + sorted set)": OldRedisBackend(server.url, "old"),
                     "this version (buckets)": RedisBackend(server.url, "new")}
-        batch: list[PageState] = []
-        for fetch in crawl(args.claims, 0.0, args.urls_per_host):
-            batch.append(dataclasses.replace(
-                plain[fetch.serial % PATTERNS], url=fetch.url, fingerprint=fetch.fingerprint,
-                next_due=rng.uniform(0, 86400.0),
-            ))
-            if len(batch) == 1000 or fetch.serial == args.claims - 1:
-                for backend in backends.values():
-                    backend.add(batch)
-                batch = []
+        for batch in scheduled(args.claims, args.urls_per_host):
+            for backend in backends.values():
+                backend.add(batch)
         times: dict[str, list[float]] = {name: [] for name in backends}
         for _ in range(args.claim_rounds):
             for name, backend in backends.items():
@@ -419,29 +425,19 @@ def schedule_figures(args: argparse.Namespace) -> None:
     figures do, at ~1.8 ms a URL), so ten million URLs take minutes."""
     from scrapy_simhash.recrawl.redisstore import RedisBackend, bucket_bits
 
-    config = recrawl_config(Settings())
-    plain = patterns(config, False)
     print(f"\nrecrawl state alone, Redis (used_memory growth), {args.schedule:,} URLs, "
           "32 observations each:")
     for label, expected in (("default bucket count", None), ("sized buckets", args.schedule)):
         bits = bucket_bits(expected)
-        rng = random.Random(7)
         with private_redis() as server:
             client = redis.Redis.from_url(server.url)
             backend = RedisBackend(server.url, "sched", bits=bits)
             backend.add([])  # the script loaded before the baseline
             backend.count()
             before, url_bytes = used_memory(client), 0
-            batch: list[PageState] = []
-            for fetch in crawl(args.schedule, 0.0, args.urls_per_host):
-                url_bytes += len(fetch.url.encode())
-                batch.append(dataclasses.replace(
-                    plain[fetch.serial % PATTERNS], url=fetch.url,
-                    fingerprint=fetch.fingerprint, next_due=rng.uniform(0, 86400.0),
-                ))
-                if len(batch) == 1000 or fetch.serial == args.schedule - 1:
-                    backend.add(batch)
-                    batch = []
+            for batch in scheduled(args.schedule, args.urls_per_host):
+                url_bytes += sum(len(state.url.encode()) for state in batch)
+                backend.add(batch)
             grown = used_memory(client) - before
             check(backend.count() == args.schedule, "every URL scheduled")
             times = []
