@@ -23,6 +23,7 @@ from typing import Any
 
 from scrapy_simhash._runners import in_thread
 from scrapy_simhash.index import open_async_index
+from scrapy_simhash.index.facade import AsyncIndexFacade
 from scrapy_simhash.index.threaded import AsyncIndexAdapter
 from scrapy_simhash.recrawl import open_async_recrawl_store
 
@@ -36,7 +37,7 @@ async def crawl_calls(mode: str, pages: int) -> float:
         index: Any = await open_async_index(url, max_distance=4, exact_distance=3)
         store: Any = open_async_recrawl_store(url)
         if mode == "sqlite, threads":
-            index = AsyncIndexAdapter(index.sync, run=in_thread)
+            index = AsyncIndexFacade(AsyncIndexAdapter(index.backend.backend, run=in_thread))
             store._backend._run = store._backend._scan = in_thread
         rng = random.Random(1)
         fingerprints = [rng.getrandbits(64) for _ in range(pages)]

@@ -44,7 +44,7 @@ def redis_cost(size: int) -> dict[str, float]:
         client = redis.Redis.from_url(server.url)
         with open_index(server.url, drop_max_entries=size) as index:
             index.record_drop("warm-up", "warm-up", 0)  # the script cache is not per drop
-            client.delete(*index._codec.drop_keys)
+            client.delete(*index.backend._codec.drop_keys)
             before = used_memory(client)
             for url, kept in records:
                 index.record_drop(url, kept, 1)
@@ -60,12 +60,12 @@ def sqlite_cost(size: int) -> dict[str, float]:
         path = Path(workdir) / "index.sqlite3"
         url = f"sqlite:///{path}"
         with open_index(url, drop_max_entries=size) as index:
-            index._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            index.backend._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             before = os.path.getsize(path)
             for url_, kept in records:
                 index.record_drop(url_, kept, 1)
             stored = index.drop_count()
-            index._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            index.backend._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             delta = os.path.getsize(path) - before
     return _figures(size, stored, delta, records)
 

@@ -48,7 +48,7 @@ def simhash_index(size: int, tables: int, batch: int = 2000) -> dict[str, float]
             index.remove("warm-up")
             before = used_memory(client)
             script = client.register_script(SCRIPT)
-            codec = index._codec  # bulk load: the same script call, pipelined
+            codec = index.backend._codec  # bulk load: the same script call, pipelined
             key_bytes = 0
             started = time.perf_counter()
             pipe = client.pipeline(transaction=False)
@@ -62,7 +62,7 @@ def simhash_index(size: int, tables: int, batch: int = 2000) -> dict[str, float]
             stored = len(index)
             delta = used_memory(client) - before
             layout = index.layout.name
-            kinds = breakdown(client, index._codec.prefix, stored)
+            kinds = breakdown(client, index.backend._codec.prefix, stored)
         client.close()
     return {
         "pages": size,

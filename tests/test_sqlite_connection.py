@@ -141,8 +141,8 @@ def test_a_pages_calls_run_inline_and_scans_in_a_thread(tmp_path: Path) -> None:
     async def scenario() -> None:
         index = await open_async_index(url)
         store = open_async_recrawl_store(url)
-        spy(index.backend.sync, "observe")  # type: ignore[attr-defined]
-        spy(index.backend.sync, "count")  # type: ignore[attr-defined]
+        spy(index.backend.backend, "observe")  # type: ignore[attr-defined]
+        spy(index.backend.backend, "count")  # type: ignore[attr-defined]
         spy(store._backend._backend, "update")  # type: ignore[attr-defined]
         spy(store._backend._backend, "count")  # type: ignore[attr-defined]
         assert (await index.observe("https://a.test/x", 12345)).stored
