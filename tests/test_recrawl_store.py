@@ -603,3 +603,23 @@ def test_a_namespace_keeps_the_bucket_count_it_was_created_with(redis_url: str) 
     client.close()
     small.close()
     large.close()
+
+
+def test_a_claim_across_more_buckets_than_one_call_takes_keeps_every_bucket_in_place(
+    redis_url: str,
+) -> None:
+    """A claim that leases URLs of over 500 buckets moves them in the due set in several
+    calls (Lua's argument limit); every bucket must still be found at its new time."""
+    from scrapy_simhash.recrawl.redisstore import RedisBackend
+
+    backend = RedisBackend(redis_url, "wide")
+    urls = [f"https://w.test/{n}" for n in range(1500)]
+    assert backend.add([PageState(url=u, next_due=0.0) for u in urls]) == 1500
+    first = backend.claim(1.0, 1200, 100.0)
+    rest = backend.claim(1.0, 1200, 100.0)
+    assert len(first) == 1200
+    assert sorted(s.url for s, _ in first + rest) == sorted(urls)
+    assert backend.claim(1.0, 10, 100.0) == []
+    assert len(backend.claim(100.0, 2000, 200.0)) == 1500
+    backend.clear()
+    backend.close()

@@ -286,13 +286,9 @@ if mode == 'claim' then
     local left = rest[bucket]
     moved[#moved + 1] = (left and tonumber(left) < tonumber(lease)) and left or lease
     moved[#moved + 1] = bucket
-    if #moved == 1000 then
-      redis.call('ZADD', due, spread(moved))
-      moved = {}
-    end
   end
-  if #moved > 0 then
-    redis.call('ZADD', due, spread(moved))
+  for i = 1, #moved, 1000 do  -- within Lua's limit of arguments to one call
+    redis.call('ZADD', due, spread(moved, i, math.min(i + 999, #moved)))
   end
   return out
 end
