@@ -287,3 +287,34 @@ def test_redis_query_recall_is_exact(
         )
         assert index.query(probe) == [m for m in brute if m.distance <= k]
         assert len(index) == len(expected)
+
+
+_URL_TEXT = st.text(st.characters(codec="utf-8"), min_size=1, max_size=40)
+
+
+@pytest.mark.parametrize("kind", backend_params(("memory", "sqlite", "redis")))
+def test_drop_records_read_back_what_was_recorded(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """SQLite keeps a kept URL after what it shares with the dropped one: any pair, sharing
+    anything from nothing to all of either, must read back exactly, one by one and listed."""
+    url = backend_url(kind, request, tmp_path)
+
+    @settings(max_examples=60, deadline=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(pairs=st.lists(st.tuples(_URL_TEXT, _URL_TEXT, st.integers(0, 64)), max_size=8))
+    def check(pairs: list[tuple[str, str, int]]) -> None:
+        with open_index(url, namespace="drops", reset=True) as index:
+            expected: dict[str, tuple[str, int]] = {}
+            for dropped, kept, distance in pairs:
+                for copy in (dropped, dropped + kept, kept + dropped):
+                    index.record_drop(copy, kept, distance)
+                    expected[copy] = (kept, distance)
+            for copy, (kept, distance) in expected.items():
+                record = index.drop_of(copy)
+                assert record is not None
+                assert (record.kept, record.distance) == (kept, distance)
+            listed = {r.url: (r.kept, r.distance) for r in index.drops()}
+            assert listed == expected
+
+    check()

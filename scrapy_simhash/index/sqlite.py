@@ -9,6 +9,7 @@ recrawl store may keep its own tables in the same file.
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
@@ -39,28 +40,34 @@ logger = logging.getLogger(__name__)
 DEFAULT_URL = "sqlite:///.scrapy/simhash/index.sqlite3"
 
 # An entry's row id is a hash of its namespace and key (probed linearly on a collision),
-# so band rows name it by that integer: with the key text in each band row, as in 0.2.0's
-# tables (simhash_entries, simhash_bands), a page cost ~410 bytes instead of ~200.
+# so band records name it by that integer: with the key text in each band row, as in
+# 0.2.0's tables (simhash_entries, simhash_bands), a page cost ~410 bytes instead of ~200.
+# The records of one band value are one row, its entries' ids packed in a blob (6 bytes
+# each): a row per record cost ~20 bytes, ~13 of them SQLite's own (key columns, cell).
+# A drop record holds the kept URL after the characters it shares with the dropped one
+# (``shared``): a copy's URL is mostly its page's (a tracking parameter, an AMP or print
+# path on the same host), so a record keeps ~15 bytes of it instead of ~60.
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS simhash_namespaces (
     id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, config TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS simhash_index_entries (
     id INTEGER PRIMARY KEY, ns INTEGER NOT NULL, key TEXT NOT NULL, fp BLOB NOT NULL,
     seen INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS simhash_index_bands (
-    ns INTEGER NOT NULL, tbl INTEGER NOT NULL, band INTEGER NOT NULL, id INTEGER NOT NULL,
-    PRIMARY KEY (ns, tbl, band, id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS simhash_index_buckets (
+    ns INTEGER NOT NULL, tbl INTEGER NOT NULL, band INTEGER NOT NULL, ids BLOB NOT NULL,
+    PRIMARY KEY (ns, tbl, band)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS simhash_drops (
-    ns INTEGER NOT NULL, url TEXT NOT NULL, kept TEXT NOT NULL, distance INTEGER NOT NULL,
-    at INTEGER NOT NULL, PRIMARY KEY (ns, url)) WITHOUT ROWID;
+    ns INTEGER NOT NULL, url TEXT NOT NULL, shared INTEGER NOT NULL, kept TEXT NOT NULL,
+    distance INTEGER NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (ns, url)) WITHOUT ROWID;
 """
 #: The table of 0.2.0's layout whose presence refuses the file.
 _OLD_TABLE = "simhash_entries"
 
-_PROBE = (
-    "SELECT e.key, e.fp, e.seen FROM simhash_index_bands b JOIN simhash_index_entries e "
-    "ON e.id = b.id WHERE b.ns = ? AND b.tbl = ? AND b.band = ?"
-)
+_BUCKET = "SELECT ids FROM simhash_index_buckets WHERE ns = ? AND tbl = ? AND band = ?"
+#: Bytes of an entry's row id in a bucket (ids are 47-bit hashes plus a probe offset).
+_ID_BYTES = 6
+#: Entries read by one statement at most.
+_IDS_PER_READ = 500
 #: Row ids a key may be probed over when its hash collides with another key's.
 _PROBES = 16
 _MASK64 = (1 << 64) - 1
@@ -84,6 +91,23 @@ def sqlite_path(url: str) -> str:
     if not path:
         raise ConfigurationError(f"the SQLite index URL {url!r} names no file")
     return path
+
+
+def _kept_after_shared(url: str, kept: str) -> tuple[int, str]:
+    """(characters ``kept`` shares with the start of ``url``, the rest of ``kept``)."""
+    shared = len(os.path.commonprefix([url, kept]))  # noqa: RUF071 (characters, not paths)
+    return shared, kept[shared:]
+
+
+def _unpack_ids(packed: bytes) -> list[int]:
+    return [
+        int.from_bytes(packed[at : at + _ID_BYTES], "big")
+        for at in range(0, len(packed), _ID_BYTES)
+    ]
+
+
+def _pack_ids(ids: list[int]) -> bytes:
+    return b"".join(i.to_bytes(_ID_BYTES, "big") for i in ids)
 
 
 def _band_int(value: int) -> int:
@@ -124,7 +148,7 @@ class SqliteIndex(NearDuplicateIndex):
             self._shifts = [(mask & -mask).bit_length() - 1 for mask in self.layout.masks]
             # One statement probes every table: a statement per table cost more than the
             # lookups themselves.
-            self._probe = " UNION ALL ".join([_PROBE] * self.layout.tables)
+            self._buckets = " UNION ALL ".join([_BUCKET] * self.layout.tables)
         except sqlite3.Error as exc:
             raise self.failure("open", exc) from exc
 
@@ -181,17 +205,25 @@ class SqliteIndex(NearDuplicateIndex):
 
     def _delete_namespace(self, ns: int) -> None:
         self._db.execute("DELETE FROM simhash_index_entries WHERE ns = ?", (ns,))
-        self._db.execute("DELETE FROM simhash_index_bands WHERE ns = ?", (ns,))
+        self._db.execute("DELETE FROM simhash_index_buckets WHERE ns = ?", (ns,))
         self._db.execute("DELETE FROM simhash_drops WHERE ns = ?", (ns,))
 
     def _band(self, table: int, band: int) -> int:
         return _band_int(band >> self._shifts[table])
 
+    def _bucket_keys(self, fingerprint: int) -> list[tuple[int, int, int]]:
+        """(ns, table, band) of each of ``fingerprint``'s buckets."""
+        return [
+            (self._ns, table, self._band(table, band))
+            for table, band in enumerate(self.layout.keys(fingerprint))
+        ]
+
     def _find(self, key: str) -> tuple[int | None, int, tuple[bytes, int] | None]:
         """The row id holding ``key`` (None if absent), the row id to write it at, and its
         stored fingerprint and last-seen time."""
-        # 48 bits (7 bytes as a row id, 9 at 64): probing makes collisions harmless.
-        first = xxhash.xxh3_64_intdigest(f"{self._ns}\0{key}".encode()) >> 16
+        # 47 bits, so an id probed past it still fits a bucket's 6 bytes (7 bytes as a row
+        # id, 9 at 64): probing makes collisions harmless.
+        first = xxhash.xxh3_64_intdigest(f"{self._ns}\0{key}".encode()) >> 17
         rows = self._db.execute(
             "SELECT id, ns, key, fp, seen FROM simhash_index_entries WHERE id >= ? AND id < ?",
             (first, first + _PROBES),
@@ -214,12 +246,11 @@ class SqliteIndex(NearDuplicateIndex):
             (row_id, self._ns, key, blob, seen),
         )
         if bands:
+            packed = row_id.to_bytes(_ID_BYTES, "big")
             self._db.executemany(
-                "INSERT INTO simhash_index_bands (ns, tbl, band, id) VALUES (?, ?, ?, ?)",
-                [
-                    (self._ns, table, self._band(table, band), row_id)
-                    for table, band in enumerate(self.layout.keys(int.from_bytes(blob, "big")))
-                ],
+                "INSERT INTO simhash_index_buckets (ns, tbl, band, ids) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (ns, tbl, band) DO UPDATE SET ids = CAST(ids || excluded.ids AS BLOB)",
+                [(*bucket, packed) for bucket in self._bucket_keys(int.from_bytes(blob, "big"))],
             )
 
     def _candidates(
@@ -231,11 +262,13 @@ class SqliteIndex(NearDuplicateIndex):
         limit = self.config.max_distance
         found: dict[str, Match] = {}
         expired: set[str] = set()
-        params: list[int] = []
-        for table, band in enumerate(self.layout.keys(fingerprint)):
-            params += (self._ns, table, self._band(table, band))
-        for key, blob, seen in self._db.execute(self._probe, params):
-            if (key == exclude and not claim) or key in found:
+        ids: set[int] = set()
+        for (packed,) in self._db.execute(
+            self._buckets, [value for bucket in self._bucket_keys(fingerprint) for value in bucket]
+        ):
+            ids.update(_unpack_ids(packed))
+        for key, blob, seen in self._entries(list(ids)):
+            if key == exclude and not claim:
                 continue
             other = int.from_bytes(blob, "big")
             distance = (fingerprint ^ other).bit_count()
@@ -250,18 +283,37 @@ class SqliteIndex(NearDuplicateIndex):
                 self._unlink(key)
         return list(found.values())
 
+    def _entries(self, ids: list[int]) -> Iterator[tuple[str, bytes, int]]:
+        """(key, fingerprint, last seen) of the entries ``ids``, read in chunks that stay
+        under any SQLite's limit on a statement's parameters (999 before 3.32)."""
+        for start in range(0, len(ids), _IDS_PER_READ):
+            chunk = ids[start : start + _IDS_PER_READ]
+            yield from self._db.execute(
+                "SELECT key, fp, seen FROM simhash_index_entries WHERE id IN "
+                f"({','.join('?' * len(chunk))})",
+                chunk,
+            )
+
     def _unlink(self, key: str) -> int | None:
         row_id, _, row = self._find(key)
         if row_id is None or row is None:
             return None
         fingerprint = int.from_bytes(row[0], "big")
-        self._db.executemany(
-            "DELETE FROM simhash_index_bands WHERE ns = ? AND tbl = ? AND band = ? AND id = ?",
-            [
-                (self._ns, table, self._band(table, band), row_id)
-                for table, band in enumerate(self.layout.keys(fingerprint))
-            ],
-        )
+        for bucket in self._bucket_keys(fingerprint):
+            found = self._db.execute(_BUCKET, bucket).fetchone()
+            if found is None:
+                continue
+            rest = [i for i in _unpack_ids(found[0]) if i != row_id]
+            if rest:
+                self._db.execute(
+                    "UPDATE simhash_index_buckets SET ids = ? WHERE ns = ? AND tbl = ? AND band = ?",
+                    (_pack_ids(rest), *bucket),
+                )
+            else:
+                self._db.execute(
+                    "DELETE FROM simhash_index_buckets WHERE ns = ? AND tbl = ? AND band = ?",
+                    bucket,
+                )
         self._db.execute("DELETE FROM simhash_index_entries WHERE id = ?", (row_id,))
         return fingerprint
 
@@ -342,9 +394,9 @@ class SqliteIndex(NearDuplicateIndex):
         now = self.config.clock()
         with self._write() as db:
             db.execute(
-                "INSERT OR REPLACE INTO simhash_drops (ns, url, kept, distance, at) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (self._ns, url, kept, distance, int(now)),
+                "INSERT OR REPLACE INTO simhash_drops (ns, url, shared, kept, distance, at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (self._ns, url, *_kept_after_shared(url, kept), distance, int(now)),
             )
             self._since_trim += 1
             if self._since_trim >= max(1, min(TRIM_EVERY, limit // 16)):
@@ -368,12 +420,12 @@ class SqliteIndex(NearDuplicateIndex):
 
     def drop_of(self, url: str) -> DropRecord | None:
         row = self._row(
-            "SELECT kept, distance, at FROM simhash_drops WHERE ns = ? AND url = ?",
+            "SELECT shared, kept, distance, at FROM simhash_drops WHERE ns = ? AND url = ?",
             url,
         )
-        if row is None or self.config.drop_expired(row[2], self.config.clock()):
+        if row is None or self.config.drop_expired(row[3], self.config.clock()):
             return None
-        return DropRecord(url, row[0], int(row[1]), int(row[2]))
+        return DropRecord(url, url[: row[0]] + row[1], int(row[2]), int(row[3]))
 
     def forget_drop(self, url: str) -> None:
         with self._write() as db:
@@ -405,11 +457,11 @@ class SqliteIndex(NearDuplicateIndex):
 
     def drops(self) -> Iterator[DropRecord]:
         now = self.config.clock()
-        sql = ("SELECT url, kept, distance, at FROM simhash_drops WHERE ns = ? AND url > ? "
-               "ORDER BY url LIMIT ?")
-        for url, kept, distance, at in self._pages(sql):
+        sql = ("SELECT url, shared, kept, distance, at FROM simhash_drops WHERE ns = ? "
+               "AND url > ? ORDER BY url LIMIT ?")
+        for url, shared, kept, distance, at in self._pages(sql):
             if not self.config.drop_expired(at, now):
-                yield DropRecord(str(url), str(kept), int(distance), int(at))
+                yield DropRecord(str(url), url[:shared] + kept, int(distance), int(at))
 
     def remove(self, key: str) -> bool:
         with self._write():
@@ -445,8 +497,7 @@ class SqliteIndex(NearDuplicateIndex):
             sizes = [
                 int(size)
                 for (size,) in self._db.execute(
-                    "SELECT COUNT(*) FROM simhash_index_bands WHERE ns = ? "
-                    "GROUP BY tbl, band",
+                    f"SELECT length(ids) / {_ID_BYTES} FROM simhash_index_buckets WHERE ns = ?",
                     (self._ns,),
                 )
             ]
