@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from typing import Protocol
+from typing import Any, Protocol
 
 from scrapy_simhash.recrawl.state import PageState
 
@@ -35,6 +35,20 @@ def bucket_rate(bucket: int) -> float:
 def histogram_rates(histogram: dict[int, int]) -> Iterable[tuple[float, float]]:
     """Turn a bucket histogram into ``(rate, count)`` pairs for the budget solver."""
     return ((bucket_rate(b), float(n)) for b, n in histogram.items() if n > 0)
+
+
+def queue_ms(when: float) -> int | float:
+    """A queue time as whole milliseconds; queue times and "now" round alike, so a URL is
+    due when its time comes (up to half a millisecond before).
+
+    Why: a whole number is stored smaller by both storages (a Redis listpack keeps it as
+    an integer, not as text that each insertion parses again for every member; SQLite in
+    6 bytes, not 8), and leases and updates stay cheap."""
+    return round(when * 1000) if math.isfinite(when) else when  # retired: never
+
+
+def queue_seconds(queue_ms: Any) -> float:
+    return float(queue_ms) / 1000
 
 
 class Backend(Protocol):

@@ -29,7 +29,7 @@ import xxhash
 from scrapy_simhash._redis import async_client, shard_namespace, sync_client
 from scrapy_simhash.exceptions import ConfigurationError, InvalidKeyError
 from scrapy_simhash.index.base import reset_hint
-from scrapy_simhash.recrawl.backend import Step, rate_bucket
+from scrapy_simhash.recrawl.backend import Step, queue_ms, queue_seconds, rate_bucket
 from scrapy_simhash.recrawl.state import PageState
 
 logger = logging.getLogger(__name__)
@@ -92,20 +92,6 @@ def url_id(url: str) -> bytes:
     return _identified(url)[0]
 
 
-def _queue_ms(when: float) -> int | float:
-    """A time as whole milliseconds; queue times and "now" round alike, so a URL is due
-    when its time comes (up to half a millisecond before).
-
-    Why: a small sorted set is one listpack, which keeps a whole-number score as an
-    integer but any other as text that each insertion parses again for every member;
-    milliseconds keep leases and updates cheap (and 8 bytes a URL smaller)."""
-    return round(when * 1000) if math.isfinite(when) else when  # retired: never
-
-
-def _seconds(queue_ms: Any) -> float:
-    return float(queue_ms) / 1000
-
-
 def _member(ids: bytes, i: int) -> bytes:
     """The queue entry of a bucket's ``i``-th URL (from 0): its id and its record's place."""
     return ids[8 * i : 8 * i + 8] + _PLACE.pack(i + 1)
@@ -135,7 +121,7 @@ def _pairs(raw: list[Any]) -> list[tuple[PageState, float]]:
     for blob, queue in zip(raw[::2], raw[1::2], strict=True):
         state = _decode(blob)
         if state is not None:
-            out.append((state, _seconds(queue)))
+            out.append((state, queue_seconds(queue)))
     return out
 
 
@@ -187,21 +173,21 @@ class _Layout:
     def update(self, url: str, raw: bytes | None, new: PageState) -> list[Any]:
         return [
             "update", self.prefix, *self.lookup(url), raw or b"", _record(new),
-            _queue_ms(new.next_due), _bucket_arg(_decode(raw)), _bucket_arg(new),
+            queue_ms(new.next_due), _bucket_arg(_decode(raw)), _bucket_arg(new),
         ]
 
     def add(self, states: list[tuple[PageState, float]]) -> list[Any]:
         args: list[Any] = ["add", self.prefix]
         for state, queue in states:
-            args += [*self.lookup(state.url), _record(state), _queue_ms(queue), _bucket_arg(state)]
+            args += [*self.lookup(state.url), _record(state), queue_ms(queue), _bucket_arg(state)]
         return args
 
     def remove(self, url: str, state: PageState | None) -> list[Any]:
         return ["remove", self.prefix, *self.lookup(url), _bucket_arg(state)]
 
     def claim(self, now: float, limit: int, lease_until: float | None) -> list[Any]:
-        lease = "" if lease_until is None else _queue_ms(lease_until)
-        return ["claim", self.prefix, _queue_ms(now), limit, lease, self.bits]
+        lease = "" if lease_until is None else queue_ms(lease_until)
+        return ["claim", self.prefix, queue_ms(now), limit, lease, self.bits]
 
     def bucket_keys(self, member: bytes) -> tuple[str, str]:
         """A bucket's list of ids and records, and its sorted set of queue times."""
@@ -301,7 +287,7 @@ class RedisBackend:
             ids, *blobs = self._client.lrange(records, 0, -1)
             times = dict(self._client.zrange(queue, 0, -1, withscores=True))
             yield [
-                (cast(PageState, _decode(raw)), _seconds(times[_member(ids, i)]))
+                (cast(PageState, _decode(raw)), queue_seconds(times[_member(ids, i)]))
                 for i, raw in enumerate(blobs)
             ]
 

@@ -16,7 +16,7 @@ import xxhash
 
 from scrapy_simhash._sqlite import SharedConnection
 from scrapy_simhash.index.sqlite import DEFAULT_URL, sqlite_path
-from scrapy_simhash.recrawl.backend import Step, rate_bucket
+from scrapy_simhash.recrawl.backend import Step, queue_ms, queue_seconds, rate_bucket
 from scrapy_simhash.recrawl.state import PageState
 
 logger = logging.getLogger(__name__)
@@ -30,17 +30,17 @@ CREATE TABLE IF NOT EXISTS simhash_recrawl_pages (
     id INTEGER PRIMARY KEY,
     ns INTEGER NOT NULL,
     url TEXT NOT NULL,
-    due REAL NOT NULL,
+    due_ms INTEGER NOT NULL,
     bucket INTEGER,
     state BLOB NOT NULL
 );
-CREATE INDEX IF NOT EXISTS simhash_recrawl_pages_due ON simhash_recrawl_pages (ns, due);
+CREATE INDEX IF NOT EXISTS simhash_recrawl_pages_due ON simhash_recrawl_pages (ns, due_ms);
 """
 
 #: Rows a URL's id may be probed over when its hash collides with another URL's.
 _PROBES = 16
 
-_COLUMNS = "ns, url, due, bucket, state"
+_COLUMNS = "ns, url, due_ms, bucket, state"
 
 
 def url_id(namespace: str, url: str) -> int:
@@ -88,7 +88,7 @@ class SqliteBackend:
         self._db.execute(
             f"INSERT OR REPLACE INTO simhash_recrawl_pages (id, {_COLUMNS}) "
             "VALUES (?, ?, ?, ?, ?, ?)",
-            (row_id, self._ns, state.url, state.next_due, rate_bucket(state.rate),
+            (row_id, self._ns, state.url, queue_ms(state.next_due), rate_bucket(state.rate),
              state.to_bytes()),
         )
 
@@ -115,12 +115,12 @@ class SqliteBackend:
 
     def _due(self, until: float, limit: int) -> list[tuple[int, PageState, float]]:
         rows = self._db.execute(
-            "SELECT id, url, state, due FROM simhash_recrawl_pages WHERE ns = ? AND due <= ? "
-            "ORDER BY due, url LIMIT ?",
-            (self._ns, until, limit),
+            "SELECT id, url, state, due_ms FROM simhash_recrawl_pages WHERE ns = ? "
+            "AND due_ms <= ? ORDER BY due_ms, url LIMIT ?",
+            (self._ns, queue_ms(until), limit),
         ).fetchall()
         return [
-            (int(row_id), PageState.from_bytes(url, blob), float(due))
+            (int(row_id), PageState.from_bytes(url, blob), queue_seconds(due))
             for row_id, url, blob, due in rows
         ]
 
@@ -128,8 +128,8 @@ class SqliteBackend:
         with self._write() as db:
             claimed = self._due(now, limit)
             db.executemany(
-                "UPDATE simhash_recrawl_pages SET due = ? WHERE id = ?",
-                [(lease_until, row_id) for row_id, _, _ in claimed],
+                "UPDATE simhash_recrawl_pages SET due_ms = ? WHERE id = ?",
+                [(queue_ms(lease_until), row_id) for row_id, _, _ in claimed],
             )
             return [(state, due) for _, state, due in claimed]
 
@@ -215,7 +215,7 @@ def _migrate_json_table(db: sqlite3.Connection) -> None:
             state = PageState.from_json(text)
             db.execute(
                 f"INSERT INTO simhash_recrawl_pages (id, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
-                (row_id, ns, url, due, rate_bucket(state.rate), state.to_bytes()),
+                (row_id, ns, url, queue_ms(due), rate_bucket(state.rate), state.to_bytes()),
             )
     db.execute("DROP TABLE simhash_recrawl")
     logger.info("recrawl store: moved the JSON states of an earlier version to packed rows")
