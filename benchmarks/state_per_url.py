@@ -6,8 +6,9 @@
                                         [--schedule 10000000]
 
 A synthetic crawl of ``--urls`` URLs (mean ~60 bytes: article, product and listing URLs of
-many hosts; a copy is its page's URL with a tracking, print or AMP variant) goes through
-the package's own stores as the middleware calls them (``scrapy_simhash.verdict``,
+many hosts; a copy is its page's URL with a tracking parameter or an AMP or print path
+added, or 3 in 11 with its path's start or its host changed) goes through the package's
+own stores as the middleware calls them (``scrapy_simhash.verdict``,
 ``scrapy_simhash.glue.templates``), at the crawl's default settings (64 bits, the index's
 default width and layout, namespace ``default``):
 
@@ -102,9 +103,11 @@ _WORDS = (
 _SECTIONS = ("news", "sport", "business", "world", "culture", "tech", "opinion", "travel",
              "local", "life")
 _TLDS = ("com", "com", "com", "net", "org", "co.uk", "de", "fr", "com.au", "io")
-#: How a copy's URL differs from its page's.
-_VARIANTS = ("?utm_source=rss", "?utm_medium=social", "/amp", "?print=1", "?ref=home",
-             "?page=1", "?output=amp", "?share=twitter")
+#: How a copy's URL differs from its page's: most add to its end, some change its path's
+#: start or its host (so a copy shares anything from all of its page's URL to its scheme).
+_VARIANTS = ("{url}?utm_source=rss", "{url}?utm_medium=social", "{url}/amp", "{url}?print=1",
+             "{url}?ref=home", "{url}?page=1", "{url}?output=amp", "{url}?share=twitter",
+             "https://{host}/amp{path}", "https://{host}/print{path}", "https://m.{host}{path}")
 
 
 class Fetch(NamedTuple):
@@ -157,14 +160,15 @@ def crawl(urls: int, dropped: float, urls_per_host: int, seed: int = 1) -> Itera
     hosts = [host_name(n) for n in range(max(1, round(urls / urls_per_host)))]
     templates = [tuple(random.Random(f"tpl-{n}").sample(range(SLOTS), TEMPLATE_LINES))
                  for n in range(len(hosts))]
-    kept: list[tuple[str, int, int]] = []  # url, fingerprint, host number
+    kept: list[tuple[str, str, int, int]] = []  # url, path, fingerprint, host number
     taken: set[tuple[int, int]] = set()
     made = 0
     for serial in range(kept_count):
         h = serial % len(hosts)
-        url = f"https://{hosts[h]}{page_path(rng, serial)}"
+        path = page_path(rng, serial)
+        url = f"https://{hosts[h]}{path}"
         fingerprint = rng.getrandbits(64)
-        kept.append((url, fingerprint, h))
+        kept.append((url, path, fingerprint, h))
         yield Fetch(url, hosts[h], fingerprint, _slots(templates[h], serial), None, serial)
         while made < copies * (serial + 1) // kept_count:
             j, v = rng.randrange(serial + 1), rng.randrange(len(_VARIANTS))
@@ -172,10 +176,11 @@ def crawl(urls: int, dropped: float, urls_per_host: int, seed: int = 1) -> Itera
                 continue
             taken.add((j, v))
             made += 1
-            url_j, fp_j, h_j = kept[j]
+            url_j, path_j, fp_j, h_j = kept[j]
             flips = rng.sample(range(64), rng.randint(1, 3))
             fingerprint = fp_j ^ sum(1 << bit for bit in flips)
-            yield Fetch(url_j + _VARIANTS[v], hosts[h_j], fingerprint,
+            copy = _VARIANTS[v].format(url=url_j, host=hosts[h_j], path=path_j)
+            yield Fetch(copy, hosts[h_j], fingerprint,
                         _slots(templates[h_j], j), url_j, j)
 
 
@@ -358,9 +363,17 @@ def sqlite_figures(args: argparse.Namespace) -> tuple[Filled, int, dict[str, int
             total = path.stat().st_size
             tables = dict(db.execute("SELECT name, tbl_name FROM sqlite_schema"))
             parts = dict.fromkeys(STORES, 0)
-            for name, size in db.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name"):
+            tables_of_stores = db.execute(
+                "SELECT name, sum(pgsize), sum(payload), sum(unused) FROM dbstat GROUP BY name"
+            ).fetchall()
+            print(f"SQLite tables at {args.urls:,} URLs, B per URL: pages, of them payload, "
+                  "unused")
+            for name, size, payload, unused in tables_of_stores:
                 store = sqlite_store_of(tables.get(name, name))
                 parts[store] = parts.get(store, 0) + int(size)
+                if size > 4096:
+                    print(f"  {name:<36}{size / args.urls:>8.1f}{payload / args.urls:>8.1f}"
+                          f"{unused / args.urls:>8.1f}")
         finally:
             db.close()
     parts["other"] = total - sum(parts[s] for s in STORES)
