@@ -120,13 +120,24 @@ class SharedConnection:
         self._writes = 0  # transactions since the last checkpoint
         self._checkpointing = False
         self._closed = False
+        self._rolled_back: list[Callable[[], None]] = []
+
+    def on_rollback(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` when a transaction of :meth:`write` is undone (what a cache
+        learned in it may name rows that were never written)."""
+        self._rolled_back.append(callback)
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
         """One ``BEGIN IMMEDIATE`` transaction (see :func:`immediate`)."""
         with self.lock:
-            with immediate(self.db, self.lock) as db:
-                yield db
+            try:
+                with immediate(self.db, self.lock) as db:
+                    yield db
+            except BaseException:
+                for callback in self._rolled_back:
+                    callback()
+                raise
             self._writes += 1
             if self._writes >= CHECKPOINT_EVERY and self._logged and not self._checkpointing:
                 self._writes = 0

@@ -19,6 +19,8 @@ from urllib.parse import urlsplit
 import xxhash
 
 from scrapy_simhash._sqlite import SharedConnection
+from scrapy_simhash._sqlite_origins import SCHEMA as ORIGINS_SCHEMA
+from scrapy_simhash._sqlite_origins import UrlOrigins
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
 from scrapy_simhash.index.base import (
     IndexConfig,
@@ -44,6 +46,7 @@ DEFAULT_URL = "sqlite:///.scrapy/simhash/index.sqlite3"
 # 0.2.0's tables (simhash_entries, simhash_bands), a page cost ~410 bytes instead of ~200.
 # The records of one band value are one row, its entries' ids packed in a blob (6 bytes
 # each): a row per record cost ~20 bytes, ~13 of them SQLite's own (key columns, cell).
+# An entry's key is its origin's id and the rest (``_sqlite_origins``).
 # A drop record holds the kept URL after the characters it shares with the dropped one
 # (``shared``): a copy's URL is mostly its page's (a tracking parameter, an AMP or print
 # path on the same host), so a record keeps ~15 bytes of it instead of ~60.
@@ -51,8 +54,8 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS simhash_namespaces (
     id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, config TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS simhash_index_entries (
-    id INTEGER PRIMARY KEY, ns INTEGER NOT NULL, key TEXT NOT NULL, fp BLOB NOT NULL,
-    seen INTEGER NOT NULL);
+    id INTEGER PRIMARY KEY, ns INTEGER NOT NULL, origin INTEGER NOT NULL, rest TEXT NOT NULL,
+    fp BLOB NOT NULL, seen INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS simhash_index_buckets (
     ns INTEGER NOT NULL, tbl INTEGER NOT NULL, band INTEGER NOT NULL, ids BLOB NOT NULL,
     PRIMARY KEY (ns, tbl, band)) WITHOUT ROWID;
@@ -137,9 +140,10 @@ class SqliteIndex(NearDuplicateIndex):
             self.connection = SharedConnection(path, timeout_secs=timeout, synchronous=synchronous)
             self._db = self.connection.db
             self._lock = self.connection.lock
+            self._origins = UrlOrigins(self.connection)
             self._refuse_old_layout(path)  # closes the file when it refuses
             with self._write():
-                for statement in _SCHEMA.split(";"):
+                for statement in (*_SCHEMA.split(";"), ORIGINS_SCHEMA):
                     if statement.strip():
                         self._db.execute(statement)
                 self._ns, self.layout = self._open_namespace()
@@ -225,12 +229,14 @@ class SqliteIndex(NearDuplicateIndex):
         # id, 9 at 64): probing makes collisions harmless.
         first = xxhash.xxh3_64_intdigest(f"{self._ns}\0{key}".encode()) >> 17
         rows = self._db.execute(
-            "SELECT id, ns, key, fp, seen FROM simhash_index_entries WHERE id >= ? AND id < ?",
+            "SELECT id, ns, origin, rest, fp, seen FROM simhash_index_entries "
+            "WHERE id >= ? AND id < ?",
             (first, first + _PROBES),
         ).fetchall()
+        split = self._origins.find(key)
         taken = set()
-        for row_id, ns, row_key, blob, seen in rows:
-            if ns == self._ns and row_key == key:
+        for row_id, ns, origin, rest, blob, seen in rows:
+            if ns == self._ns and (origin, rest) == split:
                 return int(row_id), int(row_id), (blob, int(seen))
             taken.add(row_id)
         for candidate in range(first, first + _PROBES):
@@ -241,9 +247,9 @@ class SqliteIndex(NearDuplicateIndex):
     def _store(self, row_id: int, key: str, blob: bytes, seen: int, *, bands: bool) -> None:
         """Write an entry (and its band rows, unless they are in place)."""
         self._db.execute(
-            "INSERT OR REPLACE INTO simhash_index_entries (id, ns, key, fp, seen) "
-            "VALUES (?, ?, ?, ?, ?)",
-            (row_id, self._ns, key, blob, seen),
+            "INSERT OR REPLACE INTO simhash_index_entries (id, ns, origin, rest, fp, seen) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (row_id, self._ns, *self._origins.add(key), blob, seen),
         )
         if bands:
             packed = row_id.to_bytes(_ID_BYTES, "big")
@@ -288,11 +294,12 @@ class SqliteIndex(NearDuplicateIndex):
         under any SQLite's limit on a statement's parameters (999 before 3.32)."""
         for start in range(0, len(ids), _IDS_PER_READ):
             chunk = ids[start : start + _IDS_PER_READ]
-            yield from self._db.execute(
-                "SELECT key, fp, seen FROM simhash_index_entries WHERE id IN "
+            for origin, rest, blob, seen in self._db.execute(
+                "SELECT origin, rest, fp, seen FROM simhash_index_entries WHERE id IN "
                 f"({','.join('?' * len(chunk))})",
                 chunk,
-            )
+            ).fetchall():
+                yield self._origins.join(origin, rest), blob, seen
 
     def _unlink(self, key: str) -> int | None:
         row_id, _, row = self._find(key)
@@ -449,11 +456,13 @@ class SqliteIndex(NearDuplicateIndex):
 
     def keys(self) -> Iterator[str]:
         now = self.config.clock()
-        sql = ("SELECT id, key, seen FROM simhash_index_entries WHERE ns = ? AND id > ? "
-               "ORDER BY id LIMIT ?")
-        for _, key, seen in self._pages(sql, start=-1):
+        sql = ("SELECT id, origin, rest, seen FROM simhash_index_entries WHERE ns = ? "
+               "AND id > ? ORDER BY id LIMIT ?")
+        for _, origin, rest, seen in self._pages(sql, start=-1):
             if not self.config.expired(seen, now):
-                yield str(key)
+                with self._lock:
+                    key = self._origins.join(origin, rest)
+                yield key
 
     def drops(self) -> Iterator[DropRecord]:
         now = self.config.clock()
@@ -482,9 +491,9 @@ class SqliteIndex(NearDuplicateIndex):
         cutoff = self.config.clock() - ttl
         with self._write() as db:
             keys = [
-                key
-                for (key,) in db.execute(
-                    "SELECT key FROM simhash_index_entries WHERE ns = ? AND seen < ?",
+                self._origins.join(origin, rest)
+                for origin, rest in db.execute(
+                    "SELECT origin, rest FROM simhash_index_entries WHERE ns = ? AND seen < ?",
                     (self._ns, cutoff),
                 ).fetchall()
             ]

@@ -15,6 +15,8 @@ from contextlib import AbstractContextManager
 import xxhash
 
 from scrapy_simhash._sqlite import SharedConnection
+from scrapy_simhash._sqlite_origins import SCHEMA as ORIGINS_SCHEMA
+from scrapy_simhash._sqlite_origins import UrlOrigins
 from scrapy_simhash.index.sqlite import DEFAULT_URL, sqlite_path
 from scrapy_simhash.recrawl.backend import Step, queue_ms, queue_seconds, rate_bucket
 from scrapy_simhash.recrawl.state import PageState
@@ -29,7 +31,8 @@ CREATE TABLE IF NOT EXISTS simhash_recrawl_namespaces (
 CREATE TABLE IF NOT EXISTS simhash_recrawl_pages (
     id INTEGER PRIMARY KEY,
     ns INTEGER NOT NULL,
-    url TEXT NOT NULL,
+    origin INTEGER NOT NULL,
+    rest TEXT NOT NULL,
     due_ms INTEGER NOT NULL,
     bucket INTEGER,
     state BLOB NOT NULL
@@ -40,7 +43,7 @@ CREATE INDEX IF NOT EXISTS simhash_recrawl_pages_due ON simhash_recrawl_pages (n
 #: Rows a URL's id may be probed over when its hash collides with another URL's.
 _PROBES = 16
 
-_COLUMNS = "ns, url, due_ms, bucket, state"
+_COLUMNS = "ns, origin, rest, due_ms, bucket, state"
 
 
 def url_id(namespace: str, url: str) -> int:
@@ -72,24 +75,25 @@ class SqliteBackend:
         self.connection = SharedConnection(path, timeout_secs=busy_timeout_secs)
         self._db = self.connection.db
         self._lock = self.connection.lock
-        self._db.executescript(_SCHEMA)
+        self._db.executescript(_SCHEMA + ";" + ORIGINS_SCHEMA)
+        self._origins = UrlOrigins(self.connection)
         with self._write() as db:
             self._ns = _namespace_id(db, namespace)
-            _migrate_json_table(db)
+            _migrate_json_table(db, self._origins)
         logger.debug("recrawl store in SQLite file %s, namespace %r", path, namespace)
 
     def _write(self) -> AbstractContextManager[sqlite3.Connection]:
         return self.connection.write()
 
     def _find(self, url: str) -> tuple[int | None, int, PageState | None]:
-        return _find(self._db, self._namespace, self._ns, url)
+        return _find(self._db, self._origins, self._namespace, self._ns, url)
 
     def _write_row(self, row_id: int, state: PageState) -> None:
         self._db.execute(
             f"INSERT OR REPLACE INTO simhash_recrawl_pages (id, {_COLUMNS}) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (row_id, self._ns, state.url, queue_ms(state.next_due), rate_bucket(state.rate),
-             state.to_bytes()),
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (row_id, self._ns, *self._origins.add(state.url), queue_ms(state.next_due),
+             rate_bucket(state.rate), state.to_bytes()),
         )
 
     def update(self, url: str, step: Step) -> PageState:
@@ -115,13 +119,14 @@ class SqliteBackend:
 
     def _due(self, until: float, limit: int) -> list[tuple[int, PageState, float]]:
         rows = self._db.execute(
-            "SELECT id, url, state, due_ms FROM simhash_recrawl_pages WHERE ns = ? "
-            "AND due_ms <= ? ORDER BY due_ms, url LIMIT ?",
+            "SELECT id, origin, rest, state, due_ms FROM simhash_recrawl_pages WHERE ns = ? "
+            "AND due_ms <= ? ORDER BY due_ms, origin, rest LIMIT ?",
             (self._ns, queue_ms(until), limit),
         ).fetchall()
+        join = self._origins.join
         return [
-            (int(row_id), PageState.from_bytes(url, blob), queue_seconds(due))
-            for row_id, url, blob, due in rows
+            (int(row_id), PageState.from_bytes(join(origin, rest), blob), queue_seconds(due))
+            for row_id, origin, rest, blob, due in rows
         ]
 
     def claim(self, now: float, limit: int, lease_until: float) -> list[tuple[PageState, float]]:
@@ -180,17 +185,18 @@ def _namespace_id(db: sqlite3.Connection, name: str) -> int:
 
 
 def _find(
-    db: sqlite3.Connection, namespace: str, ns: int, url: str
+    db: sqlite3.Connection, origins: UrlOrigins, namespace: str, ns: int, url: str
 ) -> tuple[int | None, int, PageState | None]:
     """Return the row id holding ``url`` (None if absent), the id to write it at, its state."""
     first = url_id(namespace, url)
     rows = db.execute(
-        "SELECT id, ns, url, state FROM simhash_recrawl_pages WHERE id >= ? AND id < ?",
+        "SELECT id, ns, origin, rest, state FROM simhash_recrawl_pages WHERE id >= ? AND id < ?",
         (first, first + _PROBES),
     ).fetchall()
+    split = origins.find(url)
     taken = set()
-    for row_id, row_ns, row_url, blob in rows:
-        if row_ns == ns and row_url == url:
+    for row_id, row_ns, origin, rest, blob in rows:
+        if row_ns == ns and (origin, rest) == split:
             return int(row_id), int(row_id), PageState.from_bytes(url, blob)
         taken.add(row_id)
     for candidate in range(first, first + _PROBES):
@@ -199,7 +205,7 @@ def _find(
     raise sqlite3.IntegrityError(f"{_PROBES} stored URLs share the hash of {url}")
 
 
-def _migrate_json_table(db: sqlite3.Connection) -> None:
+def _migrate_json_table(db: sqlite3.Connection, origins: UrlOrigins) -> None:
     """Move the JSON rows of versions before 0.2 (table ``simhash_recrawl``) to packed rows."""
     old = db.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'simhash_recrawl'"
@@ -210,12 +216,14 @@ def _migrate_json_table(db: sqlite3.Connection) -> None:
         "SELECT namespace, url, due, state FROM simhash_recrawl"
     ).fetchall():
         ns = _namespace_id(db, name)
-        found, row_id, _ = _find(db, name, ns, url)
+        found, row_id, _ = _find(db, origins, name, ns, url)
         if found is None:
             state = PageState.from_json(text)
             db.execute(
-                f"INSERT INTO simhash_recrawl_pages (id, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
-                (row_id, ns, url, queue_ms(due), rate_bucket(state.rate), state.to_bytes()),
+                f"INSERT INTO simhash_recrawl_pages (id, {_COLUMNS}) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (row_id, ns, *origins.add(url), queue_ms(due), rate_bucket(state.rate),
+                 state.to_bytes()),
             )
     db.execute("DROP TABLE simhash_recrawl")
     logger.info("recrawl store: moved the JSON states of an earlier version to packed rows")
