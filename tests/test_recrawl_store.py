@@ -25,6 +25,7 @@ from scrapy_simhash.recrawl import (
 )
 from scrapy_simhash.recrawl.packing import as_float32, quantize_interval
 from scrapy_simhash.recrawl.redisstore import stored_shards
+from scrapy_simhash.recrawl.sqlite import url_id
 from tests.conftest import MODES, Clock, backend_params, backend_url
 from tests.index_helpers import Blocking
 from tests.redis_servers import RedisServer
@@ -465,6 +466,38 @@ def test_states_of_earlier_versions_are_read_and_migrated(tmp_path: Path, clock:
     assert (state.fingerprint, state.visits, state.etag, state.history) == (
         0x123ABC, 2, '"t"', ((quantize_interval(10.0), True),)
     )
+
+
+def test_rows_of_0_2_0_are_moved_to_this_layout(tmp_path: Path, clock: Clock) -> None:
+    """0.2.0's table held each URL whole and queue times in seconds; the rows keep their
+    ids and states, and are found, listed and claimed as before."""
+    path = tmp_path / "old.sqlite3"
+    db = sqlite3.connect(path)
+    db.executescript(
+        "CREATE TABLE simhash_recrawl_namespaces (id INTEGER PRIMARY KEY, name TEXT NOT NULL "
+        "UNIQUE); CREATE TABLE simhash_recrawl_pages (id INTEGER PRIMARY KEY, ns INTEGER NOT "
+        "NULL, url TEXT NOT NULL, due REAL NOT NULL, bucket INTEGER, state BLOB NOT NULL); "
+        "CREATE INDEX simhash_recrawl_pages_due ON simhash_recrawl_pages (ns, due); "
+        "INSERT INTO simhash_recrawl_namespaces VALUES (1, 'old')"
+    )
+    states = [PageState("http://x/a", visits=3, next_due=500.25), PageState("key b", visits=1)]
+    for state, due in zip(states, (500.25, 100.5), strict=True):
+        db.execute(
+            "INSERT INTO simhash_recrawl_pages VALUES (?, 1, ?, ?, NULL, ?)",
+            (url_id("old", state.url), state.url, due, state.to_bytes()),
+        )
+    db.commit()
+    db.close()
+    with open_recrawl_store(f"sqlite:///{path}", namespace="old", clock=clock) as store:
+        assert store.get("http://x/a") == states[0]
+        assert [(d.url, d.due) for d in store.due(within=1e6)] == [("key b", 100.5),
+                                                                    ("http://x/a", 500.25)]
+        store.add(["http://x/c"], due=200.0)
+        assert [d.url for d in store.claim_due(3, within=1e6)] == ["key b", "http://x/c",
+                                                                  "http://x/a"]
+    with sqlite3.connect(path) as db:
+        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_schema")}
+    assert "simhash_recrawl_pages_020" not in tables
 
 
 @pytest.mark.cluster

@@ -64,8 +64,9 @@ class SqliteBackend:
     """One shared connection (:class:`~scrapy_simhash._sqlite.SharedConnection`).
 
     Rows are keyed by a hash of the URL (probed linearly on a collision) and hold the URL
-    once, the queue time (indexed per namespace), the rate bucket for the budget policy
-    and the packed state.
+    once (its origin's id and the rest: ``_sqlite_origins``), the queue time in whole
+    milliseconds (indexed per namespace), the rate bucket for the budget policy and the
+    packed state.
     """
 
     errors: tuple[type[BaseException], ...] = (sqlite3.Error, OSError)
@@ -75,9 +76,14 @@ class SqliteBackend:
         self.connection = SharedConnection(path, timeout_secs=busy_timeout_secs)
         self._db = self.connection.db
         self._lock = self.connection.lock
-        self._db.executescript(_SCHEMA + ";" + ORIGINS_SCHEMA)
         self._origins = UrlOrigins(self.connection)
         with self._write() as db:
+            earlier = _set_020_rows_aside(db)
+            for statement in (*_SCHEMA.split(";"), ORIGINS_SCHEMA):
+                if statement.strip():
+                    db.execute(statement)
+            if earlier:
+                _migrate_020_rows(db, self._origins)
             self._ns = _namespace_id(db, namespace)
             _migrate_json_table(db, self._origins)
         logger.debug("recrawl store in SQLite file %s, namespace %r", path, namespace)
@@ -203,6 +209,31 @@ def _find(
         if candidate not in taken:
             return None, candidate, None
     raise sqlite3.IntegrityError(f"{_PROBES} stored URLs share the hash of {url}")
+
+
+def _set_020_rows_aside(db: sqlite3.Connection) -> bool:
+    """Rename a table of 0.2.0's rows (the URL whole, queue times in seconds), freeing its
+    names for this layout's; whether there was one."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(simhash_recrawl_pages)")}
+    if "url" not in columns:
+        return False
+    db.execute("DROP INDEX IF EXISTS simhash_recrawl_pages_due")
+    db.execute("ALTER TABLE simhash_recrawl_pages RENAME TO simhash_recrawl_pages_020")
+    return True
+
+
+def _migrate_020_rows(db: sqlite3.Connection, origins: UrlOrigins) -> None:
+    """Move the rows set aside by :func:`_set_020_rows_aside` to this layout (same ids)."""
+    rows = db.execute("SELECT id, ns, url, due, bucket, state FROM simhash_recrawl_pages_020")
+    db.executemany(
+        f"INSERT INTO simhash_recrawl_pages (id, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [
+            (row_id, ns, *origins.add(url), queue_ms(due), bucket, state)
+            for row_id, ns, url, due, bucket, state in rows.fetchall()
+        ],
+    )
+    db.execute("DROP TABLE simhash_recrawl_pages_020")
+    logger.info("recrawl store: moved the rows of 0.2.0's layout to this version's")
 
 
 def _migrate_json_table(db: sqlite3.Connection, origins: UrlOrigins) -> None:
