@@ -136,6 +136,7 @@ class SqliteIndex(NearDuplicateIndex):
         # Drop records since the last trim: the table is trimmed to its bounds (a scan of
         # the namespace's records) every max_entries/16 records, at most every TRIM_EVERY.
         self._since_trim = 0
+        self._last_buckets: tuple[int, list[tuple[int, int, int]]] = (-1, [])
         try:
             self.connection = SharedConnection(path, timeout_secs=timeout, synchronous=synchronous)
             self._db = self.connection.db
@@ -216,11 +217,16 @@ class SqliteIndex(NearDuplicateIndex):
         return _band_int(band >> self._shifts[table])
 
     def _bucket_keys(self, fingerprint: int) -> list[tuple[int, int, int]]:
-        """(ns, table, band) of each of ``fingerprint``'s buckets."""
-        return [
-            (self._ns, table, self._band(table, band))
-            for table, band in enumerate(self.layout.keys(fingerprint))
-        ]
+        """(ns, table, band) of each of ``fingerprint``'s buckets (an observe asks up to
+        three times: its read, its write, its store)."""
+        last, keys = self._last_buckets
+        if last != fingerprint:
+            keys = [
+                (self._ns, table, self._band(table, band))
+                for table, band in enumerate(self.layout.keys(fingerprint))
+            ]
+            self._last_buckets = (fingerprint, keys)
+        return keys
 
     def _find(self, key: str) -> tuple[int | None, int, tuple[bytes, int] | None]:
         """The row id holding ``key`` (None if absent), the row id to write it at, and its
