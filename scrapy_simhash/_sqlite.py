@@ -131,12 +131,15 @@ class SharedConnection:
     def write(self) -> Iterator[sqlite3.Connection]:
         """One ``BEGIN IMMEDIATE`` transaction (see :func:`immediate`)."""
         with self.lock:
+            begun = False
             try:
                 with immediate(self.db, self.lock) as db:
+                    begun = True
                     yield db
             except BaseException:
-                for callback in self._rolled_back:
-                    callback()
+                if begun:  # not a BEGIN that met another process's lock
+                    for callback in self._rolled_back:
+                        callback()
                 raise
             self._writes += 1
             if self._writes >= CHECKPOINT_EVERY and self._logged and not self._checkpointing:

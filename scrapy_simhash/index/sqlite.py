@@ -316,11 +316,11 @@ class SqliteIndex(NearDuplicateIndex):
             found = self._db.execute(_BUCKET, bucket).fetchone()
             if found is None:
                 continue
-            rest = [i for i in _unpack_ids(found[0]) if i != row_id]
-            if rest:
+            others = [i for i in _unpack_ids(found[0]) if i != row_id]
+            if others:
                 self._db.execute(
                     "UPDATE simhash_index_buckets SET ids = ? WHERE ns = ? AND tbl = ? AND band = ?",
-                    (_pack_ids(rest), *bucket),
+                    (_pack_ids(others), *bucket),
                 )
             else:
                 self._db.execute(
