@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 #: Thirty days: long enough for a monthly recrawl to still know its copies.
 DROP_TTL_SECS = 30 * 86400.0
-#: A million records: about 200 MB of Redis or 150 MB of SQLite with ~60-byte URLs at most.
+#: A million records: about 200 MB of Redis or 115 MB of SQLite with ~60-byte URLs at most.
 DROP_MAX_ENTRIES = 1_000_000
 #: Expired or excess records deleted per new record at most, so one call never stalls.
 TRIM_BATCH = 16
