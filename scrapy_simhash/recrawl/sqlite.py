@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 from contextlib import AbstractContextManager
+from typing import Any
 
 import xxhash
 
@@ -43,7 +44,18 @@ CREATE INDEX IF NOT EXISTS simhash_recrawl_pages_due ON simhash_recrawl_pages (n
 #: Rows a URL's id may be probed over when its hash collides with another URL's.
 _PROBES = 16
 
-_COLUMNS = "ns, origin, rest, due_ms, bucket, state"
+_WRITE = (
+    "INSERT OR REPLACE INTO simhash_recrawl_pages (id, ns, origin, rest, due_ms, bucket, state) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _row(
+    origins: UrlOrigins, row_id: int, ns: int, url: str, due: float, bucket: int | None,
+    state: bytes,
+) -> tuple[Any, ...]:
+    """The values of :data:`_WRITE` for a URL queued at ``due`` (seconds)."""
+    return (row_id, ns, *origins.add(url), queue_ms(due), bucket, state)
 
 
 def url_id(namespace: str, url: str) -> int:
@@ -95,12 +107,10 @@ class SqliteBackend:
         return _find(self._db, self._origins, self._namespace, self._ns, url)
 
     def _write_row(self, row_id: int, state: PageState) -> None:
-        self._db.execute(
-            f"INSERT OR REPLACE INTO simhash_recrawl_pages (id, {_COLUMNS}) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (row_id, self._ns, *self._origins.add(state.url), queue_ms(state.next_due),
-             rate_bucket(state.rate), state.to_bytes()),
-        )
+        self._db.execute(_WRITE, _row(
+            self._origins, row_id, self._ns, state.url, state.next_due, rate_bucket(state.rate),
+            state.to_bytes(),
+        ))
 
     def update(self, url: str, step: Step) -> PageState:
         with self._write():
@@ -225,13 +235,7 @@ def _set_020_rows_aside(db: sqlite3.Connection) -> bool:
 def _migrate_020_rows(db: sqlite3.Connection, origins: UrlOrigins) -> None:
     """Move the rows set aside by :func:`_set_020_rows_aside` to this layout (same ids)."""
     rows = db.execute("SELECT id, ns, url, due, bucket, state FROM simhash_recrawl_pages_020")
-    db.executemany(
-        f"INSERT INTO simhash_recrawl_pages (id, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        [
-            (row_id, ns, *origins.add(url), queue_ms(due), bucket, state)
-            for row_id, ns, url, due, bucket, state in rows.fetchall()
-        ],
-    )
+    db.executemany(_WRITE, [_row(origins, *row) for row in rows.fetchall()])
     db.execute("DROP TABLE simhash_recrawl_pages_020")
     logger.info("recrawl store: moved the rows of 0.2.0's layout to this version's")
 
@@ -250,11 +254,8 @@ def _migrate_json_table(db: sqlite3.Connection, origins: UrlOrigins) -> None:
         found, row_id, _ = _find(db, origins, name, ns, url)
         if found is None:
             state = PageState.from_json(text)
-            db.execute(
-                f"INSERT INTO simhash_recrawl_pages (id, {_COLUMNS}) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (row_id, ns, *origins.add(url), queue_ms(due), rate_bucket(state.rate),
-                 state.to_bytes()),
-            )
+            db.execute(_WRITE, _row(
+                origins, row_id, ns, url, due, rate_bucket(state.rate), state.to_bytes()
+            ))
     db.execute("DROP TABLE simhash_recrawl")
     logger.info("recrawl store: moved the JSON states of an earlier version to packed rows")
