@@ -47,8 +47,8 @@ def queue_ms(when: float) -> int | float:
     return round(when * 1000) if math.isfinite(when) else when  # retired: never
 
 
-def queue_seconds(queue_ms: Any) -> float:
-    return float(queue_ms) / 1000
+def queue_seconds(stored_ms: Any) -> float:
+    return float(stored_ms) / 1000
 
 
 class Backend(Protocol):
