@@ -363,12 +363,12 @@ def sqlite_figures(args: argparse.Namespace) -> tuple[Filled, int, dict[str, int
             total = path.stat().st_size
             tables = dict(db.execute("SELECT name, tbl_name FROM sqlite_schema"))
             parts = dict.fromkeys(STORES, 0)
-            tables_of_stores = db.execute(
+            table_sizes = db.execute(
                 "SELECT name, sum(pgsize), sum(payload), sum(unused) FROM dbstat GROUP BY name"
             ).fetchall()
             print(f"SQLite tables at {args.urls:,} URLs, B per URL: pages, of them payload, "
                   "unused")
-            for name, size, payload, unused in tables_of_stores:
+            for name, size, payload, unused in table_sizes:
                 store = sqlite_store_of(tables.get(name, name))
                 parts[store] = parts.get(store, 0) + int(size)
                 if size > 4096:
