@@ -187,6 +187,15 @@ class SqliteTemplateStore(TemplateStore):
             self._db.close()
 
 
+def glob_escape(text: str) -> str:
+    """``text`` as a Redis glob (``SCAN MATCH``) that matches only itself.
+
+    A namespace is the user's to name, and ``?``, ``*``, ``[`` (with ``]``) are glob
+    syntax in a pattern, ``\\`` its escape: each is preceded by a backslash.
+    """
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
+
+
 class RedisTemplateStore(TemplateStore):
     """One string per host, its counters updated in place by ``BITFIELD ... OVERFLOW SAT``:
     every process adds to the same counters atomically, with no read-modify-write. Keys
@@ -238,7 +247,9 @@ class RedisTemplateStore(TemplateStore):
             raise self._error(action, exc) from exc
 
     def _keys(self) -> list[Any]:
-        return list(self._client.scan_iter(match=self._prefix + "*", count=1000))
+        # The namespace is escaped: `shop?` must not match (and clear) `shopX`'s hosts.
+        pattern = glob_escape(self._prefix) + "*"
+        return list(self._client.scan_iter(match=pattern, count=1000))
 
     def hosts(self) -> int:
         try:
