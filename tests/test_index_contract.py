@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from scrapy_simhash.confirm import NO_SIGNATURE
 from scrapy_simhash.exceptions import ConfigurationError, IndexMismatchError
 from scrapy_simhash.index import Match, Observation, open_index
 from tests.conftest import MODES, PERSISTENT, Clock, backend_params, backend_url
@@ -80,14 +81,14 @@ def test_readding_a_key_replaces_its_fingerprint(make: Callable[..., Any]) -> No
     new = 0x0F0F_0F0F_0F0F_0F0F
     assert index.observe("k", old).stored
     # The same key never matches itself, however close the new fingerprint is.
-    assert index.observe("k", flip(old, 5)) == Observation(None, old, True)
-    assert index.observe("k", new) == Observation(None, flip(old, 5), True)
+    assert index.observe("k", flip(old, 5)) == Observation(None, old, True, NO_SIGNATURE)
+    assert index.observe("k", new) == Observation(None, flip(old, 5), True, NO_SIGNATURE)
     assert index.get("k") == new
     assert len(index) == 1
     # The old band entries are gone: the old fingerprint no longer finds anything.
     assert index.query(old) == []
     assert index.query(flip(new, 9)) == [Match("k", new, 1)]
-    assert index.observe("k", new) == Observation(None, new, True)
+    assert index.observe("k", new) == Observation(None, new, True, NO_SIGNATURE)
     assert len(index) == 1
 
 
@@ -172,7 +173,7 @@ def test_entries_age_out_after_ttl(make: Callable[..., Any]) -> None:
     assert index.query(1000) == []
     assert index.get("fresh") == 1 << 40
     assert index.observe("dup", 1001) == Observation(None, None, True)
-    assert index.observe("fresh", 1 << 40) == Observation(None, 1 << 40, True)  # seen again
+    assert index.observe("fresh", 1 << 40) == Observation(None, 1 << 40, True, NO_SIGNATURE)  # seen again
     clock.now += 60
     index.observe("fresh", 1 << 40)
     clock.now += 50  # "dup" was stored 110 s ago, "fresh" seen 50 s ago
@@ -287,7 +288,7 @@ def test_claiming_a_key_matches_its_own_entry_and_refuses_a_different_one(
     )
     # Far from what the key holds: a conflict, nothing replaced.
     far = fp ^ 0xFFFF_FFFF
-    assert index.claim("https://a.example/story", far) == Observation(None, fp, False)
+    assert index.claim("https://a.example/story", far) == Observation(None, fp, False, NO_SIGNATURE)
     assert index.get("https://a.example/story") == fp
     # Another key within k is a match too, as with observe.
     assert index.claim("https://a.example/other", near).match == Match(
@@ -464,3 +465,130 @@ def test_keys_and_drop_records_can_be_listed(
         clock.now += 50  # the first batch and the first record have aged out
         assert list(index.keys()) == ["https://a.example/late"]
         assert [r.url for r in index.drops()] == ["https://a.example/print/2"]
+
+
+# -- the second test (every drop confirmed) -----------------------------------------------
+
+NEAR = 0x5555_0000_AAAA_0000_5555_0000_AAAA_0000  # a near signature (bit 0 clear)
+
+
+def _signature(*bits: int) -> int:
+    """NEAR with ``bits`` flipped (bit 0, the exact-digest mark, is never one of them)."""
+    return flip(NEAR, *bits)
+
+
+def test_a_candidate_is_a_copy_only_when_its_signature_confirms_it(
+    make: Callable[..., Any],
+) -> None:
+    index = make(max_distance=8, exact_distance=3, confirm_distance=20)
+    fp = 0x0123_4567_89AB_CDEF
+    assert index.observe("kept", fp, NEAR).stored
+    # Within the radius, signatures 20 bits apart: confirmed, a copy.
+    close = _signature(*range(1, 21))
+    assert index.observe("copy", flip(fp, 1, 2), close) == Observation(
+        Match("kept", fp, 2, NEAR), None, False
+    )
+    assert index.get("copy") is None
+    # 21 bits apart: the candidate is rejected, the page is filed beside it.
+    far = _signature(*range(1, 22))
+    observed = index.observe("distinct", flip(fp, 1, 2), far)
+    assert observed == Observation(None, None, True, None, 1)
+    assert index.entry("distinct") == (flip(fp, 1, 2), far)
+    # A third page confirmed by the second, not the first, copies the second even though
+    # the first is as close: the rejected candidate is counted.
+    third = index.observe("third", flip(fp, 1, 2, 40), far)
+    assert third.match == Match("distinct", flip(fp, 1, 2), 1, far)
+    assert third.rejected == 1
+
+
+def test_the_closest_confirmed_candidate_wins_over_a_closer_rejected_one(
+    make: Callable[..., Any],
+) -> None:
+    index = make(max_distance=8, exact_distance=3, confirm_distance=20)
+    fp = 0xDEAD_BEEF_0BAD_F00D
+    other = _signature(*range(30, 60))
+    index.observe("near-but-distinct", flip(fp, 0), other)
+    index.observe("farther-copy", flip(fp, 1, 2, 3), NEAR)
+    observed = index.observe("probe", fp, _signature(5))
+    assert observed.match == Match("farther-copy", flip(fp, 1, 2, 3), 3, NEAR)
+    assert observed.rejected == 1
+    # query lists every candidate with its signature, unjudged.
+    assert index.query(fp) == [
+        Match("near-but-distinct", flip(fp, 0), 1, other),
+        Match("farther-copy", flip(fp, 1, 2, 3), 3, NEAR),
+    ]
+
+
+def test_a_distinct_page_with_the_very_fingerprint_of_another_passes_unfiled(
+    make: Callable[..., Any],
+) -> None:
+    """A crafted twin (same fingerprint, other text) is never a copy, and never displaces
+    the page it imitates."""
+    index = make(max_distance=8, exact_distance=3, confirm_distance=20)
+    fp = 0x0F0F_0F0F_F0F0_F0F0
+    index.observe("victim", fp, NEAR)
+    crafted = _signature(*range(1, 64))
+    assert index.observe("crafted", fp, crafted) == Observation(None, None, False, None, 1)
+    assert index.get("crafted") is None
+    assert index.entry("victim") == (fp, NEAR)
+    # The victim's own copies are still found.
+    assert index.observe("victim-copy", fp, _signature(3)).match == Match("victim", fp, 0, NEAR)
+
+
+def test_exact_digests_confirm_only_their_equal(make: Callable[..., Any]) -> None:
+    index = make(max_distance=8, exact_distance=3, confirm_distance=20)
+    fp = 0x1111_2222_3333_4444
+    digest = _signature(7) | 1
+    index.observe("brief", fp, digest)
+    # One bit away is no exact copy, nor is a near signature equal but for the mark.
+    assert index.observe("other-brief", fp, digest ^ 2).match is None
+    assert index.observe("long-page", flip(fp, 9), digest ^ 1).match is None
+    assert index.observe("print-brief", fp, digest).match == Match("brief", fp, 0, digest)
+
+
+def test_a_claim_on_a_key_holding_a_distinct_page_is_a_conflict(
+    make: Callable[..., Any],
+) -> None:
+    index = make(max_distance=8, exact_distance=3, confirm_distance=20)
+    fp = 0x0123_4567_89AB_CDEF
+    held = _signature(*range(1, 40))
+    index.observe("https://a.example/canonical", fp, held)
+    claimed = index.claim("https://a.example/canonical", flip(fp, 2), NEAR)
+    assert claimed == Observation(None, fp, False, held, 1)
+    assert index.claim("https://a.example/canonical", flip(fp, 2), held).match == Match(
+        "https://a.example/canonical", fp, 1, held
+    )
+
+
+def test_signatures_are_kept_when_a_key_is_seen_again_or_renamed(
+    make: Callable[..., Any],
+) -> None:
+    index = make(max_distance=8, exact_distance=3, confirm_distance=20)
+    fp = 0x0123_4567_89AB_CDEF
+    index.observe("old-name", fp, NEAR)
+    assert index.observe("old-name", flip(fp, 3), _signature(9)) == Observation(
+        None, fp, True, NEAR
+    )
+    assert index.rename("old-name", "new-name")
+    assert index.entry("new-name") == (flip(fp, 3), _signature(9))
+    assert index.entry("old-name") is None
+
+
+def test_the_namespace_key_is_kept_in_the_namespace(
+    make: Callable[..., Any],
+) -> None:
+    first = make(namespace="keyed-a")
+    assert 0 <= first.confirm_key < 1 << 64
+    other = make(namespace="keyed-b")
+    assert other.confirm_key != first.confirm_key
+    if make.backend in PERSISTENT:  # type: ignore[attr-defined]
+        again = make(namespace="keyed-a")
+        assert again.confirm_key == first.confirm_key
+        reset = make(namespace="keyed-a", reset=True)
+        assert reset.confirm_key != first.confirm_key
+
+
+def test_a_key_is_made_by_the_injected_source() -> None:
+    keys = iter([0xABCD, 0x1234])
+    index = open_index("memory://", new_key=lambda: next(keys))
+    assert index.confirm_key == 0xABCD

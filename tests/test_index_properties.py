@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, rule
 
+from scrapy_simhash.confirm import NO_SIGNATURE
 from scrapy_simhash.exceptions import ConfigurationError
 from scrapy_simhash.index import (
     BandLayout,
@@ -189,7 +190,7 @@ class IndexModel(RuleBasedStateMachine):
         if matches:
             assert observed == Observation(matches[0], None, False)
         elif key in self.model:
-            assert observed == Observation(None, self.model[key], False)
+            assert observed == Observation(None, self.model[key], False, NO_SIGNATURE)
         else:
             assert observed == Observation(None, None, True)
             self.model[key] = fingerprint

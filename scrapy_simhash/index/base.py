@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from scrapy_simhash.confirm import CONFIRM_DISTANCE, NO_SIGNATURE, SIGNATURE_BITS, confirms, new_key
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError, IndexMismatchError
 from scrapy_simhash.index.drops import DROP_MAX_ENTRIES, DROP_TTL_SECS, DropRecord
 from scrapy_simhash.index.layout import SUPPORTED_BITS, BandLayout, check_distance, choose_layout
@@ -22,28 +23,37 @@ from scrapy_simhash.index.layout import SUPPORTED_BITS, BandLayout, check_distan
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-#: Bumped when the stored representation changes incompatibly.
-FORMAT_VERSION = 1
+#: Bumped when the stored representation changes incompatibly (2: every entry carries the
+#: page's signature for the second test, and the record the namespace's key).
+FORMAT_VERSION = 2
 
 
 class Match(NamedTuple):
-    """A stored fingerprint within the index's distance of a probe."""
+    """A stored fingerprint within the index's distance of a probe, and the signature of
+    the page stored with it (:mod:`scrapy_simhash.confirm`)."""
 
     key: str
     fingerprint: int
     distance: int
+    signature: int = NO_SIGNATURE
 
 
 class Observation(NamedTuple):
     """Result of :meth:`NearDuplicateIndex.observe`.
 
-    ``match`` is the closest fingerprint within k under another key (then nothing was
-    stored); otherwise ``stored`` is true and ``previous`` is the fingerprint this key had.
+    ``match`` is the closest fingerprint within k under another key whose signature
+    confirms the page (then nothing was stored); otherwise ``stored`` is true and
+    ``previous`` is the fingerprint this key had, ``previous_signature`` its signature.
+    ``rejected``: candidates within k that the second test turned away. Not stored and no
+    match: a claim's conflict (``previous`` is what the key holds), or a page whose very
+    fingerprint a distinct page holds (a crafted twin: the page passes, unfiled).
     """
 
     match: Match | None
     previous: int | None
     stored: bool
+    previous_signature: int | None = None
+    rejected: int = 0
 
 
 @dataclass(frozen=True)
@@ -82,6 +92,10 @@ class IndexConfig:
     #: The record of dropped near-duplicates is bounded by age and by count (0 = no record).
     drop_ttl_secs: float | None = DROP_TTL_SECS
     drop_max_entries: int = DROP_MAX_ENTRIES
+    #: Signature bits a candidate may differ by and be confirmed (the second test).
+    confirm_distance: int = CONFIRM_DISTANCE
+    #: Makes the key of a namespace created by this configuration (injected in tests).
+    new_key: Callable[[], int] = field(default=new_key, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.bits not in SUPPORTED_BITS:
@@ -105,6 +119,11 @@ class IndexConfig:
         if self.drop_max_entries < 0:
             raise ConfigurationError(
                 f"drop_max_entries must be 0 (no record) or more, got {self.drop_max_entries}"
+            )
+        if not 0 <= self.confirm_distance < SIGNATURE_BITS // 4:
+            raise ConfigurationError(
+                f"confirm_distance must be between 0 and {SIGNATURE_BITS // 4 - 1} (beyond, "
+                f"pages sharing little text confirm each other), got {self.confirm_distance}"
             )
 
     def expired(self, seen: int, now: float) -> bool:
@@ -132,20 +151,23 @@ class IndexConfig:
             self.bits, self.band_distance, expected_size=self.expected_size, tables=self.tables
         )
 
-    def record(self, layout: BandLayout, **extra: Any) -> str:
-        """The JSON record stored with a new index."""
+    def record(self, layout: BandLayout, key: int, **extra: Any) -> str:
+        """The JSON record stored with a new index; ``key`` is the namespace's key of the
+        second test (:func:`key_of` reads it back)."""
         data = {
             "format": FORMAT_VERSION,
             "bits": self.bits,
             "scheme": self.scheme,
             "layout": layout.name,
             "ttl_secs": self.ttl_secs or 0,
+            "confirm_key": f"{key:016x}",
             **extra,
         }
         return json.dumps(data, sort_keys=True)
 
     def adopt(self, stored: str, where: str) -> tuple[BandLayout, dict[str, Any]]:
-        """Check a stored record against this configuration and return the stored layout.
+        """Check a stored record against this configuration and return the stored layout
+        and the record (:func:`key_of` reads the namespace's key from it).
 
         An index keeps the layout it was created with: reopening it with another
         ``expected_size`` is fine, but another width, fingerprint scheme or an explicit
@@ -154,6 +176,8 @@ class IndexConfig:
         try:
             data = json.loads(stored)
             layout = BandLayout.parse(int(data["bits"]), str(data["layout"]))
+            if data.get("format") == FORMAT_VERSION:
+                key_of(data)
         except (ValueError, KeyError, TypeError) as exc:
             raise IndexMismatchError(
                 f"{where} holds an index record this version cannot read ({exc}); "
@@ -190,6 +214,30 @@ class IndexConfig:
         return layout, data
 
 
+def key_of(record: dict[str, Any]) -> int:
+    """The namespace's key of the second test, from its configuration record."""
+    return int(str(record["confirm_key"]), 16)
+
+
+def judge(
+    found: Iterable[Match], signature: int, limit: int
+) -> tuple[Match | None, int, bool]:
+    """The second test over an observe's candidates: (the closest one whose signature
+    confirms the page, how many it rejected, whether a rejected one has the very
+    fingerprint of the page). Every backend decides with this rule, inside its atomic
+    check-and-add."""
+    confirmed: list[Match] = []
+    rejected = 0
+    twin = False
+    for match in found:
+        if confirms(signature, match.signature, limit):
+            confirmed.append(match)
+        else:
+            rejected += 1
+            twin = twin or match.distance == 0
+    return closest(confirmed), rejected, twin
+
+
 def failure_of(where: str, action: str, exc: BaseException) -> IndexBackendError:
     """The failure of a backend that words none of its own."""
     return IndexBackendError(f"{where}: {action} failed: {type(exc).__name__}: {exc}")
@@ -218,6 +266,15 @@ def check_fingerprint(fingerprint: int, bits: int) -> int:
             "the same `bits` as the fingerprinter"
         )
     return fingerprint
+
+
+def check_signature(signature: int) -> int:
+    """Reject what is not a signature (:mod:`scrapy_simhash.confirm`)."""
+    if isinstance(signature, bool) or not isinstance(signature, int):
+        raise ConfigurationError(f"a signature must be an int, got {type(signature).__name__}")
+    if not 0 <= signature <= NO_SIGNATURE:
+        raise ConfigurationError(f"signature {signature:#x} does not fit in {SIGNATURE_BITS} bits")
+    return signature
 
 
 def closest(matches: Iterable[Match]) -> Match | None:
@@ -256,6 +313,9 @@ class NearDuplicateIndex(ABC):
     #: What the storage raises when it fails: the facade every index is opened behind
     #: (:mod:`scrapy_simhash.index.facade`) says each in :meth:`failure`'s words.
     errors: tuple[type[BaseException], ...] = ()
+    #: The namespace's key of the second test (:mod:`scrapy_simhash.confirm`), read from
+    #: its configuration record when the index opens: pages are signed under it.
+    confirm_key: int = 0
 
     def failure(self, action: str, exc: BaseException) -> IndexBackendError:
         """What to tell the user when ``action`` failed with ``exc``: where, what, what
@@ -270,39 +330,54 @@ class NearDuplicateIndex(ABC):
         flush) or reset. None: the backend does not tell."""
         return None
 
-    def check_and_add(self, key: str, fingerprint: int) -> Match | None:
-        """Return the closest near-duplicate under another key, or store ``fingerprint``."""
-        return self.observe(key, fingerprint).match
+    def check_and_add(
+        self, key: str, fingerprint: int, signature: int = NO_SIGNATURE
+    ) -> Match | None:
+        """Return the closest confirmed near-duplicate under another key, or store
+        ``fingerprint``."""
+        return self.observe(key, fingerprint, signature).match
 
     @abstractmethod
-    def observe(self, key: str, fingerprint: int) -> Observation:
-        """Atomically find the closest match under another key, else store/replace ``key``."""
+    def observe(self, key: str, fingerprint: int, signature: int = NO_SIGNATURE) -> Observation:
+        """Atomically find the closest candidate within k under another key whose signature
+        confirms ``signature`` (:func:`judge`), else store/replace ``key`` with both.
 
-    def claim(self, key: str, fingerprint: int) -> Observation:
+        A page filed without a signature confirms only another filed without one: the
+        index then decides by distance alone (scripts and tests of the index itself).
+        """
+
+    def claim(self, key: str, fingerprint: int, signature: int = NO_SIGNATURE) -> Observation:
         """Like :meth:`observe`, but a fingerprint already stored under ``key`` counts too.
 
         For a page that names ``key`` as its canonical URL while being fetched under
-        another: a stored ``key`` within k is its match; a stored ``key`` further away is a
-        conflict (nothing stored, ``previous`` is that fingerprint); otherwise the page is
-        stored under ``key``. Backends here do it atomically; this default is not.
+        another: a stored ``key`` within k whose signature confirms the page is its match;
+        any other live entry under ``key`` is a conflict (nothing stored, ``previous`` is
+        that fingerprint); otherwise the page is stored under ``key``. Backends here do it
+        atomically; this default is not.
         """
-        match = closest(self.query(fingerprint))
+        match, rejected, _ = judge(self.query(fingerprint), signature, self.config.confirm_distance)
         if match is not None:
-            return Observation(match, None, False)
-        stored = self.get(key)
+            return Observation(match, None, False, rejected=rejected)
+        stored = self.entry(key)
         if stored is not None:
-            return Observation(None, stored, False)
-        return self.observe(key, fingerprint)
+            return Observation(None, stored[0], False, stored[1], rejected)
+        return self.observe(key, fingerprint, signature)
 
     def rename(self, old: str, new: str) -> bool:
-        """Move the entry of ``old`` to ``new`` (same fingerprint; an entry under ``new`` is
-        replaced); tell whether ``old`` was stored. Backends here do it atomically."""
-        fingerprint = self.get(old)
-        if fingerprint is None:
+        """Move the entry of ``old`` to ``new`` (same fingerprint and signature; an entry
+        under ``new`` is replaced); tell whether ``old`` was stored. Backends here do it
+        atomically."""
+        entry = self.entry(old)
+        if entry is None:
             return False
         self.remove(old)
         self.remove(new)
-        return self.observe(new, fingerprint).stored
+        return self.observe(new, *entry).stored
+
+    def entry(self, key: str) -> tuple[int, int] | None:
+        """The live fingerprint and signature stored under ``key``."""
+        fingerprint = self.get(key)
+        return None if fingerprint is None else (fingerprint, NO_SIGNATURE)
 
     def record_drop(self, url: str, kept: str, distance: int) -> None:  # noqa: B027 (optional)
         """Remember that ``url`` was dropped as a copy of ``kept`` (bounded by the
@@ -335,7 +410,8 @@ class NearDuplicateIndex(ABC):
 
     @abstractmethod
     def query(self, fingerprint: int) -> list[Match]:
-        """Every live stored fingerprint within k, closest first (ties by key)."""
+        """Every live stored fingerprint within k (the candidates, with their signatures,
+        none judged), closest first (ties by key)."""
 
     @abstractmethod
     def get(self, key: str) -> int | None:
@@ -390,6 +466,8 @@ class AsyncNearDuplicateIndex(ABC):
     created: bool = False
     #: See :attr:`NearDuplicateIndex.errors` and :meth:`NearDuplicateIndex.failure`.
     errors: tuple[type[BaseException], ...] = ()
+    #: See :attr:`NearDuplicateIndex.confirm_key`.
+    confirm_key: int = 0
 
     def failure(self, action: str, exc: BaseException) -> IndexBackendError:
         return failure_of(type(self).__name__, action, exc)
@@ -398,30 +476,43 @@ class AsyncNearDuplicateIndex(ABC):
     def creation(self) -> str | None:
         return None
 
-    async def check_and_add(self, key: str, fingerprint: int) -> Match | None:
-        return (await self.observe(key, fingerprint)).match
+    async def check_and_add(
+        self, key: str, fingerprint: int, signature: int = NO_SIGNATURE
+    ) -> Match | None:
+        return (await self.observe(key, fingerprint, signature)).match
 
     @abstractmethod
-    async def observe(self, key: str, fingerprint: int) -> Observation: ...
+    async def observe(
+        self, key: str, fingerprint: int, signature: int = NO_SIGNATURE
+    ) -> Observation: ...
 
-    async def claim(self, key: str, fingerprint: int) -> Observation:
+    async def claim(
+        self, key: str, fingerprint: int, signature: int = NO_SIGNATURE
+    ) -> Observation:
         """See :meth:`NearDuplicateIndex.claim` (this default is not atomic)."""
-        match = closest(await self.query(fingerprint))
+        match, rejected, _ = judge(
+            await self.query(fingerprint), signature, self.config.confirm_distance
+        )
         if match is not None:
-            return Observation(match, None, False)
-        stored = await self.get(key)
+            return Observation(match, None, False, rejected=rejected)
+        stored = await self.entry(key)
         if stored is not None:
-            return Observation(None, stored, False)
-        return await self.observe(key, fingerprint)
+            return Observation(None, stored[0], False, stored[1], rejected)
+        return await self.observe(key, fingerprint, signature)
 
     async def rename(self, old: str, new: str) -> bool:
         """See :meth:`NearDuplicateIndex.rename` (this default is not atomic)."""
-        fingerprint = await self.get(old)
-        if fingerprint is None:
+        entry = await self.entry(old)
+        if entry is None:
             return False
         await self.remove(old)
         await self.remove(new)
-        return (await self.observe(new, fingerprint)).stored
+        return (await self.observe(new, *entry)).stored
+
+    async def entry(self, key: str) -> tuple[int, int] | None:
+        """See :meth:`NearDuplicateIndex.entry`."""
+        fingerprint = await self.get(key)
+        return None if fingerprint is None else (fingerprint, NO_SIGNATURE)
 
     async def record_drop(self, url: str, kept: str, distance: int) -> None:  # noqa: B027
         """See :meth:`NearDuplicateIndex.record_drop`."""

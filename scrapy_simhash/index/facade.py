@@ -20,6 +20,7 @@ from scrapy_simhash.index.base import (
     NearDuplicateIndex,
     Observation,
 )
+from scrapy_simhash.confirm import NO_SIGNATURE
 from scrapy_simhash.index.drops import DropRecord
 
 T = TypeVar("T")
@@ -43,6 +44,11 @@ class Face:
     def creation(self) -> str | None:
         return self.backend.creation
 
+    @property  # type: ignore[override]
+    def confirm_key(self) -> int:
+        """The backend's: it learns another when the namespace was created anew meanwhile."""
+        return self.backend.confirm_key
+
 
 class IndexFacade(Face, NearDuplicateIndex):
     """A blocking index whose storage failures are :class:`IndexBackendError`."""
@@ -61,11 +67,11 @@ class IndexFacade(Face, NearDuplicateIndex):
         except self.errors as exc:
             raise self.failure(action, exc) from exc
 
-    def observe(self, key: str, fingerprint: int) -> Observation:
-        return self._call("observe", self.backend.observe, key, fingerprint)
+    def observe(self, key: str, fingerprint: int, signature: int = NO_SIGNATURE) -> Observation:
+        return self._call("observe", self.backend.observe, key, fingerprint, signature)
 
-    def claim(self, key: str, fingerprint: int) -> Observation:
-        return self._call("claim", self.backend.claim, key, fingerprint)
+    def claim(self, key: str, fingerprint: int, signature: int = NO_SIGNATURE) -> Observation:
+        return self._call("claim", self.backend.claim, key, fingerprint, signature)
 
     def rename(self, old: str, new: str) -> bool:
         return self._call("rename", self.backend.rename, old, new)
@@ -93,6 +99,9 @@ class IndexFacade(Face, NearDuplicateIndex):
 
     def get(self, key: str) -> int | None:
         return self._call("get", self.backend.get, key)
+
+    def entry(self, key: str) -> tuple[int, int] | None:
+        return self._call("get", self.backend.entry, key)
 
     def remove(self, key: str) -> bool:
         return self._call("remove", self.backend.remove, key)
@@ -124,11 +133,15 @@ class AsyncIndexFacade(Face, AsyncNearDuplicateIndex):
         except self.errors as exc:
             raise self.failure(action, exc) from exc
 
-    async def observe(self, key: str, fingerprint: int) -> Observation:
-        return await self._call("observe", self.backend.observe, key, fingerprint)
+    async def observe(
+        self, key: str, fingerprint: int, signature: int = NO_SIGNATURE
+    ) -> Observation:
+        return await self._call("observe", self.backend.observe, key, fingerprint, signature)
 
-    async def claim(self, key: str, fingerprint: int) -> Observation:
-        return await self._call("claim", self.backend.claim, key, fingerprint)
+    async def claim(
+        self, key: str, fingerprint: int, signature: int = NO_SIGNATURE
+    ) -> Observation:
+        return await self._call("claim", self.backend.claim, key, fingerprint, signature)
 
     async def rename(self, old: str, new: str) -> bool:
         return await self._call("rename", self.backend.rename, old, new)
@@ -150,6 +163,9 @@ class AsyncIndexFacade(Face, AsyncNearDuplicateIndex):
 
     async def get(self, key: str) -> int | None:
         return await self._call("get", self.backend.get, key)
+
+    async def entry(self, key: str) -> tuple[int, int] | None:
+        return await self._call("get", self.backend.entry, key)
 
     async def remove(self, key: str) -> bool:
         return await self._call("remove", self.backend.remove, key)

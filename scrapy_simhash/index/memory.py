@@ -9,6 +9,7 @@ import threading
 from collections.abc import Iterator
 
 from scrapy_simhash.index.base import (
+    check_signature,
     IndexConfig,
     IndexStats,
     Match,
@@ -16,22 +17,25 @@ from scrapy_simhash.index.base import (
     Observation,
     bucket_stats,
     check_fingerprint,
-    closest,
+    judge,
     ordered,
 )
+from scrapy_simhash.confirm import NO_SIGNATURE
 from scrapy_simhash.index.drops import DropRecord, MemoryDrops
 from scrapy_simhash.index.keys import check_key
 
 
 class MemoryIndex(NearDuplicateIndex):
-    """Dicts of band key -> {key: fingerprint}, one per table."""
+    """Dicts of band key -> {key: fingerprint}, one per table; entries key -> (fingerprint,
+    last seen, signature)."""
 
     def __init__(self, url: str, config: IndexConfig) -> None:
         self.url = url
         self.config = config
         self.layout = config.new_layout()
+        self.confirm_key = config.new_key()
         self._lock = threading.Lock()
-        self._entries: dict[str, tuple[int, int]] = {}
+        self._entries: dict[str, tuple[int, int, int]] = {}
         self._tables: list[dict[int, dict[str, int]]] = [{} for _ in self.layout.masks]
         self._pairs = tuple(zip(self._tables, self.layout.masks, strict=True))
         self._largest = (1 << config.bits) - 1
@@ -54,10 +58,11 @@ class MemoryIndex(NearDuplicateIndex):
                 for key, other in bucket.items():
                     distance = (fingerprint ^ other).bit_count()
                     if distance <= limit and key != exclude and key not in found:
-                        if self._ttl and self.config.expired(self._entries[key][1], now):
+                        entry = self._entries[key]
+                        if self._ttl and self.config.expired(entry[1], now):
                             expired.append(key)
                         else:
-                            found[key] = Match(key, other, distance)
+                            found[key] = Match(key, other, distance, entry[2])
         for key in expired:
             self._unlink(key)
         return list(found.values())
@@ -75,33 +80,37 @@ class MemoryIndex(NearDuplicateIndex):
                 del table[band]
         return fingerprint
 
-    def observe(self, key: str, fingerprint: int) -> Observation:
-        return self._observe(key, fingerprint, claim=False)
+    def observe(self, key: str, fingerprint: int, signature: int = NO_SIGNATURE) -> Observation:
+        return self._observe(key, fingerprint, signature, claim=False)
 
-    def claim(self, key: str, fingerprint: int) -> Observation:
-        return self._observe(key, fingerprint, claim=True)
+    def claim(self, key: str, fingerprint: int, signature: int = NO_SIGNATURE) -> Observation:
+        return self._observe(key, fingerprint, signature, claim=True)
 
-    def _observe(self, key: str, fingerprint: int, *, claim: bool) -> Observation:
+    def _observe(self, key: str, fingerprint: int, signature: int, *, claim: bool) -> Observation:
         if type(key) is not str or not key or not key.isascii():
             check_key(key)
         if type(fingerprint) is not int or not 0 <= fingerprint <= self._largest:
             check_fingerprint(fingerprint, self.config.bits)
+        check_signature(signature)
         now = self._clock()
         with self._lock:
             found = self._candidates(fingerprint, None if claim else key, now)
-            if found:
-                return Observation(closest(found), None, False)
-            if claim:
-                held = self._entries.get(key)
-                if held is not None and not (self._ttl and self.config.expired(held[1], now)):
-                    return Observation(None, held[0], False)
+            match, rejected, twin = judge(found, signature, self.config.confirm_distance)
+            if match is not None:
+                return Observation(match, None, False, rejected=rejected)
             old = self._entries.get(key)
-            previous = None
+            if old is not None and self._ttl and self.config.expired(old[1], now):
+                old = None
+            if claim and old is not None:
+                return Observation(None, old[0], False, old[2], rejected)
+            if twin:  # a distinct page holds this very fingerprint: the page passes unfiled
+                return Observation(None, None if old is None else old[0], False, None, rejected)
+            previous = previous_signature = None
             if old is not None:
-                if not (self._ttl and self.config.expired(old[1], now)):
-                    previous = old[0]
-                if old[0] != fingerprint:
-                    self._unlink(key)
+                previous, previous_signature = old[0], old[2]
+            held = self._entries.get(key)
+            if held is not None and held[0] != fingerprint:
+                self._unlink(key)
             if key not in self._entries:
                 for table, mask in self._pairs:
                     band = fingerprint & mask
@@ -110,8 +119,8 @@ class MemoryIndex(NearDuplicateIndex):
                         table[band] = {key: fingerprint}
                     else:
                         bucket[key] = fingerprint
-            self._entries[key] = (fingerprint, int(now))
-            return Observation(None, previous, True)
+            self._entries[key] = (fingerprint, int(now), signature)
+            return Observation(None, previous, True, previous_signature, rejected)
 
     def query(self, fingerprint: int) -> list[Match]:
         check_fingerprint(fingerprint, self.config.bits)
@@ -120,12 +129,16 @@ class MemoryIndex(NearDuplicateIndex):
             return ordered(self._candidates(fingerprint, None, now))
 
     def get(self, key: str) -> int | None:
+        entry = self.entry(key)
+        return None if entry is None else entry[0]
+
+    def entry(self, key: str) -> tuple[int, int] | None:
         now = self.config.clock()
         with self._lock:
             entry = self._entries.get(key)
         if entry is None or self.config.expired(entry[1], now):
             return None
-        return entry[0]
+        return entry[0], entry[2]
 
     def remove(self, key: str) -> bool:
         with self._lock:
@@ -165,7 +178,7 @@ class MemoryIndex(NearDuplicateIndex):
         now = self._clock()
         with self._lock:
             entries = list(self._entries.items())
-        return (key for key, (_, seen) in entries if not self.config.expired(seen, now))
+        return (key for key, (_, seen, _) in entries if not self.config.expired(seen, now))
 
     def drops(self) -> Iterator[DropRecord]:
         with self._lock:
@@ -184,7 +197,9 @@ class MemoryIndex(NearDuplicateIndex):
     def purge_expired(self) -> int:
         now = self.config.clock()
         with self._lock:
-            stale = [k for k, (_, seen) in self._entries.items() if self.config.expired(seen, now)]
+            stale = [
+                k for k, (_, seen, _) in self._entries.items() if self.config.expired(seen, now)
+            ]
             for key in stale:
                 self._unlink(key)
         return len(stale)

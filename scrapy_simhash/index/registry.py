@@ -9,6 +9,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from scrapy_simhash._runners import in_thread
+from scrapy_simhash.confirm import CONFIRM_DISTANCE
+from scrapy_simhash.confirm import new_key as fresh_key
 from scrapy_simhash.exceptions import ConfigurationError
 from scrapy_simhash.index.base import (
     IndexConfig,
@@ -68,6 +70,8 @@ def open_index(
     clock: Callable[[], float] = time.time,
     drop_ttl_secs: float | None = DROP_TTL_SECS,
     drop_max_entries: int = DROP_MAX_ENTRIES,
+    confirm_distance: int = CONFIRM_DISTANCE,
+    new_key: Callable[[], int] = fresh_key,
     options: dict[str, Any] | None = None,
     **backend_options: Any,
 ) -> IndexFacade:
@@ -79,7 +83,9 @@ def open_index(
     ``scheme`` is the fingerprinter's scheme id: reopening with another one raises
     :class:`~scrapy_simhash.exceptions.IndexMismatchError`, as do other ``bits`` or an
     explicit other ``tables``. ``reset=True`` wipes the namespace first. ``drop_ttl_secs``
-    and ``drop_max_entries`` bound the record of dropped near-duplicates. ``options`` and
+    and ``drop_max_entries`` bound the record of dropped near-duplicates.
+    ``confirm_distance`` is the second test's threshold (:mod:`scrapy_simhash.confirm`);
+    ``new_key`` makes the key of a namespace created now. ``options`` and
     extra keywords go to the backend (Redis: redis-py client options plus ``retries``;
     SQLite: ``timeout``, ``synchronous``).
     """
@@ -88,6 +94,7 @@ def open_index(
         scheme=scheme,
         namespace=namespace, tables=tables, expected_size=expected_size, ttl_secs=ttl_secs,
         reset=reset, clock=clock, drop_ttl_secs=drop_ttl_secs, drop_max_entries=drop_max_entries,
+        confirm_distance=confirm_distance, new_key=new_key,
     )
     opener = _storage(url, merged).index
     assert opener is not None  # storage_for checked it
@@ -109,6 +116,8 @@ async def open_async_index(
     clock: Callable[[], float] = time.time,
     drop_ttl_secs: float | None = DROP_TTL_SECS,
     drop_max_entries: int = DROP_MAX_ENTRIES,
+    confirm_distance: int = CONFIRM_DISTANCE,
+    new_key: Callable[[], int] = fresh_key,
     options: dict[str, Any] | None = None,
     **backend_options: Any,
 ) -> AsyncIndexFacade:
@@ -123,6 +132,7 @@ async def open_async_index(
         scheme=scheme,
         namespace=namespace, tables=tables, expected_size=expected_size, ttl_secs=ttl_secs,
         reset=reset, clock=clock, drop_ttl_secs=drop_ttl_secs, drop_max_entries=drop_max_entries,
+        confirm_distance=confirm_distance, new_key=new_key,
     )
     storage = _storage(url, merged)
     if storage.async_index is not None:

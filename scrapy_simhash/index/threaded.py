@@ -11,6 +11,7 @@ from scrapy_simhash.index.base import (
     NearDuplicateIndex,
     Observation,
 )
+from scrapy_simhash.confirm import NO_SIGNATURE
 from scrapy_simhash.index.drops import DropRecord
 from scrapy_simhash.index.facade import Face
 
@@ -27,11 +28,15 @@ class AsyncIndexAdapter(Face, ThreadFace, AsyncNearDuplicateIndex):
         ThreadFace.__init__(self, run=run, scan=scan)
         Face.__init__(self, index)
 
-    async def observe(self, key: str, fingerprint: int) -> Observation:
-        return await self._run(self.backend.observe, key, fingerprint)
+    async def observe(
+        self, key: str, fingerprint: int, signature: int = NO_SIGNATURE
+    ) -> Observation:
+        return await self._run(self.backend.observe, key, fingerprint, signature)
 
-    async def claim(self, key: str, fingerprint: int) -> Observation:
-        return await self._run(self.backend.claim, key, fingerprint)
+    async def claim(
+        self, key: str, fingerprint: int, signature: int = NO_SIGNATURE
+    ) -> Observation:
+        return await self._run(self.backend.claim, key, fingerprint, signature)
 
     async def query(self, fingerprint: int) -> list[Match]:
         return await self._run(self.backend.query, fingerprint)
@@ -53,6 +58,9 @@ class AsyncIndexAdapter(Face, ThreadFace, AsyncNearDuplicateIndex):
 
     async def get(self, key: str) -> int | None:
         return await self._run(self.backend.get, key)
+
+    async def entry(self, key: str) -> tuple[int, int] | None:
+        return await self._run(self.backend.entry, key)
 
     async def remove(self, key: str) -> bool:
         return await self._run(self.backend.remove, key)

@@ -1,0 +1,158 @@
+"""The second test every drop needs: a keyed resemblance signature of the page's own text.
+
+Why a second test: a SimHash fingerprint is a bag of words under a public seed. At the
+scale of a crawl, distinct pages on one subject land within a few bits of each other (a
+crawl of N kept pages drops a new distinct page with a probability that grows with N), and
+a page can be crafted to hit a victim's fingerprint with none of its words. So the
+fingerprint only names *candidates*; a candidate is a copy only when this test confirms it
+(Henzinger, SIGIR 2006: one method confirming the other's candidates beat both alone;
+CopyCat checked SimHash candidates by word n-gram overlap).
+
+The test: Broder's resemblance of the two texts' word 3-shingles (Chinese: characters),
+estimated by a one-permutation b-bit MinHash (Li & König 2010; Shrivastava 2017 for the
+densification of empty bins): 128 bins of one bit, 16 bytes stored with every kept
+page. Two pages of resemblance R agree on each bit with probability (1 + R) / 2, so the
+number of differing bits estimates R and a threshold on it is a test with a known error: a
+pair that shares no shingle (R = 0) passes ``CONFIRM_DISTANCE`` = 20 with probability
+3e-15 (:func:`pass_probability`). Shingles are independent of the word bag: same-topic pages share words, rarely
+three in a row.
+
+The shingles are hashed under a 64-bit key that the public code does not contain: made
+when a namespace is created and kept in it (the index's configuration record), so a page
+cannot be built to agree with another's signature without its text.
+
+Short pages (too little text of their own for a fingerprint) get an exact digest instead
+of a fingerprint: their copies are dropped only when their normalised own text and title
+are the same. Their signatures are marked by the lowest bit (1) and confirm only their
+equal: a short page is never dropped by a near test, nor a long page by a short one.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import secrets
+from collections.abc import Callable
+from itertools import repeat
+
+import numpy as np
+import xxhash
+
+from scrapy_simhash.features import _CJK, normalize
+
+#: Bits of a signature (128 bins of one bit). 64 bins were tried: their estimate is noisy
+#: enough that, depending on the key, 1 to 4 labelled distinct pairs (30% rewrites) of the
+#: pair benchmark passed, against 1 at 128 bins for every key tried.
+SIGNATURE_BITS = 128
+#: Tokens per shingle. Chosen on the pair benchmark (benchmarks/false_matches.py): 2 lets
+#: same-topic pages through, 4 and 5 lose 5% edits.
+SHINGLE_TOKENS = 3
+#: Differing bits two signatures may have and still confirm a candidate, one value for
+#: both fingerprint widths (the signature is the same at both). Chosen on ``pairs/``
+#: labels only (benchmarks/false_matches.py prints the margin on every dev page pair).
+CONFIRM_DISTANCE = 20
+#: What a page filed without a signature carries (scripts and tests of the index alone):
+#: marked exact, so it confirms only another filed without one, i.e. by distance alone.
+NO_SIGNATURE = (1 << SIGNATURE_BITS) - 1
+_EXACT = 1
+#: Bits a near signature compares: bit 0 is the exact-digest mark, always clear in one.
+_COMPARED = SIGNATURE_BITS - 1
+_TOKEN = re.compile(f"[{_CJK}]|[^\\W_{_CJK}]+")
+_BINS = SIGNATURE_BITS
+_BIN_SHIFT = np.uint64(64 - 7)  # the top 7 bits of a shingle's hash pick its bin
+_VALUE_MASK = np.uint64((1 << 57) - 1)
+_EMPTY = np.uint64(1 << 57)
+# Added once per bin walked when an empty bin borrows its right neighbour's minimum, so a
+# borrowed value differs from the one it came from (an odd constant flips the parity).
+_ROTATION = np.uint64(0x9E3779B97F4A7C15)
+_ONE = np.uint64(1)
+
+
+def new_key() -> int:
+    """A fresh namespace key (the index stores it in its configuration record)."""
+    return secrets.randbits(64)
+
+
+def confirms(a: int, b: int, limit: int = CONFIRM_DISTANCE) -> bool:
+    """Whether signature ``b`` confirms a candidate signed ``a``: both near signatures
+    within ``limit`` bits, or the same exact digest."""
+    if (a | b) & _EXACT:
+        return a == b
+    return (a ^ b).bit_count() <= limit
+
+
+def score(a: int, b: int) -> int | None:
+    """Differing bits of two near signatures; None when either is an exact digest (which
+    only equality confirms)."""
+    if (a | b) & _EXACT:
+        return None
+    return (a ^ b).bit_count()
+
+
+def resemblance(differing: int) -> float:
+    """The resemblance (shingle Jaccard) that ``differing`` bits estimate, 0..1."""
+    return max(0.0, 1.0 - 2.0 * differing / _COMPARED)
+
+
+def pass_probability(resemblance: float, limit: int = CONFIRM_DISTANCE) -> float:
+    """Probability that a pair of this resemblance differs in ``limit`` bits or fewer:
+    each bit differs with probability (1 - R) / 2, independently."""
+    q = min(max((1.0 - resemblance) / 2.0, 0.0), 1.0)
+    n = _COMPARED
+    return math.fsum(math.comb(n, i) * q**i * (1 - q) ** (n - i) for i in range(limit + 1))
+
+
+def shingles(text: str) -> set[str]:
+    """The distinct word 3-shingles of a text (ideographs one token each), normalised as
+    features are; a text of fewer tokens is one shingle."""
+    tokens = _TOKEN.findall(normalize(text))
+    if len(tokens) < SHINGLE_TOKENS:
+        return {" ".join(tokens)} if tokens else set()
+    return set(map(" ".join, zip(*(tokens[i:] for i in range(SHINGLE_TOKENS)))))
+
+
+def _exact_text(text: str, title: str) -> bytes:
+    """What an exact digest reads: the own text and title, normalised, whitespace folded."""
+    return (" ".join(normalize(text).split()) + "\0" + " ".join(normalize(title).split())).encode()
+
+
+def exact_fingerprint(text: str, title: str, digest: Callable[[bytes], bytes]) -> int | None:
+    """The public fingerprint of a short page: a digest of its own text and title (``digest``
+    the fingerprint width's xxhash); None when it has no text of its own."""
+    if not text.strip():
+        return None
+    return int.from_bytes(digest(b"exact\0" + _exact_text(text, title)), "big")
+
+
+class Signer:
+    """Signatures under one namespace's key (made once per key, reused for every page)."""
+
+    def __init__(self, key: int) -> None:
+        self.key = key
+
+    def sign(self, text: str, title: str = "", *, exact: bool = False) -> int:
+        """The signature of the text a fingerprint was computed from: a MinHash of its
+        shingles, or (``exact``: a short page's digest; or no shingle at all) a keyed digest
+        of the text and title that only its equal confirms."""
+        found = () if exact else shingles(text)
+        if not found:
+            return xxhash.xxh3_128_intdigest(_exact_text(text, title), self.key) | _EXACT
+        count = len(found)
+        hashes = np.fromiter(
+            map(xxhash.xxh3_64_intdigest, map(str.encode, found), repeat(self.key)),
+            dtype=np.uint64, count=count,
+        )
+        mins = np.full(_BINS, _EMPTY, dtype=np.uint64)
+        np.minimum.at(mins, (hashes >> _BIN_SHIFT).astype(np.intp), hashes & _VALUE_MASK)
+        empty = mins == _EMPTY
+        if empty.any():
+            # Rotation densification: an empty bin takes the next filled bin's minimum to
+            # its right (circularly), offset by how far it looked.
+            filled = np.flatnonzero(~empty)
+            bins = np.arange(_BINS)
+            source = filled[np.searchsorted(filled, bins) % len(filled)]
+            steps = ((source - bins) % _BINS).astype(np.uint64)
+            mins = mins[source] + _ROTATION * steps
+        bits = (mins & _ONE).astype(np.uint8)
+        # Bit 0 (the last bin) is the exact-digest mark: a near signature keeps it clear.
+        return int.from_bytes(np.packbits(bits).tobytes(), "big") & ~_EXACT
