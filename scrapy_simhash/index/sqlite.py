@@ -21,6 +21,7 @@ import xxhash
 from scrapy_simhash._sqlite import SharedConnection
 from scrapy_simhash._sqlite_origins import SCHEMA as ORIGINS_SCHEMA
 from scrapy_simhash._sqlite_origins import UrlOrigins
+from scrapy_simhash.confirm import NO_SIGNATURE, SIGNATURE_BITS
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
 from scrapy_simhash.index.base import (
     IndexConfig,
@@ -30,7 +31,10 @@ from scrapy_simhash.index.base import (
     Observation,
     bucket_stats,
     check_fingerprint,
+    check_signature,
     closest,
+    judge,
+    key_of,
     ordered,
 )
 from scrapy_simhash.index.drops import DropRecord
@@ -47,6 +51,7 @@ DEFAULT_URL = "sqlite:///.scrapy/simhash/index.sqlite3"
 # The records of one band value are one row, its entries' ids packed in a blob (6 bytes
 # each): a row per record cost ~20 bytes, ~13 of them SQLite's own (key columns, cell).
 # An entry's key is its origin's id and the rest (``_sqlite_origins``).
+# An entry's ``fp`` holds its fingerprint and then its signature (16 bytes, the second test's).
 # A drop record holds the kept URL after the characters it shares with the dropped one
 # (``shared``): a copy's URL is mostly its page's (a tracking parameter, an AMP or print
 # path on the same host), so a record keeps ~15 bytes of it instead of ~60.
@@ -74,6 +79,7 @@ _IDS_PER_READ = 500
 #: Row ids a key may be probed over when its hash collides with another key's.
 _PROBES = 16
 _MASK64 = (1 << 64) - 1
+_SIGNATURE_BYTES = SIGNATURE_BITS // 8
 #: Drop records between two trims of the record table at most.
 TRIM_EVERY = 1024
 #: Rows read per query when listing keys or drop records.
@@ -194,13 +200,15 @@ class SqliteIndex(NearDuplicateIndex):
         if row is None:
             self.created = True
             layout = config.new_layout()
+            self.confirm_key = config.new_key()
             cursor = self._db.execute(
                 "INSERT INTO simhash_namespaces (name, config) VALUES (?, ?)",
-                (config.namespace, config.record(layout)),
+                (config.namespace, config.record(layout, self.confirm_key)),
             )
             return int(cursor.lastrowid or 0), layout
         where = f"namespace {config.namespace!r} of {self.url}"
-        layout, _ = config.adopt(row[1], where)
+        layout, data = config.adopt(row[1], where)
+        self.confirm_key = key_of(data)
         return int(row[0]), layout
 
     @property
@@ -230,7 +238,7 @@ class SqliteIndex(NearDuplicateIndex):
 
     def _find(self, key: str) -> tuple[int | None, int, tuple[bytes, int] | None]:
         """The row id holding ``key`` (None if absent), the row id to write it at, and its
-        stored fingerprint and last-seen time."""
+        stored fingerprint and signature (one blob) and last-seen time."""
         # 47 bits, so an id probed past it still fits a bucket's 6 bytes (7 bytes as a row
         # id, 9 at 64): probing makes collisions harmless.
         first = xxhash.xxh3_64_intdigest(f"{self._ns}\0{key}".encode()) >> 17
@@ -262,7 +270,7 @@ class SqliteIndex(NearDuplicateIndex):
             self._db.executemany(
                 "INSERT INTO simhash_index_buckets (ns, tbl, band, ids) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT (ns, tbl, band) DO UPDATE SET ids = CAST(ids || excluded.ids AS BLOB)",
-                [(*bucket, packed) for bucket in self._bucket_keys(int.from_bytes(blob, "big"))],
+                [(*bucket, packed) for bucket in self._bucket_keys(self._fingerprint(blob))],
             )
 
     def _candidates(
@@ -282,21 +290,28 @@ class SqliteIndex(NearDuplicateIndex):
         for key, blob, seen in self._entries(list(ids)):
             if key == exclude and not claim:
                 continue
-            other = int.from_bytes(blob, "big")
+            other = self._fingerprint(blob)
             distance = (fingerprint ^ other).bit_count()
             if distance > limit:
                 continue
             if self.config.expired(seen, now):
                 expired.add(key)
             else:
-                found[key] = Match(key, other, distance)
+                found[key] = Match(key, other, distance, self._signature(blob))
         if expired and exclude is not None and purge:
             for key in expired:
                 self._unlink(key)
         return list(found.values())
 
+    def _fingerprint(self, blob: bytes) -> int:
+        return int.from_bytes(blob[: self._bytes], "big")
+
+    @staticmethod
+    def _signature(blob: bytes) -> int:
+        return int.from_bytes(blob[-_SIGNATURE_BYTES:], "big")
+
     def _entries(self, ids: list[int]) -> Iterator[tuple[str, bytes, int]]:
-        """(key, fingerprint, last seen) of the entries ``ids``, read in chunks that stay
+        """(key, fingerprint and signature, last seen) of the entries ``ids``, read in chunks that stay
         under any SQLite's limit on a statement's parameters (999 before 3.32)."""
         for start in range(0, len(ids), _IDS_PER_READ):
             chunk = ids[start : start + _IDS_PER_READ]
@@ -311,7 +326,7 @@ class SqliteIndex(NearDuplicateIndex):
         row_id, _, row = self._find(key)
         if row_id is None or row is None:
             return None
-        fingerprint = int.from_bytes(row[0], "big")
+        fingerprint = self._fingerprint(row[0])
         for bucket in self._bucket_keys(fingerprint):
             found = self._db.execute(_BUCKET, bucket).fetchone()
             if found is None:
@@ -330,43 +345,53 @@ class SqliteIndex(NearDuplicateIndex):
         self._db.execute("DELETE FROM simhash_index_entries WHERE id = ?", (row_id,))
         return fingerprint
 
-    def observe(self, key: str, fingerprint: int) -> Observation:
-        return self._observe(key, fingerprint, claim=False)
+    def observe(self, key: str, fingerprint: int, signature: int = NO_SIGNATURE) -> Observation:
+        return self._observe(key, fingerprint, signature, claim=False)
 
-    def claim(self, key: str, fingerprint: int) -> Observation:
-        return self._observe(key, fingerprint, claim=True)
+    def claim(self, key: str, fingerprint: int, signature: int = NO_SIGNATURE) -> Observation:
+        return self._observe(key, fingerprint, signature, claim=True)
 
-    def _observe(self, key: str, fingerprint: int, *, claim: bool) -> Observation:
+    def _observe(self, key: str, fingerprint: int, signature: int, *, claim: bool) -> Observation:
         check_key(key)
         check_fingerprint(fingerprint, self.config.bits)
+        check_signature(signature)
         now = self.config.clock()
+        limit = self.config.confirm_distance
         if not claim:
             # A copy of a stored page (most observes of a crawl of copies) is answered
             # by a read: only a page that may be kept needs the write lock, under which
             # the probe runs again, so two processes still never both keep copies.
             with self._lock:
-                match = closest(self._candidates(fingerprint, key, now, purge=False))
+                found = self._candidates(fingerprint, key, now, purge=False)
+            match, rejected, _ = judge(found, signature, limit)
             if match is not None:
-                return Observation(match, None, False)
+                return Observation(match, None, False, rejected=rejected)
         with self._write():
-            match = closest(self._candidates(fingerprint, key, now, claim=claim))
+            found = self._candidates(fingerprint, key, now, claim=claim)
+            match, rejected, twin = judge(found, signature, limit)
             if match is not None:
-                return Observation(match, None, False)
-            _, row_id, row = self._find(key)
-            if claim and row is not None and not self.config.expired(row[1], now):
-                return Observation(None, int.from_bytes(row[0], "big"), False)
-            previous = None
-            same = False
+                return Observation(match, None, False, rejected=rejected)
+            _, row_id, stored = self._find(key)
+            live = stored is not None and not self.config.expired(stored[1], now)
+            row = stored if live else None
+            if claim and row is not None:
+                return Observation(
+                    None, self._fingerprint(row[0]), False, self._signature(row[0]), rejected
+                )
+            if twin:  # a distinct page holds this very fingerprint: the page passes unfiled
+                old = None if row is None else self._fingerprint(row[0])
+                return Observation(None, old, False, None, rejected)
+            previous = previous_signature = None
             if row is not None:
-                old = int.from_bytes(row[0], "big")
-                if not self.config.expired(row[1], now):
-                    previous = old
-                same = old == fingerprint
-                if not same:
-                    self._unlink(key)
-            blob = fingerprint.to_bytes(self._bytes, "big")
+                previous, previous_signature = self._fingerprint(row[0]), self._signature(row[0])
+            same = stored is not None and self._fingerprint(stored[0]) == fingerprint
+            if stored is not None and not same:
+                self._unlink(key)
+            blob = fingerprint.to_bytes(self._bytes, "big") + signature.to_bytes(
+                _SIGNATURE_BYTES, "big"
+            )
             self._store(row_id, key, blob, int(now), bands=not same)
-            return Observation(None, previous, True)
+            return Observation(None, previous, True, previous_signature, rejected)
 
     def query(self, fingerprint: int) -> list[Match]:
         check_fingerprint(fingerprint, self.config.bits)
@@ -382,11 +407,15 @@ class SqliteIndex(NearDuplicateIndex):
         return row
 
     def get(self, key: str) -> int | None:
+        entry = self.entry(key)
+        return None if entry is None else entry[0]
+
+    def entry(self, key: str) -> tuple[int, int] | None:
         with self._lock:
             row = self._find(key)[2]
         if row is None or self.config.expired(row[1], self.config.clock()):
             return None
-        return int.from_bytes(row[0], "big")
+        return self._fingerprint(row[0]), self._signature(row[0])
 
     def rename(self, old: str, new: str) -> bool:
         check_key(new)
