@@ -33,6 +33,7 @@ import math
 import re
 import secrets
 from collections.abc import Callable
+from dataclasses import dataclass
 from itertools import repeat
 
 import numpy as np
@@ -124,17 +125,28 @@ def exact_fingerprint(text: str, title: str, digest: Callable[[bytes], bytes]) -
     return int.from_bytes(digest(b"exact\0" + _exact_text(text, title)), "big")
 
 
+@dataclass(frozen=True)
+class Evidence:
+    """What the second test reads of a page: the own text its fingerprint was computed
+    from, its title, and whether that fingerprint is a short page's exact digest."""
+
+    text: str
+    title: str = ""
+    exact: bool = False
+
+
 class Signer:
     """Signatures under one namespace's key (made once per key, reused for every page)."""
 
     def __init__(self, key: int) -> None:
         self.key = key
 
-    def sign(self, text: str, title: str = "", *, exact: bool = False) -> int:
-        """The signature of the text a fingerprint was computed from: a MinHash of its
-        shingles, or (``exact``: a short page's digest; or no shingle at all) a keyed digest
-        of the text and title that only its equal confirms."""
-        found = () if exact else shingles(text)
+    def sign(self, evidence: Evidence) -> int:
+        """A page's signature: a MinHash of its own text's shingles, or (a short page's
+        exact digest, or a text of no shingle at all) a keyed digest of its text and title
+        that only its equal confirms."""
+        text, title = evidence.text, evidence.title
+        found = () if evidence.exact else shingles(text)
         if not found:
             return xxhash.xxh3_128_intdigest(_exact_text(text, title), self.key) | _EXACT
         count = len(found)
@@ -156,3 +168,25 @@ class Signer:
         bits = (mins & _ONE).astype(np.uint8)
         # Bit 0 (the last bin) is the exact-digest mark: a near signature keeps it clear.
         return int.from_bytes(np.packbits(bits).tobytes(), "big") & ~_EXACT
+
+
+class Signing:
+    """One page's signature under whichever key its index holds, made once per key: the
+    key is the index's (it can change when a namespace is created anew mid-crawl), and a
+    page may be asked about more than once (a claim, then its own URL)."""
+
+    def __init__(self, evidence: Evidence | None) -> None:
+        self.evidence = evidence
+        self._signature = NO_SIGNATURE
+        self._key: int | None = None
+
+    def under(self, key: int) -> int:
+        if self.evidence is not None and key != self._key:
+            self._signature = Signer(key).sign(self.evidence)
+            self._key = key
+        return self._signature
+
+
+def stored_signature(signature: int | None) -> int:
+    """A signature read back from an index (None: the entry had none) to store again."""
+    return NO_SIGNATURE if signature is None else signature

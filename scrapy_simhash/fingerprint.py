@@ -19,6 +19,7 @@ from typing import Protocol, cast
 
 import xxhash
 
+from scrapy_simhash.confirm import Evidence, exact_fingerprint
 from scrapy_simhash.exceptions import ConfigurationError
 from scrapy_simhash.features import (
     CJK_FEATURES,
@@ -195,6 +196,17 @@ class PageFingerprint:
     page_text: str = ""
     #: Lines of the host's template set aside (0: none, or no template known).
     template_lines: int = 0
+    #: The text of its own the fingerprint read (the main text without its headline lines):
+    #: what the second test signs (:mod:`scrapy_simhash.confirm`).
+    own: str = ""
+    #: The fingerprint is an exact digest of a short page's own text and title: only an
+    #: exact copy matches it.
+    exact: bool = False
+
+    @property
+    def evidence(self) -> Evidence:
+        """What the second test reads of this page."""
+        return Evidence(self.own, self.title, self.exact)
 
 
 class Fingerprinter:
@@ -288,15 +300,27 @@ class Fingerprinter:
         if chars > MAX_FEATURE_CHARS:
             text = text[:MAX_FEATURE_CHARS]
             notes = (*notes, f"features taken from the first {MAX_FEATURE_CHARS} characters")
-        # Normalised once for the length check and the features.
+        # Normalised once for the length check, the features and the own text.
         folded = normalize(text)
         reason = self.too_short(text, title, folded=folded)
+        own = own_text(text, title, folded)
         fingerprint = None
         if reason is None:
             fingerprint = self.fingerprint_features(self.features(text, title, folded=folded))
             if fingerprint is None:
                 reason = "no features left after dropping stop words and numbers"
-        return PageFingerprint(fingerprint, title, chars, encoding, reason, notes)
+        elif own.strip():
+            # Too little text for a fingerprint: an exact copy of it is still a copy.
+            exact = exact_fingerprint(own, title, self._exact_digest)
+            return PageFingerprint(
+                exact, title, chars, encoding, f"{reason}: exact copies only", notes,
+                own=own, exact=True,
+            )
+        return PageFingerprint(fingerprint, title, chars, encoding, reason, notes, own=own)
+
+    def _exact_digest(self, data: bytes) -> bytes:
+        digest: bytes = self._digest(data, self.config.seed)
+        return digest
 
     def fingerprint_page(
         self, body: bytes | str, *, content_type: str | None = None
@@ -313,11 +337,15 @@ class Fingerprinter:
 
 
 def own_text(text: str, title: str, folded: str | None = None) -> str:
-    """``text`` without the lines that repeat ``title`` or a part of it (the headline).
+    """``text`` without the lines that repeat ``title`` or a part of it (the headline);
+    ``text`` itself when it has none (one string, not two, for a worker to send back).
 
     ``folded`` is ``normalize(text)`` when the caller has it already.
     """
-    return "\n".join(_own_lines(text, title, folded))
+    lines = list(_own_lines(text, title, folded))
+    if len(lines) == text.count("\n") + 1:
+        return text
+    return "\n".join(lines)
 
 
 def _own_lines(text: str, title: str, folded: str | None = None) -> Iterator[str]:

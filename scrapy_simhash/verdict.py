@@ -26,8 +26,9 @@ from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, Protocol
 
 from scrapy_simhash.canonical import MEMORY_ENTRIES, KeyMemory, preferred
+from scrapy_simhash.confirm import Evidence, Signing, stored_signature
 from scrapy_simhash.exceptions import BackendUnavailable, ConfigurationError, InvalidKeyError
-from scrapy_simhash.index.base import Match, Observation, closest
+from scrapy_simhash.index.base import Match, Observation, judge
 from scrapy_simhash.index.drops import HELD, holder_of
 from scrapy_simhash.recrawl.state import Visit, compare
 from scrapy_simhash.simhash import to_hex
@@ -94,6 +95,9 @@ class Verdict(Mapping[str, Any]):
     #: What went wrong, for the caller's policy: the outage (UNAVAILABLE), why the index
     #: is unusable (UNUSABLE) or why the key was refused (INVALID_KEY).
     error: Exception | None = None
+    #: Candidates within the distance that the second test turned away (distinct pages
+    #: whose fingerprints came close: simhash/confirm/rejected).
+    rejected: int = 0
 
     def __getitem__(self, name: str) -> Any:
         if name in META_KEYS or (name in OPTIONAL_META_KEYS and getattr(self, name)):
@@ -122,6 +126,7 @@ class Unchecked(NamedTuple):
     #: indexed, else counted lost (simhash/recrawl_lost).
     answer: Answer | None
     record_drops: bool
+    signing: Signing
 
 
 class OutageBacklog:
@@ -184,6 +189,7 @@ class VerdictStep:
         reason: str | None = None,
         record_drops: bool = True,
         look_again: Callable[[Any], Awaitable[Any]] | None = None,
+        evidence: Evidence | None = None,
     ) -> Verdict:
         """The verdict on a page fetched from ``own`` and keyed ``key`` (its declared
         canonical URL, or ``own``). ``answer`` None: not a visit (a cached response), the
@@ -192,17 +198,20 @@ class VerdictStep:
         copies (``lookup`` answers from it). ``look_again(match)``: a second look at a
         match before it is acted on (:func:`scrapy_simhash.template.second_look`: None, the
         match stands; else whether the page is distinct and the fingerprint to go on with).
+        ``evidence``: what the second test signs (:mod:`scrapy_simhash.confirm`) under the
+        index's key; None files the page without a signature (confirmed by distance alone).
         """
         if fingerprint is None:
             await self._visit(key, None, answer, own=key == own)
             return Verdict(UNCHECKED, key=key or None, reason=reason)
         hex_digits = self.hex(fingerprint)
+        signing = Signing(evidence)
         try:
             await self._catch_up()
-            observation, key = await self._observe(key, own, fingerprint)
+            observation, key = await self._observe(key, own, fingerprint, signing)
             if observation.match is not None and look_again is not None:
                 observation, key, fingerprint = await self._look_again(
-                    look_again, observation, key, own, fingerprint
+                    look_again, observation, key, own, fingerprint, signing
                 )
                 hex_digits = self.hex(fingerprint)
         except BackendUnavailable as exc:
@@ -213,7 +222,7 @@ class VerdictStep:
                 key, fingerprint, answer, own=key == own, count_lost=self.backlog is None
             )
             missed = answer if visit is None and self.recrawl is not None else None
-            self._defer(Unchecked(key, own, fingerprint, missed, record_drops))
+            self._defer(Unchecked(key, own, fingerprint, missed, record_drops, signing))
             return Verdict(
                 UNAVAILABLE, key=key, fingerprint=hex_digits, reason=f"index unavailable: {exc}",
                 error=exc,
@@ -247,6 +256,7 @@ class VerdictStep:
             return Verdict(
                 DUPLICATE, key=key, fingerprint=hex_digits, duplicate_of=match.key,
                 distance=match.distance, renamed_from=match.key if renamed else None,
+                rejected=observation.rejected,
             )
         if key != own and record_drops:
             await self._kept_under(key, own)
@@ -262,7 +272,7 @@ class VerdictStep:
                 change_distance = visit.distance
         return Verdict(
             UNIQUE, key=key, fingerprint=hex_digits, changed=changed,
-            change_distance=change_distance,
+            change_distance=change_distance, rejected=observation.rejected,
         )
 
     async def _kept_under(self, key: str, own: str) -> None:
@@ -312,7 +322,9 @@ class VerdictStep:
         earlier in the backlog) is not stored and is said at DEBUG and counted, but it is
         no dropped page: no drop record, and its visit is recorded as a fetch (a revisit
         judges it again, as a copy)."""
-        observation, key = await self._observe(page.key, page.own, page.fingerprint)
+        observation, key = await self._observe(
+            page.key, page.own, page.fingerprint, page.signing
+        )
         match = observation.match
         if match is not None:
             self._count("outage/copies_later")
@@ -352,21 +364,31 @@ class VerdictStep:
             await self._catch_up()
         self._forget_backlog()
 
-    async def _observe(self, key: str, own: str, fingerprint: int) -> tuple[Any, str]:
+    async def _observe(
+        self, key: str, own: str, fingerprint: int, signing: Signing
+    ) -> tuple[Any, str]:
         """Ask the index about a page; return the answer and the key it is filed under.
 
         A page keyed by a canonical URL other than its own (or by one another URL stored
         earlier in this crawl) is a claim: what is stored under that key is its match.
         """
         index = self.index
+
+        def observe(under: str) -> Callable[[Any], Awaitable[Any]]:
+            return lambda backend: backend.observe(
+                under, fingerprint, signing.under(backend.confirm_key)
+            )
+
         if not self.keys.needs_claim(key, own):
-            observation = await index.call(lambda backend: backend.observe(key, fingerprint))
+            observation = await index.call(observe(key))
             if observation.stored and observation.previous is None:
                 self._remember_holder(key, "")  # filed anew by its own URL
             elif observation.stored:
                 observation = await self._own_fetch(key, fingerprint, observation)
             return observation, key
-        observation = await index.call(lambda backend: backend.claim(key, fingerprint))
+        observation = await index.call(
+            lambda backend: backend.claim(key, fingerprint, signing.under(backend.confirm_key))
+        )
         if (
             key != own
             and (observation.match is None or observation.match.key == key)
@@ -375,26 +397,26 @@ class VerdictStep:
         ):
             # This URL's page is what is filed under the canonical URL (it reached the
             # spider in an earlier crawl, or earlier in this one): a visit again.
-            observation = await index.call(lambda backend: backend.observe(key, fingerprint))
+            observation = await index.call(observe(key))
             self.keys.stored_by(key, own)
             return observation, key
         if observation.match is not None and observation.match.key == own != key:
             # The page itself, filed under its own URL at an earlier fetch because it does
             # not copy the canonical URL it names (page 2 naming page 1): a visit again.
-            return await index.call(lambda backend: backend.observe(own, fingerprint)), own
+            return await index.call(observe(own)), own
         if observation.match is None and not observation.stored:
             # The key holds other content: a page naming a canonical URL it does not copy
             # (a paginated or misdeclared page) is filed under its own URL, and the
             # canonical URL itself replaces what a misdeclaring page stored under it.
-            held = observation.previous
-            observation = await index.call(lambda backend: backend.observe(own, fingerprint))
+            held = observation.previous, observation.previous_signature
+            observation = await index.call(observe(own))
             if key == own:  # nor is that page's fetch a visit of this one
                 observation = observation._replace(previous=None)
                 await self.forget(key)
                 holder = self.keys.holder(key)
                 if holder is not None:  # which is no copy of this page either
                     await self._release(key)
-                    await self._refile(holder, held)
+                    await self._refile(holder, *held)
             key = own
         if observation.stored:
             self.keys.stored_by(key, own)
@@ -416,11 +438,13 @@ class VerdictStep:
         if changed:
             await self._release(key)
             return observation
+        signature = stored_signature(observation.previous_signature)
         if distance:  # the entry keeps the fingerprint of the page the spider received
             with contextlib.suppress(BackendUnavailable, ConfigurationError):
-                await self.index.call(lambda backend: backend.observe(key, previous))
+                await self.index.call(lambda backend: backend.observe(key, previous, signature))
         self.keys.stored_by(key, holder)  # this crawl's next fetches of it are claims
-        return Observation(Match(key, previous, distance), previous, False)
+        match = Match(key, previous, distance, signature)
+        return Observation(match, previous, False, observation.previous_signature)
 
     async def _holder(self, key: str) -> str | None:
         """The other URL whose page is filed under ``key``: known to this crawl, or read
@@ -452,7 +476,9 @@ class VerdictStep:
         self._remember_holder(key, "")
         await self.forget_drop(key)
 
-    async def _refile(self, holder: str, fingerprint: int | None) -> None:
+    async def _refile(
+        self, holder: str, fingerprint: int | None, signature: int | None
+    ) -> None:
         """A page filed under a canonical URL that the canonical page itself turned out not
         to share content with keeps an entry of its own: under its own URL, with its own
         recrawl state, and no drop record calling it a copy. (What this process stored;
@@ -461,25 +487,34 @@ class VerdictStep:
         if fingerprint is None:
             return
         with contextlib.suppress(BackendUnavailable, ConfigurationError):
-            await self.index.call(lambda backend: backend.observe(holder, fingerprint))
+            await self.index.call(
+                lambda backend: backend.observe(holder, fingerprint, stored_signature(signature))
+            )
             self.keys.stored_by(holder, holder)
         await self._visit(holder, fingerprint, Answer(200))
 
     async def _look_again(
         self, look_again: Callable[[Any], Awaitable[Any]], observation: Any, key: str,
-        own: str, fingerprint: int,
+        own: str, fingerprint: int, signing: Signing,
     ) -> tuple[Any, str, int]:
         """A match seen again: a distinct page is filed under its own text's fingerprint
-        (which may still match a page elsewhere); a copy is credited to the page that its
-        less shared lines match, when one does, rather than to one sharing only template."""
+        and signature (which may still match a page elsewhere); a copy is credited to the
+        page that its less shared lines match and its signature confirms, when one does,
+        rather than to one sharing only template."""
         look = await look_again(observation.match)
         if look is None:
             return observation, key, fingerprint
         if look.distinct:
-            again, filed = await self._observe(key, own, look.fingerprint)
+            again, filed = await self._observe(key, own, look.fingerprint, Signing(look.evidence))
             return again, filed, look.fingerprint
-        matches = await self.index.call(lambda backend: backend.query(look.fingerprint))
-        found = closest(m for m in matches if m.key not in (key, own))
+
+        async def credited(backend: Any) -> Match | None:
+            matches = await backend.query(look.fingerprint)
+            others = (m for m in matches if m.key not in (key, own))
+            limit = backend.config.confirm_distance
+            return judge(others, signing.under(backend.confirm_key), limit)[0]
+
+        found = await self.index.call(credited)
         if found is not None:
             observation = observation._replace(match=found)
         return observation, key, fingerprint

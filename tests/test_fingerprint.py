@@ -192,13 +192,26 @@ def test_lines_repeating_the_title_are_not_own_text(fingerprinter: Fingerprinter
     "text",
     ["", "   \n\t", "Sign in to continue", "登录后查看全文", "word " * 15],
 )
-def test_too_little_text_has_no_fingerprint_and_a_reason(
+def test_too_little_text_has_no_near_fingerprint_and_a_reason(
     fingerprinter: Fingerprinter, text: str
 ) -> None:
+    """Short own text gets an exact digest (only an exact copy matches it); none gets
+    nothing."""
     page = fingerprinter.fingerprint_document(text, "A title")
-    assert page.fingerprint is None
     assert page.reason
-    assert fingerprinter.fingerprint_text(text) is None
+    if text.strip():
+        assert page.exact and page.fingerprint is not None
+        assert page.reason.endswith("exact copies only")
+        again = fingerprinter.fingerprint_document(f"  {text}\n", "A  title")
+        assert again.fingerprint == page.fingerprint  # normalised: whitespace, case
+        assert fingerprinter.fingerprint_document(text + " x", "A title").fingerprint != (
+            page.fingerprint
+        )
+        assert fingerprinter.fingerprint_document(text, "Other title").fingerprint != (
+            page.fingerprint
+        )
+    else:
+        assert page.fingerprint is None and not page.exact
 
 
 def test_cjk_text_counts_each_ideograph_as_several_characters(
@@ -207,8 +220,8 @@ def test_cjk_text_counts_each_ideograph_as_several_characters(
     chinese = "北京市政府今天发布了新的城市交通规划方案，计划在未来五年内新建地铁线路和公交专用道。"
     latin = "x" * len(chinese)
     assert len(chinese) < fingerprinter.config.min_text_chars
-    assert fingerprinter.fingerprint_text(chinese * 2) is not None
-    assert fingerprinter.fingerprint_text(" ".join([latin] * 2)) is None
+    assert not fingerprinter.fingerprint_document(chinese * 2).exact
+    assert fingerprinter.fingerprint_document(" ".join([latin] * 2)).exact
 
 
 def test_stop_words_only_has_a_reason(fingerprinter: Fingerprinter) -> None:
@@ -402,7 +415,7 @@ def test_same_chinese_page_in_gbk_and_utf8_has_one_fingerprint(
 )
 def test_pages_without_enough_text_have_a_reason(fingerprinter: Fingerprinter, body: bytes) -> None:
     page = fingerprinter.fingerprint_page(body)
-    assert page.fingerprint is None
+    assert page.fingerprint is None or page.exact
     assert page.reason
 
 

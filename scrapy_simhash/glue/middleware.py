@@ -299,8 +299,12 @@ class SimhashDownloaderMiddleware:
 
         verdict = await self.verdicts.page(
             key, own, fingerprint, None if cached else answer_of(response), reason=reason,
-            look_again=look_again,
+            look_again=look_again, evidence=page.evidence if page is not None else None,
         )
+        if verdict.rejected:
+            self._inc("confirm/rejected", verdict.rejected)
+        if page is not None and page.exact and verdict.outcome in (UNIQUE, DUPLICATE):
+            self._inc("exact")
         if (
             templates is not None and page is not None
             and verdict.outcome in (UNIQUE, UNCHECKED) and verdict.changed is None

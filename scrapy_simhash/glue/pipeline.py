@@ -95,8 +95,8 @@ class SimhashPipeline:
     async def _spider_closed(self, spider: Any = None, reason: str = "") -> None:
         await self.stores.aclose()
 
-    def _inc(self, name: str) -> None:
-        self.stats.inc_value(f"simhash/items_{name}")
+    def _inc(self, name: str, count: int = 1) -> None:
+        self.stats.inc_value(f"simhash/items_{name}", count)
 
     def _index_lost(self) -> None:
         """The storage lost the items' namespace mid-crawl (see the middleware's)."""
@@ -164,7 +164,8 @@ class SimhashPipeline:
         self._count_missing_fields(adapter)
         text = "\n".join(_text(adapter.get(f)) for f in self.config.text_fields).strip()
         title = _text(adapter.get(self.config.title_field)) if self.config.title_field else ""
-        fp = self.fingerprinter.fingerprint_text(text, title)
+        page = self.fingerprinter.fingerprint_document(text, title)
+        fp = page.fingerprint
         if fp is None:
             self._inc("no_text")
             return item
@@ -176,7 +177,11 @@ class SimhashPipeline:
             return self._invalid_key(item, exc)
         # Keyed by a field, a dropped item is worth a record for `lookup`; anonymous ones not.
         record = self.config.drop_duplicates and not key.startswith(ANONYMOUS)
-        verdict = await self.verdicts.page(key, key, fp, None, record_drops=record)
+        verdict = await self.verdicts.page(
+            key, key, fp, None, record_drops=record, evidence=page.evidence
+        )
+        if verdict.rejected:
+            self._inc("confirm_rejected", verdict.rejected)
         if self.errors.apply(verdict, checking="an item", things="items", drop=DropItem):
             return item
         if verdict.outcome == INVALID_KEY:

@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 
 import xxhash
 
+from scrapy_simhash.confirm import Evidence
 from scrapy_simhash.features import normalize
 from scrapy_simhash.text.readout import _drop_credits
 
@@ -237,6 +238,8 @@ class SecondLook:
 
     distinct: bool
     fingerprint: int
+    #: What the second test reads of the lines fingerprinted (:mod:`scrapy_simhash.confirm`).
+    evidence: Evidence
 
 
 def second_look(
@@ -268,10 +271,10 @@ def second_look(
     seen = memory.seen
     novel = _fingerprint_lines(fingerprinter, page, (ln for ln, s in lines if seen[s] <= 1))
     if novel is not None:
-        return SecondLook(True, novel)
+        return SecondLook(True, novel[0], novel[1])
     rare = _fingerprint_lines(fingerprinter, page, (ln for ln, s in lines if seen[s] <= 2))
-    if rare is not None and rare != page.fingerprint:
-        return SecondLook(False, rare)
+    if rare is not None and rare[0] != page.fingerprint:
+        return SecondLook(False, rare[0], rare[1])
     return None
 
 
@@ -295,11 +298,14 @@ def _widely_seen(text: str, memory: HostMemory) -> bool:
 
 def _fingerprint_lines(
     fingerprinter: Fingerprinter, page: PageFingerprint, lines: Iterable[str]
-) -> int | None:
+) -> tuple[int, Evidence] | None:
+    """The fingerprint of some of a page's lines and what the second test reads of them;
+    None when they are too few for a fingerprint (an exact digest is no second look)."""
     text = "\n".join(lines)
     if not text or fingerprinter.too_short(text, page.title) is not None:
         return None
-    return fingerprinter.fingerprint_document(text, page.title).fingerprint
+    read = fingerprinter.fingerprint_document(text, page.title)
+    return None if read.fingerprint is None else (read.fingerprint, read.evidence)
 
 
 def learnable(page: PageFingerprint) -> Sequence[int]:
