@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from scrapy_simhash._redact import mask_url, scrub
+from scrapy_simhash._redact import mask_url, reads_two_ways, scrub
 from scrapy_simhash.exceptions import ConfigurationError
 
 if TYPE_CHECKING:
@@ -58,12 +58,55 @@ def async_client(
 
 def _from_url(single: Any, cluster: Any, url: str, options: dict[str, Any]) -> Any:
     try:
+        check_userinfo(url)
         check_database(url)
         if is_cluster_url(url):
             return cluster.from_url(_plain_url(url), **options)
         return single.from_url(url, **options)
     except ValueError as exc:
         raise _bad_url(url, exc) from None
+
+
+class TwoReadingsError(ValueError):
+    """A URL refused by :func:`check_userinfo`; its message quotes no part of the URL."""
+
+
+def check_userinfo(url: str) -> None:
+    """Refuse a URL whose user name or password holds an unencoded ``/``, ``?`` or ``#``.
+
+    urlsplit (and so redis-py) ends the host part at the first of them, so
+    ``redis://:ab/cd@127.0.0.1`` names host ``""`` and port ``ab``: the connection goes
+    elsewhere, without the password, and urllib's error quotes the password's first half.
+    A person reads the userinfo up to the last ``@``. When the two readings differ the URL
+    is refused before any library reads it, unless each ``@`` past the host part stands in
+    the value of a query argument (``?password=p@ss``, which urlsplit reads as meant) and
+    the host part reads.
+    """
+    if not reads_two_ways(url):
+        return
+    parts = urlsplit(url)
+    start = url.find("://") + 3
+    end = start + len(parts.netloc)
+    query_at = url.find("?", end)
+    hash_at = url.find("#", end)
+    query_end = hash_at if hash_at >= 0 else len(url)
+    readable = start >= 3 and 0 <= query_at < query_end
+    if readable:
+        try:
+            parts.port  # noqa: B018 - a port that is not a number raises
+        except ValueError:
+            readable = False
+    if readable:
+        readable = "@" not in url[end:query_at] and "@" not in url[query_end:]
+        for pair in url[query_at + 1 : query_end].split("&"):
+            name, eq, _ = pair.partition("=")
+            readable = readable and ("@" not in name) and (bool(eq) or "@" not in pair)
+    if not readable:
+        raise TwoReadingsError(
+            "the user name or password holds a '/', '?' or '#' that is not percent-encoded "
+            "(or an '@' stands past the host), so the URL reads two ways; percent-encode "
+            "them in the user name and password (/ as %2F, ? as %3F, # as %23, @ as %40)"
+        )
 
 
 def check_database(url: str) -> None:
@@ -87,10 +130,9 @@ def check_database(url: str) -> None:
 def _bad_url(url: str, exc: ValueError) -> ConfigurationError:
     """A URL that cannot be read: redis-py's own ValueError (a port that is not a number),
     a database that is not a number or a broken IPv6 address."""
-    return ConfigurationError(
-        f"invalid Redis URL {mask_url(url)}: {scrub(str(exc), url).rstrip('.')}; "
-        "fix `url`"
-    )
+    # Our own message quotes nothing of the URL: scrubbing it would mask its words.
+    detail = str(exc) if isinstance(exc, TwoReadingsError) else scrub(str(exc), url)
+    return ConfigurationError(f"invalid Redis URL {mask_url(url)}: {detail.rstrip('.')}; fix `url`")
 
 
 #: Hash slots of a Redis Cluster.
