@@ -7,28 +7,38 @@
 --                                by its entry bucket, u16), sorted by the table's band
 --                                (fingerprint AND mask)
 --   PREFIX.."e"..bucket          string: entry records (key id 8 bytes .. fingerprint ..
---                                last seen u32), fixed size
+--                                last seen u32 .. signature 16 bytes), fixed size
 --   PREFIX.."u"..bucket          list: the key texts of that bucket's entries, in the same
 --                                order (a list appends in place and finds an item by
 --                                index in C, where a string would be copied through Lua)
 -- Memory is what shapes this: a Redis key costs ~80 bytes of overhead, so a band group
 -- gathers every band value sharing the top bits of the band (sized at creation to hold
 -- ~64 records) instead of one key per band value, and records are sorted so a probe
--- binary-searches its own band. Stored fingerprints are unique (two within k are never
--- both stored), so band records name their entry by fingerprint and entry bucket (once,
--- in table 1), not by an 8-byte key id. Strings and lists have no size limit that
+-- binary-searches its own band. Two stored entries never share a fingerprint (two within
+-- k may both be stored, when the second test tells them apart): a page whose very
+-- fingerprint another live entry holds is its copy, or a twin that is not stored, and an
+-- expired holder met on the way is deleted first. So band records name their entry by
+-- fingerprint and entry bucket (once, in table 1), not by an 8-byte key id, and an entry
+-- is found in its bucket by fingerprint. Strings and lists have no size limit that
 -- switches them to a costly encoding, unlike hashes (hash-max-listpack-value), whatever
 -- the key length. Strings are rewritten whole (SET), never grown by APPEND or SETRANGE,
 -- which over-allocate up to 2x.
 --
--- KEYS[1] meta hash. Replies list matches as flat (key text, fingerprint, distance, id).
+-- KEYS[1] meta hash. Replies list matches as flat (key text, fingerprint, distance,
+-- signature). observe and claim decide with the second test (index/base.py's judge and
+-- confirm.py's confirms): a candidate within k is a match only when its signature
+-- confirms the page's. Their replies: {0, rejected, previous fingerprint, its signature}
+-- (stored; false when the key held no live entry), {1, rejected, matches...} (every
+-- confirmed candidate at the smallest distance; the client breaks ties by key text),
+-- {2, rejected, stored fingerprint, its signature} (a claim's conflict: nothing stored),
+-- {3, rejected, previous fingerprint} (a rejected candidate holds the page's very
+-- fingerprint: a twin, not stored). `rejected` counts the candidates the test turned away.
 -- "claim" is observe for a page naming `key` as its canonical URL: the entry already under
--- `key` counts as a match too, and a different fingerprint there is a conflict (reply
--- {2, stored fingerprint}, nothing stored).
+-- `key` counts as a candidate too, and any other live entry there is a conflict.
 -- ARGV: 1 mode (observe|claim|rename|query|remove|expire), 2 prefix, 3 band masks, 4 group masks,
---       5 entry bucket bits, 6 max distance, 7 now, 8 ttl (0 = none), 9 fingerprint
---       (zeros when unused), 10 key id, 11 key text; rename adds 12 new key id, 13 its text;
---       last: digest of the configuration record
+--       5 entry bucket bits, 6 max distance, 7 confirm distance, 8 now, 9 ttl (0 = none),
+--       10 fingerprint (zeros when unused), 11 signature (16 bytes), 12 key id, 13 key text;
+--       rename adds 14 new key id, 15 its text; last: digest of the configuration record
 
 -- A server restarted without persistence loses the configuration record while clients
 -- keep writing, and another process may then create the namespace with other settings.
@@ -45,16 +55,20 @@ local masks_s = ARGV[3]
 local groups_s = ARGV[4]
 local ebits = tonumber(ARGV[5])
 local limit = tonumber(ARGV[6])
-local now = tonumber(ARGV[7])
-local ttl = tonumber(ARGV[8])
-local fp = ARGV[9]
-local me = ARGV[10]
+local climit = tonumber(ARGV[7])
+local now = tonumber(ARGV[8])
+local ttl = tonumber(ARGV[9])
+local fp = ARGV[10]
+local sig = ARGV[11]
+local me = ARGV[12]
 
 local FPB = #fp
 local W = FPB / 4
 -- Band records: table 1's also name the entry bucket (u16); the others find it there.
 local REC1 = FPB + 2
-local ER = FPB + 12 -- entry record
+local ER = FPB + 28 -- entry record
+local SEEN = 8 + FPB -- offsets in an entry record
+local SIG = 12 + FPB
 local T = #masks_s / FPB
 local WFMT = '>' .. string.rep('i4', W)
 
@@ -167,6 +181,26 @@ local function distance_at(words, s, p)
   return c
 end
 
+-- Whether a stored signature confirms the page's (confirm.py's confirms): when either is
+-- an exact digest (lowest bit set) only its equal, else at most climit differing bits.
+local function confirms(other)
+  if band(string.byte(sig, 16), 1) == 1 or band(string.byte(other, 16), 1) == 1 then
+    return other == sig
+  end
+  local c = 0
+  for i = 1, 13, 4 do
+    local x = bit.bxor((unpack('>i4', sig, i)), (unpack('>i4', other, i)))
+    while x ~= 0 do
+      c = c + 1
+      if c > climit then
+        return false
+      end
+      x = band(x, x - 1)
+    end
+  end
+  return true
+end
+
 local function entry_bucket(id)
   if ebits == 0 then
     return pack('>I2', 0)
@@ -221,7 +255,7 @@ local function drop(eb, id)
   if not r then
     return false
   end
-  unlink_bands(sub(es, r + 8, r + 7 + FPB))
+  unlink_bands(sub(es, r + 8, r + SEEN - 1))
   put(ek, sub(es, 1, r - 1) .. sub(es, r + ER))
   -- Keys are never empty, so an empty item marks the one to delete.
   local uk = prefix .. 'u' .. eb
@@ -254,13 +288,13 @@ local function scan(words, exclude, purge)
           local r = find_record(es, f, 8, ER)
           local id = r and sub(es, r, r + 7)
           if id and id ~= exclude then
-            if expired(unpack('>I4', es, r + 8 + FPB)) then
+            if expired(unpack('>I4', es, r + SEEN)) then
               if purge then
                 drop(eb, id)
               end
             else
               local text = redis.call('LINDEX', prefix .. 'u' .. eb, (r - 1) / ER)
-              found[#found + 1] = { text, f, d, id }
+              found[#found + 1] = { text, f, d, sub(es, r + SIG, r + ER - 1) }
             end
           end
         end
@@ -285,46 +319,55 @@ if mode == 'observe' or mode == 'claim' then
   local claim = mode == 'claim'
   local words = words_of(fp)
   local found, names, contents, starts = scan(words, (not claim) and me or nil, true)
-  if #found > 0 then
-    -- Every match at the smallest distance; the client breaks ties by key text.
-    local best = limit + 1
-    for _, m in ipairs(found) do
+  -- The second test: the closest candidates whose signature confirms the page's.
+  local best, confirmed, rejected, twin = limit + 1, {}, 0, false
+  for _, m in ipairs(found) do
+    if confirms(m[4]) then
+      confirmed[#confirmed + 1] = m
       if m[3] < best then
         best = m[3]
       end
+    else
+      rejected = rejected + 1
+      twin = twin or m[3] == 0
     end
+  end
+  if #confirmed > 0 then
     local closest = {}
-    for _, m in ipairs(found) do
+    for _, m in ipairs(confirmed) do
       if m[3] == best then
         closest[#closest + 1] = m
       end
     end
-    return flatten(closest, { 1 })
+    return flatten(closest, { 1, rejected })
   end
   local eb = entry_bucket(me)
   local ek = prefix .. 'e' .. eb
   local es = redis.call('GET', ek) or ''
   local r = find_record(es, me, 0, ER)
-  if claim and r and not expired(unpack('>I4', es, r + 8 + FPB)) then
-    return { 2, sub(es, r + 8, r + 7 + FPB) }
+  local previous, previous_sig, same = false, false, false
+  if r and not expired(unpack('>I4', es, r + SEEN)) then
+    previous, previous_sig = sub(es, r + 8, r + SEEN - 1), sub(es, r + SIG, r + ER - 1)
+  end
+  if claim and previous then
+    return { 2, rejected, previous, previous_sig }
+  end
+  if twin then
+    -- Storing it would give two entries one fingerprint, and it copies nothing stored.
+    return { 3, rejected, previous }
   end
   local stamp = pack('>I4', math.floor(now))
-  local previous = false
-  local same = false
   if r then
-    local old = sub(es, r + 8, r + 7 + FPB)
-    if not expired(unpack('>I4', es, r + 8 + FPB)) then
-      previous = old
-    end
+    local old = sub(es, r + 8, r + SEEN - 1)
     same = old == fp
     if not same then
       unlink_bands(old)
     end
-    redis.call('SETRANGE', ek, r + 7, fp .. stamp)
+    redis.call('SETRANGE', ek, r + 7, fp .. stamp .. sig)
   else
     redis.call('HINCRBY', KEYS[1], 'n', 1)
-    redis.call('SET', ek, es .. me .. fp .. stamp)
-    redis.call('RPUSH', prefix .. 'u' .. eb, ARGV[11])
+    redis.call('SET', ek, es .. me .. fp .. stamp .. sig)
+    redis.call('RPUSH', prefix .. 'u' .. eb, ARGV[13])
   end
   if not same then
     for t = 1, T do
@@ -336,13 +379,13 @@ if mode == 'observe' or mode == 'claim' then
       redis.call('SET', gk, sub(s, 1, p - 1) .. fp .. (t == 1 and eb or '') .. sub(s, p))
     end
   end
-  return { 0, previous }
+  return { 0, rejected, previous, previous_sig }
 elseif mode == 'rename' then
-  -- Move the entry of key id `me` to key id ARGV[12] (text ARGV[13]), fingerprint and last
-  -- seen unchanged; an entry already under the new key is dropped first. Only the entry
-  -- record, the key text and table 1's entry bucket move: the band records name the
-  -- fingerprint, which stays.
-  local new, text = ARGV[12], ARGV[13]
+  -- Move the entry of key id `me` to key id ARGV[14] (text ARGV[15]), fingerprint, last
+  -- seen and signature unchanged; an entry already under the new key is dropped first.
+  -- Only the entry record, the key text and table 1's entry bucket move: the band records
+  -- name the fingerprint, which stays.
+  local new, text = ARGV[14], ARGV[15]
   local neb = entry_bucket(new)
   local eb = entry_bucket(me)
   local ek = prefix .. 'e' .. eb
@@ -354,7 +397,7 @@ elseif mode == 'rename' then
     es = redis.call('GET', ek) -- the same bucket may have lost a record
   end
   local r = find_record(es, me, 0, ER)
-  local record = sub(es, r + 8, r + ER - 1) -- fingerprint .. last seen
+  local record = sub(es, r + 8, r + ER - 1) -- fingerprint .. last seen .. signature
   local f = sub(record, 1, FPB)
   put(ek, sub(es, 1, r - 1) .. sub(es, r + ER))
   local uk = prefix .. 'u' .. eb
@@ -375,7 +418,7 @@ elseif mode == 'remove' or mode == 'expire' then
   if mode == 'expire' then
     local es = redis.call('GET', prefix .. 'e' .. eb)
     local r = es and find_record(es, me, 0, ER)
-    if not r or not expired(unpack('>I4', es, r + 8 + FPB)) then
+    if not r or not expired(unpack('>I4', es, r + SEEN)) then
       return 0
     end
   end

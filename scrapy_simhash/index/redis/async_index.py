@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from scrapy_simhash._redis import async_client, mask_url
+from scrapy_simhash.confirm import NO_SIGNATURE
 from scrapy_simhash.exceptions import IndexBackendError
 from scrapy_simhash.index.base import (
     AsyncNearDuplicateIndex,
@@ -13,6 +14,7 @@ from scrapy_simhash.index.base import (
     Match,
     Observation,
     check_fingerprint,
+    check_signature,
     ordered,
 )
 from scrapy_simhash.index.drops import DropRecord
@@ -64,14 +66,16 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
         index.layout = codec.layout
         return index
 
-    async def _run(self, action: str, *args: Any, restored: bool = False) -> Any:
+    async def _run(
+        self, action: str, *args: Any, restored: bool = False, **named: Any
+    ) -> Any:
         try:
-            return await self._batcher.call(self._codec.args(action, *args))
+            return await self._batcher.call(self._codec.args(action, *args, **named))
         except self.errors as exc:
             if not _no_record(exc) or restored:
                 raise
             await self._restore_record()
-            return await self._run(action, *args, restored=True)
+            return await self._run(action, *args, restored=True, **named)
 
     def failure(self, action: str, exc: BaseException) -> IndexBackendError:
         return self._codec.error(action, exc)
@@ -82,6 +86,7 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
         written = bool(await self._client.hsetnx(meta, "config", self._codec.record()))
         self._codec.adopt(await self._client.hget(meta, "config"))
         await self._client.hset(meta, "cid", self._codec.record_id)
+        self.confirm_key = self._codec.key or 0
         return written
 
     @property
@@ -89,15 +94,22 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
         """The digest of the record in place (written anew, it differs: see the codec)."""
         return self._codec.record_id.decode() or None
 
-    async def observe(self, key: str, fingerprint: int) -> Observation:
-        check_key(key)
-        check_fingerprint(fingerprint, self.config.bits)
-        return self._codec.observation(await self._run("observe", fingerprint, key))
+    async def observe(
+        self, key: str, fingerprint: int, signature: int = NO_SIGNATURE
+    ) -> Observation:
+        return await self._check("observe", key, fingerprint, signature)
 
-    async def claim(self, key: str, fingerprint: int) -> Observation:
+    async def claim(
+        self, key: str, fingerprint: int, signature: int = NO_SIGNATURE
+    ) -> Observation:
+        return await self._check("claim", key, fingerprint, signature)
+
+    async def _check(self, mode: str, key: str, fingerprint: int, signature: int) -> Observation:
         check_key(key)
         check_fingerprint(fingerprint, self.config.bits)
-        return self._codec.observation(await self._run("claim", fingerprint, key))
+        check_signature(signature)
+        reply = await self._run(mode, fingerprint, key, signature=signature)
+        return self._codec.observation(reply)
 
     async def query(self, fingerprint: int) -> list[Match]:
         check_fingerprint(fingerprint, self.config.bits)
@@ -131,6 +143,10 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
         return int(await self._client.hlen(self._codec.drop_keys[0]))
 
     async def get(self, key: str) -> int | None:
+        entry = await self.entry(key)
+        return None if entry is None else entry[0]
+
+    async def entry(self, key: str) -> tuple[int, int] | None:
         ident = key_id(key)
         bucket = await self._client.get(self._codec.entry_key(ident))
         return self._codec.entry(bucket, ident)

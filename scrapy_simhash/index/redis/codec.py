@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from importlib import resources
 from typing import Any
 
@@ -13,6 +13,7 @@ import xxhash
 
 from scrapy_simhash._redact import scrub
 from scrapy_simhash._redis import mask_url
+from scrapy_simhash.confirm import NO_SIGNATURE
 from scrapy_simhash.exceptions import IndexBackendError, IndexMismatchError
 from scrapy_simhash.index.base import (
     IndexConfig,
@@ -21,6 +22,7 @@ from scrapy_simhash.index.base import (
     Observation,
     bucket_stats,
     closest,
+    key_of,
     reset_hint,
 )
 from scrapy_simhash.index.drops import TRIM_BATCH, DropRecord, pack_record, unpack_record
@@ -44,12 +46,16 @@ DEFAULT_KEY_BITS = 12
 #: Entry buckets are named by a 16-bit number.
 MAX_ENTRY_BITS = 16
 #: Version of the Redis key layout, recorded with the index; other versions are refused.
-REDIS_FORMAT = 2
+#: 3: entry records end with the page's signature.
+REDIS_FORMAT = 3
 #: Version of the key layout of a sharded namespace's shards (index/sharded.py), recorded
 #: with the namespace and each shard when there is more than one; other versions are
 #: refused. 2: band records name their key and last-seen time, entries and key texts live
-#: only at their key's home shard, locks are fields of each shard's record hash.
-SHARDED_FORMAT = 2
+#: only at their key's home shard, locks are fields of each shard's record hash. 3: entry
+#: records end with the page's signature, read at the candidates' homes.
+SHARDED_FORMAT = 3
+#: Bytes of a stored signature (confirm.py's 128 bits).
+SIGNATURE_BYTES = 16
 #: Key kinds holding index data (band groups, entry records, key texts, drop records and
 #: their order), as opposed to "m".
 _DATA_KINDS = (b"b", b"e", b"u", b"d", b"q")
@@ -78,6 +84,11 @@ def key_id(key: str) -> bytes:
     return xxhash.xxh3_64_digest(key.encode("utf-8", "surrogatepass"))
 
 
+def _number(value: bytes | None) -> int | None:
+    """A big-endian fingerprint or signature of a reply; None for the script's false."""
+    return int.from_bytes(value, "big") if value else None
+
+
 def _glob_escape(data: bytes) -> bytes:
     out = bytearray()
     for byte in data:
@@ -94,7 +105,8 @@ class _Codec:
         self.url = url
         self.config = config
         self.width = config.bits // 8
-        self.entry_size = self.width + 12  # key id, fingerprint, last seen
+        # key id, fingerprint, last seen, signature
+        self.entry_size = self.width + 12 + SIGNATURE_BYTES
         self.prefix = f"simhash:{{{config.namespace}}}:".encode()
         self.meta = self.prefix + b"m"
         self.drop_keys = [self.prefix + b"d", self.prefix + b"q"]
@@ -102,6 +114,9 @@ class _Codec:
         self.ebits = key_bits(config.expected_size, MAX_ENTRY_BITS)
         self.gbits = key_bits(config.expected_size, self.layout.key_bits)
         self.record_id = b""
+        #: The namespace's key of the second test: the adopted record's (None until one is),
+        #: written into every record this client writes, back after a restart included.
+        self.key: int | None = None
         #: Shards the namespace is spread over (see index/sharded.py); 1 = this layout alone.
         self.shards = 1
         #: This is one shard of a sharded namespace (every band record names its entry).
@@ -111,12 +126,14 @@ class _Codec:
         """A new record; ``instance`` differs at each creation, so a client holding the
         record of an earlier creation (whose digest every call names) learns that the
         namespace was created anew: its data lost, or reset, and the record rewritten by
-        another process."""
+        another process. The key is the one adopted (a record written back after a restart
+        keeps the pages' signatures valid), else a new one."""
         extra: dict[str, int] = {"shards": self.shards} if self.shards > 1 else {}
         if self.shards > 1 or self.shard:
             extra["sharded_format"] = SHARDED_FORMAT
         return self.config.record(
             self.layout,
+            self.config.new_key() if self.key is None else self.key,
             redis_format=REDIS_FORMAT,
             entry_bits=self.ebits,
             group_bits=self.gbits,
@@ -155,6 +172,7 @@ class _Codec:
                 "or keep crawling it with the version that wrote it"
             )
         self.set_layout(layout, int(data["entry_bits"]), int(data["group_bits"]))
+        self.key = key_of(data)
 
     def set_layout(self, layout: BandLayout, ebits: int, gbits: int) -> None:
         self.layout = layout
@@ -172,6 +190,7 @@ class _Codec:
             packed(group_mask(mask, gbits) for mask in layout.masks),
             b"%d" % ebits,
             b"%d" % self.config.max_distance,
+            b"%d" % self.config.confirm_distance,
         )
         self._ttl = repr(float(ttl)).encode()
 
@@ -183,7 +202,13 @@ class _Codec:
         return self.prefix + b"e" + bucket.to_bytes(2, "big")
 
     def args(
-        self, mode: str, fingerprint: int = 0, key: str = "", ident: bytes = b"", *extra: bytes
+        self,
+        mode: str,
+        fingerprint: int = 0,
+        key: str = "",
+        ident: bytes = b"",
+        *extra: bytes,
+        signature: int = NO_SIGNATURE,
     ) -> list[bytes]:
         text = key.encode("utf-8", "surrogatepass")
         return [
@@ -192,6 +217,7 @@ class _Codec:
             repr(float(self.config.clock())).encode(),
             self._ttl,
             fingerprint.to_bytes(self.width, "big"),
+            signature.to_bytes(SIGNATURE_BYTES, "big"),
             ident or (xxhash.xxh3_64_digest(text) if text else b""),
             text,
             *extra,
@@ -203,25 +229,30 @@ class _Codec:
         """Arguments after the old key: (no id override), the new key's id and text."""
         return b"", key_id(new), new.encode("utf-8", "surrogatepass")
 
-    def entries(self, bucket: bytes | None) -> Iterable[tuple[bytes, int, int]]:
-        """(key id, fingerprint, last seen) of each entry record of an entry bucket."""
+    def entries(self, bucket: bytes | None) -> Iterator[tuple[bytes, int, int, int]]:
+        """(key id, fingerprint, last seen, signature) of each entry record of an entry
+        bucket."""
         if not bucket:
             return
-        width, size = self.width, self.entry_size
+        seen = 8 + self.width
+        size = self.entry_size
         for p in range(0, len(bucket) - size + 1, size):
             yield (
                 bucket[p : p + 8],
-                int.from_bytes(bucket[p + 8 : p + 8 + width], "big"),
-                int.from_bytes(bucket[p + 8 + width : p + size], "big"),
+                int.from_bytes(bucket[p + 8 : p + seen], "big"),
+                int.from_bytes(bucket[p + seen : p + seen + 4], "big"),
+                int.from_bytes(bucket[p + seen + 4 : p + size], "big"),
             )
 
     @staticmethod
     def matches(flat: list[Any]) -> Iterable[Match]:
+        """The script's flat (key text, fingerprint, distance, signature) replies."""
         for i in range(0, len(flat), 4):
             yield Match(
                 flat[i].decode("utf-8", "surrogatepass"),
                 int.from_bytes(flat[i + 1], "big"),
                 int(flat[i + 2]),
+                int.from_bytes(flat[i + 3], "big"),
             )
 
     def drop_args(self, url: str, kept: str, distance: int) -> list[Any] | None:
@@ -246,26 +277,32 @@ class _Codec:
         return record
 
     def observation(self, reply: list[Any]) -> Observation:
-        if int(reply[0]) == 2:  # claim: another fingerprint already holds the key
-            return Observation(None, int.from_bytes(reply[1], "big"), False)
-        if int(reply[0]) == 1:
-            return Observation(closest(self.matches(reply[1:])), None, False)
-        previous = reply[1] if len(reply) > 1 else None
-        return Observation(None, int.from_bytes(previous, "big") if previous else None, True)
+        """The script's reply to observe or claim (see the script for its kinds)."""
+        kind, rejected = int(reply[0]), int(reply[1])
+        if kind == 1:
+            return Observation(closest(self.matches(reply[2:])), None, False, rejected=rejected)
+        previous = _number(reply[2])
+        if kind == 2:  # claim: a live entry the test rejected already holds the key
+            return Observation(None, previous, False, _number(reply[3]), rejected)
+        if kind == 3:  # a twin: a distinct page holds this very fingerprint
+            return Observation(None, previous, False, None, rejected)
+        return Observation(None, previous, True, _number(reply[3]), rejected)
 
-    def entry(self, bucket: bytes | None, ident: bytes) -> int | None:
-        """The live fingerprint of key id ``ident`` in an entry bucket (as the script's
-        find_record: a hit straddling two records is skipped)."""
+    def entry(self, bucket: bytes | None, ident: bytes) -> tuple[int, int] | None:
+        """The live fingerprint and signature of key id ``ident`` in an entry bucket (as
+        the script's find_record: a hit straddling two records is skipped)."""
         if not bucket:
             return None
-        size, width = self.entry_size, self.width
+        size = self.entry_size
         start = bucket.find(ident)
         while start >= 0:
             if start % size == 0:
-                seen = int.from_bytes(bucket[start + 8 + width : start + size], "big")
+                _, fingerprint, seen, signature = next(
+                    self.entries(bucket[start : start + size])
+                )
                 if self.config.expired(seen, self.config.clock()):
                     return None
-                return int.from_bytes(bucket[start + 8 : start + 8 + width], "big")
+                return fingerprint, signature
             start = bucket.find(ident, start + 1)
         return None
 
@@ -273,7 +310,7 @@ class _Codec:
         now = self.config.clock()
         return [
             ident
-            for ident, _, seen in self.entries(bucket)
+            for ident, _, seen, _ in self.entries(bucket)
             if self.config.expired(seen, now)
         ]
 

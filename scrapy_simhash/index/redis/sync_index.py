@@ -6,6 +6,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from scrapy_simhash._redis import mask_url, sync_client
+from scrapy_simhash.confirm import NO_SIGNATURE
 from scrapy_simhash.exceptions import IndexBackendError
 from scrapy_simhash.index.base import (
     IndexConfig,
@@ -14,6 +15,7 @@ from scrapy_simhash.index.base import (
     NearDuplicateIndex,
     Observation,
     check_fingerprint,
+    check_signature,
     ordered,
 )
 from scrapy_simhash.index.keys import check_key
@@ -47,26 +49,32 @@ class RedisIndex(RedisDropRecord, NearDuplicateIndex):
             raise self._codec.error("open", exc) from exc
         self.layout = self._codec.layout
 
-    def _run(self, action: str, *args: Any) -> Any:
+    def _run(self, action: str, *args: Any, **named: Any) -> Any:
         try:
-            return self._script(keys=[self._codec.meta], args=self._codec.args(action, *args))
+            return self._script(
+                keys=[self._codec.meta], args=self._codec.args(action, *args, **named)
+            )
         except self.errors as exc:
             if not _no_record(exc):
                 raise
             self._restore_record()
-            return self._script(keys=[self._codec.meta], args=self._codec.args(action, *args))
+            return self._script(
+                keys=[self._codec.meta], args=self._codec.args(action, *args, **named)
+            )
 
     def failure(self, action: str, exc: BaseException) -> IndexBackendError:
         return self._codec.error(action, exc)
 
     def _restore_record(self) -> bool:
-        """Write this index's record (at creation, or back after the server lost it), or
-        adopt the one in place: IndexMismatchError if that one differs. True when it was
-        written (there was none)."""
+        """Write this index's record (at creation, or back after the server lost it, with
+        the namespace's key the pages were signed under), or adopt the one in place and its
+        key: IndexMismatchError if that one differs. True when it was written (there was
+        none)."""
         meta = self._codec.meta
         written = bool(self._client.hsetnx(meta, "config", self._codec.record()))
         self._codec.adopt(self._client.hget(meta, "config"))
         self._client.hset(meta, "cid", self._codec.record_id)
+        self.confirm_key = self._codec.key or 0
         return written
 
     @property
@@ -74,15 +82,17 @@ class RedisIndex(RedisDropRecord, NearDuplicateIndex):
         """The digest of the record in place (written anew, it differs: see the codec)."""
         return self._codec.record_id.decode() or None
 
-    def observe(self, key: str, fingerprint: int) -> Observation:
-        check_key(key)
-        check_fingerprint(fingerprint, self.config.bits)
-        return self._codec.observation(self._run("observe", fingerprint, key))
+    def observe(self, key: str, fingerprint: int, signature: int = NO_SIGNATURE) -> Observation:
+        return self._check("observe", key, fingerprint, signature)
 
-    def claim(self, key: str, fingerprint: int) -> Observation:
+    def claim(self, key: str, fingerprint: int, signature: int = NO_SIGNATURE) -> Observation:
+        return self._check("claim", key, fingerprint, signature)
+
+    def _check(self, mode: str, key: str, fingerprint: int, signature: int) -> Observation:
         check_key(key)
         check_fingerprint(fingerprint, self.config.bits)
-        return self._codec.observation(self._run("claim", fingerprint, key))
+        check_signature(signature)
+        return self._codec.observation(self._run(mode, fingerprint, key, signature=signature))
 
     def query(self, fingerprint: int) -> list[Match]:
         check_fingerprint(fingerprint, self.config.bits)
@@ -104,11 +114,15 @@ class RedisIndex(RedisDropRecord, NearDuplicateIndex):
             pipe.get(name)
             pipe.lrange(prefix + b"u" + name[len(prefix) + 1 :], 0, -1)
             bucket, texts = pipe.execute()
-            for (_, _, seen), text in zip(self._codec.entries(bucket), texts, strict=False):
+            for (_, _, seen, _), text in zip(self._codec.entries(bucket), texts, strict=False):
                 if not self.config.expired(seen, now):
                     yield text.decode("utf-8", "surrogatepass")
 
     def get(self, key: str) -> int | None:
+        entry = self.entry(key)
+        return None if entry is None else entry[0]
+
+    def entry(self, key: str) -> tuple[int, int] | None:
         ident = key_id(key)
         bucket = self._client.get(self._codec.entry_key(ident))
         return self._codec.entry(bucket, ident)
