@@ -109,7 +109,7 @@ def shingles(text: str) -> set[str]:
     tokens = _TOKEN.findall(normalize(text))
     if len(tokens) < SHINGLE_TOKENS:
         return {" ".join(tokens)} if tokens else set()
-    return set(map(" ".join, zip(*(tokens[i:] for i in range(SHINGLE_TOKENS)))))
+    return set(map(" ".join, zip(*(tokens[i:] for i in range(SHINGLE_TOKENS)), strict=False)))
 
 
 def _exact_text(text: str, title: str) -> bytes:

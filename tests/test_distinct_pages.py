@@ -13,9 +13,9 @@ import random
 import pytest
 
 from scrapy_simhash.confirm import Signer
-from scrapy_simhash.index.defaults import default_distances
 from scrapy_simhash.fingerprint import Fingerprinter
 from scrapy_simhash.index import open_index
+from scrapy_simhash.index.defaults import default_distances
 
 VOCABULARY = [
     "harbour",

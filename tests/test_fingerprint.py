@@ -200,7 +200,8 @@ def test_too_little_text_has_no_near_fingerprint_and_a_reason(
     page = fingerprinter.fingerprint_document(text, "A title")
     assert page.reason
     if text.strip():
-        assert page.exact and page.fingerprint is not None
+        assert page.exact
+        assert page.fingerprint is not None
         assert page.reason.endswith("exact copies only")
         again = fingerprinter.fingerprint_document(f"  {text}\n", "A  title")
         assert again.fingerprint == page.fingerprint  # normalised: whitespace, case
@@ -211,7 +212,8 @@ def test_too_little_text_has_no_near_fingerprint_and_a_reason(
             page.fingerprint
         )
     else:
-        assert page.fingerprint is None and not page.exact
+        assert page.fingerprint is None
+        assert not page.exact
 
 
 def test_cjk_text_counts_each_ideograph_as_several_characters(

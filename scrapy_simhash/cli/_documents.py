@@ -166,12 +166,19 @@ def fingerprinter_from_settings(settings: Mapping[str, Any]) -> Fingerprinter:
     return Fingerprinter(fingerprint_config(settings))
 
 
+#: The key files are signed under when no namespace's key is read (compare, dedup): any
+#: key is one draw of the second test, and a fixed one gives the same answer on every run.
+#: A crawl signs under its namespace's own secret key.
+COMMAND_LINE_KEY = 0x5CA1AB1E
+
+
 def add_distance_option(parser: Any) -> None:
     parser.add_argument(
         "-k",
         type=int,
         default=None,
-        help="maximum Hamming distance of near-duplicates (default: SIMHASH_MAX_DISTANCE, 4)",
+        help="candidate radius: the largest Hamming distance of near-duplicates, before the "
+        "second test confirms them (default: SIMHASH_MAX_DISTANCE, 8 at 64 bits)",
     )
 
 

@@ -1,9 +1,9 @@
 """``scrapy-simhash dedup PATH...``: group near-duplicate pages.
 
 Grouping follows a crawl: pages are taken in input order, and a page joins the group of
-the first kept page within distance k (found through the same index a crawl uses), or
-starts a new group. Groups are therefore not transitive chains: a page is never more
-than k bits from its group's first page.
+the closest kept page within distance k whose signature confirms it (both tests of a
+crawl, through the same index), or starts a new group. Groups are therefore not
+transitive chains: a page is never more than k bits from the page it joined.
 
 Each host's template is learned from its files as a crawl learns it from its pages, the
 folder telling hosts apart (:func:`~scrapy_simhash.cli._documents.expand_hosts`): a page
@@ -20,6 +20,7 @@ from typing import Any
 
 from scrapy_simhash.cli import settings_from_args
 from scrapy_simhash.cli._documents import (
+    COMMAND_LINE_KEY,
     Document,
     add_distance_option,
     add_text_option,
@@ -29,8 +30,10 @@ from scrapy_simhash.cli._documents import (
     max_distance,
 )
 from scrapy_simhash.cli._progress import track
+from scrapy_simhash.confirm import Evidence, Signer
 from scrapy_simhash.fingerprint import Fingerprinter, to_hex
-from scrapy_simhash.index.base import closest
+from scrapy_simhash.index.base import Match, judge
+from scrapy_simhash.settings import confirm_distance, index_options
 from scrapy_simhash.template import LocalMemory
 
 
@@ -77,13 +80,15 @@ def run(args: argparse.Namespace) -> int:
     k = max_distance(args, settings)
     paths = list(expand_hosts(args.paths))
     templates = None if args.no_templates else LocalMemory(fingerprinter)
-    groups = Grouping(fingerprinter, k, templates)
+    exact = min(int(index_options(settings)["exact_distance"]), k)
+    groups = Grouping(fingerprinter, k, templates, exact, confirm_distance(settings))
     documents = []
     for path, host in track(paths, len(paths), "files", force=args.progress):
         document = load(fingerprinter, path, text=args.text, host=host, templates=templates)
         groups.add(document)
         documents.append(document)
     report = summarise(fingerprinter, documents, groups.close(), k, show_all=args.all)
+    report["rejected_by_second_test"] = groups.rejected
     print(json.dumps(report, ensure_ascii=False, indent=2) if args.json else render(report))
     return 1 if any(doc.error for doc in documents) else 0
 
@@ -95,16 +100,33 @@ class Grouping:
     templates it uses are learned from the files kept so far, as in a crawl.
     """
 
-    def __init__(self, fingerprinter: Fingerprinter, k: int, templates: LocalMemory | None) -> None:
+    def __init__(
+        self, fingerprinter: Fingerprinter, k: int, templates: LocalMemory | None,
+        exact_distance: int | None = None, limit: int | None = None,
+    ) -> None:
+        from scrapy_simhash.confirm import CONFIRM_DISTANCE
         from scrapy_simhash.index import open_index
 
         self.templates = templates
         self.groups: dict[str, Group] = {}
         self.leader_of: dict[str, str] = {}
+        self.limit = CONFIRM_DISTANCE if limit is None else limit
         self.index = open_index(
-            "memory://", max_distance=k, bits=fingerprinter.bits, scheme=fingerprinter.scheme
+            "memory://", max_distance=k, exact_distance=exact_distance, bits=fingerprinter.bits,
+            scheme=fingerprinter.scheme, confirm_distance=self.limit,
+            new_key=lambda: COMMAND_LINE_KEY,
         )
+        self.signer = Signer(self.index.confirm_key)
         self.host_of: dict[str, str] = {}
+        #: Candidates the second test turned away, over all files.
+        self.rejected = 0
+
+    def _match(self, fingerprint: int, evidence: Evidence, exclude: str) -> Match | None:
+        """The closest confirmed candidate, as the crawl's observe finds it."""
+        found = (m for m in self.index.query(fingerprint) if m.key != exclude)
+        match, rejected, _ = judge(found, self.signer.sign(evidence), self.limit)
+        self.rejected += rejected
+        return match
 
     def add(self, doc: Document) -> None:
         page = doc.page
@@ -120,16 +142,17 @@ class Grouping:
             return
         key = str(len(self.host_of))  # paths may repeat
         self.host_of[key] = doc.host
-        match = closest(m for m in self.index.query(fingerprint) if m.key != key)
+        evidence = page.evidence
+        match = self._match(fingerprint, evidence, key)
         if match is not None and templates is not None and self.host_of[match.key] == doc.host:
             look = templates.second_look(doc.host, page)
             if look is not None and look.distinct:
-                fingerprint = look.fingerprint
-                match = closest(self.index.query(fingerprint))
+                fingerprint, evidence = look.fingerprint, look.evidence
+                match = self._match(fingerprint, evidence, key)
             elif look is not None:
-                match = closest(self.index.query(look.fingerprint)) or match
+                match = self._match(look.fingerprint, evidence, key) or match
         if match is None:
-            self.index.observe(key, fingerprint)
+            self.index.observe(key, fingerprint, self.signer.sign(evidence))
             self.leader_of[key] = key
             self.groups[key] = Group(fingerprint, [(doc, 0)])
             if templates is not None:
@@ -203,6 +226,7 @@ def render(report: dict[str, Any]) -> str:
         f"{report['files']} files: {report['kept']} kept ({report['kept_with_duplicates']} "
         f"with near-duplicates, {report['unique']} unique), {report['duplicates']} dropped as "
         f"near-duplicates (k={report['k']}), {len(report['skipped'])} kept without a "
-        f"fingerprint, {len(report['errors'])} unreadable"
+        f"fingerprint, {len(report['errors'])} unreadable; "
+        f"{report['rejected_by_second_test']} candidate(s) set apart by the second test"
     )
     return "\n".join(lines)

@@ -231,8 +231,14 @@ def _not_indexed(args: argparse.Namespace, target: Target, key: str) -> str:
 
 
 def run_similar(args: argparse.Namespace) -> int:
+    """The candidates within the radius, each with the second test's verdict on it as the
+    crawl would give it (a hex fingerprint has no signature: candidates only)."""
+    from scrapy_simhash.confirm import Signer, confirms, score
+    from scrapy_simhash.index.drops import kept_name
+
     index, fingerprinter, target = open_index(args)
     bits, text = fingerprinter.bits, args.target
+    signature: int | None = None
     with index:
         if os.path.isfile(text):
             page = fingerprinter.fingerprint_page(Path(text).read_bytes())
@@ -240,19 +246,35 @@ def run_similar(args: argparse.Namespace) -> int:
                 print(f"{text}: no fingerprint ({page.reason})")
                 return 1
             fp, own = page.fingerprint, None
+            signature = Signer(index.confirm_key).sign(page.evidence)
         elif _looks_like_hex(text):
             fp, own = from_hex(text), None
         else:
             key = _key(text, target.settings)
-            stored = index.get(key)
+            stored = index.entry(key)
+            name = kept_name(index.drop_of, key) if stored is None else None
+            if stored is None and name is not None and name != key:
+                print(f"{key}: dropped as a copy of {name}; its neighbours:")
+                key, stored = name, index.entry(name)
             if stored is None:
                 print(f"{key}: not in the index (pass a local HTML file to fingerprint it)")
                 return 1
-            fp, own = stored, key
+            (fp, signature), own = stored, key
         print(f"fingerprint: {to_hex(fp, bits)}")
         matches = [m for m in index.query(fp) if m.key != own]
+        limit = index.config.confirm_distance
     for match in matches:
-        print(f"{match.distance:>3}  {to_hex(match.fingerprint, bits)}  {match.key}")
+        if signature is None:
+            test = "candidate (no signature to confirm it)"
+        elif confirms(signature, match.signature, limit):
+            test = "copy: confirmed by the second test"
+        else:
+            apart = score(signature, match.signature)
+            test = "distinct: set apart by the second test" + (
+                f" (signatures {apart} bits apart, {limit} confirm)" if apart is not None
+                else " (exact digests differ)"
+            )
+        print(f"{match.distance:>3}  {to_hex(match.fingerprint, bits)}  {match.key}  {test}")
     if not matches:
         print("no near-duplicates")
     return 0

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
+from scrapy_simhash.confirm import NO_SIGNATURE
 from scrapy_simhash.index.base import (
     AsyncNearDuplicateIndex,
     IndexStats,
@@ -20,7 +21,6 @@ from scrapy_simhash.index.base import (
     NearDuplicateIndex,
     Observation,
 )
-from scrapy_simhash.confirm import NO_SIGNATURE
 from scrapy_simhash.index.drops import DropRecord
 
 T = TypeVar("T")
@@ -44,10 +44,14 @@ class Face:
     def creation(self) -> str | None:
         return self.backend.creation
 
-    @property  # type: ignore[override]
+    @property
     def confirm_key(self) -> int:
         """The backend's: it learns another when the namespace was created anew meanwhile."""
         return self.backend.confirm_key
+
+    @confirm_key.setter
+    def confirm_key(self, key: int) -> None:
+        self.backend.confirm_key = key
 
 
 class IndexFacade(Face, NearDuplicateIndex):

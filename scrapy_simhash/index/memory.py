@@ -8,8 +8,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 
+from scrapy_simhash.confirm import NO_SIGNATURE
 from scrapy_simhash.index.base import (
-    check_signature,
     IndexConfig,
     IndexStats,
     Match,
@@ -17,10 +17,10 @@ from scrapy_simhash.index.base import (
     Observation,
     bucket_stats,
     check_fingerprint,
+    check_signature,
     judge,
     ordered,
 )
-from scrapy_simhash.confirm import NO_SIGNATURE
 from scrapy_simhash.index.drops import DropRecord, MemoryDrops
 from scrapy_simhash.index.keys import check_key
 

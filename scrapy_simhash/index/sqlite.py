@@ -32,7 +32,6 @@ from scrapy_simhash.index.base import (
     bucket_stats,
     check_fingerprint,
     check_signature,
-    closest,
     judge,
     key_of,
     ordered,

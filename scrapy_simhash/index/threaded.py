@@ -4,6 +4,7 @@ asyncio implementation of its own in it."""
 from __future__ import annotations
 
 from scrapy_simhash._runners import Runner, ThreadFace
+from scrapy_simhash.confirm import NO_SIGNATURE
 from scrapy_simhash.index.base import (
     AsyncNearDuplicateIndex,
     IndexStats,
@@ -11,7 +12,6 @@ from scrapy_simhash.index.base import (
     NearDuplicateIndex,
     Observation,
 )
-from scrapy_simhash.confirm import NO_SIGNATURE
 from scrapy_simhash.index.drops import DropRecord
 from scrapy_simhash.index.facade import Face
 

@@ -19,6 +19,7 @@ from scrapy_simhash.settings.configs import (
     RecrawlStartConfig,
     backend_options,
     canonicalize_keys,
+    confirm_distance,
     content_type_matches,
     default_workers,
     dust_enabled,
@@ -45,7 +46,7 @@ from scrapy_simhash.settings.names import KNOWN_SETTINGS, unknown_settings
 __all__ = [
     "DEFAULT_CONTENT_TYPES", "KNOWN_SETTINGS", "ON_ERROR_CHOICES", "ON_MISMATCH_CHOICES",
     "DustConfig", "GuardConfig", "MiddlewareConfig", "PipelineConfig", "RecrawlStartConfig",
-    "backend_options", "canonicalize_keys", "content_type_matches", "default_workers",
+    "backend_options", "canonicalize_keys", "confirm_distance", "content_type_matches", "default_workers",
     "dust_enabled", "dust_min_checks", "dust_min_support", "enabled", "fingerprint_config", "follow_links_asked", "follows_duplicate_links",
     "given_namespace",
     "index_kwargs", "index_options", "index_ttl_secs", "index_url", "item_fields", "max_distance", "namespace", "on_mismatch",

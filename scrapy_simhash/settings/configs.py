@@ -197,11 +197,22 @@ def bits(settings: Settings) -> int:
 
 def max_distance(settings: Settings) -> int:
     """``SIMHASH_MAX_DISTANCE``, read the same way by the crawl and the command line; its
-    default follows ``SIMHASH_BITS`` (4 at 64 bits, 9 at 128)."""
+    default follows ``SIMHASH_BITS`` (8 at 64 bits, 16 at 128)."""
     from scrapy_simhash.index.defaults import default_distances
 
     default = default_distances(bits(settings))[0]
     return get_int(settings, "SIMHASH_MAX_DISTANCE", default, minimum=0, maximum=31)
+
+
+def confirm_distance(settings: Settings) -> int:
+    """``SIMHASH_CONFIRM_DISTANCE``: signature bits a candidate may differ by and still be
+    confirmed a copy (the second test; one value for every site and language)."""
+    from scrapy_simhash.confirm import CONFIRM_DISTANCE, SIGNATURE_BITS
+
+    return get_int(
+        settings, "SIMHASH_CONFIRM_DISTANCE", CONFIRM_DISTANCE, minimum=0,
+        maximum=SIGNATURE_BITS // 4 - 1,
+    )
 
 
 def index_options(settings: Settings) -> dict[str, Any]:
@@ -231,6 +242,7 @@ def index_options(settings: Settings) -> dict[str, Any]:
         "drop_max_entries": get_int(
             settings, "SIMHASH_DROP_RECORD_MAX_ENTRIES", DROP_MAX_ENTRIES, minimum=0
         ),
+        "confirm_distance": confirm_distance(settings),
         "options": backend_options(settings, sharded=True),
     }
 
