@@ -20,7 +20,10 @@ def grow(url: str, namespace: str, shards: int, new_shards: int, **index_options
     ``new_shards``, in place; return the entries copied. Run it with the crawl stopped, with
     the crawl's index settings (``open_index`` keywords: ``scheme``, ``bits``, distances,
     ``ttl_secs``...). Entries keep their last-seen time; the drop record stays under the
-    namespace's tag; the recrawl state moves to the new shards too.
+    namespace's tag; the recrawl state moves to the new shards too. Entries keep their
+    signatures and the namespace its key of the second test (the grown index adopts the
+    namespace's record, whose key every new shard's record and the rewritten root record
+    carry), so pages signed before and after compare.
 
     Safe to rerun after an interruption: the namespace's record still names the old shard
     count until every entry is copied, and the copy stores each entry again.
@@ -57,23 +60,24 @@ def grow(url: str, namespace: str, shards: int, new_shards: int, **index_options
         now = source.config.clock()
         refused: list[str] = []
         for codec in codecs:
-            for key, fp, at in _entries(client, codec):
+            for key, fp, at, signature in _entries(client, codec):
                 if source.config.expired(at, now):
                     continue
                 seen[0] = float(at)
-                if target.observe(key, fp).stored:
+                if target.observe(key, fp, signature).stored:
                     copied += 1
                 else:
                     refused.append(key)
         if refused:
-            # Entries closer than the distances given here were stored under smaller ones:
-            # copying them would lose them, so nothing is switched over or deleted.
+            # Entries that copy another under the distances (or confirm distance) given here
+            # were stored under smaller ones: copying them would lose them, so nothing is
+            # switched over or deleted.
             raise ConfigurationError(
                 f"{len(refused)} entries of namespace {namespace!r} (e.g. {refused[0]!r}) are "
-                f"within max_distance={source.config.max_distance} of another entry, so they "
-                f"were stored with smaller distances; the namespace still uses its {shards} "
-                "shard(s) and nothing was deleted: run grow again with the max_distance and "
-                "exact_distance the crawl used"
+                f"within max_distance={source.config.max_distance} of another entry that "
+                f"confirms them, so they were stored with smaller distances; the namespace "
+                f"still uses its {shards} shard(s) and nothing was deleted: run grow again "
+                "with the max_distance, exact_distance and confirm_distance the crawl used"
             )
         root = growing._root
         client.hset(root.meta, mapping={"config": root.record()})

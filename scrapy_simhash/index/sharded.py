@@ -3,15 +3,16 @@
 Why: one namespace under one hash tag lives on one cluster master, whose memory and single
 script thread then bound the crawl whatever the number of masters.
 
-Layout (sharded layout 2, recorded as ``sharded_format`` in the namespace's and each
-shard's record; a namespace of another sharded layout is refused). Shard ``i`` lives under
+Layout (sharded layout 3, recorded as ``sharded_format`` in the namespace's and each
+shard's record, with the namespace's key of the second test; a namespace of another
+sharded layout is refused). Shard ``i`` lives under
 its own hash tag ``{namespace:s<i>of<shards>.<n>}``, ``n`` picked so its slot falls in the
 ``i``-th of ``shards`` equal slot ranges: one shard per master of a cluster created with
 equal ranges (redis-cli's default), instead of shards colliding on a master by chance.
 Table ``t``'s band record of a page with fingerprint ``f`` lives in ``shard(t, band_t(f))``
 (a hash of the table and band value) and names the page's key id and last-seen time; the
-page's entry and URL live only in the home shard of its key (``get``/``remove`` and its
-previous fingerprint are found there). ``D(f)`` is the set of shards holding the page's
+page's entry (with its signature) and URL live only in the home shard of its key
+(``get``/``remove`` and its previous fingerprint are found there). ``D(f)`` is the set of shards holding the page's
 band records. The root record at ``{namespace}`` says how many shards there are; a
 namespace opened with another count refuses. The shards' operations are one Redis Functions
 library (``resources/simhash_sharded.lua``), loaded on every master.
@@ -23,65 +24,76 @@ band with the probe in some table and is within ``max_distance``. If they share 
 single-shard answer, including the matches beyond ``exact_distance`` (band layout built for
 it, matches accepted up to ``max_distance``): those are found iff they share a band, here
 as there. Expiry is read from the band record's last-seen time, which every store writes
-with the entry's.
+with the entry's. The candidates are judged by the same second test (index/base.py's
+``judge``), with the signatures their entries hold.
 
-Atomic across processes (two rounds, each one pipeline of one function call per shard, sent
-to all shards at once):
+Atomic across processes (two rounds, three for a page that meets candidates; each one
+pipeline of one function call per shard, sent to all shards at once):
 
 1. ``lock`` on every shard of ``D(f)`` and the home shard: all or none of that shard's locks
    (one per (table, band value) the shard answers for, plus the key's lock at home: fields of
    the shard's record hash holding a random token and a deadline in server time) and the
-   live matches there (fingerprint, distance, key id), and at home the key's entry.
-2. ``store`` (unique page): release, and store the band records and (home) the entry and URL
-   in the same call; shards holding only the key's previous fingerprint drop its records.
-   Or ``unlock`` (near-duplicate): release, and read the closest matches' URLs at their
-   homes in the same pipeline.
+   live candidates there (fingerprint, distance, key id), and at home the key's entry.
+2. ``read``, only when there are candidates: their URLs and signatures at their keys'
+   homes, the locks still held; the client judges them.
+3. ``store`` (no candidate confirmed, no twin): release, and store the band records and
+   (home) the entry, signature and URL in the same call; shards holding only the key's
+   previous fingerprint drop its records. Or ``unlock`` (a copy, a claim's conflict, a
+   twin): release.
 
 If any shard is busy in round 1 the page releases what it took and retries after a random
 backoff (no lock is held while waiting, so there is no deadlock, whatever order pages meet
 in). Two pages a shard would match share a band value in some table, hence the lock on it:
-whichever locks it second has all its locks only after the first released it in round 2,
-i.e. after the first stored its band record there (or found a copy and stored nothing), and
-its own round 1 then reads that shard. Two pages under one key share the key's lock.
+whichever locks it second has all its locks only after the first released it in its last
+round, i.e. after the first stored its band record there (or stored nothing), and its own
+round 1 then reads that shard. Two pages under one key share the key's lock. A candidate's
+entry cannot change under the page's judgement either: rewriting it at that fingerprint
+takes one of the page's band locks.
 
-A writer's round 2 stores its band records and its entry on different shards in parallel,
-so a page may meet a band record whose key's entry (and URL) has not landed yet: it reads the
-URL again, for at most one lease. A band record whose key has no entry after that (its
-writer's home failed in round 2, or the key was removed meanwhile) makes the page "not
-checked" (:class:`IndexBackendError`), never a copy of a page the index cannot name.
+A writer's last round stores its band records and its entry on different shards in
+parallel, so a page may meet a band record whose key's entry (URL and signature) has not
+landed yet: it reads it again, its locks held, for at most one lease (storing takes no
+lock, so the writer is never kept waiting). A band record whose key has no entry after that
+(its writer's home failed, or the key was removed meanwhile) makes the page "not checked"
+(:class:`IndexBackendError`), never a copy of a page the index cannot name.
 
 Leases: a process that dies (SIGKILL) mid-page leaves lock fields whose deadline passes
 after ``lock_lease_secs``; pages waiting on them then proceed and read whatever it stored,
 so the namespace is blocked for at most one lease and stored pages stay found. The first
 page to meet an expired lock on a shard sweeps that shard's expired locks. A live process
 whose lease ran out (stalled longer than the lease) and whose lock another page took learns
-it in round 2: the page is stored but :class:`IndexBackendError` says it was not checked, as
+it when it stores: the page is stored but :class:`IndexBackendError` says it was not checked, as
 does a shard failing mid-page. The crawl then lets the page through ("not checked"): a
 failure never drops a page.
 
 Drop records (rare, bounded by count) stay under the root tag, so their bound and order are
 exact. Recrawl state is spread by URL hash over the same shard tags (recrawl/redisstore.py).
 
-Costs: two round trips per page (a near-duplicate: two as well); each shard touched
-(``|D(f) ∪ {home}|``: 4 tables: ~2.7 of 3 shards, ~4.0 of 6) takes one call per round; a
-page's band records are stored once in the cluster (20 bytes each with 64-bit
-fingerprints), its entry and URL once, at home; benchmarks/README.md has the figures.
+Costs: two round trips per page, three when it meets candidates (a copy, or a page stored
+beside candidates the second test rejected; the candidates' homes answer the extra one);
+each shard touched (``|D(f) ∪ {home}|``: 4 tables: ~2.7 of 3 shards, ~4.0 of 6) takes one
+call per lock and store round; a page's band records are stored once in the cluster (20
+bytes each with 64-bit fingerprints), its entry (36 bytes, 16 of them the signature) and
+URL once, at home; benchmarks/README.md has the figures.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import os
 import random
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
 import xxhash
 
 from scrapy_simhash._redis import MAX_SHARDS, is_cluster_url, mask_url, shard_namespace, sync_client
+from scrapy_simhash.confirm import NO_SIGNATURE
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError, PageNotChecked
 from scrapy_simhash.index.base import (
     IndexConfig,
@@ -91,11 +103,19 @@ from scrapy_simhash.index.base import (
     Observation,
     bucket_stats,
     check_fingerprint,
-    closest,
+    check_signature,
+    judge,
+    key_of,
     ordered,
 )
 from scrapy_simhash.index.keys import check_key
-from scrapy_simhash.index.redis.codec import _DATA_KINDS, _Codec, group_mask, key_id
+from scrapy_simhash.index.redis.codec import (
+    _DATA_KINDS,
+    SIGNATURE_BYTES,
+    _Codec,
+    group_mask,
+    key_id,
+)
 from scrapy_simhash.index.redis.connection import (
     _SCAN_BATCH,
     _no_record,
@@ -105,6 +125,7 @@ from scrapy_simhash.index.redis.connection import (
 from scrapy_simhash.index.redis.drop_record import RedisDropRecord
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 #: Lease of a page's locks: far above a healthy page's two round trips (~1 ms), so only a
 #: process stalled this long loses them (and then reports the page as not checked).
@@ -199,6 +220,8 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
         """Adopt the root record (while growing: the one of ``grow_from`` shards, rewritten
         by :func:`grow` once every entry is copied), then each shard's."""
         root = self._root
+        if grow_from is None and not self._client.hexists(root.meta, "config"):
+            root.key = self._surviving_key()
         written = bool(self._client.hsetnx(root.meta, "config", root.record()))
         if grow_from is not None:
             root.shards = grow_from
@@ -207,22 +230,42 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
         for shard in range(self.shards):
             written = self._restore(shard) or written
         self.created = written
+        self.confirm_key = root.key or 0
+
+    def _surviving_key(self) -> int | None:
+        """The namespace's key in a shard record still in place when the root's is gone
+        (the root's master restarted without persistence, other masters did not): the pages
+        kept there were signed under it, so the root record written anew keeps it."""
+        for codec in self._codecs:
+            stored = self._client.hget(codec.meta, "config")
+            if stored:
+                with contextlib.suppress(ValueError, KeyError, TypeError):
+                    return key_of(json.loads(stored))
+        return None
 
     def _restore(self, shard: int) -> bool:
-        """Write shard ``shard``'s record (the root's layout), or adopt the one in place;
-        True when it was written (there was none)."""
+        """Write shard ``shard``'s record (the root's layout and key), or adopt the one in
+        place; True when it was written (there was none). One under another key means the
+        namespace was created anew (reset by another process): the root's record is then
+        adopted again, and must hold that key too."""
         codec, root = self._codecs[shard], self._root
         codec.set_layout(root.layout, root.ebits, root.gbits)
+        codec.key = root.key
         written = bool(self._client.hsetnx(codec.meta, "config", codec.record()))
         codec.adopt(self._client.hget(codec.meta, "config"))
-        if codec.layout.name != root.layout.name or (codec.ebits, codec.gbits) != (
-            root.ebits,
-            root.gbits,
+        if codec.key != root.key:
+            root.adopt(self._client.hget(root.meta, "config"))
+            self.confirm_key = root.key or 0
+        if (
+            codec.layout.name != root.layout.name
+            or (codec.ebits, codec.gbits) != (root.ebits, root.gbits)
+            or codec.key != root.key
         ):
+            other = "" if codec.key == root.key else ", and another key of the second test"
             raise IndexBackendError(
                 f"Redis index {mask_url(self.url)}: shard {shard} of namespace "
                 f"{self.config.namespace!r} has layout {codec.layout.name}, the namespace "
-                f"{root.layout.name}; reset the namespace"
+                f"{root.layout.name}{other}; reset the namespace"
             )
         self._client.hset(codec.meta, "cid", codec.record_id)
         fields = (
@@ -396,69 +439,61 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
             time.sleep(random.uniform(0, delay))
             delay = min(delay * 2, 0.05)
 
-    def _unlock_call(
-        self, shard: int, fp: int, ident: bytes, token: bytes, tables: bytes, ids: list[bytes]
-    ) -> tuple[int, list[bytes]]:
-        home = b"1" if token and shard == self.home(ident) else b""
-        return shard, [b"unlock", self._codecs[shard].record_id, self._conf[shard], self._fp(fp), ident,
-                       home, tables, token, *ids]
-
     def _unlock(self, fp: int, ident: bytes, token: bytes, plan: dict[int, bytes]) -> None:
         """Release locks (best effort: a lock left behind expires with its lease)."""
-        if plan:
-            self._round(
-                [self._unlock_call(s, fp, ident, token, t, []) for s, t in plan.items()]
-            )
+        home, fpb = self.home(ident), self._fp(fp)
+        self._round([
+            (shard, [b"unlock", self._codecs[shard].record_id, self._conf[shard], fpb, ident,
+                     b"1" if shard == home else b"", tables, token])
+            for shard, tables in plan.items()
+        ])
 
-    def _texts(
-        self,
-        candidates: list[tuple[int, int, bytes]],
-        locks: list[tuple[int, bytes, int]],
-        token: bytes = b"",
-        ident: bytes = b"",
-    ) -> list[Match]:
-        """Round 2 of a page reported as a copy (or of a query): the key texts of
-        ``candidates`` (fingerprint, distance, key id) read at their homes, in the same
-        pipeline as the release of ``locks`` (shard, tables, fingerprint; none for a
-        query). A candidate whose key's entry holds other content is a band record left
-        behind by a failed writer: never a match, left out.
+    def _read(self, candidates: list[tuple[int, int, bytes]]) -> list[Match] | None:
+        """The round of a page that met candidates (its locks held), or of a query: each
+        candidate's (fingerprint, distance, key id) key text and signature, read at its
+        key's home; None while one's entry has not landed (see :meth:`_waiting`). A
+        candidate whose key's entry holds other content is a band record left behind by a
+        failed writer: never a candidate, left out."""
+        wanted: dict[int, list[bytes]] = {}
+        for fp, _, other in candidates:
+            wanted.setdefault(self.home(other), []).append(other + self._fp(fp))
+        calls = [
+            (shard, [b"read", self._codecs[shard].record_id, self._conf[shard], *ids])
+            for shard, ids in wanted.items()
+        ]
+        read: dict[bytes, Match] = {}
+        for (_, args), reply in zip(calls, self._round(calls), strict=True):
+            if isinstance(reply, Exception):
+                raise reply
+            for asked, found in zip(args[3:], reply, strict=True):
+                if found is None:  # not landed yet
+                    return None
+                if found != 0:  # 0: the key's entry holds other content, a stale record
+                    text, signature = found
+                    read[asked[:8]] = Match(
+                        text.decode("utf-8", "surrogatepass"),
+                        int.from_bytes(asked[8:], "big"),
+                        0,
+                        int.from_bytes(signature, "big"),
+                    )
+        return [
+            read[other]._replace(distance=distance)
+            for _, distance, other in candidates
+            if other in read
+        ]
 
-        A writer's second round stores its band records and its entry on different shards
-        in parallel, so a band record may be read before its key's entry lands: a missing
-        text is read again until it does, for at most a lease (then its writer failed
-        or the key was removed meanwhile, and the page is not checked)."""
-        texts: dict[bytes, bytes] = {}
-        stale: set[bytes] = set()
+    def _waiting(self, attempt: Callable[[], T | None]) -> T:
+        """``attempt`` again until it answers. A writer's last round stores its band records
+        and its entry on different shards in parallel, so a page may meet a band record
+        before its key's entry lands: it tries again, holding no lock meanwhile, for at
+        most a lease (then that writer failed or the key was removed meanwhile, and the
+        page is not checked)."""
         deadline = time.monotonic() + min(self._lease_secs, TEXT_WAIT_SECS)
         delay = 0.001
         while True:
-            wanted: dict[int, list[bytes]] = {}
-            for fp_other, _, other in candidates:
-                if other not in texts and other not in stale:
-                    wanted.setdefault(self.home(other), []).append(other + self._fp(fp_other))
-            calls = [
-                self._unlock_call(shard, fp, ident, token, tables, wanted.pop(shard, []))
-                for shard, tables, fp in locks
-            ]
-            calls += [
-                self._unlock_call(shard, 0, b"", b"", b"", ids) for shard, ids in wanted.items()
-            ]
-            locks = []
-            replies = self._round(calls)
-            for (_, args), reply in zip(calls, replies, strict=True):
-                if isinstance(reply, Exception):
-                    raise reply
-                for asked, text in zip(args[8:], reply, strict=True):
-                    if text == 0:  # the key's entry holds other content: a stale band record
-                        stale.add(asked[:8])
-                    elif text:
-                        texts[asked[:8]] = text
-            live = [c for c in candidates if c[2] not in stale]
-            if all(other in texts for _, _, other in live):
-                return [
-                    Match(texts[other].decode("utf-8", "surrogatepass"), fp, distance)
-                    for fp, distance, other in live
-                ]
+            answer = attempt()
+            if answer is not None:
+                return answer
             if time.monotonic() > deadline:
                 raise PageNotChecked(
                     f"Redis index {mask_url(self.url)}: a stored page within reach names a "
@@ -478,48 +513,84 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
                                        reply[i + 2])
         return found
 
-    def _check(self, key: str, fp: int, claim: bool) -> Observation:
+    def _judge(
+        self, key: str, ident: bytes, found: dict[bytes, tuple[int, int, bytes]],
+        own: tuple[int, int] | None, signature: int,
+    ) -> tuple[Match | None, int, bool] | None:
+        """The second test over the candidates of round 1 (:func:`judge`), their signatures
+        read at their homes (the key's own, a claim's candidate, came with round 1); None
+        while one's entry has not landed."""
+        others = [c for c in found.values() if c[2] != ident]
+        candidates = self._read(others) if others else []
+        if candidates is None:
+            return None
+        mine = found.get(ident)
+        if mine is not None and own is not None and mine[0] == own[0]:
+            candidates.append(Match(key, mine[0], mine[1], own[1]))
+        if found and not candidates:
+            # Every page within reach is a band record its key's home no longer holds.
+            raise PageNotChecked(
+                f"Redis index {mask_url(self.url)}: the stored pages within reach are band "
+                "records their keys no longer hold (a writer failed half-way); the page "
+                "was not checked"
+            )
+        return judge(candidates, signature, self.config.confirm_distance)
+
+    def _check(self, key: str, fp: int, signature: int, claim: bool) -> Observation:
         check_key(key)
         check_fingerprint(fp, self.config.bits)
+        check_signature(signature)
         ident = key_id(key)
         plan = self._plan(fp, ident)
+        return self._waiting(lambda: self._attempt(key, ident, fp, signature, claim, plan))
+
+    def _attempt(
+        self, key: str, ident: bytes, fp: int, signature: int, claim: bool,
+        plan: dict[int, bytes],
+    ) -> Observation | None:
+        """One pass of a page through its rounds; None (its locks released) when a
+        candidate's entry has not landed yet."""
         token, replies = self._lock(fp, ident, plan)
         home = replies[self.home(ident)]
-        own = int.from_bytes(home[1], "big") if home[1] else None
-        live = own is not None and int(home[2]) == 1
-        found = self._candidates(replies.values(), 3)
+        held = int.from_bytes(home[1], "big") if home[1] else None  # live or expired
+        own = None  # the key's live entry: fingerprint, signature
+        if held is not None and int(home[2]) == 1:
+            own = (held, int.from_bytes(home[3], "big"))
+        found = self._candidates(replies.values(), 4)
         stale = [c for c in found.values() if c[1] < 0 and c[2] != ident]
         found = {i: c for i, c in found.items() if c[1] >= 0}
         if not claim:
             found.pop(ident, None)
-        locks = [(shard, tables, fp) for shard, tables in plan.items()]
-        if found:
-            best = min(distance for _, distance, _ in found.values())
-            tied = [c for c in found.values() if c[1] == best]
-            mine = [Match(key, f, d) for f, d, i in tied if i == ident]
-            others = [c for c in tied if c[2] != ident]
-            matches = self._texts(others, locks, token, ident) + mine
-            if not matches:
-                # Every page within reach is a band record its key's home no longer holds.
-                raise PageNotChecked(
-                    f"Redis index {mask_url(self.url)}: the stored pages within reach are band "
-                    "records their keys no longer hold (a writer failed half-way); the page "
-                    "was not checked"
-                )
-            return Observation(closest(matches), None, False)
-        if claim and live:
+        try:
+            judged = self._judge(key, ident, found, own, signature)
+        except BaseException:
             self._unlock(fp, ident, token, plan)
-            return Observation(None, own, False)
-        old = self._tables(own) if own is not None and own != fp else {}
+            raise
+        if judged is None:
+            self._unlock(fp, ident, token, plan)
+            return None
+        match, rejected, twin = judged
+        previous, previous_signature = own if own is not None else (None, None)
+        if match is not None or twin or (claim and own is not None):
+            self._unlock(fp, ident, token, plan)
+            if match is not None:
+                return Observation(match, None, False, rejected=rejected)
+            if claim and own is not None:  # a live entry the test rejected holds the key
+                return Observation(None, previous, False, previous_signature, rejected)
+            return Observation(None, previous, False, None, rejected)  # a twin: not filed
+        old = self._tables(held) if held is not None and held != fp else {}
         now, fpb, text = self._now(), self._fp(fp), key.encode("utf-8", "surrogatepass")
-        oldfp = self._fp(own) if old and own is not None else b""
+        oldfp = home[1] if old else b""
+        sig = signature.to_bytes(SIGNATURE_BYTES, "big")
+        known = b"".join(found)  # the candidates judged: the store meets them in its bands
         calls = [
             (
                 shard,
                 [b"store", self._codecs[shard].record_id, self._conf[shard], now, fpb, ident,
                  b"1" if shard == self.home(ident) else b"", plan.get(shard, b""),
                  token if shard in plan else b"", text if shard == self.home(ident) else b"",
-                 oldfp if shard in old else b"", old.get(shard, b"")],
+                 oldfp if shard in old else b"", old.get(shard, b""),
+                 sig if shard == self.home(ident) else b"", known],
             )
             for shard in sorted(plan.keys() | old.keys())
         ]
@@ -550,15 +621,15 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
                 f"not taking the namespace's locks (is every process set to "
                 f"`shards`={self.shards}?); the page was not checked"
             )
-        return Observation(None, own if live else None, True)
+        return Observation(None, previous, True, previous_signature, rejected)
 
     # -- the contract ----------------------------------------------------------------------
 
-    def observe(self, key: str, fingerprint: int) -> Observation:
-        return self._check(key, fingerprint, claim=False)
+    def observe(self, key: str, fingerprint: int, signature: int = NO_SIGNATURE) -> Observation:
+        return self._check(key, fingerprint, signature, claim=False)
 
-    def claim(self, key: str, fingerprint: int) -> Observation:
-        return self._check(key, fingerprint, claim=True)
+    def claim(self, key: str, fingerprint: int, signature: int = NO_SIGNATURE) -> Observation:
+        return self._check(key, fingerprint, signature, claim=True)
 
     def query(self, fingerprint: int) -> list[Match]:
         check_fingerprint(fingerprint, self.config.bits)
@@ -570,12 +641,14 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
         for reply in replies:
             if isinstance(reply, Exception):
                 raise reply
-        found = self._candidates(replies, 0)
-        if not found:
-            return []
-        return ordered(self._texts(list(found.values()), []))
+        found = list(self._candidates(replies, 0).values())
+        return ordered(self._waiting(lambda: self._read(found))) if found else []
 
     def get(self, key: str) -> int | None:
+        entry = self.entry(key)
+        return None if entry is None else entry[0]
+
+    def entry(self, key: str) -> tuple[int, int] | None:
         ident = key_id(key)
         codec = self._codecs[self.home(ident)]
         bucket = self._client.get(codec.entry_key(ident))
@@ -630,7 +703,7 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
     def keys(self) -> Iterator[str]:
         now = self.config.clock()
         for codec in self._codecs:
-            for key, _, seen in _entries(self._client, codec):
+            for key, _, seen, _ in _entries(self._client, codec):
                 if not self.config.expired(seen, now):
                     yield key
 
@@ -683,8 +756,8 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
             logger.warning("closing the Redis index %s failed: %s", mask_url(self.url), exc)
 
 
-def _entries(client: Any, codec: _Codec) -> Iterable[tuple[str, int, int]]:
-    """(key, fingerprint, last seen) of each entry one codec's keys hold (an entry is
+def _entries(client: Any, codec: _Codec) -> Iterable[tuple[str, int, int, int]]:
+    """(key, fingerprint, last seen, signature) of each entry one codec's keys hold (an entry is
     stored at its key's home shard only; entry records and key texts are stored in the same
     order, and read in one transaction so a writer cannot shift one against the other)."""
     prefix = codec.prefix
@@ -693,5 +766,5 @@ def _entries(client: Any, codec: _Codec) -> Iterable[tuple[str, int, int]]:
         pipe.get(name)
         pipe.lrange(prefix + b"u" + name[len(prefix) + 1 :], 0, -1)
         bucket, texts = pipe.execute()
-        for (_, fp, seen), text in zip(codec.entries(bucket), texts, strict=False):
-            yield text.decode("utf-8", "surrogatepass"), fp, seen
+        for (_, fp, seen, signature), text in zip(codec.entries(bucket), texts, strict=False):
+            yield text.decode("utf-8", "surrogatepass"), fp, seen, signature

@@ -1,5 +1,5 @@
 #!lua name=__LIBRARY__
--- One shard of a sharded namespace (index/sharded.py), sharded layout 2: a Redis Functions
+-- One shard of a sharded namespace (index/sharded.py), sharded layout 3: a Redis Functions
 -- library, loaded once per master (FUNCTION LOAD), so a call runs only its mode, not the
 -- definitions below (an EVAL script re-creates every function and table on each call).
 --
@@ -11,12 +11,13 @@
 --   PREFIX.."b"..table..group string: band records (fingerprint .. key id 8 bytes .. last
 --                             seen u32), sorted by the table's band; each record lives only
 --                             in the shard its (table, band value) is placed in
---   PREFIX.."e"..bucket       string: entry records (key id .. fingerprint .. last seen) of
---                             the keys whose home is this shard
+--   PREFIX.."e"..bucket       string: entry records (key id .. fingerprint .. last seen ..
+--                             signature 16 bytes) of the keys whose home is this shard
 --   PREFIX.."u"..bucket       list: their key texts, in the same order
 -- A band record names its key by id and carries its last-seen time, so a shard answers for
--- its bands alone: the key text is read from the key's home only when a page is reported
--- as a copy (in the page's second round, which it takes anyway).
+-- its bands alone: the key text and signature are read from the key's home only when a
+-- page meets candidates (one more round, the page's locks held: the client judges them by
+-- their signatures before it stores anything).
 --
 -- FCALL <library> 1 <meta> mode cid conf ...: conf packs the layout (u16-length-prefixed
 -- prefix, fingerprint bytes, band masks, group masks, entry bucket bits, max distance,
@@ -26,15 +27,19 @@
 --   lock   now fp id home tables token lease: all or none of this shard's locks (one per
 --          table in `tables`, plus the key's when `home` is "1"); {0} when one is held by
 --          another token within its lease, else {1, the key's stored fingerprint or nil
---          (home only), 1 if live, then (fingerprint, distance, key id) of every
---          record within max distance sharing a band in `tables`, distance -1 if expired}.
---   store  now fp id home tables token text old oldtables: release this call's locks still
---          held under `token`, drop the key's band records of its previous fingerprint
---          `old` in `oldtables`, store its band records in `tables` and (home) its entry
---          and text; {1 if a lock was no longer ours, 1 if a live record within max
---          distance of another key was in the way (a writer not taking locks)}.
---   unlock fp id home tables token ids...: release the locks held under `token`; reply
---          the key texts of `ids` whose home is here (nil when gone).
+--          (home only), 1 if live, its signature or nil, then (fingerprint, distance, key
+--          id) of every record within max distance sharing a band in `tables`, distance
+--          -1 if expired}.
+--   store  now fp id home tables token text old oldtables sig known: release this call's
+--          locks still held under `token`, drop the key's band records of its previous
+--          fingerprint `old` in `oldtables`, store its band records in `tables` and (home)
+--          its entry, signature and text; {1 if a lock was no longer ours, 1 if a live
+--          record within max distance of a key not in `known` (the key ids of the page's
+--          candidates, 8 bytes each) was in the way (a writer not taking locks)}.
+--   unlock fp id home tables token: release the locks held under `token`.
+--   read   ids...: each id .. the fingerprint its band record holds, whose home is here:
+--          {key text, signature}, 0 when the key's entry holds other content, nil when it
+--          has none.
 --   query  now fp tables: as lock, without locks or the key's entry.
 --   remove fp id home tables token: release the key's lock (home), drop its entry (home)
 --          and its band records of fingerprint fp in `tables`; 1 if the entry existed.
@@ -70,7 +75,7 @@ local function parse(conf)
   local fpb = c.fpb
   c.w = fpb / 4
   c.rec = fpb + 12
-  c.er = fpb + 12
+  c.er = fpb + 28
   c.wfmt = '>' .. string.rep('i4', c.w)
   c.groups, c.keyed, c.masks, c.tprefix = {}, {}, {}, {}
   for t = 1, #f[3] / fpb do
@@ -358,16 +363,16 @@ function modes.lock(meta, a)
     end
   end
   -- Read first: a call failing half-way keeps its writes, and must leave no lock.
-  local own, live = false, 0
+  local own, live, own_sig = false, 0, false
   if home == '1' then
     local es = redis.call('GET', c.prefix .. 'e' .. entry_bucket(c, id))
     local r = es and find_record(es, id, 0, c.er)
     if r then
-      own = sub(es, r + 8, r + 7 + c.fpb)
+      own, own_sig = sub(es, r + 8, r + 7 + c.fpb), sub(es, r + 12 + c.fpb, r + c.er - 1)
       live = expired(c, now, es, r + 8 + c.fpb) and 0 or 1
     end
   end
-  local out = scan(c, now, words, tables, { 1, own, live }, true)
+  local out = scan(c, now, words, tables, { 1, own, live, own_sig }, true)
   if #fields > 0 then
     local value = token .. ':' .. string.format('%.0f', ms + tonumber(a[10]))
     local args = {}
@@ -382,7 +387,7 @@ end
 function modes.store(meta, a)
   local c = parse(a[3])
   local now, fp, id, home, tables, token = tonumber(a[4]), a[5], a[6], a[7], a[8], a[9]
-  local text, old, oldtables = a[10], a[11], a[12]
+  local text, old, oldtables, sig, known = a[10], a[11], a[12], a[13], a[14]
   local words = words_of(c, fp)
   local fields = lock_fields(c, words, tables, id, home)
   local got = read_locks(meta, a[2], fields)
@@ -400,10 +405,10 @@ function modes.store(meta, a)
     local es = redis.call('GET', ek) or ''
     local r = find_record(es, id, 0, c.er)
     if r then
-      redis.call('SETRANGE', ek, r + 7, fp .. stamp)
+      redis.call('SETRANGE', ek, r + 7, fp .. stamp .. sig)
     else
       redis.call('HINCRBY', meta, 'n', 1)
-      redis.call('SET', ek, es .. id .. fp .. stamp)
+      redis.call('SET', ek, es .. id .. fp .. stamp .. sig)
       redis.call('RPUSH', c.prefix .. 'u' .. eb, text)
     end
   end
@@ -428,7 +433,7 @@ function modes.store(meta, a)
         same = sub(s, q, q + fpb - 1) == fp and (c.ttl == 0 or sub(s, q + fpb + 8, q + rec - 1) == stamp)
       elseif not expired(c, now, s, q + fpb + 8) then
         kept[#kept + 1] = sub(s, q, q + rec - 1)
-        if distance_at(c, words, s, q) <= c.limit then
+        if distance_at(c, words, s, q) <= c.limit and not find_record(known, other, 0, 8) then
           stranger = 1
         end
       end
@@ -451,23 +456,34 @@ function modes.unlock(meta, a)
     return norecord()
   end
   release(meta, fields, got, token)
-  -- a[9..]: key id .. the fingerprint its band record holds. The entry must hold the same
+  return 0
+end
+
+function modes.read(meta, a)
+  if redis.call('HGET', meta, 'cid') ~= a[2] then
+    return norecord()
+  end
+  local c = parse(a[3])
+  -- a[4..]: key id .. the fingerprint its band record holds. The entry must hold the same
   -- fingerprint: a band record left behind when its key's home failed to store a newer one
   -- names a page that no longer has that content (reply 0: never a match), where a missing
   -- entry may still be landing (reply false: read again).
-  local texts = {}
-  for i = 9, #a do
+  local out = {}
+  for i = 4, #a do
     local id = sub(a[i], 1, 8)
     local eb = entry_bucket(c, id)
     local es = redis.call('GET', c.prefix .. 'e' .. eb)
     local r = es and find_record(es, id, 0, c.er)
-    if r and sub(es, r, r + #a[i] - 1) ~= a[i] then
-      texts[i - 8] = 0
+    if not r then
+      out[i - 3] = false
+    elseif sub(es, r, r + #a[i] - 1) ~= a[i] then
+      out[i - 3] = 0
     else
-      texts[i - 8] = r and redis.call('LINDEX', c.prefix .. 'u' .. eb, (r - 1) / c.er) or false
+      local text = redis.call('LINDEX', c.prefix .. 'u' .. eb, (r - 1) / c.er)
+      out[i - 3] = { text, sub(es, r + 12 + c.fpb, r + c.er - 1) }
     end
   end
-  return texts
+  return out
 end
 
 function modes.query(meta, a)
