@@ -297,3 +297,36 @@ def test_pages_stay_compact_in_memory(redis_url: str) -> None:
         assert (delta - key_bytes) / pages < 106
     finally:
         admin.close()
+
+
+@pytest.mark.parametrize("shards", [1, 3])
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_the_namespace_key_outlives_a_lost_record_and_follows_a_new_namespace(
+    redis_url: str, asynchronous: bool, shards: int
+) -> None:
+    """Pages are signed under the namespace's key: a client writing its record back after
+    the server lost it keeps the key, and one meeting a namespace created anew takes its."""
+    options: dict[str, Any] = {"namespace": "keyed", "shards": shards}
+    index = BlockingAsync(redis_url, options) if asynchronous else open_index(redis_url, **options)
+    admin = redis.Redis.from_url(redis_url)
+    try:
+        key = index.confirm_key
+        assert index.observe("a", 1).stored
+        admin.flushdb()  # a restart without persistence
+        assert index.observe("b", 1).stored
+        assert index.confirm_key == key
+        with open_index(redis_url, **options) as again:
+            assert again.confirm_key == key
+        with open_index(redis_url, reset=True, **options) as other:
+            fresh = other.confirm_key
+        assert fresh != key
+        assert index.observe("c", 1 << 40).stored
+        assert index.confirm_key == fresh
+        if shards > 1:
+            # The root record alone is lost: the shards' records still name the key.
+            admin.delete("simhash:{keyed}:m")
+            with open_index(redis_url, **options) as again:
+                assert again.confirm_key == fresh
+    finally:
+        admin.close()
+        index.close()
