@@ -13,7 +13,7 @@ import xxhash
 
 from scrapy_simhash._redact import scrub
 from scrapy_simhash._redis import mask_url
-from scrapy_simhash.confirm import NO_SIGNATURE
+from scrapy_simhash.confirm import NO_SIGNATURE, SIGNATURE_BITS
 from scrapy_simhash.exceptions import IndexBackendError, IndexMismatchError
 from scrapy_simhash.index.base import (
     IndexConfig,
@@ -54,8 +54,8 @@ REDIS_FORMAT = 3
 #: only at their key's home shard, locks are fields of each shard's record hash. 3: entry
 #: records end with the page's signature, read at the candidates' homes.
 SHARDED_FORMAT = 3
-#: Bytes of a stored signature (confirm.py's 128 bits).
-SIGNATURE_BYTES = 16
+#: Bytes of a stored signature.
+SIGNATURE_BYTES = SIGNATURE_BITS // 8
 #: Key kinds holding index data (band groups, entry records, key texts, drop records and
 #: their order), as opposed to "m".
 _DATA_KINDS = (b"b", b"e", b"u", b"d", b"q")
