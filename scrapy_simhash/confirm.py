@@ -21,10 +21,15 @@ The shingles are hashed under a 64-bit key that the public code does not contain
 when a namespace is created and kept in it (the index's configuration record), so a page
 cannot be built to agree with another's signature without its text.
 
-Short pages (too little text of their own for a fingerprint) get an exact digest instead
-of a fingerprint: their copies are dropped only when their normalised own text and title
-are the same. Their signatures are marked by the lowest bit (1) and confirm only their
-equal: a short page is never dropped by a near test, nor a long page by a short one.
+Short pages (too little text of their own for a fingerprint) get an exact digest of their
+normalised own text and title instead of a fingerprint. A few words tell little: two
+listings showing the same top headline, or two articles whose extraction kept only their
+dateline, read the same. So a short page is a copy only of a page with the same digest
+whose *whole* text (boilerplate included) also reads alike: its signature is a MinHash of
+all the page's text, marked by the lowest bit (1), and confirms only another so marked,
+at the same digest, within :data:`SHORT_PAGE_DISTANCE` bits (resemblance about 0.9: a
+copy under another URL, with its own timestamps and counters). A short page is never
+dropped by a near test, nor a long page by a short one.
 """
 
 from __future__ import annotations
@@ -52,6 +57,12 @@ SHINGLE_TOKENS = 3
 #: both fingerprint widths (the signature is the same at both). Chosen on ``pairs/``
 #: labels only (benchmarks/false_matches.py prints the margin on every dev page pair).
 CONFIRM_DISTANCE = 20
+#: The same for short pages' signatures of their whole text. Chosen on the dev pages: copies
+#: differing in timestamps, counters and ids read 0.94-1.0 alike as whole pages; the two
+#: distinct pairs of short pages found there (a listing's two pages showing one headline,
+#: two articles read as their dateline) 0.66 and 0.38. 10 bits pass 0.9 (96%) and 0.66
+#: (0.5%).
+SHORT_PAGE_DISTANCE = 10
 #: What a page filed without a signature carries (scripts and tests of the index alone):
 #: marked exact, so it confirms only another filed without one, i.e. by distance alone.
 NO_SIGNATURE = (1 << SIGNATURE_BITS) - 1
@@ -74,18 +85,22 @@ def new_key() -> int:
     return secrets.randbits(64)
 
 
-def confirms(a: int, b: int, limit: int = CONFIRM_DISTANCE) -> bool:
-    """Whether signature ``b`` confirms a candidate signed ``a``: both near signatures
-    within ``limit`` bits, or the same exact digest."""
-    if (a | b) & _EXACT:
+def confirms(a: int, b: int, limit: int = CONFIRM_DISTANCE, distance: int = 0) -> bool:
+    """Whether signature ``b`` confirms a candidate signed ``a`` whose fingerprint is
+    ``distance`` bits away: both near signatures within ``limit`` bits; or both short
+    pages', at the same digest, within :data:`SHORT_PAGE_DISTANCE`; or both filed without
+    a signature (the fingerprint alone decides)."""
+    if a == NO_SIGNATURE or b == NO_SIGNATURE:
         return a == b
+    if (a | b) & _EXACT:
+        return bool(a & b & _EXACT) and distance == 0 and (a ^ b).bit_count() <= SHORT_PAGE_DISTANCE
     return (a ^ b).bit_count() <= limit
 
 
 def score(a: int, b: int) -> int | None:
-    """Differing bits of two near signatures; None when either is an exact digest (which
-    only equality confirms)."""
-    if (a | b) & _EXACT:
+    """Differing bits of two signatures of one kind (near, or short pages'); None across
+    kinds or without a signature."""
+    if a == NO_SIGNATURE or b == NO_SIGNATURE or (a ^ b) & _EXACT:
         return None
     return (a ^ b).bit_count()
 
@@ -128,11 +143,13 @@ def exact_fingerprint(text: str, title: str, digest: Callable[[bytes], bytes]) -
 @dataclass(frozen=True)
 class Evidence:
     """What the second test reads of a page: the own text its fingerprint was computed
-    from, its title, and whether that fingerprint is a short page's exact digest."""
+    from, its title, whether that fingerprint is a short page's exact digest, and (for a
+    short page) all of the page's text."""
 
     text: str
     title: str = ""
     exact: bool = False
+    page: str = ""
 
 
 class Signer:
@@ -142,13 +159,17 @@ class Signer:
         self.key = key
 
     def sign(self, evidence: Evidence) -> int:
-        """A page's signature: a MinHash of its own text's shingles, or (a short page's
-        exact digest, or a text of no shingle at all) a keyed digest of its text and title
-        that only its equal confirms."""
+        """A page's signature: a MinHash of its own text's shingles; a short page's, of
+        its whole text (marked); a text of no shingle at all, a keyed digest of it and its
+        title (marked, confirming only its equal)."""
         text, title = evidence.text, evidence.title
-        found = () if evidence.exact else shingles(text)
+        found = shingles(evidence.page or f"{text}\n{title}") if evidence.exact else shingles(text)
         if not found:
             return xxhash.xxh3_128_intdigest(_exact_text(text, title), self.key) | _EXACT
+        return self._minhash(found) | (_EXACT if evidence.exact else 0)
+
+    def _minhash(self, found: set[str]) -> int:
+        """One-permutation 1-bit MinHash of shingles, bit 0 clear."""
         count = len(found)
         hashes = np.fromiter(
             map(xxhash.xxh3_64_intdigest, map(str.encode, found), repeat(self.key)),

@@ -202,11 +202,13 @@ class PageFingerprint:
     #: The fingerprint is an exact digest of a short page's own text and title: only an
     #: exact copy matches it.
     exact: bool = False
+    #: The whole page's text, kept for a short page only (its second test reads it).
+    visible: str = ""
 
     @property
     def evidence(self) -> Evidence:
         """What the second test reads of this page."""
-        return Evidence(self.own, self.title, self.exact)
+        return Evidence(self.own, self.title, self.exact, self.visible)
 
 
 class Fingerprinter:
@@ -333,7 +335,11 @@ class Fingerprinter:
             main.text, main.title, encoding=main.encoding, notes=tuple(main.notes)
         )
         # A user's extractor may not read the page's other lines: its main text stands in.
-        return replace(page, text=main.text, page_text=getattr(main, "page_text", main.text))
+        visible = getattr(main, "visible_text", "") if page.exact else ""
+        return replace(
+            page, text=main.text, page_text=getattr(main, "page_text", main.text),
+            visible=visible,
+        )
 
 
 def own_text(text: str, title: str, folded: str | None = None) -> str:

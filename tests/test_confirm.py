@@ -116,6 +116,32 @@ def test_an_exact_copy_of_a_short_brief_is_a_copy_and_other_briefs_are_not() -> 
     assert crawl.fetch("https://a.example/ferry2", html(other, "Bridge closed")) is None
 
 
+def listing(headline: str, items: list[str]) -> bytes:
+    """A listing page: one featured headline read as its text, the list in link rows."""
+    links = "".join(f'<li><a href="/a/{n}">{item}</a></li>' for n, item in enumerate(items))
+    return (
+        f"<html><head><title>News</title></head><body><nav><ul>{links}</ul></nav>"
+        f"<div class='featured'><p>{headline}</p></div></body></html>"
+    ).encode()
+
+
+def test_short_pages_reading_alike_but_different_as_whole_pages_are_not_copies() -> None:
+    """Two pages of a listing show one featured headline (all the extractor reads) under
+    one title: the same digest, yet different pages. A copy reads alike as a whole."""
+    headline = "Council approves the new tram line to the harbour."
+    items = [" ".join(article(n, 8)) for n in range(30)]
+    first, second = listing(headline, items[:15]), listing(headline, items[15:])
+    crawl = Crawl()
+    assert crawl.read(first).exact
+    assert crawl.read(first).fingerprint == crawl.read(second).fingerprint
+    assert crawl.fetch("https://a.example/news?page=1", first) is None
+    assert crawl.fetch("https://a.example/news?page=2", second) is None
+    again = listing(headline, [*items[:14], "Updated 10:31"])
+    assert crawl.fetch("https://a.example/news?page=1&utm_source=feed", again) == (
+        "https://a.example/news?page=1"
+    )
+
+
 def test_a_short_page_is_never_a_copy_of_a_long_one() -> None:
     crawl = Crawl(31)
     story = article(4)

@@ -535,15 +535,27 @@ def test_a_distinct_page_with_the_very_fingerprint_of_another_passes_unfiled(
     assert index.observe("victim-copy", fp, _signature(3)).match == Match("victim", fp, 0, NEAR)
 
 
-def test_exact_digests_confirm_only_their_equal(make: Callable[..., Any]) -> None:
+def test_short_pages_confirm_only_short_pages_at_the_same_digest(
+    make: Callable[..., Any],
+) -> None:
+    """A short page's fingerprint is a digest of its own text and title, its signature (bit
+    0 set) one of its whole text: a copy has the same digest and a signature within
+    SHORT_PAGE_DISTANCE (10) bits."""
     index = make(max_distance=8, exact_distance=3, confirm_distance=20)
     fp = 0x1111_2222_3333_4444
-    digest = _signature(7) | 1
-    index.observe("brief", fp, digest)
-    # One bit away is no exact copy, nor is a near signature equal but for the mark.
-    assert index.observe("other-brief", fp, digest ^ 2).match is None
-    assert index.observe("long-page", flip(fp, 9), digest ^ 1).match is None
-    assert index.observe("print-brief", fp, digest).match == Match("brief", fp, 0, digest)
+    page = _signature(7) | 1
+    index.observe("brief", fp, page)
+    # The same digest, whole texts 11 bits apart: another page (unfiled: its twin holds it).
+    assert index.observe("other-brief", fp, flip(page, *range(1, 12))) == Observation(
+        None, None, False, None, 1
+    )
+    # Another digest one bit away (another text), the same whole text: not a copy.
+    assert index.observe("near-digest", flip(fp, 9), page).match is None
+    # A long page whose near signature equals the short page's but for the mark: never.
+    assert index.observe("long-page", flip(fp, 10, 11), page ^ 1).match is None
+    copy = index.observe("print-brief", fp, flip(page, *range(1, 11)))
+    assert copy.match == Match("brief", fp, 0, page)
+    assert copy.rejected == 2
 
 
 def test_a_claim_on_a_key_holding_a_distinct_page_is_a_conflict(

@@ -230,7 +230,7 @@ def judge(
     rejected = 0
     twin = False
     for match in found:
-        if confirms(signature, match.signature, limit):
+        if confirms(signature, match.signature, limit, match.distance):
             confirmed.append(match)
         else:
             rejected += 1

@@ -223,7 +223,7 @@ def _refingerprint(
     )
     return replace(
         again, chars=page.chars, text=page.text, page_text=page.page_text,
-        template_lines=dropped,
+        template_lines=dropped, visible=page.visible if again.exact else "",
     )
 
 

@@ -40,6 +40,15 @@ class MainText:
     #: (:mod:`scrapy_simhash.template`), and the page's own text once that template is
     #: set aside when the main text turns out to be template.
     page_text: str = ""
+    #: All the text of the body, boilerplate included, when the main text is short (under
+    #: :data:`VISIBLE_TEXT_BELOW` characters): a page with too little text of its own is a
+    #: copy only of a page that also reads alike as a whole (:mod:`scrapy_simhash.confirm`).
+    visible_text: str = ""
+
+
+#: A main text shorter than this (in characters) comes with the body's whole text: it may
+#: be too short for a fingerprint (which needs 200 of its own, CJK counted three times).
+VISIBLE_TEXT_BELOW = 1000
 
 
 def _extract(data: bytes, encoding: str, notes: list[str]) -> MainText:
@@ -78,8 +87,10 @@ def _extract(data: bytes, encoding: str, notes: list[str]) -> MainText:
         # the discovery of the articles it alone links to.
         links = _lines([body], walk.stats, link_density=1.0, links_only=True)
         notes.append("only link lists: no text of its own" if links else "no main text found")
+    visible = walk.body_text() if len(main) < VISIBLE_TEXT_BELOW else ""
     return MainText(
-        _without_c1(title), _without_c1(main), encoding, tuple(notes), _without_c1(page_text)
+        _without_c1(title), _without_c1(main), encoding, tuple(notes), _without_c1(page_text),
+        " ".join(visible.split()),
     )
 
 

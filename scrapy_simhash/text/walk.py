@@ -51,12 +51,16 @@ class _Walk:
         self.dropped: list[etree._Element] = []
         # Kept elements that may mark the page's article (see _marked_article).
         self.marks: list[etree._Element] = []
-        self._body_chars: int | None = None
+        self._body_text: str | None = None
+
+    def body_text(self) -> str:
+        """Every character of text in the body (the walk drops nothing from the tree)."""
+        if self._body_text is None:
+            self._body_text = _text_content(self.body)
+        return self._body_text
 
     def body_chars(self) -> int:
-        if self._body_chars is None:
-            self._body_chars = len(_text_content(self.body))
-        return self._body_chars
+        return len(self.body_text())
 
     def is_boilerplate(
         self, el: etree._Element, tag: str, attributes: list[str], guarded: bool
