@@ -36,9 +36,10 @@
 -- "claim" is observe for a page naming `key` as its canonical URL: the entry already under
 -- `key` counts as a candidate too, and any other live entry there is a conflict.
 -- ARGV: 1 mode (observe|claim|rename|query|remove|expire), 2 prefix, 3 band masks, 4 group masks,
---       5 entry bucket bits, 6 max distance, 7 confirm distance, 8 now, 9 ttl (0 = none),
---       10 fingerprint (zeros when unused), 11 signature (16 bytes), 12 key id, 13 key text;
---       rename adds 14 new key id, 15 its text; last: digest of the configuration record
+--       5 entry bucket bits, 6 max distance, 7 confirm distance, 8 short pages' confirm
+--       distance, 9 now, 10 ttl (0 = none), 11 fingerprint (zeros when unused), 12 signature
+--       (16 bytes), 13 key id, 14 key text; rename adds 15 new key id, 16 its text; last:
+--       digest of the configuration record
 
 -- A server restarted without persistence loses the configuration record while clients
 -- keep writing, and another process may then create the namespace with other settings.
@@ -56,11 +57,12 @@ local groups_s = ARGV[4]
 local ebits = tonumber(ARGV[5])
 local limit = tonumber(ARGV[6])
 local climit = tonumber(ARGV[7])
-local now = tonumber(ARGV[8])
-local ttl = tonumber(ARGV[9])
-local fp = ARGV[10]
-local sig = ARGV[11]
-local me = ARGV[12]
+local slimit = tonumber(ARGV[8])
+local now = tonumber(ARGV[9])
+local ttl = tonumber(ARGV[10])
+local fp = ARGV[11]
+local sig = ARGV[12]
+local me = ARGV[13]
 
 local FPB = #fp
 local W = FPB / 4
@@ -181,18 +183,29 @@ local function distance_at(words, s, p)
   return c
 end
 
--- Whether a stored signature confirms the page's (confirm.py's confirms): when either is
--- an exact digest (lowest bit set) only its equal, else at most climit differing bits.
-local function confirms(other)
-  if band(string.byte(sig, 16), 1) == 1 or band(string.byte(other, 16), 1) == 1 then
+-- Whether a stored signature, its fingerprint d bits away, confirms the page's
+-- (confirm.py's confirms): without a signature (all ones) only another without one; a
+-- short page's (lowest bit set) only another short page's at the same fingerprint, within
+-- slimit differing bits; a near signature another within climit bits.
+local NONE = string.rep('\255', 16)
+local function confirms(other, d)
+  if sig == NONE or other == NONE then
     return other == sig
+  end
+  local most = climit
+  local short = band(string.byte(sig, 16), 1) + band(string.byte(other, 16), 1)
+  if short > 0 then
+    if short == 1 or d ~= 0 then
+      return false
+    end
+    most = slimit
   end
   local c = 0
   for i = 1, 13, 4 do
     local x = bit.bxor((unpack('>i4', sig, i)), (unpack('>i4', other, i)))
     while x ~= 0 do
       c = c + 1
-      if c > climit then
+      if c > most then
         return false
       end
       x = band(x, x - 1)
@@ -322,7 +335,7 @@ if mode == 'observe' or mode == 'claim' then
   -- The second test: the closest candidates whose signature confirms the page's.
   local best, confirmed, rejected, twin = limit + 1, {}, 0, false
   for _, m in ipairs(found) do
-    if confirms(m[4]) then
+    if confirms(m[4], m[3]) then
       confirmed[#confirmed + 1] = m
       if m[3] < best then
         best = m[3]
@@ -367,7 +380,7 @@ if mode == 'observe' or mode == 'claim' then
   else
     redis.call('HINCRBY', KEYS[1], 'n', 1)
     redis.call('SET', ek, es .. me .. fp .. stamp .. sig)
-    redis.call('RPUSH', prefix .. 'u' .. eb, ARGV[13])
+    redis.call('RPUSH', prefix .. 'u' .. eb, ARGV[14])
   end
   if not same then
     for t = 1, T do
@@ -381,11 +394,11 @@ if mode == 'observe' or mode == 'claim' then
   end
   return { 0, rejected, previous, previous_sig }
 elseif mode == 'rename' then
-  -- Move the entry of key id `me` to key id ARGV[14] (text ARGV[15]), fingerprint, last
+  -- Move the entry of key id `me` to key id ARGV[15] (text ARGV[16]), fingerprint, last
   -- seen and signature unchanged; an entry already under the new key is dropped first.
   -- Only the entry record, the key text and table 1's entry bucket move: the band records
   -- name the fingerprint, which stays.
-  local new, text = ARGV[14], ARGV[15]
+  local new, text = ARGV[15], ARGV[16]
   local neb = entry_bucket(new)
   local eb = entry_bucket(me)
   local ek = prefix .. 'e' .. eb

@@ -13,7 +13,7 @@ import xxhash
 
 from scrapy_simhash._redact import scrub
 from scrapy_simhash._redis import mask_url
-from scrapy_simhash.confirm import NO_SIGNATURE, SIGNATURE_BITS
+from scrapy_simhash.confirm import NO_SIGNATURE, SHORT_PAGE_DISTANCE, SIGNATURE_BITS
 from scrapy_simhash.exceptions import IndexBackendError, IndexMismatchError
 from scrapy_simhash.index.base import (
     IndexConfig,
@@ -191,6 +191,7 @@ class _Codec:
             b"%d" % ebits,
             b"%d" % self.config.max_distance,
             b"%d" % self.config.confirm_distance,
+            b"%d" % SHORT_PAGE_DISTANCE,
         )
         self._ttl = repr(float(ttl)).encode()
 
