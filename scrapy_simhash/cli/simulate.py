@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from dataclasses import asdict
 from typing import Any
 
 from scrapy_simhash.cli import settings_from_args
 from scrapy_simhash.cli._progress import bar
+from scrapy_simhash.cli.due import bounded_lines
 from scrapy_simhash.exceptions import ConfigurationError
 from scrapy_simhash.recrawl.config import DAY, RecrawlConfig
 from scrapy_simhash.recrawl.simulate import (
@@ -24,6 +26,24 @@ from scrapy_simhash.settings import recrawl_config
 
 #: Policies :func:`compare` runs per budget (the progress bar's unit).
 _POLICIES = 6
+
+# Bounds of the inputs. The simulation holds every page, every drawn change and every
+# fetch of a policy run in memory (``--pages 50000000`` once took 3.7 GB), so what it will
+# hold is estimated first and a run above MAX_MEMORY_BYTES is refused, saying what to lower.
+#: Simulated pages at most (--pages, lines of --rates-file).
+MAX_PAGES = 100_000
+#: Simulated days at most (ten years).
+MAX_DAYS = 3650.0
+#: Changes or fetches a day per page at most: one a minute, the simulation's shortest
+#: recrawl interval (faster changes cannot be told apart).
+MAX_PER_DAY = 1440.0
+#: Budgets --png draws at most (one simulation each).
+MAX_BUDGETS = 12
+#: What a run may hold (the interpreter and its imports come on top, about 50 MB).
+MAX_MEMORY_BYTES = 400 * 1024 * 1024
+#: Measured (with a margin): a page's state in every policy, and one drawn change or fetch.
+_BYTES_PER_PAGE = 3584
+_BYTES_PER_EVENT = 52
 
 #: Clamps wide enough not to distort the comparison, unless ``-s`` sets them.
 _SIMULATION_DEFAULTS = {
@@ -75,9 +95,9 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--pages", type=int, default=200,
-                        help="simulated pages (default 200)")
+                        help=f"simulated pages, at most {MAX_PAGES:,} (default 200)")
     parser.add_argument("--days", type=float, default=30.0,
-                        help="simulated days (default 30)")
+                        help=f"simulated days, at most {MAX_DAYS:g} (default 30)")
     parser.add_argument("--warmup-days", type=float, default=10.0,
                         help="days left out of the figures while estimates settle (default 10)")
     parser.add_argument("--fetches-per-page-per-day", type=float, default=1.0, metavar="F",
@@ -101,12 +121,10 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     config = recrawl_config({**_SIMULATION_DEFAULTS, **settings_from_args(args)})
-    population = _population(args)
-    if args.fetches_per_page_per_day <= 0 or args.days <= args.warmup_days:
-        raise ConfigurationError(
-            "--fetches-per-page-per-day must be > 0 and --days longer than --warmup-days"
-        )
+    _check_numbers(args)
     budgets = _budgets(args) if args.png else []
+    population = _population(args)
+    _check_memory(args, population, max([args.fetches_per_page_per_day, *budgets]))
     if args.png:
         from scrapy_simhash.cli._plot import pyplot
 
@@ -147,16 +165,88 @@ def _run(
     )
 
 
+def check_range(
+    name: str, value: float, low: float, high: float, *, above_low: bool = False, why: str = ""
+) -> None:
+    """Refuse ``value`` unless finite and in ``[low, high]`` (``(low, high]`` when
+    ``above_low``): NaN compares false to every bound and once ran a table of zeros."""
+    inside = math.isfinite(value) and (value > low if above_low else value >= low) and value <= high
+    if not inside:
+        low_text = f"above {low:g}" if above_low else f"at least {low:g}"
+        raise ConfigurationError(
+            f"{name} must be a number {low_text} and at most {high:g}{why}, got {value}"
+        )
+
+
+_PER_DAY_WHY = " (a minute apart: the simulation's shortest recrawl interval)"
+
+
+def _check_numbers(args: argparse.Namespace) -> None:
+    """Every number of the command, before anything is drawn."""
+    if not args.rates_file and not 1 <= args.pages <= MAX_PAGES:
+        raise ConfigurationError(
+            f"--pages must be between 1 and {MAX_PAGES:,} (every page is simulated in memory "
+            f"by every policy), got {args.pages}"
+        )
+    check_range("--days", args.days, 0, MAX_DAYS, above_low=True, why=" (ten years)")
+    check_range("--warmup-days", args.warmup_days, 0, MAX_DAYS)
+    if args.days <= args.warmup_days:
+        raise ConfigurationError(
+            f"--days ({args.days:g}) must be longer than --warmup-days ({args.warmup_days:g}): "
+            "the figures are measured after the warm-up"
+        )
+    check_range("--fetches-per-page-per-day", args.fetches_per_page_per_day, 0, MAX_PER_DAY,
+                above_low=True, why=_PER_DAY_WHY)
+    check_range("--trivial-fraction", args.trivial_fraction, 0, 1, why=" (a share of the pages)")
+    check_range("--trivial-per-day", args.trivial_per_day, 0, MAX_PER_DAY, why=_PER_DAY_WHY)
+
+
+def _check_memory(args: argparse.Namespace, population: Population, most_per_day: float) -> None:
+    """Refuse a run whose pages, drawn changes and fetches would not fit MAX_MEMORY_BYTES."""
+    pages = len(population)
+    changes = sum(population.rates_per_day) + sum(population.trivial_per_day)
+    events = args.days * (changes + pages * most_per_day)
+    need = pages * _BYTES_PER_PAGE + events * _BYTES_PER_EVENT
+    if need > MAX_MEMORY_BYTES:
+        raise ConfigurationError(
+            f"this simulation would hold about {need / 2**20:,.0f} MiB ({pages:,} pages, "
+            f"{events:,.0f} changes and fetches over {args.days:g} days); it is refused above "
+            f"{MAX_MEMORY_BYTES // 2**20} MiB: lower --pages, --days, --trivial-per-day or "
+            "the fetch budget"
+        )
+
+
+def _read_rates(path: str) -> list[float]:
+    """One change rate a line (its first field; ``#`` comments and blank lines skipped),
+    each checked, at most MAX_PAGES of them."""
+    rates: list[float] = []
+    for number, line in bounded_lines(path, what="--rates-file", max_line_bytes=1024,
+                                      max_bytes=16 * 1024 * 1024):
+        fields = line.split()
+        if not fields or fields[0].startswith("#"):
+            continue
+        where = f"--rates-file {path}: line {number}"
+        try:
+            rate = float(fields[0])
+        except ValueError:
+            raise ConfigurationError(
+                f"{where} ({fields[0][:40]!r}) is not a number of changes per day"
+            ) from None
+        check_range(where, rate, 0, MAX_PER_DAY, why=" changes a day" + _PER_DAY_WHY)
+        if len(rates) == MAX_PAGES:
+            raise ConfigurationError(
+                f"--rates-file {path}: more than {MAX_PAGES:,} rates (one page each; every "
+                "page is simulated in memory by every policy)"
+            )
+        rates.append(rate)
+    if not rates:
+        raise ConfigurationError(f"--rates-file {path}: expected one rate >= 0 per line")
+    return rates
+
+
 def _population(args: argparse.Namespace) -> Population:
     if args.rates_file:
-        with open(args.rates_file, encoding="utf-8") as stream:
-            rates = [float(line.split()[0]) for line in stream if line.strip()
-                     and not line.startswith("#")]
-        if not rates or min(rates) < 0:
-            raise ConfigurationError(f"{args.rates_file}: expected one rate >= 0 per line")
-        return population_from_rates(rates, args.trivial_per_day)
-    if args.pages < 1:
-        raise ConfigurationError("--pages must be at least 1")
+        return population_from_rates(_read_rates(args.rates_file), args.trivial_per_day)
     return synthetic_population(
         args.pages,
         seed=args.seed,
@@ -170,8 +260,15 @@ def _budgets(args: argparse.Namespace) -> list[float]:
         budgets = sorted({float(part) for part in args.budgets.split(",")})
     except ValueError:
         raise ConfigurationError("--budgets takes numbers separated by commas") from None
-    if not budgets or budgets[0] <= 0:
+    if not budgets:
         raise ConfigurationError("--budgets must be positive numbers")
+    if len(budgets) > MAX_BUDGETS:
+        raise ConfigurationError(
+            f"--budgets takes at most {MAX_BUDGETS} budgets (each is a simulation of its own)"
+        )
+    for budget in budgets:
+        check_range("each of --budgets", budget, 0, MAX_PER_DAY, above_low=True,
+                    why=_PER_DAY_WHY)
     return budgets
 
 
