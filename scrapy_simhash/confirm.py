@@ -44,7 +44,7 @@ from itertools import repeat
 import numpy as np
 import xxhash
 
-from scrapy_simhash.features import _CJK, normalize
+from scrapy_simhash.features import _CJK, _CJK_CHAR, normalize
 
 #: Bits of a signature (128 bins of one bit). 64 bins were tried: their estimate is noisy
 #: enough that, depending on the key, 1 to 4 labelled distinct pairs (30% rewrites) of the
@@ -67,16 +67,16 @@ SHORT_PAGE_DISTANCE = 10
 #: marked exact, so it confirms only another filed without one, i.e. by distance alone.
 NO_SIGNATURE = (1 << SIGNATURE_BITS) - 1
 _EXACT = 1
+_TOKEN = re.compile(f"[{_CJK}]|[^\\W_{_CJK}]+")
 #: Bits a near signature compares: bit 0 is the exact-digest mark, always clear in one.
 _COMPARED = SIGNATURE_BITS - 1
-_TOKEN = re.compile(f"[{_CJK}]|[^\\W_{_CJK}]+")
 _BINS = SIGNATURE_BITS
 _BIN_SHIFT = np.uint64(64 - 7)  # the top 7 bits of a shingle's hash pick its bin
 _VALUE_MASK = np.uint64((1 << 57) - 1)
 _EMPTY = np.uint64(1 << 57)
-# Added once per bin walked when an empty bin borrows its right neighbour's minimum, so a
-# borrowed value differs from the one it came from (an odd constant flips the parity).
-_ROTATION = np.uint64(0x9E3779B97F4A7C15)
+_BIN_NUMBERS = np.arange(_BINS)
+#: Mixed into each bin's minimum before its bit is taken (one odd multiple per bin).
+_BIN_SALTS = (np.arange(1, _BINS + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15))
 _ONE = np.uint64(1)
 
 
@@ -118,13 +118,24 @@ def pass_probability(resemblance: float, limit: int = CONFIRM_DISTANCE) -> float
     return math.fsum(math.comb(n, i) * q**i * (1 - q) ** (n - i) for i in range(limit + 1))
 
 
+def tokens(folded: str) -> list[str]:
+    """The tokens a signature shingles, of a normalised text (``normalize``): words between
+    spaces (their punctuation kept: copies keep it too); in a text with ideographs, each
+    ideograph on its own and the words between them (punctuation, there, is left out: a
+    shingle of ideographs and a comma matched copies less often)."""
+    if not _CJK_CHAR.search(folded):
+        return folded.split()
+    return _TOKEN.findall(folded)
+
+
 def shingles(text: str) -> set[str]:
-    """The distinct word 3-shingles of a text (ideographs one token each), normalised as
-    features are; a text of fewer tokens is one shingle."""
-    tokens = _TOKEN.findall(normalize(text))
-    if len(tokens) < SHINGLE_TOKENS:
-        return {" ".join(tokens)} if tokens else set()
-    return set(map(" ".join, zip(*(tokens[i:] for i in range(SHINGLE_TOKENS)), strict=False)))
+    """The distinct word 3-shingles of a text, as the signature reads them (for figures
+    that explain it: the resemblance of two texts is the Jaccard index of these sets); a
+    text of fewer tokens is one shingle."""
+    found = tokens(normalize(text))
+    if len(found) < SHINGLE_TOKENS:
+        return {" ".join(found)} if found else set()
+    return set(map(" ".join, zip(*(found[i:] for i in range(SHINGLE_TOKENS)), strict=False)))
 
 
 def _exact_text(text: str, title: str) -> bytes:
@@ -143,8 +154,8 @@ def exact_fingerprint(text: str, title: str, digest: Callable[[bytes], bytes]) -
 @dataclass(frozen=True)
 class Evidence:
     """What the second test reads of a page: the own text its fingerprint was computed
-    from, its title, whether that fingerprint is a short page's exact digest, and (for a
-    short page) all of the page's text."""
+    from, normalised (``normalize``), its title, whether that fingerprint is a short page's
+    exact digest, and (for a short page) all of the page's text."""
 
     text: str
     title: str = ""
@@ -160,35 +171,66 @@ class Signer:
 
     def sign(self, evidence: Evidence) -> int:
         """A page's signature: a MinHash of its own text's shingles; a short page's, of
-        its whole text (marked); a text of no shingle at all, a keyed digest of it and its
+        its whole text (marked); a text of no token at all, a keyed digest of it and its
         title (marked, confirming only its equal)."""
         text, title = evidence.text, evidence.title
-        found = shingles(evidence.page or f"{text}\n{title}") if evidence.exact else shingles(text)
+        if evidence.exact:
+            found = tokens(normalize(evidence.page or f"{text}\n{title}"))
+        else:
+            found = tokens(text)
         if not found:
             return xxhash.xxh3_128_intdigest(_exact_text(text, title), self.key) | _EXACT
         return self._minhash(found) | (_EXACT if evidence.exact else 0)
 
-    def _minhash(self, found: set[str]) -> int:
-        """One-permutation 1-bit MinHash of shingles, bit 0 clear."""
+    def _minhash(self, found: list[str]) -> int:
+        """One-permutation 1-bit MinHash of the 3-shingles of ``found``, bit 0 clear.
+
+        Each token is hashed once under the key; a shingle's hash mixes its three tokens'
+        (rotated, XORed, then the MurmurHash3 finaliser) in numpy, not a string and a hash
+        call per shingle. A repeated shingle changes no minimum, so none is removed.
+        """
         count = len(found)
-        hashes = np.fromiter(
+        hashed = np.fromiter(
             map(xxhash.xxh3_64_intdigest, map(str.encode, found), repeat(self.key)),
             dtype=np.uint64, count=count,
         )
+        size = SHINGLE_TOKENS
+        if count >= size:
+            mixed = hashed[: count - size + 1].copy()
+            for at in range(1, size):
+                mixed ^= _rotate(hashed[at : count - size + 1 + at], (21 * at) % 64)
+            hashed = _mix(mixed)
         mins = np.full(_BINS, _EMPTY, dtype=np.uint64)
-        np.minimum.at(mins, (hashes >> _BIN_SHIFT).astype(np.intp), hashes & _VALUE_MASK)
+        np.minimum.at(mins, (hashed >> _BIN_SHIFT).astype(np.intp), hashed & _VALUE_MASK)
         empty = mins == _EMPTY
         if empty.any():
             # Rotation densification: an empty bin takes the next filled bin's minimum to
-            # its right (circularly), offset by how far it looked.
+            # its right (circularly). The bit is then drawn from the minimum and the bin's
+            # own number, so the bins that borrow one minimum still give independent bits.
             filled = np.flatnonzero(~empty)
-            bins = np.arange(_BINS)
-            source = filled[np.searchsorted(filled, bins) % len(filled)]
-            steps = ((source - bins) % _BINS).astype(np.uint64)
-            mins = mins[source] + _ROTATION * steps
-        bits = (mins & _ONE).astype(np.uint8)
+            mins = mins[filled[np.searchsorted(filled, _BIN_NUMBERS) % len(filled)]]
+        bits = (_mix(mins ^ _BIN_SALTS) & _ONE).astype(np.uint8)
         # Bit 0 (the last bin) is the exact-digest mark: a near signature keeps it clear.
         return int.from_bytes(np.packbits(bits).tobytes(), "big") & ~_EXACT
+
+
+def _rotate(values: np.ndarray, by: int) -> np.ndarray:
+    return (values << np.uint64(by)) | (values >> np.uint64(64 - by))
+
+
+_M1 = np.uint64(0xFF51AFD7ED558CCD)
+_M2 = np.uint64(0xC4CEB9FE1A85EC53)
+_33 = np.uint64(33)
+
+
+def _mix(values: np.ndarray) -> np.ndarray:
+    """MurmurHash3's 64-bit finaliser: every output bit depends on every input bit."""
+    values ^= values >> _33
+    values *= _M1
+    values ^= values >> _33
+    values *= _M2
+    values ^= values >> _33
+    return values
 
 
 class Signing:

@@ -196,8 +196,8 @@ class PageFingerprint:
     page_text: str = ""
     #: Lines of the host's template set aside (0: none, or no template known).
     template_lines: int = 0
-    #: The text of its own the fingerprint read (the main text without its headline lines):
-    #: what the second test signs (:mod:`scrapy_simhash.confirm`).
+    #: The text of its own the fingerprint read (the main text without its headline lines),
+    #: normalised: what the second test signs (:mod:`scrapy_simhash.confirm`).
     own: str = ""
     #: The fingerprint is an exact digest of a short page's own text and title: only an
     #: exact copy matches it.
@@ -305,7 +305,7 @@ class Fingerprinter:
         # Normalised once for the length check, the features and the own text.
         folded = normalize(text)
         reason = self.too_short(text, title, folded=folded)
-        own = own_text(text, title, folded)
+        own = own_folded(text, title, folded)
         fingerprint = None
         if reason is None:
             fingerprint = self.fingerprint_features(self.features(text, title, folded=folded))
@@ -354,11 +354,24 @@ def own_text(text: str, title: str, folded: str | None = None) -> str:
     return "\n".join(lines)
 
 
-def _own_lines(text: str, title: str, folded: str | None = None) -> Iterator[str]:
-    """The lines of own_text, one at a time, so that a length check can stop early."""
+def own_folded(text: str, title: str, folded: str | None = None) -> str:
+    """:func:`own_text` normalised (``folded`` is ``normalize(text)``): the whole folded
+    text when there is no title to set aside, with no further work."""
+    if folded is None:
+        folded = normalize(text)
+    if not title.strip():
+        return folded
+    return "\n".join(_own_lines(text, title, folded, fold=True))
+
+
+def _own_lines(
+    text: str, title: str, folded: str | None = None, *, fold: bool = False
+) -> Iterator[str]:
+    """The lines of own_text (folded ones with ``fold``), one at a time, so that a length
+    check can stop early."""
     folded_title = " ".join(normalize(title).split())
     lines = text.split("\n")
-    if not folded_title:
+    if not folded_title and not fold:
         yield from lines
         return
     # One normalisation of the whole text rather than one per line: no character folds
@@ -367,6 +380,6 @@ def _own_lines(text: str, title: str, folded: str | None = None) -> Iterator[str
     if len(folded_lines) != len(lines):
         folded_lines = [normalize(line) for line in lines]
     for line, folded_line in zip(lines, folded_lines, strict=True):
-        folded = " ".join(folded_line.split())
-        if folded and folded not in folded_title:
-            yield line
+        spaced = " ".join(folded_line.split())
+        if spaced and (not folded_title or spaced not in folded_title):
+            yield folded_line if fold else line

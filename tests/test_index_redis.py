@@ -133,7 +133,7 @@ def test_unreachable_server_at_open_is_a_backend_error(own_redis: RedisServer) -
 def test_settings_become_open_index_arguments(tmp_path: Path) -> None:
     assert index_options({}) == {
         "url": None,
-        "max_distance": 4,
+        "max_distance": 8,
         "exact_distance": 3,
         "namespace": "default",
         "tables": None,
@@ -142,6 +142,7 @@ def test_settings_become_open_index_arguments(tmp_path: Path) -> None:
         "reset": False,
         "drop_ttl_secs": 30 * 86400.0,
         "drop_max_entries": 1_000_000,
+        "confirm_distance": 20,
         "options": {},
     }
     options = index_options(
@@ -157,6 +158,7 @@ def test_settings_become_open_index_arguments(tmp_path: Path) -> None:
             "SIMHASH_INDEX_OPTIONS": '{"timeout": 2}',
             "SIMHASH_DROP_RECORD_TTL_SECS": "0",
             "SIMHASH_DROP_RECORD_MAX_ENTRIES": "500",
+            "SIMHASH_CONFIRM_DISTANCE": "12",
         }
     )
     assert options["tables"] == 21
@@ -166,11 +168,14 @@ def test_settings_become_open_index_arguments(tmp_path: Path) -> None:
         assert index.config.ttl_secs == 86400
         assert index.config.namespace == "news"
         assert (index.config.drop_ttl_secs, index.config.drop_max_entries) == (None, 500)
+        assert index.config.confirm_distance == 12
     with pytest.raises(ConfigurationError, match="SIMHASH_MAX_DISTANCE"):
         index_options({"SIMHASH_MAX_DISTANCE": "many"})
     with pytest.raises(ConfigurationError, match="SIMHASH_INDEX_EXACT_DISTANCE"):
         index_options({"SIMHASH_MAX_DISTANCE": "2", "SIMHASH_INDEX_EXACT_DISTANCE": "3"})
     assert index_options({"SIMHASH_MAX_DISTANCE": "0"})["exact_distance"] == 0
+    with pytest.raises(ConfigurationError, match="SIMHASH_CONFIRM_DISTANCE"):
+        index_options({"SIMHASH_CONFIRM_DISTANCE": "32"})
     # 128-bit fingerprints get distances of their own unless set.
     wide = index_options({"SIMHASH_BITS": "128"})
     assert (wide["max_distance"], wide["exact_distance"]) == (9, 5)
