@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from scrapy_simhash._redact import scrub
 from scrapy_simhash._redis import REDIS_SCHEMES, mask_url
 from scrapy_simhash._runners import in_thread, inline
 from scrapy_simhash.exceptions import ConfigurationError
@@ -92,7 +93,7 @@ def scheme_of(url: str | None) -> str:
         if "IPv6" in str(exc):
             hint = " (an IPv6 address goes in brackets: redis://[::1]:6379/0)"
         raise ConfigurationError(
-            f"`url` {mask_url(url)!r} cannot be read: {exc}{hint}"
+            f"`url` {mask_url(url)!r} cannot be read: {scrub(str(exc), url)}{hint}"
         ) from None
 
 

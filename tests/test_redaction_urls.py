@@ -239,14 +239,8 @@ def test_plain_user_names_stay_visible() -> None:
 
 
 # -- leaks outside the Redis URL path ------------------------------------------------------------
-# These quote the URL from modules of other owners; each is one line to fix there.
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="index/sqlite.py sqlite_path quotes the URL unmasked ({url!r}); "
-    "fix: quote mask_url(url)",
-)
 @pytest.mark.parametrize("userinfo", [":Qsec/Xret", ":Qsec#Xret", "Qsecret", "user:Qsecret"])
 def test_sqlite_urls_with_userinfo_say_nothing_of_it(userinfo: str, tmp_path: Path) -> None:
     url = f"sqlite://{userinfo}@/{tmp_path}/index.db"
@@ -255,11 +249,6 @@ def test_sqlite_urls_with_userinfo_say_nothing_of_it(userinfo: str, tmp_path: Pa
         assert form not in said, (form, said)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="storage.py scheme_of quotes urllib's ValueError, which quotes the host part "
-    "('netloc ... contains invalid characters under NFKC normalization'); fix: scrub(str(exc), url)",
-)
 def test_a_netloc_urllib_refuses_is_not_quoted() -> None:
     url = f"redis://:Qsec\uff03Xret@{HOST}/0"  # a full-width "#" that NFKC turns into "#"
     with pytest.raises(ConfigurationError) as caught:

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 import xxhash
 
+from scrapy_simhash._redact import mask_url
 from scrapy_simhash._sqlite import SharedConnection
 from scrapy_simhash._sqlite_origins import SCHEMA as ORIGINS_SCHEMA
 from scrapy_simhash._sqlite_origins import UrlOrigins
@@ -93,11 +94,11 @@ def sqlite_path(url: str) -> str:
     if parts.netloc:
         raise ConfigurationError(
             f"an SQLite index URL has no host: use sqlite:///relative/path or "
-            f"sqlite:////absolute/path, got {url!r}"
+            f"sqlite:////absolute/path, got {mask_url(url)!r}"
         )
     path = parts.path.removeprefix("/")
     if not path:
-        raise ConfigurationError(f"the SQLite index URL {url!r} names no file")
+        raise ConfigurationError(f"the SQLite index URL {mask_url(url)!r} names no file")
     return path
 
 
