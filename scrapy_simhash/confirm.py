@@ -243,6 +243,11 @@ class Signing:
         self._signature = NO_SIGNATURE
         self._key: int | None = None
 
+    @property
+    def signed(self) -> int:
+        """The signature last made (NO_SIGNATURE before any, or without evidence)."""
+        return self._signature
+
     def under(self, key: int) -> int:
         if self.evidence is not None and key != self._key:
             self._signature = Signer(key).sign(self.evidence)

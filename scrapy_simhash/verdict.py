@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, Protocol
 
 from scrapy_simhash.canonical import MEMORY_ENTRIES, KeyMemory, preferred
-from scrapy_simhash.confirm import Evidence, Signing, stored_signature
+from scrapy_simhash.confirm import Evidence, Signing, score, stored_signature
 from scrapy_simhash.exceptions import BackendUnavailable, ConfigurationError, InvalidKeyError
 from scrapy_simhash.index.base import Match, Observation, judge
 from scrapy_simhash.index.drops import HELD, holder_of
@@ -247,7 +247,9 @@ class VerdictStep:
                 if key == own:
                     await self.forget(own)
                 if record_drops:
-                    await self.record_drop(own, match.key, match.distance)
+                    await self.record_drop(
+                        own, match.key, match.distance, score(signing.signed, match.signature)
+                    )
             elif own == match.key:
                 # The canonical URL itself, whose page another URL's fetch filed under it:
                 # a copy for the spider, yet the fetch of the URL the schedule names (with
@@ -554,11 +556,15 @@ class VerdictStep:
         for good): the schedule hears of it. None without a schedule or when it is away."""
         return await self._visit(key, None, answer)
 
-    async def record_drop(self, url: str, kept: str, distance: int) -> None:
-        """Record a dropped near-duplicate; an unavailable (or, found mid-crawl, unusable)
-        index only loses the record."""
+    async def record_drop(
+        self, url: str, kept: str, distance: int, apart: int | None = None
+    ) -> None:
+        """Record a dropped near-duplicate (``apart``: the second test's figure); an
+        unavailable (or, found mid-crawl, unusable) index only loses the record."""
         with contextlib.suppress(BackendUnavailable, ConfigurationError):
-            await self.index.call(lambda backend: backend.record_drop(url, kept, distance))
+            await self.index.call(
+                lambda backend: backend.record_drop(url, kept, distance, apart)
+            )
 
     async def forget_drop(self, url: str) -> None:
         """Forget a drop record that turned out wrong; an index away only keeps it."""

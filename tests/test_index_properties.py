@@ -303,19 +303,22 @@ def test_drop_records_read_back_what_was_recorded(
 
     @settings(max_examples=60, deadline=None,
               suppress_health_check=[HealthCheck.function_scoped_fixture])
-    @given(pairs=st.lists(st.tuples(_URL_TEXT, _URL_TEXT, st.integers(0, 64)), max_size=8))
-    def check(pairs: list[tuple[str, str, int]]) -> None:
+    @given(pairs=st.lists(
+        st.tuples(_URL_TEXT, _URL_TEXT, st.integers(0, 64), st.none() | st.integers(0, 127)),
+        max_size=8,
+    ))
+    def check(pairs: list[tuple[str, str, int, int | None]]) -> None:
         with open_index(url, namespace="drops", reset=True) as index:
-            expected: dict[str, tuple[str, int]] = {}
-            for dropped, kept, distance in pairs:
+            expected: dict[str, tuple[str, int, int | None]] = {}
+            for dropped, kept, distance, apart in pairs:
                 for copy in (dropped, dropped + kept, kept + dropped):
-                    index.record_drop(copy, kept, distance)
-                    expected[copy] = (kept, distance)
-            for copy, (kept, distance) in expected.items():
+                    index.record_drop(copy, kept, distance, apart)
+                    expected[copy] = (kept, distance, apart)
+            for copy, (kept, distance, apart) in expected.items():
                 record = index.drop_of(copy)
                 assert record is not None
-                assert (record.kept, record.distance) == (kept, distance)
-            listed = {r.url: (r.kept, r.distance) for r in index.drops()}
+                assert (record.kept, record.distance, record.apart) == (kept, distance, apart)
+            listed = {r.url: (r.kept, r.distance, r.apart) for r in index.drops()}
             assert listed == expected
 
     check()

@@ -170,9 +170,13 @@ def run_lookup(args: argparse.Namespace) -> int:
             name = kept_name(index.drop_of, key) or record.kept
             kept = index.get(name)
             now = f", now named {name}" if name != record.kept else ""
+            confirmed = (
+                f", signatures {record.apart} bits apart" if record.apart is not None else ""
+            )
             print(
-                f"{key}: near-duplicate of {record.kept} (distance {record.distance}, "
-                f"dropped {moment}{now})" + (f"; {name}: {to_hex(kept, bits)}" if kept else "")
+                f"{key}: near-duplicate of {record.kept} (distance {record.distance}"
+                f"{confirmed}, dropped {moment}{now})"
+                + (f"; {name}: {to_hex(kept, bits)}" if kept else "")
             )
     if fp is None and record is None:
         print(f"{key}: {_not_indexed(args, target, key)}")

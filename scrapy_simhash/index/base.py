@@ -379,9 +379,12 @@ class NearDuplicateIndex(ABC):
         fingerprint = self.get(key)
         return None if fingerprint is None else (fingerprint, NO_SIGNATURE)
 
-    def record_drop(self, url: str, kept: str, distance: int) -> None:  # noqa: B027 (optional)
-        """Remember that ``url`` was dropped as a copy of ``kept`` (bounded by the
-        ``drop_*`` configuration; a later drop of ``url`` replaces the record).
+    def record_drop(  # noqa: B027 (optional)
+        self, url: str, kept: str, distance: int, apart: int | None = None
+    ) -> None:
+        """Remember that ``url`` was dropped as a copy of ``kept``, their fingerprints
+        ``distance`` and signatures ``apart`` bits apart (bounded by the ``drop_*``
+        configuration; a later drop of ``url`` replaces the record).
 
         Backends registered without a record of their own keep nothing.
         """
@@ -514,7 +517,9 @@ class AsyncNearDuplicateIndex(ABC):
         fingerprint = await self.get(key)
         return None if fingerprint is None else (fingerprint, NO_SIGNATURE)
 
-    async def record_drop(self, url: str, kept: str, distance: int) -> None:  # noqa: B027
+    async def record_drop(  # noqa: B027
+        self, url: str, kept: str, distance: int, apart: int | None = None
+    ) -> None:
         """See :meth:`NearDuplicateIndex.record_drop`."""
 
     async def drop_of(self, url: str) -> DropRecord | None:

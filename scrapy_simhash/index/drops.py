@@ -24,16 +24,21 @@ DROP_MAX_ENTRIES = 1_000_000
 #: Expired or excess records deleted per new record at most, so one call never stalls.
 TRIM_BATCH = 16
 
-_HEAD = struct.Struct(">IBH")  # time, distance, length of the kept URL
+_HEAD = struct.Struct(">IBBH")  # time, distance, signature bits apart, length of the kept URL
+#: What a record stores for "no second test figure" (a holder record, a page without one).
+_NO_APART = 255
 
 
 class DropRecord(NamedTuple):
-    """``url`` was dropped as a near-duplicate of ``kept`` at ``at`` (Unix seconds)."""
+    """``url`` was dropped as a near-duplicate of ``kept`` at ``at`` (Unix seconds): their
+    fingerprints ``distance`` bits apart and their signatures ``apart`` bits (the second
+    test's figure, :mod:`scrapy_simhash.confirm`; None when there is none)."""
 
     url: str
     kept: str
     distance: int
     at: int
+    apart: int | None = None
 
 
 #: The distance of a holder record: ``url`` is a canonical URL whose page reached the spider
@@ -72,18 +77,30 @@ def kept_name(drop_of: Callable[[str], DropRecord | None], url: str) -> str | No
 
 
 def pack_record(record: DropRecord) -> bytes:
-    """Compact value of a record (Redis): 7 bytes plus the two URLs."""
+    """Compact value of a record (Redis): 8 bytes plus the two URLs."""
     kept = record.kept.encode("utf-8", "surrogatepass")
     url = record.url.encode("utf-8", "surrogatepass")
-    return _HEAD.pack(record.at, min(record.distance, 255), len(kept)) + kept + url
+    apart = _NO_APART if record.apart is None else min(record.apart, _NO_APART - 1)
+    return _HEAD.pack(record.at, min(record.distance, 255), apart, len(kept)) + kept + url
 
 
 def unpack_record(data: bytes) -> DropRecord:
-    at, distance, size = _HEAD.unpack_from(data)
+    at, distance, apart, size = _HEAD.unpack_from(data)
     start = _HEAD.size
     kept = data[start : start + size].decode("utf-8", "surrogatepass")
     url = data[start + size :].decode("utf-8", "surrogatepass")
-    return DropRecord(url, kept, distance, at)
+    return DropRecord(url, kept, distance, at, None if apart == _NO_APART else apart)
+
+
+def pack_distances(distance: int, apart: int | None) -> int:
+    """A record's two figures in one small integer (SQLite's column): the distance in the
+    low byte, the signature bits apart plus one above it (0: none)."""
+    return distance | (0 if apart is None else apart + 1) << 8
+
+
+def unpack_distances(value: int) -> tuple[int, int | None]:
+    apart = value >> 8
+    return value & 0xFF, apart - 1 if apart else None
 
 
 class MemoryDrops:
@@ -97,11 +114,13 @@ class MemoryDrops:
     def _expired(self, record: DropRecord, now: float) -> bool:
         return self.ttl_secs is not None and now - record.at > self.ttl_secs
 
-    def record(self, url: str, kept: str, distance: int, now: float) -> None:
+    def record(
+        self, url: str, kept: str, distance: int, now: float, apart: int | None = None
+    ) -> None:
         if self.max_entries <= 0:
             return
         self._records.pop(url, None)
-        self._records[url] = DropRecord(url, kept, distance, int(now))
+        self._records[url] = DropRecord(url, kept, distance, int(now), apart)
         while len(self._records) > self.max_entries:
             self._records.popitem(last=False)
         for _ in range(TRIM_BATCH):

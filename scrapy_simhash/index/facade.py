@@ -80,8 +80,8 @@ class IndexFacade(Face, NearDuplicateIndex):
     def rename(self, old: str, new: str) -> bool:
         return self._call("rename", self.backend.rename, old, new)
 
-    def record_drop(self, url: str, kept: str, distance: int) -> None:
-        self._call("record drop", self.backend.record_drop, url, kept, distance)
+    def record_drop(self, url: str, kept: str, distance: int, apart: int | None = None) -> None:
+        self._call("record drop", self.backend.record_drop, url, kept, distance, apart)
 
     def drop_of(self, url: str) -> DropRecord | None:
         return self._call("drop lookup", self.backend.drop_of, url)
@@ -150,8 +150,10 @@ class AsyncIndexFacade(Face, AsyncNearDuplicateIndex):
     async def rename(self, old: str, new: str) -> bool:
         return await self._call("rename", self.backend.rename, old, new)
 
-    async def record_drop(self, url: str, kept: str, distance: int) -> None:
-        await self._call("record drop", self.backend.record_drop, url, kept, distance)
+    async def record_drop(
+        self, url: str, kept: str, distance: int, apart: int | None = None
+    ) -> None:
+        await self._call("record drop", self.backend.record_drop, url, kept, distance, apart)
 
     async def drop_of(self, url: str) -> DropRecord | None:
         return await self._call("drop lookup", self.backend.drop_of, url)

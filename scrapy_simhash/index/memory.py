@@ -158,10 +158,10 @@ class MemoryIndex(NearDuplicateIndex):
             self._entries[new] = entry
             return True
 
-    def record_drop(self, url: str, kept: str, distance: int) -> None:
+    def record_drop(self, url: str, kept: str, distance: int, apart: int | None = None) -> None:
         check_key(url)
         with self._lock:
-            self._drops.record(url, kept, distance, self._clock())
+            self._drops.record(url, kept, distance, self._clock(), apart)
 
     def drop_of(self, url: str) -> DropRecord | None:
         with self._lock:

@@ -37,7 +37,7 @@ from scrapy_simhash.index.base import (
     key_of,
     ordered,
 )
-from scrapy_simhash.index.drops import DropRecord
+from scrapy_simhash.index.drops import DropRecord, pack_distances, unpack_distances
 from scrapy_simhash.index.keys import check_key
 from scrapy_simhash.index.layout import BandLayout
 
@@ -428,7 +428,7 @@ class SqliteIndex(NearDuplicateIndex):
             self._store(self._find(new)[1], new, row[0], row[1], bands=True)
             return True
 
-    def record_drop(self, url: str, kept: str, distance: int) -> None:
+    def record_drop(self, url: str, kept: str, distance: int, apart: int | None = None) -> None:
         check_key(url)
         limit = self.config.drop_max_entries
         if limit <= 0:
@@ -438,7 +438,8 @@ class SqliteIndex(NearDuplicateIndex):
             db.execute(
                 "INSERT OR REPLACE INTO simhash_drops (ns, url, shared, kept, distance, at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
-                (self._ns, url, *_kept_after_shared(url, kept), distance, int(now)),
+                (self._ns, url, *_kept_after_shared(url, kept), pack_distances(distance, apart),
+                 int(now)),
             )
             self._since_trim += 1
             if self._since_trim >= max(1, min(TRIM_EVERY, limit // 16)):
@@ -467,7 +468,8 @@ class SqliteIndex(NearDuplicateIndex):
         )
         if row is None or self.config.drop_expired(row[3], self.config.clock()):
             return None
-        return DropRecord(url, url[: row[0]] + row[1], int(row[2]), int(row[3]))
+        distance, apart = unpack_distances(int(row[2]))
+        return DropRecord(url, url[: row[0]] + row[1], distance, int(row[3]), apart)
 
     def forget_drop(self, url: str) -> None:
         with self._write() as db:
@@ -505,7 +507,8 @@ class SqliteIndex(NearDuplicateIndex):
                "AND url > ? ORDER BY url LIMIT ?")
         for url, shared, kept, distance, at in self._pages(sql):
             if not self.config.drop_expired(at, now):
-                yield DropRecord(str(url), url[:shared] + kept, int(distance), int(at))
+                figures = unpack_distances(int(distance))
+                yield DropRecord(str(url), url[:shared] + kept, figures[0], int(at), figures[1])
 
     def remove(self, key: str) -> bool:
         with self._write():

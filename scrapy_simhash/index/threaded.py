@@ -44,8 +44,10 @@ class AsyncIndexAdapter(Face, ThreadFace, AsyncNearDuplicateIndex):
     async def rename(self, old: str, new: str) -> bool:
         return await self._run(self.backend.rename, old, new)
 
-    async def record_drop(self, url: str, kept: str, distance: int) -> None:
-        await self._run(self.backend.record_drop, url, kept, distance)
+    async def record_drop(
+        self, url: str, kept: str, distance: int, apart: int | None = None
+    ) -> None:
+        await self._run(self.backend.record_drop, url, kept, distance, apart)
 
     async def drop_of(self, url: str) -> DropRecord | None:
         return await self._run(self.backend.drop_of, url)

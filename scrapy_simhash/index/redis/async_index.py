@@ -119,9 +119,11 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
         check_key(new)
         return bool(await self._run("rename", 0, old, *self._codec.rename_args(new)))
 
-    async def record_drop(self, url: str, kept: str, distance: int) -> None:
+    async def record_drop(
+        self, url: str, kept: str, distance: int, apart: int | None = None
+    ) -> None:
         check_key(url)
-        args = self._codec.drop_args(url, kept, distance)
+        args = self._codec.drop_args(url, kept, distance, apart)
         if args is None:
             return
         async with self._batcher.slots:

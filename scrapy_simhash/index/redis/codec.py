@@ -256,13 +256,15 @@ class _Codec:
                 int.from_bytes(flat[i + 3], "big"),
             )
 
-    def drop_args(self, url: str, kept: str, distance: int) -> list[Any] | None:
+    def drop_args(
+        self, url: str, kept: str, distance: int, apart: int | None = None
+    ) -> list[Any] | None:
         """EVAL arguments recording a drop, or None when the record is off."""
         config = self.config
         if config.drop_max_entries <= 0:
             return None
         now = config.clock()
-        value = pack_record(DropRecord(url, kept, distance, int(now)))
+        value = pack_record(DropRecord(url, kept, distance, int(now), apart))
         return [
             DROPS_SCRIPT, 2, *self.drop_keys, key_id(url), value, repr(float(now)),
             repr(float(config.drop_ttl_secs or 0)), config.drop_max_entries, TRIM_BATCH,

@@ -34,10 +34,10 @@ class RedisDropRecord:
     def _drop_codec(self) -> _Codec:
         raise NotImplementedError
 
-    def record_drop(self, url: str, kept: str, distance: int) -> None:
+    def record_drop(self, url: str, kept: str, distance: int, apart: int | None = None) -> None:
         check_key(url)
         codec = self._drop_codec()
-        args = codec.drop_args(url, kept, distance)
+        args = codec.drop_args(url, kept, distance, apart)
         if args is None:
             return
         self._client.execute_command("EVAL", *args)
