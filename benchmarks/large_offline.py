@@ -8,7 +8,8 @@ Run by hand from the repository root (needs ../shared/data/large, or SIMHASH_BEN
 Every URL of every host is judged in a seeded random order by the product's own core steps
 (:class:`scrapy_simhash.template.LocalMemory`, as the command line uses them) over an
 exact in-memory index at the default distance: a page is dropped when within k of a page
-kept before it (on any host), after the second look for a same-host match. It is not a crawl:
+kept before it (on any host) whose signature confirms it (the second test), after the
+second look for a same-host match. It is not a crawl:
 it measures the decision rules, one process, no concurrency. A real crawl of every host on its
 own port, in 1 and 3 processes, is ``large_crawl.py``.
 """
@@ -27,7 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._pages import data_dir
 from scrapy_simhash import template as tp
+from scrapy_simhash.confirm import CONFIRM_DISTANCE, Evidence, Signer, confirms, new_key
 from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
+from scrapy_simhash.index.defaults import default_distances
 from scrapy_simhash.simhash import hamming
 
 
@@ -41,15 +44,18 @@ def run(site: dict, data: Path, fingerprinter: Fingerprinter, k: int, seed: int,
     urls = [(h, u, p) for h, host in site["hosts"].items() for u, p in host["pages"].items()]
     random.Random(seed).shuffle(urls)
     memory = tp.LocalMemory(fingerprinter)
+    signer = Signer(new_key())
     index: dict[str, tuple[int, str, str]] = {}
     kept: dict[tuple[str, str], int] = Counter()
     wrong = unchecked = 0
 
-    def closest(fp: int, exclude: str):
+    def closest(fp: int, evidence: Evidence, exclude: str):
         best = None
-        for key, (other, host, cluster) in index.items():
+        signature = signer.sign(evidence)
+        for key, (other, host, cluster, stored) in index.items():
             d = hamming(fp, other)
-            if key != exclude and d <= k and (best is None or d < best[0]):
+            if (key != exclude and d <= k and (best is None or d < best[0])
+                    and confirms(signature, stored, CONFIRM_DISTANCE, d)):
                 best = (d, key, host, cluster)
         return best
 
@@ -66,18 +72,19 @@ def run(site: dict, data: Path, fingerprinter: Fingerprinter, k: int, seed: int,
             if templates:
                 memory.learn(host, page)
             continue
-        match = closest(fp, key)
+        evidence = page.evidence
+        match = closest(fp, evidence, key)
         if match is not None and templates and match[2] == host:
             look = memory.second_look(host, page)
             if look is not None and look.distinct:
-                fp = look.fingerprint
-                match = closest(fp, key)
+                fp, evidence = look.fingerprint, look.evidence
+                match = closest(fp, evidence, key)
             elif look is not None:
-                match = closest(look.fingerprint, key) or match
+                match = closest(look.fingerprint, evidence, key) or match
         if match is not None:
             wrong += match[3] != cluster
             continue
-        index[key] = (fp, host, cluster)
+        index[key] = (fp, host, cluster, signer.sign(evidence))
         kept[(host, cluster)] += 1
         if templates:
             memory.learn(host, page)
@@ -110,7 +117,7 @@ def main() -> None:
     data = data_dir()
     site = json.loads((data / "large" / "site.json").read_text())
     fingerprinter = Fingerprinter(FingerprintConfig(bits=args.bits))
-    k = 4 if args.bits == 64 else 9
+    k = default_distances(args.bits)[0]
     cache: dict = {}
     print(f"{args.bits} bits, k = {k}")
     print("seed  memory  lost     copies dropped  worst host (lost)  worst host (copies)  "
