@@ -141,6 +141,28 @@ class OutageBacklog:
         self.lock = asyncio.Lock()
 
 
+async def _signed(
+    backend: Any, method: str, key: str, fingerprint: int, signing: Signing
+) -> Observation:
+    """``backend.observe`` or ``backend.claim`` of a page signed under the index's key.
+
+    A namespace created anew during the call (another process reset it, a Redis restarted
+    empty) holds another key once the call returns: the page is asked about again, signed
+    under that key, so no entry keeps a signature no later page can confirm. A page the
+    first call filed is filed again under its own key (a claim would meet itself).
+    """
+    signed_with = backend.confirm_key
+    observation: Observation = await getattr(backend, method)(
+        key, fingerprint, signing.under(signed_with)
+    )
+    if backend.confirm_key != signed_with:
+        again = "observe" if observation.stored else method
+        observation = await getattr(backend, again)(
+            key, fingerprint, signing.under(backend.confirm_key)
+        )
+    return observation
+
+
 class VerdictStep:
     """Index observe -> change rule -> recrawl observe or forget -> one :class:`Verdict`."""
 
@@ -198,6 +220,8 @@ class VerdictStep:
         copies (``lookup`` answers from it). ``look_again(match)``: a second look at a
         match before it is acted on (:func:`scrapy_simhash.template.second_look`: None, the
         match stands; else whether the page is distinct and the fingerprint to go on with).
+        ``reason`` is said on a page checked by an exact digest too (why it has no
+        fingerprint of its words).
         ``evidence``: what the second test signs (:mod:`scrapy_simhash.confirm`) under the
         index's key; None files the page without a signature (confirmed by distance alone).
         """
@@ -258,7 +282,7 @@ class VerdictStep:
             return Verdict(
                 DUPLICATE, key=key, fingerprint=hex_digits, duplicate_of=match.key,
                 distance=match.distance, renamed_from=match.key if renamed else None,
-                rejected=observation.rejected,
+                rejected=observation.rejected, reason=reason,
             )
         if key != own and record_drops:
             await self._kept_under(key, own)
@@ -274,7 +298,7 @@ class VerdictStep:
                 change_distance = visit.distance
         return Verdict(
             UNIQUE, key=key, fingerprint=hex_digits, changed=changed,
-            change_distance=change_distance, rejected=observation.rejected,
+            change_distance=change_distance, rejected=observation.rejected, reason=reason,
         )
 
     async def _kept_under(self, key: str, own: str) -> None:
@@ -377,9 +401,7 @@ class VerdictStep:
         index = self.index
 
         def observe(under: str) -> Callable[[Any], Awaitable[Any]]:
-            return lambda backend: backend.observe(
-                under, fingerprint, signing.under(backend.confirm_key)
-            )
+            return lambda backend: _signed(backend, "observe", under, fingerprint, signing)
 
         if not self.keys.needs_claim(key, own):
             observation = await index.call(observe(key))
@@ -389,7 +411,7 @@ class VerdictStep:
                 observation = await self._own_fetch(key, fingerprint, observation)
             return observation, key
         observation = await index.call(
-            lambda backend: backend.claim(key, fingerprint, signing.under(backend.confirm_key))
+            lambda backend: _signed(backend, "claim", key, fingerprint, signing)
         )
         if (
             key != own

@@ -191,12 +191,12 @@ def test_lookup_tells_never_fetched_from_fetched_without_a_fingerprint(
     site = "https://news.example.com"
     with harness(SIMHASH_INDEX_URL=url) as h:
         kept, _ = h.fetch(f"{site}/harbour.html", story(HARBOUR))
-        short, info = h.fetch(f"{site}/brief.html", story(["Too short to fingerprint."]))
+        short, info = h.fetch(f"{site}/brief.html", story([]))  # nothing but its headline
         gone, _ = h.fetch(f"{site}/gone.html", b"<html>no</html>", status=404)
     assert isinstance(kept, HtmlResponse)
     assert isinstance(short, HtmlResponse)
     assert info["fingerprint"] is None
-    assert "too little text" in info["reason"]
+    assert "no main text" in info["reason"]
     assert gone.status == 404
     base = ["--index-url", url, "--namespace", "inprocess"]
 
@@ -215,7 +215,7 @@ def test_lookup_tells_never_fetched_from_fetched_without_a_fingerprint(
     assert out.startswith(
         f"{site}/brief.html: not in the index: fetched 1 time(s), last "
     )
-    assert "with status 200, but never fingerprinted: too little text of its own" in out
+    assert "with status 200, but never fingerprinted: no text of its own" in out
     assert "The store does not record which" in out
     code, out = lookup("gone.html")
     assert code == 1

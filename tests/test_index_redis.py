@@ -178,7 +178,7 @@ def test_settings_become_open_index_arguments(tmp_path: Path) -> None:
         index_options({"SIMHASH_CONFIRM_DISTANCE": "32"})
     # 128-bit fingerprints get distances of their own unless set.
     wide = index_options({"SIMHASH_BITS": "128"})
-    assert (wide["max_distance"], wide["exact_distance"]) == (9, 5)
+    assert (wide["max_distance"], wide["exact_distance"]) == (16, 5)
     wide = index_options({"SIMHASH_BITS": "128", "SIMHASH_MAX_DISTANCE": "7"})
     assert (wide["max_distance"], wide["exact_distance"]) == (7, 5)
     with pytest.raises(ConfigurationError, match=r"memory:// takes no options.*retries"):

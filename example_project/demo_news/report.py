@@ -228,15 +228,15 @@ def _dropped(report: RoundReport) -> str:
 
 def format_round(report: RoundReport) -> list[str]:
     """The lines describing one round."""
-    no_text = [p for p in report.kept if p.reason]
+    short = [p for p in report.kept if p.reason]
     lines = [
         f"  pages fetched            {report.pages_fetched:4d}   in {report.seconds:.1f} s",
         f"  unique pages kept        {len(report.kept):4d}   ({report.items} articles scraped)",
         f"  near-duplicates          {len(report.duplicates):4d}   ({_dropped(report)})",
     ]
-    if no_text:
-        lines.append(f"  kept, not fingerprinted  {len(no_text):4d}")
-        lines.extend(f"      {p.path}: {p.reason}" for p in no_text)
+    if short:
+        lines.append(f"  kept, short pages        {len(short):4d}")
+        lines.extend(f"      {p.path}: {p.reason}" for p in short)
     if any(p.changed is not None for p in report.kept):  # an earlier crawl to compare with
         lines.extend(_change_lines(report))
     lines.append("")

@@ -227,8 +227,9 @@ def _not_indexed(args: argparse.Namespace, target: Target, key: str) -> str:
             "under SIMHASH_INDEX_TTL_SECS, or removed)"
         )
     return (
-        f"not in the index: {fetched}, but never fingerprinted: too little text of its own "
-        "(SIMHASH_MIN_TEXT_CHARS), or a body that is not a readable page. The store does not "
+        f"not in the index: {fetched}, but never fingerprinted: no text of its own (a page with "
+        "too little of it still gets an exact digest), a body that is not a readable page, or "
+        "a fingerprint a distinct page holds. The store does not "
         "record which: the crawl puts the reason in response.meta['simhash']['reason'], and "
         "'scrapy-simhash fingerprint' on a saved copy of the page prints it"
     )

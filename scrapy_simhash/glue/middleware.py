@@ -350,7 +350,7 @@ class SimhashDownloaderMiddleware:
                 exc_info=True,
             )
             return None, f"fingerprint failed: {type(exc).__name__}"
-        if page.fingerprint is not None:
+        if page.fingerprint is not None and not page.exact:
             return page, None
         return page, self._no_fingerprint(page)
 
