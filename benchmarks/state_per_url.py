@@ -71,6 +71,7 @@ import redis
 from _index_bench import private_redis
 from scrapy.settings import Settings
 
+from scrapy_simhash.confirm import SIGNATURE_BITS
 from scrapy_simhash.fingerprint import FingerprintConfig
 from scrapy_simhash.index import open_index
 from scrapy_simhash.index.drops import DROP_MAX_ENTRIES
@@ -222,6 +223,16 @@ class Filled:
     kept_url_bytes: int = 0
 
 
+def signature_of(fetch: Any, signatures: dict[str, int]) -> int:
+    """A page's signature of the second test, as a crawl stores it (16 bytes): a kept page
+    draws its own; a copy has its page's with a few bits flipped."""
+    rng = random.Random(fetch.serial)
+    if fetch.copy_of is None:
+        return rng.getrandbits(SIGNATURE_BITS) & ~1
+    flips = sum(1 << bit for bit in rng.sample(range(1, SIGNATURE_BITS), 3))
+    return signatures[fetch.copy_of] ^ flips
+
+
 def fill(url: str, args: argparse.Namespace, namespace: str = NAMESPACE) -> Filled:
     """Run the crawl's store calls on the storage at ``url``; check what it holds after."""
     settings = Settings()
@@ -238,6 +249,7 @@ def fill(url: str, args: argparse.Namespace, namespace: str = NAMESPACE) -> Fill
     filled = Filled()
     hosts: set[str] = set()
     sample: list[str] = []  # kept URLs whose state is checked at the end
+    signatures: dict[str, int] = {}  # each kept page's, which its copies nearly share
     index = open_index(url, **options)
     recrawl = open_recrawl_store(url, namespace=namespace, config=config,
                                  clock=lambda: now[0])
@@ -247,8 +259,10 @@ def fill(url: str, args: argparse.Namespace, namespace: str = NAMESPACE) -> Fill
             filled.url_bytes += len(fetch.url.encode())
             hosts.add(fetch.host)
             templates.see(fetch.host, fetch.slots)
-            seen = index.observe(fetch.url, fetch.fingerprint)
+            signature = signature_of(fetch, signatures)
+            seen = index.observe(fetch.url, fetch.fingerprint, signature)
             if fetch.copy_of is None:
+                signatures[fetch.url] = signature
                 check(seen.match is None, f"{fetch.url}: kept page matched {seen.match}")
                 templates.learn(fetch.host, fetch.slots)
                 with_validators = (fetch.serial * 0.618034) % 1 < args.validators
