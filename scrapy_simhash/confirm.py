@@ -14,8 +14,8 @@ densification of empty bins): 128 bins of one bit, 16 bytes stored with every ke
 page. Two pages of resemblance R agree on each bit with probability (1 + R) / 2, so the
 number of differing bits estimates R and a threshold on it is a test with a known error: a
 pair that shares no shingle (R = 0) passes ``CONFIRM_DISTANCE`` = 20 with probability
-3e-15 (:func:`pass_probability`). Shingles are independent of the word bag: same-topic pages share words, rarely
-three in a row.
+7e-16 (:func:`pass_probability`). Shingles are independent of the word bag: pages on one
+subject share their words, rarely three in a row.
 
 The shingles are hashed under a 64-bit key that the public code does not contain: made
 when a namespace is created and kept in it (the index's configuration record), so a page
