@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from scrapy_simhash.exceptions import ConfigurationError
+
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -26,8 +28,31 @@ T = TypeVar("T")
 _WAIT_CODES = (5, 6)
 
 
+#: The values of ``PRAGMA synchronous`` (SQLite quietly ignores any other).
+SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA", "0", "1", "2", "3")
+
+
+def check_options(timeout_secs: object, synchronous: object) -> None:
+    """Refuse a ``timeout`` that is not a number of seconds or a ``synchronous`` SQLite does
+    not know, naming the option: sqlite3 would fail with a bare TypeError, and SQLite keeps
+    its default for an unknown ``synchronous`` without a word."""
+    if isinstance(timeout_secs, bool) or not isinstance(timeout_secs, int | float) or not (
+        timeout_secs >= 0
+    ):
+        raise ConfigurationError(
+            f"the SQLite option 'timeout' must be a number of seconds of at least 0, got "
+            f"{timeout_secs!r}; fix `options`"
+        )
+    if not isinstance(synchronous, str) or synchronous.upper() not in SYNCHRONOUS:
+        raise ConfigurationError(
+            f"the SQLite option 'synchronous' must be one of {', '.join(SYNCHRONOUS[:4])}, "
+            f"got {synchronous!r}; fix `options`"
+        )
+
+
 def connect(path: str, *, timeout_secs: float, synchronous: str = "NORMAL") -> sqlite3.Connection:
     """Open ``path`` (creating its directory) for use from any one thread at a time."""
+    check_options(timeout_secs, synchronous)
     if path != ":memory:":
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     db = sqlite3.connect(

@@ -31,6 +31,18 @@ class Addon:
     """Enable the SimHash middleware and pipeline with sound defaults."""
 
     def update_settings(self, settings: Settings) -> None:
+        """Install the components and defaults; a setting that cannot be read refuses the
+        crawl in one line (see :func:`~scrapy_simhash.glue.wiring.refuse_start`)."""
+        from scrapy_simhash.exceptions import ConfigurationError
+        from scrapy_simhash.glue.wiring import refuse_start
+
+        try:
+            self._update_settings(settings)
+        except ConfigurationError as exc:
+            refuse_start(exc)
+            raise
+
+    def _update_settings(self, settings: Settings) -> None:
         if not enabled(settings):
             raise NotConfigured("SIMHASH_ENABLED is False: near-duplicate detection is off")
         from scrapy_simhash.glue.follow import PRIORITY as SPIDER_MW_PRIORITY

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request
 from scrapy.exceptions import NotConfigured
 
+from scrapy_simhash.glue.wiring import refusing_start
 from scrapy_simhash.settings import follows_duplicate_links
 from scrapy_simhash.verdict import LINKS_ONLY
 
@@ -56,6 +57,7 @@ class SimhashSpiderMiddleware:
         self.stats = crawler.stats
 
     @classmethod
+    @refusing_start
     def from_crawler(cls, crawler: Crawler) -> SimhashSpiderMiddleware:
         if not follows_duplicate_links(crawler.settings):
             # Off: Scrapy then leaves the spider's output unwrapped.

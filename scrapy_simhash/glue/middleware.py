@@ -35,6 +35,7 @@ from scrapy_simhash.glue.templates import TemplateMemory
 from scrapy_simhash.glue.wiring import (
     IndexErrorPolicy,
     check_crawl_settings,
+    refusing_start,
     report_close,
     report_lost_namespace,
     send_signal,
@@ -132,6 +133,7 @@ class SimhashDownloaderMiddleware:
         crawler.signals.connect(self._spider_closed, signal=scrapy_signals.spider_closed)
 
     @classmethod
+    @refusing_start
     def from_crawler(cls, crawler: Crawler) -> SimhashDownloaderMiddleware:
         """Scrapy's way in: a crawl that cannot work (no asyncio reactor, an old Scrapy)
         stops here, and misspelt settings are named. Tests that drive the middleware from

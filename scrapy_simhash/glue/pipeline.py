@@ -21,6 +21,7 @@ from scrapy_simhash.exceptions import InvalidKeyError
 from scrapy_simhash.glue.stores import CrawlStores
 from scrapy_simhash.glue.wiring import (
     IndexErrorPolicy,
+    refusing_start,
     report_lost_namespace,
     send_signal,
 )
@@ -89,6 +90,7 @@ class SimhashPipeline:
         self._fields_warned = False
 
     @classmethod
+    @refusing_start
     def from_crawler(cls, crawler: Crawler) -> SimhashPipeline:
         return cls(crawler)
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 import re
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from scrapy_simhash._failures import broken_file, broken_file_message, permanent_reason
 from scrapy_simhash._redact import mask_url, scrub
@@ -227,6 +228,128 @@ def check_crawl_settings(settings: Any) -> None:
         )
     for message in unknown_settings(name for name in settings if isinstance(name, str)):
         logger.warning("scrapy-simhash: %s", message)
+
+
+#: The logger of a refused start: one line, whichever component refused.
+_start_log = logging.getLogger("scrapy_simhash")
+
+C = TypeVar("C")
+
+
+def refusing_start(
+    build: Callable[[type[C], Crawler], C],
+) -> Callable[[type[C], Crawler], C]:
+    """Decorate a component's ``from_crawler``: a :class:`ConfigurationError` raised while it
+    is built (a store that is refused, a setting that cannot be read) is said as one ERROR
+    line (:func:`refuse_start`), then raised as before: the crawl does not start, Scrapy
+    sets its exit status, and a script that runs the crawl can still catch the error."""
+
+    @functools.wraps(build)
+    def from_crawler(cls: type[C], crawler: Crawler) -> C:
+        try:
+            return build(cls, crawler)
+        except ConfigurationError as exc:
+            refuse_start(exc)
+            raise
+
+    return from_crawler
+
+
+def refuse_start(exc: ConfigurationError) -> None:
+    """Say why the crawl cannot start, once, at ERROR, and keep Scrapy from saying it again.
+
+    The message says what is wrong and the way out; the 20 lines of traceback Scrapy would
+    log under "Task exception was never retrieved" (a crawl on asyncio) or "Unhandled error
+    in Deferred" (one on Twisted's Deferreds) only bury it. So the exception is marked as
+    told, and the task or Deferred that carries it out of the crawl is told not to report
+    it: an error the user's own code awaits or handles still reaches that code.
+    """
+    if getattr(exc, _TOLD, False):
+        return
+    setattr(exc, _TOLD, True)
+    _start_log.error("Crawl not started: %s", exc)
+    _quiet_task()
+    _quiet_deferred()
+
+
+#: Set on a start-up error once it was logged.
+_TOLD = "_simhash_told"
+
+
+def _told(exc: BaseException | None) -> bool:
+    return exc is not None and bool(getattr(exc, _TOLD, False))
+
+
+def _quiet_task() -> None:
+    """A crawl run by Scrapy's asyncio runner fails its task with the error; no one awaits
+    it (``scrapy crawl``), so asyncio would log it with its traceback when the task is
+    collected. Reading the error when the task ends stops that; an error that is not the
+    one told is handed to the loop's exception handler, as asyncio would have."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no running loop: not inside the asyncio runner
+        return
+    if task is None:
+        return
+
+    def retrieve(done: asyncio.Task[Any]) -> None:
+        if done.cancelled():
+            return
+        error = done.exception()  # read: asyncio no longer reports it
+        if error is not None and not _told(error):
+            done.get_loop().call_exception_handler({
+                "message": "Task exception was never retrieved",
+                "exception": error,
+                "future": done,
+            })
+
+    task.add_done_callback(retrieve)
+
+
+def _quiet_deferred() -> None:
+    """A crawl run by Scrapy's Twisted runner (``CrawlerProcess``) fails the Deferred that
+    ``crawl()`` returns, which ``scrapy crawl`` drops: Twisted then logs "Unhandled error in
+    Deferred" with the traceback, twice, when it is collected. The component is built while
+    ``crawl()`` runs, so that Deferred is a local of the outermost ``inlineCallbacks`` frame
+    on the stack; its report at collection is left out when the error it would report is
+    the one told. Any other error, or one a callback handles, is reported as before. Best
+    effort: a Twisted whose internals differ keeps its report."""
+    try:
+        from twisted.internet import defer
+    except ImportError:  # pragma: no cover - Scrapy depends on Twisted
+        return
+    info_class = getattr(defer, "DebugInfo", None)
+    deferred: Any = None
+    frame = inspect.currentframe()
+    while frame is not None:
+        if (
+            frame.f_code.co_name == "_cancellableInlineCallbacks"
+            and frame.f_globals.get("__name__") == defer.__name__
+        ):
+            deferred = frame.f_locals.get("deferred", deferred)
+        frame = frame.f_back
+    del frame
+    if info_class is None or not isinstance(deferred, defer.Deferred):
+        return
+
+    class ToldDebugInfo(info_class):  # type: ignore[misc,valid-type]
+        """Twisted's record of a Deferred's unhandled failure, silent for a told error."""
+
+        def __del__(self) -> None:
+            if _told(getattr(getattr(self, "failResult", None), "value", None)):
+                self.failResult = None
+            super().__del__()
+
+    def mark(failure: Any) -> Any:
+        if _told(getattr(failure, "value", None)):
+            info = getattr(deferred, "_debugInfo", None)
+            if info is None:
+                deferred._debugInfo = ToldDebugInfo()
+            elif type(info) is info_class:
+                info.__class__ = ToldDebugInfo
+        return failure
+
+    deferred.addErrback(mark)
 
 
 def close_spider(crawler: Crawler, reason: str) -> None:

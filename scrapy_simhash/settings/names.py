@@ -83,6 +83,7 @@ OPTION_SETTINGS = {
     "extractor": "SIMHASH_EXTRACTOR",
     "stopwords_file": "SIMHASH_STOPWORDS_FILE",
     "url": "SIMHASH_INDEX_URL",
+    "options": "SIMHASH_INDEX_OPTIONS",
     "namespace": "SIMHASH_NAMESPACE",
     "reset": "SIMHASH_INDEX_RESET",
     "shards": "SIMHASH_INDEX_SHARDS",
