@@ -313,15 +313,15 @@ def test_drop_records_say_what_a_dropped_url_copies(make: Callable[..., Any]) ->
     clock = Clock()
     index = make(clock=clock)
     assert index.drop_of("https://a.example/print/1") is None
-    index.record_drop("https://a.example/print/1", "https://a.example/1", 2)
+    index.record_drop("https://a.example/print/1", "https://a.example/1", 2, 13)
     record = index.drop_of("https://a.example/print/1")
-    assert record == ("https://a.example/print/1", "https://a.example/1", 2, int(clock.now))
-    assert (record.kept, record.distance) == ("https://a.example/1", 2)
+    assert record == ("https://a.example/print/1", "https://a.example/1", 2, int(clock.now), 13)
+    assert (record.kept, record.distance, record.apart) == ("https://a.example/1", 2, 13)
     # Dropped again: the newer record replaces the old one.
     clock.now += 5
     index.record_drop("https://a.example/print/1", "https://a.example/2", 0)
     assert index.drop_of("https://a.example/print/1") == (
-        "https://a.example/print/1", "https://a.example/2", 0, int(clock.now)
+        "https://a.example/print/1", "https://a.example/2", 0, int(clock.now), None
     )
     key = "https://例子.测试/新闻?id=1&q=ü"
     index.record_drop(key, "https://例子.测试/原文", 3)
@@ -399,7 +399,7 @@ def test_drop_records_persist_until_a_reset(make: Callable[..., Any]) -> None:
     if make.backend not in PERSISTENT:  # type: ignore[attr-defined]
         assert make().drop_of("copy") is None  # memory:// keeps nothing between handles
         return
-    assert make().drop_of("copy") == ("copy", "kept", 1, make().drop_of("copy").at)
+    assert make().drop_of("copy") == ("copy", "kept", 1, make().drop_of("copy").at, None)
     assert make(reset=True).drop_of("copy") is None
 
 
@@ -459,8 +459,8 @@ def test_keys_and_drop_records_can_be_listed(
         index.record_drop("https://a.example/print/2", "https://a.example/2", 0)
         assert sorted(index.keys()) == sorted([*kept, "https://a.example/late"])
         assert sorted(index.drops()) == [
-            ("https://a.example/print/1", "https://a.example/1", 2, int(clock.now - 60)),
-            ("https://a.example/print/2", "https://a.example/2", 0, int(clock.now)),
+            ("https://a.example/print/1", "https://a.example/1", 2, int(clock.now - 60), None),
+            ("https://a.example/print/2", "https://a.example/2", 0, int(clock.now), None),
         ]
         clock.now += 50  # the first batch and the first record have aged out
         assert list(index.keys()) == ["https://a.example/late"]
