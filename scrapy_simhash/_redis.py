@@ -6,6 +6,7 @@ is shown in messages, so a password can never leak through one backend's log lin
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
@@ -153,3 +154,91 @@ def shard_namespace(namespace: str, shard: int, shards: int) -> str:
         if key_slot(f"{{{name}}}".encode()) * shards // _SLOTS == shard:
             return name
         n += 1
+
+
+# -- what the server may evict ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NodeMemory:
+    """What one Redis server says of its memory: ``maxmemory`` (bytes, 0: no limit), its
+    ``maxmemory-policy`` and the keys it evicted since it started (None: not told)."""
+
+    node: str
+    maxmemory: int
+    policy: str
+    evicted: int | None = None
+
+    def evicts(self, *, ttl_keys: bool) -> bool:
+        """Whether the server may evict keys of a namespace: with a memory limit, any key
+        under an ``allkeys-*`` policy, keys with a TTL under a ``volatile-*`` one
+        (``ttl_keys``: the namespace has some)."""
+        if self.maxmemory <= 0:
+            return False
+        return self.policy.startswith("allkeys-") or (
+            ttl_keys and self.policy.startswith("volatile-")
+        )
+
+    def describe(self) -> str:
+        return f"maxmemory-policy {self.policy}, maxmemory {_size(self.maxmemory)} on {self.node}"
+
+
+class MemoryUnknown(Exception):
+    """Neither ``CONFIG GET`` nor ``INFO`` is allowed (a managed Redis that renames or
+    forbids them): what the server may evict cannot be read."""
+
+
+def _size(count: int) -> str:
+    value = float(count)
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:g} {unit}" if unit == "bytes" else f"{value:.4g} {unit}"
+        value /= 1024
+    return f"{count} bytes"  # pragma: no cover
+
+
+def _nodes(client: Any) -> list[tuple[str, Any]]:
+    """(name, plain client) of each server that holds keys: the primaries of a cluster."""
+    primaries = getattr(client, "get_primaries", None)
+    if primaries is None:
+        kwargs = client.connection_pool.connection_kwargs
+        where = kwargs.get("path") or f"{kwargs.get('host')}:{kwargs.get('port')}"
+        return [(str(where), client)]
+    return [(node.name, node.redis_connection) for node in primaries()]
+
+
+def read_memory(client: Any, *, config: bool = True) -> tuple[list[NodeMemory], str | None]:
+    """Each server's memory limit, policy and evicted keys, and why ``CONFIG GET`` could
+    not be used (None when it was, or not tried: ``config`` False).
+
+    ``CONFIG GET`` is the server's configuration itself; a managed Redis often renames or
+    forbids it but still answers ``INFO``, whose ``memory`` section says the same. Raises
+    :class:`MemoryUnknown` when neither answers; connection errors propagate.
+    """
+    import redis
+
+    refused: str | None = None
+    found: list[NodeMemory] = []
+    for name, node in _nodes(client):
+        limit: tuple[int, str] | None = None
+        if config and refused is None:
+            try:
+                values = node.config_get("maxmemory*")
+                limit = int(values["maxmemory"]), str(values["maxmemory-policy"])
+            except (redis.ResponseError, KeyError, ValueError) as exc:
+                refused = str(exc) or type(exc).__name__
+        try:
+            memory = node.info("memory")
+            stats = node.info("stats")
+        except redis.ResponseError as exc:
+            if limit is None:
+                raise MemoryUnknown(
+                    f"CONFIG GET: {refused or 'not tried'}; INFO: {exc}"
+                ) from None
+            found.append(NodeMemory(name, *limit))
+            continue
+        if limit is None:
+            limit = int(memory.get("maxmemory", 0)), str(memory.get("maxmemory_policy", ""))
+        evicted = stats.get("evicted_keys")
+        found.append(NodeMemory(name, *limit, None if evicted is None else int(evicted)))
+    return found, refused

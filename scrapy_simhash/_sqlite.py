@@ -4,21 +4,40 @@ They keep their tables in the same embedded file, so they must agree on how it i
 WAL mode lets readers run beside the single writer, the busy timeout makes concurrent
 writers (other crawler processes) queue instead of failing, and every write is a
 ``BEGIN IMMEDIATE`` transaction so a read-then-write step is atomic across processes.
+
+Two things done to the files under a running crawl must not pass unseen. A file deleted,
+moved or replaced: SQLite goes on writing to the file it opened, which no one will find
+again, so each shared connection compares the file at its path with the one it opened
+(device and inode) every :data:`CHECK_EVERY_SECS` and whenever the ``-shm`` file changes,
+and raises :class:`~scrapy_simhash.exceptions.StorageLost`. And a ``-shm`` file made
+immutable or append-only (``chattr +i``): SQLite maps it into memory and writes it on
+every transaction, even a read, and writing a page of a file the kernel no longer lets
+anyone change kills the process with SIGBUS, with no line in any log. So before every call
+(and every statement of the stores that use plain connections) the ``-shm`` file's flags
+are read (``statx``, about a microsecond, no file opened), and a file that cannot be
+written raises :class:`UnwritableFile` naming it; a connection whose ``-shm`` file cannot
+be written is never closed (closing writes it too): it is left open until the process
+exits, which releases it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import logging
+import os
 import sqlite3
+import stat
+import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from scrapy_simhash.exceptions import ConfigurationError
+from scrapy_simhash.exceptions import ConfigurationError, StorageLost
 
 logger = logging.getLogger(__name__)
 
@@ -50,14 +69,166 @@ def check_options(timeout_secs: object, synchronous: object) -> None:
         )
 
 
-def connect(path: str, *, timeout_secs: float, synchronous: str = "NORMAL") -> sqlite3.Connection:
-    """Open ``path`` (creating its directory) for use from any one thread at a time."""
+# -- the files under a connection ------------------------------------------------------------
+
+#: Seconds between two comparisons of the file at a shared connection's path with the file
+#: it opened (a change of its ``-shm`` file compares them at once).
+CHECK_EVERY_SECS = 1.0
+
+
+class UnwritableFile(PermissionError):
+    """A file of the database (its ``-shm`` or ``-wal`` file, or the file itself) is
+    immutable or append-only: SQLite must not touch it (see the module docstring). A
+    PermissionError: at start-up the crawl refuses the file, mid-crawl it is an outage."""
+
+
+_STATX_ATTR_IMMUTABLE = 0x10
+_STATX_ATTR_APPEND = 0x20
+_STATX_INO = 0x100
+_AT_FDCWD = -100
+_STATX_SIZE = 256  # struct statx, padded
+_BSD_LOCKED = sum(getattr(stat, name, 0) for name in (
+    "UF_IMMUTABLE", "SF_IMMUTABLE", "UF_APPEND", "SF_APPEND"
+))
+
+
+def _load_statx() -> Any:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        function = ctypes.CDLL(None, use_errno=True).statx
+    except (OSError, AttributeError):  # a libc without statx (glibc < 2.28)
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_uint,
+                         ctypes.c_void_p]
+    function.restype = ctypes.c_int
+    return function
+
+
+_STATX = _load_statx()
+
+
+def file_state(path: str) -> tuple[int, bool] | None:
+    """The inode of ``path`` and whether it is immutable or append-only; None when there
+    is no such file. Read without opening the file: closing any descriptor of a file
+    SQLite has open would drop the locks SQLite holds on it."""
+    if _STATX is not None:
+        buffer = ctypes.create_string_buffer(_STATX_SIZE)
+        if _STATX(_AT_FDCWD, os.fsencode(path), 0, _STATX_INO, buffer) != 0:
+            error = ctypes.get_errno()
+            if error in (2, 20):  # ENOENT, ENOTDIR
+                return None
+            raise OSError(error, os.strerror(error), path)
+        attributes = int.from_bytes(buffer.raw[8:16], sys.byteorder)
+        inode = int.from_bytes(buffer.raw[32:40], sys.byteorder)
+        return inode, bool(attributes & (_STATX_ATTR_IMMUTABLE | _STATX_ATTR_APPEND))
+    try:
+        info = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return info.st_ino, bool(getattr(info, "st_flags", 0) & _BSD_LOCKED)
+
+
+def _unwritable(path: str, which: str) -> UnwritableFile:
+    name = f"{path}{which}"
+    why = " (SQLite maps it into memory: writing it would kill the process)" if (
+        which == "-shm"
+    ) else ""
+    return UnwritableFile(
+        f"the SQLite file {name} is immutable or append-only (chattr +i or +a), so SQLite "
+        f"cannot write it{why}; nothing is read or written in {path} until the flag is "
+        f"removed (chattr -i -a {name})"
+    )
+
+
+def refuse_unwritable(path: str) -> tuple[int, bool] | None:
+    """Raise :class:`UnwritableFile` when ``path``'s ``-shm`` file cannot be written; its
+    state otherwise (None: no such file yet)."""
+    shm = file_state(f"{path}-shm")
+    if shm is not None and shm[1]:
+        raise _unwritable(path, "-shm")
+    return shm
+
+
+def shm_unwritable(path: str) -> bool:
+    """Whether ``path``'s ``-shm`` file exists and cannot be written (never raises)."""
+    try:
+        shm = file_state(f"{path}-shm")
+    except OSError:
+        return False
+    return shm is not None and shm[1]
+
+
+def _leave_open(db: sqlite3.Connection) -> None:
+    """Never close ``db``, nor let it be collected: closing a connection writes its
+    ``-shm`` file, which would kill the process when the file cannot be written. The
+    process releases it when it exits; the write-ahead log keeps what was committed."""
+    logger.warning(
+        "the SQLite connection to %s is left open until the process exits: its -shm file "
+        "cannot be written, and closing it would write it", getattr(db, "simhash_path", "?"),
+    )
+    try:
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(db))
+    except AttributeError:  # pragma: no cover - an interpreter without the C API
+        _NEVER_CLOSED.append(db)
+
+
+_NEVER_CLOSED: list[sqlite3.Connection] = []
+
+
+class Connection(sqlite3.Connection):
+    """sqlite3's connection, closed only while SQLite may write the ``-shm`` file."""
+
+    simhash_path = ":memory:"
+
+    def close(self) -> None:
+        if self.simhash_path != ":memory:" and shm_unwritable(self.simhash_path):
+            _leave_open(self)
+            return
+        super().close()
+
+    def __del__(self) -> None:  # collected without close(): sqlite3 would close it
+        if self.simhash_path != ":memory:" and shm_unwritable(self.simhash_path):
+            _leave_open(self)
+
+
+class CheckedConnection(Connection):
+    """A connection that reads the ``-shm`` file's flags before each statement that starts
+    a transaction (every statement outside one: even a read writes the file), for the
+    stores that call SQLite directly (the URL rules, the hosts' templates)."""
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        if not self.in_transaction:
+            refuse_unwritable(self.simhash_path)
+        return super().execute(sql, parameters)
+
+    def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor:
+        if not self.in_transaction:
+            refuse_unwritable(self.simhash_path)
+        return super().executemany(sql, parameters)
+
+    def executescript(self, script: str, /) -> sqlite3.Cursor:
+        refuse_unwritable(self.simhash_path)
+        return super().executescript(script)
+
+
+def connect(
+    path: str, *, timeout_secs: float, synchronous: str = "NORMAL", checked: bool = False
+) -> sqlite3.Connection:
+    """Open ``path`` (creating its directory) for use from any one thread at a time.
+
+    ``checked``: refuse each statement that starts a transaction while the ``-shm`` file
+    cannot be written (see :class:`CheckedConnection`); a shared connection checks each of
+    its calls instead."""
     check_options(timeout_secs, synchronous)
     if path != ":memory:":
         Path(path).parent.mkdir(parents=True, exist_ok=True)
+        refuse_unwritable(path)
     db = sqlite3.connect(
-        path, timeout=timeout_secs, isolation_level=None, check_same_thread=False
+        path, timeout=timeout_secs, isolation_level=None, check_same_thread=False,
+        factory=CheckedConnection if checked else Connection,
     )
+    db.simhash_path = path if path == ":memory:" else os.path.abspath(path)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute(f"PRAGMA busy_timeout={int(timeout_secs * 1000)}")
     db.execute(f"PRAGMA synchronous={synchronous}")
@@ -69,7 +240,7 @@ def connect_with_schema(
 ) -> sqlite3.Connection:
     """:func:`connect`, then create the tables of ``schema`` (statements split on ``;``) in
     one transaction: what a store living next to the index's tables does when it opens."""
-    db = connect(path, timeout_secs=timeout_secs)
+    db = connect(path, timeout_secs=timeout_secs, checked=True)
     with immediate(db, lock):
         for statement in schema.split(";"):
             db.execute(statement)
@@ -132,6 +303,11 @@ class SharedConnection:
         # Absolute: a checkpoint or a reopen must not follow a later chdir.
         self.path = path if path == ":memory:" else str(Path(path).resolve())
         self.db = connect(self.path, timeout_secs=timeout_secs, synchronous=synchronous)
+        #: The file opened (device, inode), compared with the one at the path by check().
+        self._opened = self._identity()
+        self._shm: int | None = None  # the -shm file's inode when last looked at
+        self._next_check = time.monotonic() + CHECK_EVERY_SECS
+        self._lost: StorageLost | None = None
         (mode,) = self.db.execute("PRAGMA journal_mode").fetchone()
         self._logged = str(mode).lower() == "wal"
         if self._logged:
@@ -175,10 +351,12 @@ class SharedConnection:
         """``func(*args)`` in the loop's thread when it needs no wait, else in the worker
         thread. ``func`` may read, then write in at most one transaction, and change nothing
         before it: a call that would wait is run again, whole, in the thread. Calls queued for the
-        thread keep their order: while any waits there, later ones queue behind it."""
+        thread keep their order: while any waits there, later ones queue behind it. Each
+        call first checks the files (:meth:`check`)."""
         if self._closed:
             raise sqlite3.ProgrammingError(f"the SQLite file {self.path} is closed")
         if self.inline and not self._queued:
+            self.check()
             try:
                 with self._without_waiting():
                     return func(*args)
@@ -187,9 +365,53 @@ class SharedConnection:
         self._queued += 1
         try:
             loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(self._thread(), func, *args)
+            return await loop.run_in_executor(self._thread(), self._checked, func, *args)
         finally:
             self._queued -= 1
+
+    def _checked(self, func: Callable[..., T], *args: Any) -> T:
+        self.check()
+        return func(*args)
+
+    def _identity(self) -> tuple[int, int] | None:
+        if self.path == ":memory:":
+            return None
+        info = os.stat(self.path)
+        return info.st_dev, info.st_ino
+
+    def check(self) -> None:
+        """Raise before SQLite touches a file it must not: :class:`UnwritableFile` when the
+        ``-shm`` file (read at each call) or, every CHECK_EVERY_SECS, the log or the file
+        itself cannot be written; :class:`~scrapy_simhash.exceptions.StorageLost` once
+        the file at the path is not the file this connection opened (deleted, moved,
+        replaced), and at every call after that."""
+        if self._lost is not None:
+            raise self._lost
+        if self.path == ":memory:":
+            return
+        shm = refuse_unwritable(self.path)
+        inode = None if shm is None else shm[0]
+        now = time.monotonic()
+        if inode == self._shm and now < self._next_check:
+            return
+        self._shm = inode
+        self._next_check = now + CHECK_EVERY_SECS
+        for which in ("-wal", ""):
+            state = file_state(f"{self.path}{which}")
+            if state is not None and state[1]:
+                raise _unwritable(self.path, which)
+        try:
+            now_there = self._identity()
+        except (FileNotFoundError, NotADirectoryError):
+            now_there = None
+        if now_there != self._opened:
+            self._lost = StorageLost(
+                f"the SQLite file {self.path} was "
+                f"{'deleted or moved' if now_there is None else 'replaced by another file'} "
+                "while the crawl had it open: what this connection wrote since then went to "
+                "a file no one will open again"
+            )
+            raise self._lost
 
     @contextmanager
     def _without_waiting(self) -> Iterator[None]:
@@ -234,12 +456,15 @@ class SharedConnection:
             with self.lock:
                 if self._closed:
                     return
+                self.check()
                 mode = "PASSIVE"
                 if Path(f"{self.path}-wal").stat().st_size > WAL_LIMIT_BYTES:
                     mode = "TRUNCATE"
                 busy, frames, copied = self.db.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
                 if busy or copied < frames:
                     logger.debug("checkpoint of %s: %s of %s frames copied", self.path, copied, frames)
+        except StorageLost:  # the next call says so
+            pass
         except (sqlite3.Error, OSError) as exc:  # the next one will try again
             logger.warning("checkpoint of the SQLite file %s failed: %s", self.path, exc)
         finally:

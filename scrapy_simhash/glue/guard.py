@@ -13,7 +13,11 @@ A storage that answers again without the namespace's configuration record lost t
 namespace's data: the index writes a new record (reopened after an outage, or by itself
 within a call), or another process did, and the backend then names another creation of
 the namespace (``created``, ``creation``). ``on_lost`` hears of it once per loss, after the
-line saying the storage is reachable again.
+line saying the storage is reachable again. An SQLite file deleted, moved or replaced under
+the crawl (``StorageLost``) is such a loss too, with its cause, and no outage: the guard
+opens the file now at the path and tries the call again there, or, when the crawl is to
+stop (``reopen_lost`` False), opens nothing more, so that no new empty file takes the
+place of the one to restore.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import re
 import time
 import traceback
 from collections.abc import Awaitable, Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from scrapy_simhash._failures import broken_file, broken_file_message
 from scrapy_simhash._redact import mask_url, scrub
@@ -36,6 +40,7 @@ from scrapy_simhash.exceptions import (
     IndexMismatchError,
     InvalidKeyError,
     PageNotChecked,
+    StorageLost,
 )
 from scrapy_simhash.settings.names import described
 
@@ -74,12 +79,23 @@ def without_own_name(message: str, url: str) -> str:
     return re.sub(r"^:?\s*(failed:\s*)?", "", rest) or message
 
 
+class StorageWatch(Protocol):
+    """Something that looks at a storage while the crawl uses it (what a Redis evicted):
+    :meth:`look` after calls that answered (it decides how often it looks, and never
+    raises), :meth:`aclose` once the last guard of the storage is closed."""
+
+    async def look(self) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
 class OutageLog:
     """What the guards of one storage say about its outages.
 
     One line when the first guard fails (with a traceback only for an error no storage
     should raise), a summary line per ``log_interval`` while any of them keeps failing, one
-    line when the last of them answers again.
+    line when the last of them answers again. ``watch`` (a :class:`StorageWatch`), when
+    set, looks at the storage after the guards' calls, and is closed with the last guard.
     """
 
     def __init__(
@@ -93,6 +109,11 @@ class OutageLog:
         self._errors = 0  # errors in this outage
         self._unlogged = 0  # errors not yet reported in a log line
         self._last_log = float("-inf")
+        #: Why the storage lost the namespace, while a guard tells ``on_lost`` of a loss
+        #: it knows the cause of (the SQLite file was replaced); None otherwise.
+        self.lost_cause: str | None = None
+        self.watch: StorageWatch | None = None
+        self._open: set[Guarded[Any]] = set()  # the guards not closed yet
 
     def failed(
         self, guard: Guarded[Any], exc: BaseException | None, detail: str, retry_after: float
@@ -146,6 +167,18 @@ class OutageLog:
         """``guard`` is closed: it no longer keeps an outage open."""
         self._failing.discard(guard)
 
+    def join(self, guard: Guarded[Any]) -> None:
+        """``guard`` uses the storage until it leaves (:meth:`leave`)."""
+        self._open.add(guard)
+
+    async def leave(self, guard: Guarded[Any]) -> None:
+        """``guard`` is closed; the watch is closed with the last guard."""
+        self.forget(guard)
+        self._open.discard(guard)
+        if not self._open and self.watch is not None:
+            watch, self.watch = self.watch, None
+            await watch.aclose()
+
 
 class Guarded(Generic[T]):
     """A lazily opened backend with timeouts, a retry pause and throttled error logs."""
@@ -164,9 +197,12 @@ class Guarded(Generic[T]):
         outages: OutageLog | None = None,
         on_lost: Callable[[], None] | None = None,
         opened: bool = False,
+        reopen_lost: bool = True,
     ) -> None:
         """``opened``: the namespace was opened before (at start-up), so a first opening
-        that has to create it finds it lost, as a reopening does."""
+        that has to create it finds it lost, as a reopening does. ``reopen_lost``: after
+        a ``StorageLost``, open what is now at the storage's place and go on (False: the
+        crawl stops, and later calls fail without opening anything)."""
         self.what = what
         self.url = url
         self._opener = opener
@@ -176,6 +212,7 @@ class Guarded(Generic[T]):
         self._clock = clock
         #: Shared with the other guards of the same storage (see OutageLog).
         self.outages = outages or OutageLog(url, log_interval=log_interval, clock=clock)
+        self.outages.join(self)
         self._backend: T | None = None
         self._lock = asyncio.Lock()
         self._paused_until = 0.0
@@ -188,18 +225,29 @@ class Guarded(Generic[T]):
         #: The creation of the namespace the backend named last; a loss not yet told.
         self._creation: str | None = None
         self._lost_pending = False
+        self._reopen_lost = reopen_lost
+        #: The cause of the loss not yet told, when known (StorageLost).
+        self._lost_cause: str | None = None
+        #: Set when the storage was lost and is not to be opened again (reopen_lost False).
+        self._gone: StorageLost | None = None
 
     async def call(self, operation: Callable[[T], Awaitable[R]]) -> R:
         """Run ``operation(backend)``; raise ``BackendUnavailable`` instead of its errors.
 
         ``ConfigurationError`` (a mismatched index, say) is not an outage and propagates;
         one from opening the backend is remembered and raised again by every later call.
-        ``InvalidKeyError`` fails that one call alone.
+        ``InvalidKeyError`` fails that one call alone. ``StorageLost`` is told as a loss
+        (see the module docstring).
         """
+        return await self._call(operation, retried=False)
+
+    async def _call(self, operation: Callable[[T], Awaitable[R]], *, retried: bool) -> R:
         if self.closed:
             raise BackendUnavailable(f"{self.what} is closed")
         if self.unusable is not None:
             raise self.unusable
+        if self._gone is not None:
+            raise BackendUnavailable(self._describe(self._gone))
         try:
             backend = await self._get()
             result = await _within(operation(backend), self._timeout)
@@ -208,6 +256,11 @@ class Guarded(Generic[T]):
             raise
         except InvalidKeyError:
             raise
+        except StorageLost as exc:
+            await self._storage_lost(exc)
+            if self._gone is not None or retried:
+                raise BackendUnavailable(self._describe(exc)) from None
+            return await self._call(operation, retried=True)
         except PageNotChecked as exc:  # this page alone: counted, logged, no pause
             self._failed(exc)
             raise BackendUnavailable(self._describe(exc)) from None
@@ -234,6 +287,9 @@ class Guarded(Generic[T]):
         self._recovered()
         if self._on_lost is not None:
             self._check_lost(backend)
+        watch = self.outages.watch
+        if watch is not None:
+            await watch.look()
         return result
 
     def _seen(self, creation: str | None) -> None:
@@ -245,9 +301,36 @@ class Guarded(Generic[T]):
     def _check_lost(self, backend: T) -> None:
         """Tell ``on_lost`` when the storage lost the namespace since the last call."""
         self._seen(getattr(backend, "creation", None))
-        if self._lost_pending and self._on_lost is not None:
-            self._lost_pending = False
+        if self._lost_pending:
+            self._tell_lost()
+
+    def _tell_lost(self) -> None:
+        """Call ``on_lost``, with the cause of the loss in the shared log while it runs."""
+        self._lost_pending = False
+        if self._on_lost is None:
+            return
+        self.outages.lost_cause, self._lost_cause = self._lost_cause, None
+        try:
             self._on_lost()
+        finally:
+            self.outages.lost_cause = None
+
+    async def _storage_lost(self, exc: StorageLost) -> None:
+        """The file this backend opened is gone from its path: drop the backend (no retry
+        pause: waiting brings nothing back) and tell the loss, now when nothing is to be
+        opened again, else once the file now at the path answered."""
+        await self._discard(pause=False)
+        self._creation = None  # the next backend names a creation of its own
+        self._lost_cause = scrub(str(exc), self.url)
+        if self._on_lost is None:
+            logger.info("%s at %s: %s; %s", self.what, mask_url(self.url), self._lost_cause,
+                        "opening the file now at its path" if self._reopen_lost else
+                        "not opened again (SIMHASH_ON_INDEX_LOST = 'close')")
+        if not self._reopen_lost:
+            self._gone = exc
+            self._tell_lost()
+        else:
+            self._lost_pending = self._on_lost is not None
 
     async def _get(self) -> T:
         if self._backend is not None:
@@ -264,9 +347,10 @@ class Guarded(Generic[T]):
                 self._backend = backend
             return self._backend
 
-    async def _discard(self) -> None:
+    async def _discard(self, *, pause: bool = True) -> None:
         backend, self._backend = self._backend, None
-        self._paused_until = self._clock() + self._retry_after
+        if pause:
+            self._paused_until = self._clock() + self._retry_after
         if backend is not None:
             await _close_quietly(backend, self._timeout)
 
@@ -308,10 +392,10 @@ class Guarded(Generic[T]):
     async def aclose(self) -> None:
         """Close the backend; later calls fail fast."""
         self.closed = True
-        self.outages.forget(self)
         backend, self._backend = self._backend, None
         if backend is not None:
             await _close_quietly(backend, self._timeout)
+        await self.outages.leave(self)
 
 
 async def _close_quietly(backend: Any, timeout: float) -> None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy_simhash.glue import config
 from scrapy_simhash.glue.guard import Guarded
 from scrapy_simhash.glue.wiring import (
+    check_eviction,
     check_recrawl_store,
     guarded,
     guarded_index,
@@ -75,6 +76,7 @@ class CrawlStores:
             scheme=fingerprinter.scheme,
         )
         opened = validate_index(url, kwargs, start_unreachable=guard.start_unreachable)
+        check_eviction(crawler, url, kwargs, guard, reachable=opened)
         outages = outage_log(crawler, url, guard)
         index = guarded_index(
             url, kwargs, guard, lambda: count("index_error"), outages, on_lost=on_lost,

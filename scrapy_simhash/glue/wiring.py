@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import inspect
 import logging
@@ -139,6 +140,7 @@ def guarded(
         outages=outages,
         on_lost=on_lost,
         opened=opened,
+        reopen_lost=config.on_lost != "close",
     )
 
 
@@ -152,6 +154,240 @@ def outage_log(crawler: Crawler, url: str, config: GuardConfig) -> OutageLog:
 
 
 _OUTAGE_LOGS: weakref.WeakKeyDictionary[Any, dict[str, OutageLog]] = weakref.WeakKeyDictionary()
+
+
+# -- a Redis that may evict the crawl's keys ------------------------------------------------------
+
+#: Seconds between two looks at what a Redis evicted (at most; SIMHASH_ERROR_LOG_INTERVAL_SECS
+#: when shorter).
+EVICTION_LOOK_SECS = 1.0
+
+
+def check_eviction(
+    crawler: Crawler, url: str, kwargs: Mapping[str, Any], config: GuardConfig, *,
+    reachable: bool = True,
+) -> None:
+    """Refuse, at start-up, a Redis that may evict the crawl's keys, and watch what one
+    evicts during the crawl; once per storage of a crawl (the first component to open it).
+
+    A Redis with a memory limit evicts keys when it is full, under any ``allkeys-*``
+    policy (a common cache setting) any key, under a ``volatile-*`` one keys with a TTL,
+    which the hosts' template keys carry with SIMHASH_INDEX_TTL_SECS. An evicted key is a
+    page, a drop record or a schedule the crawl forgets without a word: copies stop being
+    dropped. So such a server refuses the crawl with the way out (``noeviction``, or a Redis
+    of the crawl's own) unless SIMHASH_INDEX_ALLOW_EVICTION, which is said at start. Where
+    neither ``CONFIG GET`` nor ``INFO`` is allowed, that is said once and the crawl goes on.
+    During the crawl an :class:`EvictionWatch` says every key the server evicts.
+    ``reachable``: the index answered at start-up (else the first look decides).
+    """
+    from scrapy_simhash._redis import REDIS_SCHEMES
+
+    scheme = url.split(":", 1)[0].lower()
+    if scheme not in REDIS_SCHEMES:
+        return
+    outages = outage_log(crawler, url, config)
+    if outages.watch is not None:
+        return
+    from scrapy_simhash.settings import index_ttl_secs
+    from scrapy_simhash.settings.values import get_bool
+
+    settings = crawler.settings
+    ttl_keys = bool(index_ttl_secs(settings)) and get_bool(
+        settings, "SIMHASH_TEMPLATES_ENABLED", True
+    )
+    options = {
+        name: value for name, value in dict(kwargs.get("options") or {}).items()
+        if name not in ("shards", "lock_lease_secs")
+    }
+    watch = EvictionWatch(
+        crawler, url, options, ttl_keys=ttl_keys, allow=config.allow_eviction,
+        timeout=config.timeout, log_interval=config.log_interval,
+    )
+    if reachable:
+        watch.start()  # may refuse the crawl: only then is the watch set
+    outages.watch = watch
+
+
+class EvictionWatch:
+    """What a Redis may evict, read at start-up, and what it evicted, read during the crawl
+    (at most every EVICTION_LOOK_SECS, after a call that answered, in a worker thread).
+
+    The server's ``evicted_keys`` counts every key it evicted, of any namespace: those
+    evicted while the server may evict the crawl's keys are counted
+    (``simhash/redis_evicted_keys``) and said at ERROR, each look that finds some (at most
+    one line per SIMHASH_ERROR_LOG_INTERVAL_SECS, which then sums them), and again at
+    the close. A policy changed to one that evicts during the crawl is said once.
+    """
+
+    def __init__(
+        self, crawler: Crawler, url: str, options: Mapping[str, Any], *, ttl_keys: bool,
+        allow: bool, timeout: float, log_interval: float,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        import time
+
+        self.crawler = crawler
+        self.url = url
+        self._options = dict(options)
+        self._ttl_keys = ttl_keys
+        self._allow = allow
+        self._timeout = timeout
+        self._log_interval = log_interval
+        self._every = min(EVICTION_LOOK_SECS, log_interval)
+        self._clock = clock or time.monotonic
+        self._client: Any = None
+        self._started = False
+        self._blind = False  # neither CONFIG GET nor INFO: nothing to look at
+        self._evicted: int | None = None  # the servers' evicted_keys at the last look
+        self._unsaid = 0  # keys counted, not said yet
+        self._said_at = float("-inf")
+        self._next = 0.0
+        self._looking = False
+        self._risky = False  # the servers may evict the crawl's keys (as last read)
+        self._policy = ""  # what let them evict the keys counted last
+
+    def _where(self) -> str:
+        return f"SimHash index at {mask_url(self.url)}"
+
+    def _connect(self) -> Any:
+        if self._client is None:
+            from scrapy_simhash._redis import sync_client
+            from scrapy_simhash.index.redis.connection import client_options
+
+            self._client = sync_client(self.url, **client_options(self._options))
+        return self._client
+
+    def start(self) -> None:
+        """Read what the servers may evict (blocking; before the crawl starts): refuse the
+        crawl (ConfigurationError), say what allowing it means, or say that it cannot be
+        told."""
+        from scrapy_simhash._redis import MemoryUnknown, read_memory
+
+        self._started = True
+        try:
+            nodes, refused = read_memory(self._connect())
+        except MemoryUnknown as exc:
+            self._blind = True
+            logger.warning(
+                "%s: cannot tell whether Redis may evict the crawl's keys, as neither CONFIG "
+                "GET nor INFO is allowed (%s): make sure its maxmemory-policy is noeviction "
+                "(or maxmemory 0), or evicted pages are forgotten without a word",
+                self._where(), scrub(str(exc), self.url),
+            )
+            return
+        except BACKEND_ERRORS as exc:  # it answered a moment ago: the first look will tell
+            self._started = False
+            logger.debug("reading the memory policy of %s failed: %s", mask_url(self.url), exc)
+            return
+        if refused is not None:
+            logger.info(
+                "%s: CONFIG GET is not allowed (%s); the memory policy was read from INFO",
+                self._where(), scrub(refused, self.url),
+            )
+        self._evicted = _total(nodes)
+        risky = [node for node in nodes if node.evicts(ttl_keys=self._ttl_keys)]
+        self._risky = bool(risky)
+        if not risky:
+            return
+        what = self._what(risky)
+        if not self._allow:
+            raise ConfigurationError(
+                f"{self._where()} may lose its keys: Redis evicts keys when its memory is "
+                f"full ({what}), and a page, drop record or recrawl schedule evicted is "
+                "forgotten without a word (copies stop being dropped). Set "
+                "maxmemory-policy noeviction (CONFIG SET maxmemory-policy noeviction, and "
+                "in redis.conf), or give the crawl a Redis of its own; "
+                "SIMHASH_INDEX_ALLOW_EVICTION = True starts anyway and counts what is evicted"
+            )
+        logger.warning(
+            "%s may lose its keys: Redis evicts keys when its memory is full (%s), and "
+            "SIMHASH_INDEX_ALLOW_EVICTION is set, so the crawl goes on: a page whose keys "
+            "are evicted is forgotten (its copies are kept, its recrawl schedule starts "
+            "over). Every key the server evicts is counted (simhash/redis_evicted_keys) "
+            "and said at ERROR", self._where(), what,
+        )
+
+    def _what(self, risky: list[Any]) -> str:
+        what = "; ".join(node.describe() for node in risky)
+        if self._ttl_keys and any(node.policy.startswith("volatile-") for node in risky):
+            what += "; the hosts' template keys carry a TTL (SIMHASH_INDEX_TTL_SECS)"
+        return what
+
+    async def look(self, *, last: bool = False) -> None:
+        """Read what the servers evicted since the last look, and say it (never raises)."""
+        now = self._clock()
+        if self._blind or self._looking or (now < self._next and not last):
+            return
+        self._looking = True
+        self._next = now + self._every
+        try:
+            await self._look(last)
+        except Exception as exc:  # noqa: BLE001 - an outage is the guards' to say
+            logger.debug("looking at what %s evicted failed: %s", mask_url(self.url), exc)
+        finally:
+            self._looking = False
+
+    async def _look(self, last: bool) -> None:
+        from scrapy_simhash._redis import read_memory
+
+        if not self._started:  # unreachable at start-up: this is the start
+            try:
+                await asyncio.to_thread(self.start)
+            except ConfigurationError as exc:
+                self._blind = True
+                logger.error("%s; closing the spider", exc)
+                close_spider(self.crawler, "simhash_redis_evicts")
+                return
+            if not self._started or self._blind:
+                return
+        nodes, _ = await asyncio.wait_for(
+            asyncio.to_thread(read_memory, self._connect(), config=False), self._timeout
+        )
+        total = _total(nodes)
+        risky = [node for node in nodes if node.evicts(ttl_keys=self._ttl_keys)]
+        if risky and not self._risky and not self._allow:
+            logger.error(
+                "%s may lose its keys from now on: Redis evicts keys when its memory is full "
+                "(%s); set maxmemory-policy noeviction, or give the crawl a Redis of its own",
+                self._where(), self._what(risky),
+            )
+        self._risky = bool(risky)
+        before, self._evicted = self._evicted, total
+        # None: a server does not say; fewer: one restarted, and its count started over.
+        new = total - before if total is not None and before is not None else 0
+        if new > 0 and not risky:
+            logger.debug("%s: Redis evicted %d key(s), none of them the crawl's (%s)",
+                         self._where(), new, "; ".join(n.describe() for n in nodes))
+        elif new > 0:
+            self._unsaid += new
+            self.crawler.stats.inc_value("simhash/redis_evicted_keys", new)
+            self._policy = self._what(risky)
+        now = self._clock()
+        if self._unsaid and (last or now - self._said_at >= self._log_interval):
+            self._said_at = now
+            count, self._unsaid = self._unsaid, 0
+            logger.error(
+                "%s: Redis evicted %d key(s) since the last line (%s): they may be the "
+                "crawl's fingerprints, drop records, recrawl schedule, hosts' templates or "
+                "URL rules; a page whose keys went is forgotten and its copies are kept. "
+                "%d evicted in all during the crawl (simhash/redis_evicted_keys); give "
+                "Redis more memory or set maxmemory-policy noeviction",
+                self._where(), count, self._policy,
+                self.crawler.stats.get_value("simhash/redis_evicted_keys", 0),
+            )
+
+    async def aclose(self) -> None:
+        """A last look (what was evicted since the last one is said now), then close."""
+        await self.look(last=True)
+        client, self._client = self._client, None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(client.close)
+
+
+def _total(nodes: list[Any]) -> int | None:
+    counts = [node.evicted for node in nodes]
+    return None if any(count is None for count in counts) else sum(counts)
 
 
 def guarded_index(
@@ -453,23 +689,38 @@ def report_lost_namespace(
     ``policy`` (SIMHASH_ON_INDEX_LOST) "continue" goes on with the namespace re-created,
     "close" closes the spider."""
     count("index_lost")
-    head = (
-        f"SimHash index at {mask_url(url)} lost namespace {namespace!r} mid-crawl: its "
-        "configuration record was gone when the store answered (a Redis restarted without "
-        "persistence, a flush, an eviction, or a reset by another process). Lost: "
-        f"{lost}. Pages fetched before now no longer match their copies"
-    )
+    logs = _OUTAGE_LOGS.get(crawler, {})
+    cause = logs[url].lost_cause if url in logs else None
+    if cause is not None:  # the SQLite file went: what it held went with it
+        head = (
+            f"SimHash index at {mask_url(url)} lost namespace {namespace!r} mid-crawl: "
+            f"{cause}. Lost: {lost}, and every other namespace that file held. Pages "
+            "fetched before now no longer match their copies"
+        )
+        keep = (
+            "restore the file with its -wal file from a backup to get them back, and keep "
+            "the index file away from cleanup jobs (temporary-file cleaners, an rm of .scrapy/)"
+        )
+    else:
+        head = (
+            f"SimHash index at {mask_url(url)} lost namespace {namespace!r} mid-crawl: its "
+            "configuration record was gone when the store answered (a Redis restarted without "
+            "persistence, a flush, an eviction, or a reset by another process). Lost: "
+            f"{lost}. Pages fetched before now no longer match their copies"
+        )
+        keep = "Redis persistence, appendonly yes, keeps the namespace across restarts"
     if policy == "close":
         log.error(
             "%s. Closing the spider (SIMHASH_ON_INDEX_LOST = 'continue' goes on with the "
-            "namespace re-created)", head,
+            "namespace re-created)%s", head,
+            f"; {keep}" if cause is not None else "",
         )
         close_spider(crawler, "simhash_index_lost")
     else:
         log.error(
             "%s: the first copy of each is kept. Going on with the namespace re-created, "
-            "empty (SIMHASH_ON_INDEX_LOST = 'close' stops the crawl instead; Redis "
-            "persistence, appendonly yes, keeps the namespace across restarts)", head,
+            "empty%s (SIMHASH_ON_INDEX_LOST = 'close' stops the crawl instead; %s)", head,
+            ", in a new file at that path" if cause is not None else "", keep,
         )
 
 
@@ -500,6 +751,13 @@ def report_close(stats: Any, log: logging.Logger) -> None:
             passed, get("simhash/outage/indexed_later", 0),
             get("simhash/outage/copies_later", 0), *missed,
             ": their copies fetched later may have been kept" if any(missed) else "",
+        )
+    evicted = get("simhash/redis_evicted_keys", 0)
+    if evicted:
+        log.error(
+            "SimHash: Redis evicted %d key(s) while it could evict the crawl's "
+            "(simhash/redis_evicted_keys): pages whose keys went were forgotten, and their "
+            "copies kept", evicted,
         )
     lost = get("simhash/recrawl_lost", 0)
     if lost:

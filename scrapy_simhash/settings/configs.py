@@ -297,6 +297,9 @@ class GuardConfig:
     backlog_pages: int = OUTAGE_BACKLOG_PAGES
     #: What a crawl does when the storage lost the namespace (SIMHASH_ON_INDEX_LOST).
     on_lost: str = "continue"
+    #: Start a crawl on a Redis that may evict its keys (SIMHASH_INDEX_ALLOW_EVICTION); by
+    #: default it refuses to start.
+    allow_eviction: bool = False
 
     @classmethod
     def from_settings(cls, settings: Settings) -> GuardConfig:
@@ -310,6 +313,7 @@ class GuardConfig:
                 settings, "SIMHASH_OUTAGE_BACKLOG_PAGES", OUTAGE_BACKLOG_PAGES, minimum=0
             ),
             on_lost=get_choice(settings, "SIMHASH_ON_INDEX_LOST", "continue", ON_LOST_CHOICES),
+            allow_eviction=get_bool(settings, "SIMHASH_INDEX_ALLOW_EVICTION", False),
         )
 
 
