@@ -108,20 +108,33 @@ def _load_statx() -> Any:
 _STATX = _load_statx()
 
 
-def file_state(path: str) -> tuple[int, bool] | None:
+class _StatxBuffer(threading.local):
+    """A ``struct statx`` per thread, with views of the two fields read: a new buffer and
+    slices of it at each call cost more than the system call."""
+
+    def __init__(self) -> None:
+        self.buffer = ctypes.create_string_buffer(_STATX_SIZE)
+        self.attributes = ctypes.c_uint64.from_buffer(self.buffer, 8)
+        self.inode = ctypes.c_uint64.from_buffer(self.buffer, 32)
+
+
+_STATX_BUFFERS = _StatxBuffer()
+_LOCKED = _STATX_ATTR_IMMUTABLE | _STATX_ATTR_APPEND
+
+
+def file_state(path: str | bytes) -> tuple[int, bool] | None:
     """The inode of ``path`` and whether it is immutable or append-only; None when there
     is no such file. Read without opening the file: closing any descriptor of a file
-    SQLite has open would drop the locks SQLite holds on it."""
+    SQLite has open would drop the locks SQLite holds on it. About a microsecond."""
     if _STATX is not None:
-        buffer = ctypes.create_string_buffer(_STATX_SIZE)
-        if _STATX(_AT_FDCWD, os.fsencode(path), 0, _STATX_INO, buffer) != 0:
+        view = _STATX_BUFFERS
+        name = path if isinstance(path, bytes) else os.fsencode(path)
+        if _STATX(_AT_FDCWD, name, 0, _STATX_INO, view.buffer) != 0:
             error = ctypes.get_errno()
             if error in (2, 20):  # ENOENT, ENOTDIR
                 return None
-            raise OSError(error, os.strerror(error), path)
-        attributes = int.from_bytes(buffer.raw[8:16], sys.byteorder)
-        inode = int.from_bytes(buffer.raw[32:40], sys.byteorder)
-        return inode, bool(attributes & (_STATX_ATTR_IMMUTABLE | _STATX_ATTR_APPEND))
+            raise OSError(error, os.strerror(error), os.fsdecode(path))
+        return view.inode.value, bool(view.attributes.value & _LOCKED)
     try:
         info = os.stat(path)
     except (FileNotFoundError, NotADirectoryError):
@@ -141,10 +154,10 @@ def _unwritable(path: str, which: str) -> UnwritableFile:
     )
 
 
-def refuse_unwritable(path: str) -> tuple[int, bool] | None:
-    """Raise :class:`UnwritableFile` when ``path``'s ``-shm`` file cannot be written; its
-    state otherwise (None: no such file yet)."""
-    shm = file_state(f"{path}-shm")
+def refuse_unwritable(path: str, shm_name: bytes | None = None) -> tuple[int, bool] | None:
+    """Raise :class:`UnwritableFile` when ``path``'s ``-shm`` file (``shm_name``: its name,
+    encoded) cannot be written; its state otherwise (None: no such file yet)."""
+    shm = file_state(shm_name or f"{path}-shm")
     if shm is not None and shm[1]:
         raise _unwritable(path, "-shm")
     return shm
@@ -180,16 +193,26 @@ class Connection(sqlite3.Connection):
     """sqlite3's connection, closed only while SQLite may write the ``-shm`` file."""
 
     simhash_path = ":memory:"
+    _simhash_left = False  # left open for good (see _leave_open)
+
+    def _must_stay_open(self) -> bool:
+        if self._simhash_left:
+            return True
+        if self.simhash_path == ":memory:" or not shm_unwritable(self.simhash_path):
+            return False
+        self._simhash_left = True
+        _leave_open(self)
+        return True
 
     def close(self) -> None:
-        if self.simhash_path != ":memory:" and shm_unwritable(self.simhash_path):
-            _leave_open(self)
-            return
-        super().close()
+        if not self._must_stay_open():
+            super().close()
 
     def __del__(self) -> None:  # collected without close(): sqlite3 would close it
-        if self.simhash_path != ":memory:" and shm_unwritable(self.simhash_path):
-            _leave_open(self)
+        try:  # noqa: SIM105 - at interpreter exit, contextlib may be gone already
+            self._must_stay_open()
+        except Exception:  # noqa: BLE001, S110
+            pass
 
 
 class CheckedConnection(Connection):
@@ -308,6 +331,7 @@ class SharedConnection:
         self._shm: int | None = None  # the -shm file's inode when last looked at
         self._next_check = time.monotonic() + CHECK_EVERY_SECS
         self._lost: StorageLost | None = None
+        self._shm_name = os.fsencode(f"{self.path}-shm")
         (mode,) = self.db.execute("PRAGMA journal_mode").fetchone()
         self._logged = str(mode).lower() == "wal"
         if self._logged:
@@ -389,7 +413,7 @@ class SharedConnection:
             raise self._lost
         if self.path == ":memory:":
             return
-        shm = refuse_unwritable(self.path)
+        shm = refuse_unwritable(self.path, self._shm_name)
         inode = None if shm is None else shm[0]
         now = time.monotonic()
         if inode == self._shm and now < self._next_check:
