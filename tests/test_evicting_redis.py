@@ -264,3 +264,21 @@ def test_a_redis_unreachable_at_start_is_checked_when_it_answers(
         h.fetch("https://a.test/1", random_story(1))
     (said,) = [r.getMessage() for r in caplog.records if "may lose its keys" in r.getMessage()]
     assert refusal(said).endswith("; closing the spider")
+
+
+@pytest.mark.cluster
+def test_every_master_of_a_cluster_is_read(
+    redis_cluster_servers: list[RedisServer], redis_cluster_url: str
+) -> None:
+    """A namespace lives on one master (or, sharded, on all): one that may evict is enough."""
+    master = redis_cluster_servers[1]
+    configure(master, maxmemory="64mb", maxmemory_policy="allkeys-lru")
+    try:
+        with pytest.raises(ConfigurationError) as caught, \
+                harness(SIMHASH_INDEX_URL=redis_cluster_url):
+            pass
+        assert f"maxmemory 64 MiB on 127.0.0.1:{master.port})" in refusal(caught.value)
+    finally:
+        configure(master, maxmemory="0", maxmemory_policy="noeviction")
+    with harness(SIMHASH_INDEX_URL=redis_cluster_url) as h:
+        assert h.fetch("https://a.test/1", random_story(1))[0].status == 200

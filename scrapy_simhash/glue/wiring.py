@@ -257,6 +257,12 @@ class EvictionWatch:
             self._client = sync_client(self.url, **client_options(self._options))
         return self._client
 
+    def _disconnect(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close()
+
     def start(self) -> None:
         """Read what the servers may evict (blocking; before the crawl starts): refuse the
         crawl (ConfigurationError), say what allowing it means, or say that it cannot be
@@ -268,6 +274,7 @@ class EvictionWatch:
             nodes, refused = read_memory(self._connect())
         except MemoryUnknown as exc:
             self._blind = True
+            self._disconnect()
             logger.warning(
                 "%s: cannot tell whether Redis may evict the crawl's keys, as neither CONFIG "
                 "GET nor INFO is allowed (%s): make sure its maxmemory-policy is noeviction "
@@ -291,6 +298,7 @@ class EvictionWatch:
             return
         what = self._what(risky)
         if not self._allow:
+            self._disconnect()
             raise ConfigurationError(
                 f"{self._where()} may lose its keys: Redis evicts keys when its memory is "
                 f"full ({what}), and a page, drop record or recrawl schedule evicted is "
@@ -379,10 +387,7 @@ class EvictionWatch:
     async def aclose(self) -> None:
         """A last look (what was evicted since the last one is said now), then close."""
         await self.look(last=True)
-        client, self._client = self._client, None
-        if client is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.to_thread(client.close)
+        await asyncio.to_thread(self._disconnect)
 
 
 def _total(nodes: list[Any]) -> int | None:
