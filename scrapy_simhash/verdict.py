@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -29,7 +30,15 @@ from scrapy_simhash.canonical import MEMORY_ENTRIES, KeyMemory, preferred
 from scrapy_simhash.confirm import Evidence, Signing, score, stored_signature
 from scrapy_simhash.exceptions import BackendUnavailable, ConfigurationError, InvalidKeyError
 from scrapy_simhash.index.base import Match, Observation, judge
-from scrapy_simhash.index.drops import HELD, holder_of
+from scrapy_simhash.index.drops import (
+    FILED,
+    HELD,
+    HELD_COPY,
+    MARKERS,
+    MAX_HOPS,
+    DropRecord,
+    holder_of,
+)
 from scrapy_simhash.recrawl.state import Visit, compare
 from scrapy_simhash.simhash import to_hex
 
@@ -163,6 +172,10 @@ async def _signed(
     return observation
 
 
+async def _drop_of(backend: Any, url: str) -> Any:
+    return await backend.drop_of(url)
+
+
 class VerdictStep:
     """Index observe -> change rule -> recrawl observe or forget -> one :class:`Verdict`."""
 
@@ -193,9 +206,10 @@ class VerdictStep:
         self._count = count
         #: Whether a recrawl store that cannot be used as configured was reported.
         self._recrawl_refused = False
-        #: Holder records read (or written) in this crawl: key -> the URL whose page is
-        #: filed under it, "" for none. A key's record is read once per crawl at most.
-        self._holders: OrderedDict[str, str] = OrderedDict()
+        #: Records read (or written) in this crawl of keys that may hold another URL's
+        #: page: key -> its record, None for none. A key's record is read once per crawl
+        #: at most.
+        self._holders: OrderedDict[str, DropRecord | None] = OrderedDict()
         self.backlog = backlog
 
     def hex(self, fingerprint: int) -> str:
@@ -264,21 +278,27 @@ class VerdictStep:
         match = observation.match
         if match is not None:
             renamed = await self._prefer(key, own, fingerprint, match, answer)
-            if not renamed and own != match.key:
+            apart = score(signing.signed, match.signature)
+            if own != match.key:
                 # A copy is not scheduled for revisits: its content is tracked under the
                 # page it copies, and a URL claimed from the due queue must not return when
-                # its lease ends. The record says what it copies, for `lookup`.
-                if key == own:
+                # its lease ends (a copy that renamed its cluster is what the schedule names
+                # now). The record says what it copies, for `lookup`: the URL whose page
+                # reached the spider, as the log says, even when the cluster took this name.
+                if key == own and not renamed:
                     await self.forget(own)
                 if record_drops:
-                    await self.record_drop(
-                        own, match.key, match.distance, score(signing.signed, match.signature)
-                    )
-            elif own == match.key:
+                    await self.record_drop(own, match.key, match.distance, apart)
+            else:
                 # The canonical URL itself, whose page another URL's fetch filed under it:
                 # a copy for the spider, yet the fetch of the URL the schedule names (with
                 # its own validators), so a due URL does not come back when its lease ends.
+                # Its holder record says it was dropped too, so it is counted with the copies.
                 await self._visit(own, fingerprint, answer)
+                holder = await self._holder(own)
+                if record_drops and holder is not None:
+                    await self.record_drop(own, holder, HELD_COPY, apart)
+                    self._remember_holder(own, DropRecord(own, holder, HELD_COPY, 0, apart))
             return Verdict(
                 DUPLICATE, key=key, fingerprint=hex_digits, duplicate_of=match.key,
                 distance=match.distance, renamed_from=match.key if renamed else None,
@@ -302,12 +322,20 @@ class VerdictStep:
         )
 
     async def _kept_under(self, key: str, own: str) -> None:
-        """Kept under the canonical URL it names: its own URL is a copy of that, which
-        `lookup` should say as for any dropped copy. The holder record says which URL
-        reached the spider, so a later crawl keeps that one whatever arrives first."""
-        await self.record_drop(own, key, 0)
-        await self.record_drop(key, own, HELD)
-        self._remember_holder(key, own)
+        """Kept under the canonical URL it names: its own URL reached the spider and its
+        page is filed under that one (a filing record, no drop: `lookup` says so, and
+        counts of dropped URLs leave it out). The holder record says which URL reached the
+        spider, so a later crawl keeps that one whatever arrives first; written again at
+        each visit (it ages like any record), still saying whether the canonical URL was
+        dropped as its copy since."""
+        await self.record_drop(own, key, FILED)
+        known = self._holders.get(key)
+        held = (
+            known if known is not None and known.distance == HELD_COPY and known.kept == own
+            else DropRecord(key, own, HELD, 0)
+        )
+        await self.record_drop(key, own, held.distance, held.apart)
+        self._remember_holder(key, held)
 
     def _defer(self, page: Unchecked) -> None:
         """A page the index could not check passes: keep it to index later, if there is
@@ -406,7 +434,7 @@ class VerdictStep:
         if not self.keys.needs_claim(key, own):
             observation = await index.call(observe(key))
             if observation.stored and observation.previous is None:
-                self._remember_holder(key, "")  # filed anew by its own URL
+                self._remember_holder(key, None)  # filed anew by its own URL
             elif observation.stored:
                 observation = await self._own_fetch(key, fingerprint, observation)
             return observation, key
@@ -456,6 +484,10 @@ class VerdictStep:
         crawl whichever arrives first. A change hands the entry to this URL."""
         holder = await self._holder(key)
         previous = observation.previous
+        if holder is None and self._holders.get(key) is not None:
+            # The record of a URL dropped (or filed elsewhere) at an earlier fetch: this
+            # fetch reached the spider under its own URL, so the record no longer holds.
+            await self._release(key)
         if holder is None or holder == key or previous is None:
             return observation
         changed, distance = compare(previous, fingerprint, self.change_distance)
@@ -476,28 +508,27 @@ class VerdictStep:
         held = self.keys.holder(key)
         if held is not None:
             return held
-        known = self._holders.get(key)
-        if known is not None:
-            return known or None
+        if key in self._holders:
+            return holder_of(self._holders[key])
         try:
             record = await self.index.call(lambda backend: backend.drop_of(key))
         except (BackendUnavailable, ConfigurationError):
             return None
-        holder = holder_of(record)
-        self._remember_holder(key, holder or "")
-        return holder
+        self._remember_holder(key, record)
+        return holder_of(record)
 
-    def _remember_holder(self, key: str, holder: str) -> None:
-        self._holders[key] = holder
+    def _remember_holder(self, key: str, record: DropRecord | None) -> None:
+        self._holders[key] = record
         self._holders.move_to_end(key)
         while len(self._holders) > MEMORY_ENTRIES:
             self._holders.popitem(last=False)
 
     async def _release(self, key: str) -> None:
-        """``key``'s own page holds its entry now: forget its holder record."""
-        if self._holders.get(key) == "":
+        """``key``'s own page holds its entry now: forget its holder record (or any record
+        of it)."""
+        if key in self._holders and self._holders[key] is None:
             return
-        self._remember_holder(key, "")
+        self._remember_holder(key, None)
         await self.forget_drop(key)
 
     async def _refile(
@@ -550,9 +581,10 @@ class VerdictStep:
         better.
 
         Only between URLs no page declared canonical: the index entry is renamed (the
-        stored fingerprint, of the page the spider received, stays), the former name is
-        recorded as a copy, and recrawl scheduling moves to this URL. The page itself is
-        still a near-duplicate: its cluster already reached the spider.
+        stored fingerprint, of the page the spider received, stays), the URL that reached
+        the spider gets a filing record (its page is filed under this URL), and
+        recrawl scheduling moves to this URL. The page itself is still a near-duplicate:
+        its cluster already reached the spider.
         """
         if (
             not self.prefer_urls
@@ -569,7 +601,23 @@ class VerdictStep:
         if not renamed:
             return False
         await self.forget(match.key)
-        await self.record_drop(match.key, own, match.distance)
+        # The URL that reached the spider has its page filed under this URL now (the
+        # copy's own record, written by the caller, says it was dropped): the former name,
+        # or, when the former name was itself a copy that took the name (its drop record
+        # stays), the URL its record names, and so on back to the one that reached it.
+        reached = match.key
+        with contextlib.suppress(BackendUnavailable, ConfigurationError):
+            for _ in range(MAX_HOPS):
+                former = await self.index.call(functools.partial(_drop_of, url=reached))
+                if former is None or former.distance == FILED:
+                    break  # ``reached`` reached the spider
+                reached = "" if former.distance in MARKERS else former.kept
+                if not reached:
+                    break
+            else:
+                reached = ""
+        if reached:
+            await self.record_drop(reached, own, FILED)
         await self._visit(own, fingerprint, answer)
         return True
 

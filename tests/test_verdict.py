@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from scrapy_simhash.exceptions import IndexMismatchError
 from scrapy_simhash.glue.guard import Guarded
 from scrapy_simhash.index import open_async_index
-from scrapy_simhash.index.drops import holder_of
+from scrapy_simhash.index.drops import FILED, HELD_COPY, holder_of
 from scrapy_simhash.recrawl import RecrawlConfig, open_async_recrawl_store
 from scrapy_simhash.verdict import (
     DUPLICATE,
@@ -126,14 +126,23 @@ def test_a_page_naming_a_canonical_url_is_filed_under_it_with_the_canonical_vali
         stores = Stores(url)
         amp = await stores.step.page("https://a.test/x", "https://a.test/amp/x", A, OK)
         assert (amp.outcome, amp.key) == (UNIQUE, "https://a.test/x")
-        record = await stores.drop_of("https://a.test/amp/x")
-        assert (record.kept, record.distance) == ("https://a.test/x", 0)
+        record = await stores.drop_of("https://a.test/amp/x")  # reached the spider: filed
+        assert (record.kept, record.distance) == ("https://a.test/x", FILED)
+        assert holder_of(await stores.drop_of("https://a.test/x")) == "https://a.test/amp/x"
         state = await stores.state("https://a.test/x")
         assert state.visits == 1
         assert state.etag is None  # the AMP view's validators are not the canonical URL's
-        # The canonical URL arriving next is a copy of what its AMP view stored.
+        # The canonical URL arriving next is a copy of what its AMP view stored; its holder
+        # record says so (it counts as a dropped URL).
         canonical = await stores.step.page("https://a.test/x", "https://a.test/x", NEAR_A, OK)
         assert (canonical.outcome, canonical.duplicate_of) == (DUPLICATE, "https://a.test/x")
+        record = await stores.drop_of("https://a.test/x")
+        assert (record.kept, record.distance) == ("https://a.test/amp/x", HELD_COPY)
+        # The AMP view fetched again reaches the spider (a visit): the record stays.
+        again = await stores.step.page("https://a.test/x", "https://a.test/amp/x", A, OK)
+        assert again.outcome == UNIQUE
+        record = await stores.drop_of("https://a.test/x")
+        assert (record.kept, record.distance) == ("https://a.test/amp/x", HELD_COPY)
         await stores.close()
 
     run(scenario())

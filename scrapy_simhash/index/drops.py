@@ -46,33 +46,59 @@ class DropRecord(NamedTuple):
 #: index, and whose own fetches are copies of that page while it does not change). No real
 #: distance is this large; the Redis record stores distances as one byte.
 HELD = 255
+#: A holder record (as :data:`HELD`) whose URL was fetched since and dropped as the copy
+#: of the page it holds: the one record of ``url`` says both, so counts of dropped URLs
+#: find it (its second test figure in ``apart``).
+HELD_COPY = 254
+#: The distance of a filing record: ``url`` reached the spider, and its page is filed under
+#: ``kept`` (the canonical URL it names, or the URL a preference named its cluster by). It
+#: was not dropped: counts of dropped URLs leave it out.
+FILED = 253
+#: The distances that mark a record which is no plain drop of ``url`` by another page.
+MARKERS = (HELD, HELD_COPY, FILED)
 
 
 def holder_of(record: DropRecord | None) -> str | None:
     """The URL whose page is filed under ``record.url``, if ``record`` is a holder record."""
-    return record.kept if record is not None and record.distance == HELD else None
+    return record.kept if record is not None and record.distance in (HELD, HELD_COPY) else None
 
 
 #: Records followed at most from a URL to the page now naming its cluster.
 MAX_HOPS = 8
 
 
-def kept_name(drop_of: Callable[[str], DropRecord | None], url: str) -> str | None:
-    """The URL now naming the cluster ``url`` was dropped from, following renamed clusters
-    (a copy dropped in favour of a URL that later became a copy of a preferred one).
-    ``drop_of`` is a blocking index's method; ``None`` when ``url`` has no record."""
+def kept_name(
+    drop_of: Callable[[str], DropRecord | None],
+    url: str,
+    stored: Callable[[str], bool] | None = None,
+) -> str | None:
+    """The URL now naming the cluster ``url`` was dropped from (or, for a filing record,
+    filed under), following renamed clusters (a copy dropped in favour of a URL that later
+    became a copy of a preferred one). ``drop_of`` is a blocking index's method; ``None``
+    when ``url`` has no record. ``stored`` (whether a URL has an index entry) ends the walk
+    at the first URL that names a page. Filing records lead on to the cluster's name now;
+    drop records lead on too (a copy that took its cluster's name, and then lost it to a
+    URL preferred over it, names the URL it copies, whose filing record names the cluster
+    now), but not the one of the URL a filing record led to, nor that of the preferred URL
+    naming the cluster (the URL it copies has a filing record leading back to it)."""
     record = drop_of(url)
     if record is None:
         return None
-    name, seen = record.kept, {url}
+    name, seen, filed = record.kept, {url}, record.distance == FILED
     for _ in range(MAX_HOPS):
-        if name in seen:
-            break
         seen.add(name)
-        onward = drop_of(name)
-        if onward is None or onward.distance == HELD:  # a holder record: ``name`` is kept
+        if stored is not None and stored(name):
             break
-        name = onward.kept
+        onward = drop_of(name)
+        if onward is None or holder_of(onward) is not None or onward.kept in seen:
+            break  # no record, or a holder: ``name`` is kept
+        if onward.distance != FILED:
+            if filed:
+                break  # a filing record names the cluster's name now
+            back = drop_of(onward.kept)
+            if back is not None and back.kept == name and back.distance == FILED:
+                break  # ``name`` took the cluster's name from the URL it copies
+        name, filed = onward.kept, onward.distance == FILED
     return name
 
 
