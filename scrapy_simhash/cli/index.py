@@ -27,16 +27,21 @@ from scrapy_simhash.cli._target import (
 from scrapy_simhash.exceptions import SimhashError
 from scrapy_simhash.fingerprint import from_hex, to_hex
 from scrapy_simhash.index.base import IndexStats
+from scrapy_simhash.index.drops import DropRecord
 from scrapy_simhash.settings import canonicalize_keys, fingerprint_config, recrawl_config
 
 
 def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
     stats = subparsers.add_parser(
         "stats", parents=[common],
-        help="pages kept, near-duplicates dropped, URLs scheduled for recrawl and due now",
-        description="What a crawl's namespace holds: the pages kept (one fingerprint each), "
-        "the near-duplicates dropped (their drop records), the URLs the recrawl schedule "
-        "holds and how many are due now. --verbose adds the index's internals.",
+        help="pages kept, near-duplicates dropped, URLs scheduled for recrawl and due now "
+        "(the namespace, over all crawls)",
+        description="What a crawl's namespace holds, over all the crawls that wrote it: "
+        "the pages kept (one fingerprint each), the URLs dropped as near-duplicates when "
+        "last fetched (their drop records), the URLs that reached the spider filed under "
+        "another URL, the URLs the recrawl schedule holds and how many are due now. One "
+        "crawl's own counts are the closing 'SimHash:' line of its log. --verbose adds the "
+        "index's internals.",
     )
     add_store_options(stats, items=True)
     stats.add_argument(
@@ -47,6 +52,10 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
     lookup = subparsers.add_parser(
         "lookup", parents=[common],
         help="the fingerprint stored for URL, or the page it was dropped as a copy of",
+        description="What the namespace knows of URL: its fingerprint, the page it was "
+        "dropped as a copy of, or the URL its page is filed under (it reached the spider "
+        "and names a canonical URL, or a preferred URL took its cluster's name). Exit "
+        "status 1 when it knows none of these; then, whether it was fetched at all.",
     )
     lookup.add_argument("url", metavar="URL")
     add_store_options(lookup, items=True)
@@ -78,19 +87,39 @@ _FOREVER = 100 * 365 * 86400.0
 
 
 def run_stats(args: argparse.Namespace) -> int:
-    """What a user asks first; the index's internals only with --verbose."""
+    """What a user asks first; the index's internals only with --verbose.
+
+    The records are read once (they are bounded by SIMHASH_DROP_RECORD_MAX_ENTRIES), so
+    that "dropped" counts the URLs dropped, as a crawl's log and ``report`` do, not the
+    filing and holder records kept beside them."""
+    from scrapy_simhash.cli._progress import bar, counting
+    from scrapy_simhash.cli._records import tally
+
     index, _, target = open_index(args)
     things = "items" if getattr(args, "items", False) else "pages"
     with index:
-        kept, dropped = len(index), index.drop_count()
+        kept = len(index)
+        with bar(index.drop_count(), "records", desc="reading the drop records") as progress:
+            records = tally(counting(index.drops(), progress))
         internals = index.stats() if args.verbose else None
     rows = [
         (f"{things} kept", str(kept), "one fingerprint each in the index"),
-        ("near-duplicates dropped", str(dropped), "drop records: what each copies, 'lookup URL'"),
+        (
+            "near-duplicates dropped", str(len(records.dropped)),
+            "URLs dropped when last fetched: 'lookup URL' says of what",
+        ),
     ]
+    if records.filed:
+        rows.append((
+            "kept under another URL", str(len(records.filed)),
+            "reached the spider, their page filed under the canonical or preferred URL",
+        ))
     if things == "pages":
         rows.extend(_recrawl_rows(args, target))
-    print(f"namespace {target.namespace!r} of {mask_url(target.index_url)}")
+    print(
+        f"namespace {target.namespace!r} of {mask_url(target.index_url)}, over all crawls "
+        "(one crawl's own counts: the closing 'SimHash:' line of its log)"
+    )
     for label, value, note in rows:
         print(f"  {label:<26} {value:>8}" + (f"   ({note})" if note else ""))
     if internals is not None:
@@ -142,46 +171,81 @@ def _internals(stats: IndexStats) -> list[tuple[str, str, str]]:
 
 
 def run_lookup(args: argparse.Namespace) -> int:
-    """What the index knows of a URL: its fingerprint, or the page it was dropped as a copy of."""
-    from scrapy_simhash.index.drops import holder_of, kept_name
-
+    """What the index knows of a URL, told as the crawl's log told it: its fingerprint,
+    the page it was dropped as a copy of, or the URL its page is filed under."""
     index, fingerprinter, target = open_index(args)
     bits, key = fingerprinter.bits, _key(args.url, target.settings)
     with index:
         fp = index.get(key)
-        if fp is not None:
-            print(f"{key}: {to_hex(fp, bits)}")
         record = index.drop_of(key)
-        holder = holder_of(record)
-        if record is not None and holder is not None:
-            print(
-                f"{key}: its page reached the spider as {holder}, fetched first and filed "
-                "under this canonical URL; this URL is dropped as its copy while the page "
-                "does not change"
-            )
-        elif record is not None and holder_of(index.drop_of(record.kept)) == key:
-            kept = index.get(record.kept)
-            print(
-                f"{key}: reached the spider, its page filed under its canonical URL "
-                f"{record.kept}" + (f"; {record.kept}: {to_hex(kept, bits)}" if kept else "")
-            )
-        elif record is not None:
-            moment = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(record.at))
-            name = kept_name(index.drop_of, key) or record.kept
-            kept = index.get(name)
-            now = f", now named {name}" if name != record.kept else ""
-            confirmed = (
-                f", signatures {record.apart} bits apart" if record.apart is not None else ""
-            )
-            print(
-                f"{key}: near-duplicate of {record.kept} (distance {record.distance}"
-                f"{confirmed}, dropped {moment}{now})"
-                + (f"; {name}: {to_hex(kept, bits)}" if kept else "")
-            )
-    if fp is None and record is None:
+        lines = [f"{key}: {to_hex(fp, bits)}"] if fp is not None else []
+        if record is not None:
+            lines.append(_story(index, key, record, fp is not None, bits))
+    if not lines:
         print(f"{key}: {_not_indexed(args, target, key)}")
         return 1
+    print("\n".join(lines))
     return 0
+
+
+def _story(index: Any, key: str, record: DropRecord, stored: bool, bits: int) -> str:
+    """One line on what ``record`` says of ``key`` (``stored``: it has an entry)."""
+    from scrapy_simhash.cli._records import DROPPED, FILED_ELSEWHERE, kind, took_name
+    from scrapy_simhash.index.drops import HELD_COPY, holder_of, kept_name
+
+    moment = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(record.at))
+    apart = f", signatures {record.apart} bits apart" if record.apart is not None else ""
+    holder = holder_of(record)
+    if holder is not None:
+        head = (
+            f"{key}: its page reached the spider as {holder}, fetched first and filed under "
+            "this canonical URL; "
+        )
+        if record.distance == HELD_COPY:
+            return f"{head}this URL was dropped as its copy (dropped {moment}{apart})"
+        return (
+            f"{head}this URL itself was not fetched since, and is dropped as its copy while "
+            "the page does not change"
+        )
+
+    def is_stored(url: str) -> bool:
+        return index.get(url) is not None
+
+    name = kept_name(index.drop_of, key, is_stored) or record.kept
+    kept = index.get(name)
+    at_name = f"; {name}: {to_hex(kept, bits)}" if kept is not None else ""
+    what = kind(record, index.drop_of)
+    if what == FILED_ELSEWHERE:
+        there = index.drop_of(record.kept)
+        if holder_of(there) == key:
+            why = f"its canonical URL {record.kept}"
+        elif there is not None and there.kept == key and kind(there, index.drop_of) == DROPPED:
+            why = f"{name}, preferred to name its cluster (SIMHASH_PREFER_URLS)"
+        else:
+            why = name
+        return f"{key}: reached the spider, its page filed under {why}{at_name}"
+    assert what == DROPPED
+    if stored and took_name(key, record, index.drop_of):
+        return (
+            f"{key}: dropped as a near-duplicate of {record.kept}, which had reached the "
+            f"spider (distance {record.distance}{apart}, dropped {moment}); its cluster is "
+            "named by this URL since (SIMHASH_PREFER_URLS)"
+        )
+    if stored:
+        return (
+            f"{key}: dropped as a near-duplicate of {record.kept} (dropped {moment}), fetched "
+            "since and kept under its own URL; the record goes at its next visit"
+        )
+    first = holder_of(index.drop_of(record.kept))
+    copied = (
+        f"{first}, fetched first and kept under its canonical URL {record.kept}"
+        if first is not None and first != key else record.kept
+    )
+    now = f", now named {name}" if name != record.kept else ""
+    return (
+        f"{key}: near-duplicate of {copied} (distance {record.distance}{apart}, dropped "
+        f"{moment}{now}){at_name}"
+    )
 
 
 def _not_indexed(args: argparse.Namespace, target: Target, key: str) -> str:
@@ -223,8 +287,10 @@ def _not_indexed(args: argparse.Namespace, target: Target, key: str) -> str:
         return f"not in the index: {fetched}: {answer}, so nothing to fingerprint{retired}"
     if state.fingerprint is not None:
         return (
-            f"not in the index: {fetched} and fingerprinted, but its entry is gone (expired "
-            "under SIMHASH_INDEX_TTL_SECS, or removed)"
+            f"not in the index: {fetched} and fingerprinted, but it has no entry: expired "
+            "under SIMHASH_INDEX_TTL_SECS, removed, or refused because a distinct page "
+            "holds its very fingerprint (a short page whose digest another page's text and "
+            "title share, its whole text not alike). The store does not record which"
         )
     return (
         f"not in the index: {fetched}, but never fingerprinted: no text of its own (a page with "
@@ -238,8 +304,12 @@ def _not_indexed(args: argparse.Namespace, target: Target, key: str) -> str:
 def run_similar(args: argparse.Namespace) -> int:
     """The candidates within the radius, each with the second test's verdict on it as the
     crawl would give it (a hex fingerprint has no signature: candidates only)."""
+    from scrapy_simhash.cli._records import FILED_ELSEWHERE, kind
     from scrapy_simhash.confirm import Signer, confirms, score
     from scrapy_simhash.index.drops import kept_name
+
+    def is_stored(url: str) -> bool:
+        return index.get(url) is not None
 
     index, fingerprinter, target = open_index(args)
     bits, text = fingerprinter.bits, args.target
@@ -257,9 +327,14 @@ def run_similar(args: argparse.Namespace) -> int:
         else:
             key = _key(text, target.settings)
             stored = index.entry(key)
-            name = kept_name(index.drop_of, key) if stored is None else None
+            name = kept_name(index.drop_of, key, is_stored) if stored is None else None
             if stored is None and name is not None and name != key:
-                print(f"{key}: dropped as a copy of {name}; its neighbours:")
+                record = index.drop_of(key)
+                filed = record is not None and kind(record, index.drop_of) == FILED_ELSEWHERE
+                how = "reached the spider, its page filed under" if filed else (
+                    "dropped as a copy of"
+                )
+                print(f"{key}: {how} {name}; its neighbours:")
                 key, stored = name, index.entry(name)
             if stored is None:
                 print(f"{key}: not in the index (pass a local HTML file to fingerprint it)")

@@ -20,9 +20,10 @@ from urllib.parse import urlsplit
 
 from scrapy_simhash._redis import mask_url
 from scrapy_simhash.cli._progress import bar, counting
+from scrapy_simhash.cli._records import tally
 from scrapy_simhash.cli._target import add_store_options, open_index, open_store, when
 from scrapy_simhash.exceptions import ConfigurationError
-from scrapy_simhash.index.drops import DropRecord, holder_of, kept_name
+from scrapy_simhash.index.drops import DropRecord, kept_name
 from scrapy_simhash.recrawl.config import DAY, RecrawlConfig
 from scrapy_simhash.recrawl.estimate import rests_on_history
 from scrapy_simhash.recrawl.state import PageState
@@ -49,6 +50,8 @@ DUE_BINS: tuple[tuple[str, float], ...] = (
     ("1-4 weeks", 28 * DAY),
     ("later", float("inf")),
 )
+#: Distances above this are a record's mark, not a distance (no radius is this wide).
+MAX_DISTANCE = 127
 #: Due times read at most (earliest first) for the timeline.
 MAX_DUE = 1_000_000
 
@@ -80,10 +83,12 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 @dataclass
 class Cluster:
-    """A kept page and the copies dropped in its favour (with their distances)."""
+    """A kept page and the copies dropped in its favour (with their distances; None for
+    a canonical URL dropped as the copy of the page another URL brought first, whose
+    record holds no distance)."""
 
     kept: str
-    copies: list[tuple[str, int]]
+    copies: list[tuple[str, int | None]]
     kept_stored: bool
 
 
@@ -97,6 +102,9 @@ class Report:
     hosts: list[tuple[str, int, int]]  # host, kept, dropped
     clusters: list[Cluster]
     clusters_total: int
+    #: URLs that reached the spider with their page filed under another URL (the
+    #: canonical URL they name, or a preferred URL): neither kept entries nor dropped.
+    filed: int = 0
     recrawl_pages: int = 0
     #: Pages per change-rate bin, for pages whose estimate rests on their own history.
     rates: list[tuple[str, int]] = field(default_factory=list)
@@ -129,15 +137,22 @@ def host_of(url: str) -> str:
     return urlsplit(url).netloc or "(not a URL)"
 
 
-def clusters_of(drops: list[DropRecord], stored: set[str]) -> list[Cluster]:
-    """Group drop records by the URL now naming their cluster, largest first."""
-    by_url = {record.url: record for record in drops}
-    groups: dict[str, list[tuple[str, int]]] = {}
+def clusters_of(
+    drops: list[DropRecord], stored: set[str], records: dict[str, DropRecord] | None = None
+) -> list[Cluster]:
+    """Group drop records by the URL now naming their cluster, largest first (``records``:
+    every record of the namespace, filing records included, to follow renamed clusters)."""
+    by_url = records if records is not None else {record.url: record for record in drops}
+    groups: dict[str, list[tuple[str, int | None]]] = {}
     for record in drops:
-        name = kept_name(by_url.get, record.url) or record.kept
-        groups.setdefault(name, []).append((record.url, record.distance))
+        name = kept_name(by_url.get, record.url, stored.__contains__) or record.kept
+        if record.url in stored:  # dropped, and the name of its cluster since
+            name = record.url
+        distance = record.distance if record.distance <= MAX_DISTANCE else None
+        groups.setdefault(name, []).append((record.url, distance))
     clusters = [
-        Cluster(kept, sorted(copies, key=lambda c: (c[1], c[0])), kept in stored)
+        Cluster(kept, sorted(copies, key=lambda c: (c[1] is None, c[1] or 0, c[0])),
+                kept in stored)
         for kept, copies in groups.items()
     ]
     clusters.sort(key=lambda c: (-len(c.copies), c.kept))
@@ -181,15 +196,17 @@ def collect(args: argparse.Namespace) -> Report:
                 keys = set(counting(index.keys(), progress))
             except NotImplementedError as exc:  # a backend registered without keys()
                 raise ConfigurationError(f"report needs the index's keys: {exc}") from None
-            # Holder records name the copy that reached the spider: no drop.
-            drops = [r for r in counting(index.drops(), progress) if holder_of(r) is None]
+            # Only the URLs dropped: filing and holder records are no drops.
+            records = tally(counting(index.drops(), progress))
+    drops = records.dropped
+    every = {r.url: r for r in (*records.dropped, *records.filed, *records.holding)}
     kept_hosts = Counter(host_of(key) for key in keys)
     dropped_hosts = Counter(host_of(record.url) for record in drops)
     hosts = sorted(
         ((host, kept_hosts[host], dropped_hosts[host]) for host in kept_hosts | dropped_hosts),
         key=lambda h: (-(h[1] + h[2]), h[0]),
     )
-    clusters = clusters_of(drops, keys)
+    clusters = clusters_of(drops, keys, every)
     now = time.time()
     report = Report(
         namespace=target.namespace,
@@ -200,6 +217,7 @@ def collect(args: argparse.Namespace) -> Report:
         hosts=_fold(hosts, args.hosts),
         clusters=clusters[: args.top],
         clusters_total=len(clusters),
+        filed=len(records.filed),
     )
     with open_store(args) as store:
         report.recrawl_pages = store.count()
@@ -226,11 +244,17 @@ def _share(part: int, whole: int) -> str:
 
 
 def summary(report: Report) -> str:
+    """The counts, said as what they count: the namespace over every crawl that wrote it
+    (one crawl's own counts are its log's closing line)."""
     pages = report.kept + report.dropped
+    filed = (
+        f"; {report.filed} URL(s) reached the spider with their page filed under another "
+        "(canonical or preferred) URL" if report.filed else ""
+    )
     return (
         f"{pages} pages fingerprinted: {report.kept} kept, {report.dropped} dropped as "
         f"near-duplicates ({_share(report.dropped, pages)}) in {report.clusters_total} "
-        f"cluster(s)"
+        f"cluster(s), over all crawls{filed}"
     )
 
 
@@ -251,7 +275,11 @@ def render(report: Report) -> str:
         for number, cluster in enumerate(report.clusters, 1):
             gone = "" if cluster.kept_stored else "  (no longer in the index)"
             lines.append(f"  {number}. {cluster.kept}  {_copies(len(cluster.copies))}{gone}")
-            lines.extend(f"       <- d={d}  {url}" for url, d in cluster.copies[:5])
+            lines.extend(
+                f"       <- d={'-' if d is None else d}  {url}"
+                + (" (the cluster's own name, dropped as its copy)" if d is None else "")
+                for url, d in cluster.copies[:5]
+            )
             if len(cluster.copies) > 5:
                 lines.append(f"       <- ... {len(cluster.copies) - 5} more")
     else:

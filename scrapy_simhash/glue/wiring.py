@@ -771,9 +771,12 @@ def report_close(stats: Any, log: logging.Logger) -> None:
             "unavailable (simhash/recrawl_error); those pages keep their earlier schedule",
             lost,
         )
+    # This process's counts of this crawl: `scrapy simhash stats` and `report` count the
+    # namespace over every crawl (and process) that wrote it, so the line says which.
     log.info(
         "SimHash: %d pages checked, %d unique, %d near-duplicates (%d dropped), "
-        "%d changed, %d unchanged, %d without text, %d index errors",
+        "%d changed, %d unchanged, %d without text, %d index errors in this crawl "
+        "(the namespace over all crawls: scrapy simhash stats)",
         *(get(f"simhash/{n}", 0) for n in (
             "pages", "unique", "duplicate", "dropped", "changed", "unchanged",
             "no_text", "index_error",
