@@ -93,10 +93,11 @@ def command_names() -> list[str]:
     return []
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Build the top-level parser with every sub-command module found in this package."""
+def build_parser(prog: str = "scrapy-simhash") -> argparse.ArgumentParser:
+    """Build the top-level parser with every sub-command module found in this package
+    (``prog`` before the sub-commands are added: their usage lines start with it)."""
     parser = argparse.ArgumentParser(
-        prog="scrapy-simhash",
+        prog=prog,
         description="Near-duplicate fingerprints, index and recrawl tools for Scrapy crawls.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -118,9 +119,7 @@ def main(
     ``project_settings`` (Scrapy ``Settings``): those of the project ``scrapy simhash``
     runs in, under ``-s`` and the spider's settings.
     """
-    parser = build_parser()
-    if prog:
-        parser.prog = prog
+    parser = build_parser(prog or "scrapy-simhash")
     args = parser.parse_args(argv)
     args.project_settings = project_settings
     warn_unknown_settings(args, parser.prog)
