@@ -77,6 +77,12 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     _check_numbers(args)
+    if args.within and (args.claim or args.push_redis_key):
+        # --within widens a listing only: a claim takes the URLs due now.
+        print(
+            "note: --within is ignored with --claim and --push-redis-key: only URLs due now "
+            "are claimed (--within without them lists the later ones)", file=sys.stderr,
+        )
     if args.push_redis_key:
         _push_target(args)  # a bad target is an error before anything is claimed
     # Every URL is read and checked before the store is opened: a bad line queues nothing.
@@ -124,9 +130,14 @@ def _nothing_due(store: RecrawlStore, args: argparse.Namespace) -> str:
     ahead = max(0.0, first - time.time())
     count = f"{len(upcoming)}{'+' if len(upcoming) == args.limit else ''}"
     urls = "URL" if len(upcoming) == 1 else "URLs"
+    # --within lists only: a claim can take them once they are due, not before.
+    hint = (
+        f"none can be claimed before then; 'due --within {math.ceil(ahead)}' without "
+        "--claim lists them" if args.claim else f"--within {math.ceil(ahead)} lists them"
+    )
     return (
         f"nothing due {window}; next {count} {urls} due from {when(first)} (in "
-        f"{duration(ahead)}; --within {math.ceil(ahead)} lists them)"
+        f"{duration(ahead)}; {hint})"
     )
 
 
