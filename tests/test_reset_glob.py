@@ -96,7 +96,7 @@ def test_the_reset_command_leaves_the_other_shop(redis_url: str) -> None:
         _fill(url, namespace)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        code = cli_main(["reset", "--index-url", url, "--namespace", "shop?"])
+        code = cli_main(["reset", "--index-url", url, "--namespace", "shop?", "--yes"])
     said = out.getvalue()
     assert code == 0, said
     for line in ("cleared fingerprints", "cleared 1 URL rules", "cleared 1 host templates",

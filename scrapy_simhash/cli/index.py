@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -77,6 +78,11 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
         "its URL rules and the recrawl schedule of the namespace a crawl of the spider uses.",
     )
     add_store_options(reset, items=True)
+    reset.add_argument(
+        "--yes", action="store_true",
+        help="reset a Redis namespace without asking (every crawler process sharing it "
+        "loses its state); needed when standard input is not a terminal",
+    )
     reset.set_defaults(func=run_reset)
 
 
@@ -371,12 +377,43 @@ def run_reset(args: argparse.Namespace) -> int:
         print(f"nothing to reset: {exc}")
         return 0
     url = target.index_url
+    if not _reset_agreed(args, url, target.namespace):
+        return 2
     fingerprinter = Fingerprinter(fingerprint_config(target.settings))
     cleared = reset_namespace(url, target.namespace, index_options(target, fingerprinter))
     print(f"namespace {target.namespace!r} of {mask_url(url)} reset:")
     for part in cleared:
         print(f"  cleared {part}")
     return 0
+
+
+def _reset_agreed(args: argparse.Namespace, url: str, namespace: str) -> bool:
+    """Whether to reset ``namespace``: a Redis namespace is shared by every crawler process
+    pointed at that server, so a reset asks first on a terminal, and elsewhere (a script,
+    a pipe) needs ``--yes``; a file of the project's own (SQLite) is reset as asked."""
+    from scrapy_simhash._redis import REDIS_SCHEMES
+
+    if args.yes or url.split(":", 1)[0] not in REDIS_SCHEMES:
+        return True
+    shared = (
+        f"namespace {namespace!r} of {mask_url(url)} is shared by every crawler process using "
+        "that Redis: a reset clears its fingerprints, drop records, URL rules, host templates "
+        "and recrawl schedule for all of them"
+    )
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        print(
+            f"reset: not done: {shared}. Standard input is not a terminal to ask on: pass "
+            "--yes to reset it", file=sys.stderr,
+        )
+        return False
+    try:
+        answer = input(f"{shared}. Reset it? [y/N] ")
+    except EOFError:
+        answer = ""
+    if answer.strip().lower() in ("y", "yes"):
+        return True
+    print("reset: not done", file=sys.stderr)
+    return False
 
 
 def _key(target: str, settings: Mapping[str, Any]) -> str:
