@@ -36,8 +36,10 @@ class Document:
     #: The site the file stands for, whose template it shares (see :func:`expand_hosts`).
     host: str = ""
 
-    def as_json(self, bits: int) -> dict[str, Any]:
-        """The JSON Lines object of the fingerprint command."""
+    def as_json(self, bits: int, *, show_text: bool = False) -> dict[str, Any]:
+        """The JSON Lines object of the fingerprint command; ``show_text`` adds the main
+        text the page was read as and the own text the fingerprint and the second test
+        read (normalised), so a user sees what was compared rather than guess."""
         out: dict[str, Any] = {"path": self.path, "fingerprint": None}
         if self.page is None:
             out["error"] = self.error
@@ -53,6 +55,9 @@ class Document:
             out["notes"] = list(page.notes)
         if page.template_lines:
             out["template_lines"] = page.template_lines
+        if show_text:
+            out["text"] = page.text or self.text
+            out["own_text"] = page.own
         return out
 
 
@@ -196,4 +201,14 @@ def add_text_option(parser: Any) -> None:
         "--text",
         action="store_true",
         help="treat every input as plain main text (default: only .txt files; others are HTML)",
+    )
+
+
+def add_show_text_option(parser: Any) -> None:
+    parser.add_argument(
+        "--show-text",
+        action="store_true",
+        help="also print the main text each page was read as (a paragraph a line; without "
+        "navigation, banners or comments) and the own text the fingerprint read (without "
+        "headline lines, normalised)",
     )

@@ -23,6 +23,7 @@ from scrapy_simhash.cli._documents import (
     COMMAND_LINE_KEY,
     Document,
     add_distance_option,
+    add_show_text_option,
     add_text_option,
     expand,
     fingerprinter_from_settings,
@@ -64,6 +65,7 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     add_text_option(parser)
+    add_show_text_option(parser)
     parser.set_defaults(func=run)
 
 
@@ -87,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
                 templates.learn(SITE, page)
     a = load(fingerprinter, args.a, text=args.text, host=SITE, templates=templates)
     b = load(fingerprinter, args.b, text=args.text, host=SITE, templates=templates)
-    report = compare(judge, a, b, top=args.top)
+    report = compare(judge, a, b, top=args.top, show_text=args.show_text)
     report["template"] = (
         {"learned_from_pages": templates.pages(SITE)} if templates is not None else None
     )
@@ -186,11 +188,18 @@ def _pair(line: str) -> tuple[str, str] | None:
     return (parts[0], parts[1]) if len(parts) == 2 else None
 
 
-def compare(judge: Judge, a: Document, b: Document, *, top: int) -> dict[str, Any]:
-    """Both tests' figures and the heaviest one-sided features, as a JSON-ready dict."""
+def compare(
+    judge: Judge, a: Document, b: Document, *, top: int, show_text: bool = False
+) -> dict[str, Any]:
+    """Both tests' figures and the heaviest one-sided features, as a JSON-ready dict
+    (``show_text``: with the text each page was read as)."""
     fingerprinter = judge.fingerprinter
     bits = fingerprinter.bits
-    report: dict[str, Any] = {"a": a.as_json(bits), "b": b.as_json(bits), "bits": bits}
+    report: dict[str, Any] = {
+        "a": a.as_json(bits, show_text=show_text),
+        "b": b.as_json(bits, show_text=show_text),
+        "bits": bits,
+    }
     report.update(judge.verdict(a, b))
     pa, pb = a.page, b.page
     if pa is None or pb is None or report["distance"] is None:
@@ -223,6 +232,11 @@ def render(report: dict[str, Any]) -> str:
                 f"   template: the main text is the host's template; read by the page's "
                 f"other text ({doc['template_lines']} template line(s) set aside)"
             )
+        if "text" in doc:
+            lines.append("   main text read:")
+            lines.extend(f"   | {line}" for line in doc["text"].splitlines() or [""])
+            lines.append("   own text the fingerprint and the second test read (normalised):")
+            lines.extend(f"   | {line}" for line in doc["own_text"].splitlines() or [""])
     template = report.get("template")
     lines.append(
         "template: none applied (no --site given; two files teach no template)"

@@ -23,6 +23,7 @@ from scrapy_simhash.cli import settings_from_args
 from scrapy_simhash.cli._documents import (
     STDIN,
     Document,
+    add_show_text_option,
     add_text_option,
     expand_hosts,
     fingerprinter_from_settings,
@@ -63,6 +64,7 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
         help="read every file on its own, without learning its host's template",
     )
     add_text_option(parser)
+    add_show_text_option(parser)
     parser.set_defaults(func=run)
 
 
@@ -77,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
         if templates is not None and document.page is not None and _learns(templates, host):
             templates.learn(host, document.page)
         failed = failed or document.error is not None
-        sys.stdout.write(json.dumps(document.as_json(fingerprinter.bits), ensure_ascii=False))
+        line = document.as_json(fingerprinter.bits, show_text=args.show_text)
+        sys.stdout.write(json.dumps(line, ensure_ascii=False))
         sys.stdout.write("\n")
         sys.stdout.flush()
     return 1 if failed else 0
