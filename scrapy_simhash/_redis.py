@@ -61,6 +61,7 @@ def _from_url(single: Any, cluster: Any, url: str, options: dict[str, Any]) -> A
     try:
         check_userinfo(url)
         check_database(url)
+        check_query(url)
         if is_cluster_url(url):
             return cluster.from_url(_plain_url(url), **options)
         return single.from_url(url, **options)
@@ -125,6 +126,38 @@ def check_database(url: str) -> None:
     if database and not (database.isascii() and database.isdigit()):
         raise ValueError(
             f"the database {database!r} in the path is not a number (redis://host:port/0)"
+        )
+
+
+#: Query parameters a Redis URL may carry: those redis-py reads from a URL (it parses
+#: these) and the text options of its connections (credentials, client name, TLS files).
+#: Anything else redis-py would pass on silently or drop (``?foo`` without a value).
+URL_PARAMETERS = frozenset({
+    "db", "socket_timeout", "socket_connect_timeout", "socket_read_size", "socket_keepalive",
+    "retry_on_timeout", "max_connections", "health_check_interval", "timeout", "protocol",
+    "password", "username", "client_name", "ssl_cert_reqs", "ssl_ca_certs", "ssl_ca_path",
+    "ssl_certfile", "ssl_keyfile", "ssl_password", "ssl_ciphers", "ssl_check_hostname",
+    "ssl_min_version",
+})
+
+
+def check_query(url: str) -> None:
+    """Refuse a query parameter the connection does not take (``redis://host/0?foo``,
+    a misspelt ``?socket_timeot=5``): redis-py drops one without a value and hands the
+    others to the connection, which fails later, far from the setting; the message names
+    the parameters a URL may carry."""
+    from urllib.parse import parse_qsl
+
+    query = urlsplit(url).query
+    if not query:
+        return
+    pairs = parse_qsl(query, keep_blank_values=True)
+    unknown = sorted({name for name, _ in pairs if name not in URL_PARAMETERS})
+    if unknown:
+        names = ", ".join(repr(name) for name in unknown)
+        raise ValueError(
+            f"unknown query parameter(s) {names}: a Redis URL takes "
+            f"{', '.join(sorted(URL_PARAMETERS))}"
         )
 
 
