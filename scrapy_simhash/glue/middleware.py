@@ -30,6 +30,7 @@ from scrapy_simhash.glue.dust import DustGlue
 from scrapy_simhash.glue.errors import NearDuplicate
 from scrapy_simhash.glue.follow import spider_middleware_installed
 from scrapy_simhash.glue.keys import CanonicalKeys
+from scrapy_simhash.glue.shared_queue import unpersisted_queue
 from scrapy_simhash.glue.stores import CrawlStores
 from scrapy_simhash.glue.templates import TemplateMemory
 from scrapy_simhash.glue.wiring import (
@@ -215,6 +216,9 @@ class SimhashDownloaderMiddleware:
 
     def _spider_opened(self, spider: Any = None) -> None:
         self.runner.start()
+        shared = unpersisted_queue(self.crawler.settings)
+        if shared is not None:
+            logger.warning("SimHash: %s", shared)
         logger.info(
             "SimHash near-duplicate detection on: index %s, namespace %r, %d-bit, "
             "%s duplicates, %d fingerprint worker(s)",
