@@ -125,11 +125,15 @@ def test_scrapy_simhash_reads_custom_settings_and_resets_everything(
         store.observe("http://news/1", 0x1234)
     code, out = simhash_command(capsys, "stats", "--spider", "news")
     assert (code, out.splitlines()[:5]) == (0, [
-        f"namespace 'gazette' of sqlite:///{state_file(project)}, over all crawls (one "
-        "crawl's own counts: the closing 'SimHash:' line of its log)",
+        (
+            f"namespace 'gazette' of sqlite:///{state_file(project)}, over all crawls (one "
+            "crawl's own counts: the closing 'SimHash:' line of its log)"
+        ),
         "  pages kept                        2   (one fingerprint each in the index)",
-        "  near-duplicates dropped           1   (URLs dropped when last fetched: 'lookup "
-        "URL' says of what)",
+        (
+            "  near-duplicates dropped           1   (URLs dropped when last fetched: 'lookup "
+            "URL' says of what)"
+        ),
         "  URLs scheduled for recrawl        1",
         "  due now                           0",
     ])

@@ -1,0 +1,240 @@
+"""What a new user meets at the command line: each command's own help under ``scrapy
+simhash``, hints that are true, a reset of a shared namespace that asks first, the text a
+page was read as, Redis URLs whose parameters are read as written, and a warning when a
+crawl of several processes would fetch every page twice."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from scrapy_simhash.cli import command_names, main
+from scrapy_simhash.exceptions import ConfigurationError
+from scrapy_simhash.index import open_index
+from scrapy_simhash.recrawl import open_recrawl_store
+from tests.scrapy_runner import REPO, run_crawl
+
+if TYPE_CHECKING:
+    from tests.http_site import SiteServer
+
+pytest_plugins = ["tests.http_site"]
+
+
+def scrapy_simhash(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``scrapy simhash ARGS`` as a user types it, in ``cwd`` (no project there)."""
+    return subprocess.run(
+        [sys.executable, "-m", "scrapy", "simhash", *args], cwd=cwd, capture_output=True,
+        text=True, timeout=120, check=False, env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+
+
+def test_every_command_prints_its_own_help_under_scrapy_simhash(tmp_path: Path) -> None:
+    """Scrapy answers ``--help`` itself with its generic help unless the command takes
+    it over: each command's usage line and options are printed, as by scrapy-simhash."""
+    names = command_names()
+    assert "due" in names
+    for name in names:
+        done = scrapy_simhash(tmp_path, name, "--help")
+        assert done.returncode == 0, (name, done.stderr)
+        assert done.stdout.startswith(f"usage: scrapy simhash {name} "), (name, done.stdout)
+        assert "Global Options" not in done.stdout  # not Scrapy's generic help
+    due = scrapy_simhash(tmp_path, "due", "--within", "60", "-h")
+    assert "--push-redis-key KEY" in due.stdout
+    top = scrapy_simhash(tmp_path, "--help")
+    assert top.returncode == 0
+    assert top.stdout.startswith("usage: scrapy simhash ")
+    assert all(name in top.stdout for name in names)
+
+
+def test_claiming_with_within_says_what_within_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--within lists only: a claim that finds nothing due says so, and the listing it
+    points to does list the URLs."""
+    url = f"sqlite:///{tmp_path / 'state.sqlite3'}"
+    later = time.time() + 5 * 3600
+    with open_recrawl_store(url, namespace="n") as store:
+        store.add([f"http://a.test/{i}" for i in range(3)], due=later)
+    base = ["due", "--index-url", url, "--namespace", "n"]
+    assert main([*base, "--claim", "--within", "100000"]) == 0
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "--within is ignored with --claim" in err
+    assert "none can be claimed before then; 'due --within 18000' without --claim lists them" in err
+    assert main([*base, "--within", "18000"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 3
+
+
+@pytest.mark.redis
+def test_resetting_a_shared_redis_namespace_asks_first(redis_url: str) -> None:
+    """No terminal: refused with the reason and the way (--yes). On a terminal: asked,
+    and only "y" resets it."""
+    from scrapy_simhash.fingerprint import Fingerprinter
+    from scrapy_simhash.settings import fingerprint_config
+
+    # The command rebuilds the namespace with the settings' fingerprint scheme.
+    options = {"namespace": "shop", "scheme": Fingerprinter(fingerprint_config({})).scheme}
+
+    def fill() -> None:
+        with open_index(redis_url, **options) as index:
+            index.observe("https://shop.test/a", 0x1234)
+
+    def held() -> int:
+        with open_index(redis_url, **options) as index:
+            return len(index)
+
+    fill()
+    command = [sys.executable, "-m", "scrapy_simhash", "reset", "--index-url", redis_url,
+               "--namespace", "shop"]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    piped = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                           timeout=60, check=False, env=env)
+    assert piped.returncode == 2
+    assert "reset: not done: namespace 'shop' of redis://" in piped.stderr
+    assert "is shared by every crawler process using that Redis" in piped.stderr
+    assert "pass --yes to reset it" in piped.stderr
+    assert held() == 1
+    for answer, code, left in ((b"n\n", 2, 1), (b"y\n", 0, 0)):
+        said = _on_a_terminal(command, answer, env)
+        assert b"namespace 'shop' of redis://" in said
+        assert b"Reset it? [y/N]" in said
+        assert held() == left, said
+        if code == 0:
+            assert b"cleared" in said
+        fill()
+    yes = subprocess.run([*command, "--yes"], capture_output=True, text=True,
+                         stdin=subprocess.DEVNULL, timeout=60, check=False, env=env)
+    assert yes.returncode == 0, yes.stderr
+    assert held() == 0
+
+
+def _on_a_terminal(command: list[str], answer: bytes, env: dict[str, str]) -> bytes:
+    """Run ``command`` on a pseudo-terminal, type ``answer`` once it asks; its output."""
+    import pty
+
+    controller, terminal = pty.openpty()
+    proc = subprocess.Popen(command, stdin=terminal, stdout=terminal, stderr=terminal, env=env)
+    os.close(terminal)
+    said = b""
+    typed = False
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([controller], [], [], 0.5)
+        if ready:
+            try:
+                chunk = os.read(controller, 4096)
+            except OSError:  # the process closed the terminal
+                break
+            if not chunk:
+                break
+            said += chunk
+        if not typed and b"[y/N]" in said:
+            os.write(controller, answer)
+            typed = True
+        if proc.poll() is not None and not ready:
+            break
+    proc.wait(timeout=30)
+    os.close(controller)
+    return said
+
+
+PAGE = (
+    "<html><head><title>Tram line vote</title></head><body>"
+    "<nav><a href='/'>Home</a> <a href='/news'>News</a> <a href='/sport'>Sport</a></nav>"
+    "<article><h1>Tram line vote</h1>"
+    "<p>The city council voted on Tuesday to extend the northern tram line by four stops, "
+    "ending a debate that had lasted three years and split the ruling coalition.</p>"
+    "<p>Construction is expected to begin next spring and to take two years; the cost is "
+    "shared between the city and the regional transport authority.</p></article>"
+    "<section class='comments'><p>Comment: finally! I have waited for this for ages and "
+    "ages and ages.</p></section></body></html>"
+)
+
+
+def test_show_text_prints_what_a_page_was_read_as(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    page = tmp_path / "tram.html"
+    page.write_text(PAGE)
+    assert main(["fingerprint", "--show-text", str(page)]) == 0
+    line = json.loads(capsys.readouterr().out)
+    assert "extend the northern tram line by four stops" in line["text"]
+    assert "Construction is expected" in line["text"]
+    assert "Sport" not in line["text"]  # navigation left out
+    assert "waited for this" not in line["text"]  # comments left out
+    assert "extend the northern tram line" in line["own_text"]
+    assert main(["fingerprint", str(page)]) == 0
+    assert "text" not in json.loads(capsys.readouterr().out)
+    assert main(["compare", "--show-text", str(page), str(page)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("   main text read:") == 2
+    assert "   | The city council voted on Tuesday to extend the northern tram line" in out
+    assert main(["compare", "--show-text", "--json", str(page), str(page)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["a"]["text"] == report["b"]["text"] == line["text"]
+
+
+def test_a_redis_url_with_an_unknown_parameter_is_refused_naming_the_known_ones() -> None:
+    for url in ("redis://127.0.0.1:1/0?foo", "redis://127.0.0.1:1/0?socket_timeot=5",
+                "redis+cluster://127.0.0.1:1/0?db=0&foo=1"):
+        with pytest.raises(ConfigurationError) as refused:
+            open_index(url, namespace="n")
+        message = str(refused.value)
+        assert "unknown query parameter" in message, message
+        assert "socket_timeout" in message  # the known ones
+        assert "password" in message
+
+
+@pytest.mark.redis
+def test_a_redis_url_with_known_parameters_is_read(redis_url: str) -> None:
+    joined = "&" if "?" in redis_url else "?"
+    with open_index(f"{redis_url}{joined}socket_timeout=5&client_name=crawl",
+                    namespace="n") as index:
+        index.observe("https://a.test/", 0x1)
+        assert len(index) == 1
+
+
+@pytest.mark.crawl
+def test_a_crawl_refuses_a_redis_url_with_an_unknown_parameter(
+    http_site: SiteServer, tmp_path: Path
+) -> None:
+    settings = {"ADDONS": {"scrapy_simhash.Addon": 0},
+                "SIMHASH_INDEX_URL": "redis://127.0.0.1:1/0?foo"}
+    result = run_crawl(tmp_path, {"requests": [{"url": http_site.url("harbour.html")}],
+                                  "settings": settings})
+    said = " ".join(result.errors) + result.log
+    assert "unknown query parameter(s) 'foo'" in said
+    assert "SIMHASH_INDEX_URL" in said
+    assert result.items == []
+
+
+@pytest.mark.crawl
+@pytest.mark.redis
+def test_a_shared_queue_that_does_not_persist_is_said_at_start(
+    http_site: SiteServer, redis_url: str, tmp_path: Path
+) -> None:
+    """scrapy-redis's scheduler without SCHEDULER_PERSIST: several processes would each
+    fetch every page (the first to finish clears the queue): a WARNING names the setting."""
+    shared = {
+        "ADDONS": {"scrapy_simhash.Addon": 0},
+        "SIMHASH_WORKERS": 0,
+        "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
+        "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
+        "REDIS_URL": redis_url,
+    }
+    spec = {"requests": [{"url": http_site.url("harbour.html")}]}
+    for persist, warned in ((False, True), (True, False)):
+        result = run_crawl(tmp_path, {**spec, "settings": {**shared, "SCHEDULER_PERSIST": persist}},
+                           name=f"persist-{persist}")
+        assert result.errors == []
+        assert ("WARNING: SimHash: SCHEDULER_PERSIST is False with scrapy-redis's scheduler"
+                in result.log) is warned, result.log[-3000:]
+        assert len(result.items) == 1
