@@ -238,3 +238,72 @@ def test_a_shared_queue_that_does_not_persist_is_said_at_start(
         assert ("WARNING: SimHash: SCHEDULER_PERSIST is False with scrapy-redis's scheduler"
                 in result.log) is warned, result.log[-3000:]
         assert len(result.items) == 1
+
+
+# -- a candidate radius the index cannot serve ----------------------------------------------
+
+
+def test_the_layouts_recall_is_what_the_index_finds() -> None:
+    """band_recall against a real index: pairs of random fingerprints d bits apart (the
+    bits at random positions), found by the 4x1 layout as often as it says."""
+    import random
+
+    from scrapy_simhash.index.layout import BandLayout, band_recall
+
+    layout = BandLayout(64, 4, 1)
+    assert band_recall(layout, 3) == 1.0
+    assert round(band_recall(layout, 4), 2) == 0.90  # the README's figures
+    assert round(band_recall(layout, 8), 2) == 0.33
+    rng = random.Random(7)
+    pairs = 1500
+    for distance in (6, 8):
+        found = 0
+        with open_index("memory://", max_distance=distance, exact_distance=3) as index:
+            for number in range(pairs):
+                fingerprint = rng.getrandbits(64)
+                index.observe(f"https://a.test/{number}", fingerprint)
+                flipped = fingerprint
+                for bit in rng.sample(range(64), distance):
+                    flipped ^= 1 << bit
+                found += any(m.key == f"https://a.test/{number}" for m in index.query(flipped))
+        assert abs(found / pairs - band_recall(layout, distance)) < 0.04, (distance, found)
+
+
+def test_a_radius_beyond_the_stated_recall_is_refused_naming_the_largest_served(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from scrapy_simhash.index.layout import BandLayout, served_distance
+    from scrapy_simhash.settings import index_options
+
+    assert served_distance(BandLayout(64, 4, 1)) == 13
+    with pytest.raises(ConfigurationError) as refused:
+        index_options({"SIMHASH_MAX_DISTANCE": "20"})
+    message = str(refused.value)
+    assert "SIMHASH_MAX_DISTANCE = 20 is more than the index can serve" in message
+    assert "0.3% of the time" in message
+    assert "Set SIMHASH_MAX_DISTANCE to 13 or less" in message
+    assert index_options({"SIMHASH_MAX_DISTANCE": "13"})["max_distance"] == 13
+    assert index_options({})["max_distance"] == 8  # the defaults are served
+    assert index_options({"SIMHASH_BITS": "128"})["max_distance"] == 16
+    # A layout of more tables serves more; a huge expected size lowers the default only.
+    wide = {"SIMHASH_MAX_DISTANCE": "20", "SIMHASH_INDEX_EXACT_DISTANCE": "8"}
+    assert index_options(wide)["max_distance"] == 20
+    assert index_options({"SIMHASH_INDEX_EXPECTED_PAGES": "1000000000"})["max_distance"] == 7
+    # The command line says it as the crawl would.
+    url = f"sqlite:///{tmp_path / 'state.sqlite3'}"
+    open_index(url, namespace="n").close()
+    assert main(["stats", "--index-url", url, "--namespace", "n",
+                 "-s", "SIMHASH_MAX_DISTANCE=20"]) == 2
+    assert "Set SIMHASH_MAX_DISTANCE to 13 or less" in capsys.readouterr().err
+
+
+@pytest.mark.crawl
+def test_a_crawl_with_a_radius_beyond_the_stated_recall_does_not_start(
+    http_site: SiteServer, tmp_path: Path
+) -> None:
+    settings = {"ADDONS": {"scrapy_simhash.Addon": 0}, "SIMHASH_MAX_DISTANCE": 20}
+    result = run_crawl(tmp_path, {"requests": [{"url": http_site.url("harbour.html")}],
+                                  "settings": settings})
+    said = " ".join(result.errors) + result.log
+    assert "Set SIMHASH_MAX_DISTANCE to 13 or less" in said
+    assert result.items == []

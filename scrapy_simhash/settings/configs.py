@@ -226,13 +226,15 @@ def index_options(settings: Settings) -> dict[str, Any]:
     ttl = get_float(settings, "SIMHASH_INDEX_TTL_SECS", 0.0, minimum=0.0)
     drop_ttl = get_float(settings, "SIMHASH_DROP_RECORD_TTL_SECS", DROP_TTL_SECS, minimum=0.0)
     k = max_distance(settings)
+    exact = get_int(
+        settings, "SIMHASH_INDEX_EXACT_DISTANCE", min(default_distances(bits(settings))[1], k),
+        minimum=0, maximum=k,
+    )
+    k = _served(settings, k, exact, tables or None, expected or None)
     return {
         "url": index_url(settings),
         "max_distance": k,
-        "exact_distance": get_int(
-            settings, "SIMHASH_INDEX_EXACT_DISTANCE", min(default_distances(bits(settings))[1], k),
-            minimum=0, maximum=k,
-        ),
+        "exact_distance": exact,
         "namespace": namespace(settings, None),
         "tables": tables or None,
         "expected_size": expected or None,
@@ -245,6 +247,37 @@ def index_options(settings: Settings) -> dict[str, Any]:
         "confirm_distance": confirm_distance(settings),
         "options": backend_options(settings, sharded=True),
     }
+
+
+def _served(
+    settings: Settings, k: int, exact: int, tables: int | None, expected: int | None
+) -> int:
+    """``k`` if the band layout these settings build serves it at its stated recall
+    (:data:`~scrapy_simhash.index.layout.RECALL_FLOOR`), else: a radius set by the user is
+    refused, naming the largest the layout serves; the default is lowered to it (only a
+    layout for more than ~500 million expected pages needs that)."""
+    from scrapy_simhash.exceptions import ConfigurationError
+    from scrapy_simhash.index.layout import (
+        RECALL_FLOOR,
+        band_recall,
+        choose_layout,
+        served_distance,
+    )
+
+    layout = choose_layout(bits(settings), exact, expected_size=expected, tables=tables)
+    served = served_distance(layout)
+    if k <= served:
+        return k
+    if settings.get("SIMHASH_MAX_DISTANCE") is None:
+        return served
+    raise ConfigurationError(
+        f"SIMHASH_MAX_DISTANCE = {k} is more than the index can serve: its band layout "
+        f"{layout.name}, built for SIMHASH_INDEX_EXACT_DISTANCE = {exact}, finds every pair "
+        f"within {exact} bits, and a pair {k} bits apart only when one band is equal, "
+        f"{band_recall(layout, k):.1%} of the time; the largest distance it finds at least "
+        f"{RECALL_FLOOR:.0%} of the time is {served}. Set SIMHASH_MAX_DISTANCE to {served} or "
+        "less, or raise SIMHASH_INDEX_EXACT_DISTANCE (a layout of more tables)"
+    )
 
 
 def index_kwargs(settings: Settings, *, namespace: str, bits: int, scheme: str) -> dict[str, Any]:
