@@ -363,3 +363,68 @@ def test_in_every_arrival_order_records_count_the_urls_dropped(
             else:
                 assert any("near-duplicate" in line or "dropped as" in line for line in mine)
                 assert kept in out, (order, url, kept, out)
+
+
+# -- every stat the code counts is in the README's list ---------------------------------------
+
+PACKAGE = REPO / "scrapy_simhash"
+#: Modules whose counts become ``simhash/NAME`` (their ``count``/``_count``/``_inc`` calls),
+#: and the prefix each adds; the verdict step and the stores count for the page middleware
+#: and for the item pipeline alike (``items_`` prefix).
+COUNTING = {
+    "glue/middleware.py": ("",),
+    "glue/wiring.py": ("",),
+    "glue/templates.py": ("",),
+    "glue/stores.py": ("", "items_"),
+    "verdict.py": ("", "items_"),
+    "glue/pipeline.py": ("items_",),
+    "glue/dust.py": ("dust/",),
+}
+#: Names the heuristic above makes that no code counts: the pipeline keeps no schedule.
+NOT_COUNTED = {"items_recrawl_error", "items_recrawl_lost"}
+CALL = re.compile(r"""(?:\b_inc|\b_count|\bcount)\(\s*["']([a-z_/]+)["']""")
+DIRECT = re.compile(r"""(?:inc_value|set_value)\(\s*["']simhash/([a-z_/]+)["']""")
+
+
+def _counted() -> set[str]:
+    """Every stat name the code counts, as ``simhash/`` is followed."""
+    from scrapy_simhash.recrawl.state import FAILED, MISSING, NOT_MODIFIED, RETIRED
+
+    names: set[str] = set()
+    for module, prefixes in COUNTING.items():
+        source = (PACKAGE / module).read_text(encoding="utf-8")
+        found = set(CALL.findall(source))
+        names |= {prefix + name for prefix in prefixes for name in found}
+    for path in PACKAGE.rglob("*.py"):
+        names |= set(DIRECT.findall(path.read_text(encoding="utf-8")))
+    middleware = (PACKAGE / "glue/middleware.py").read_text(encoding="utf-8")
+    skip = middleware.split("def _skip_reason", 1)[1].split("\n    def ", 1)[0]
+    names |= {f"skipped/{reason}" for reason in re.findall(r'return "([a-z_]+)"', skip)}
+    names |= {f"recrawl/{outcome}" for outcome in (NOT_MODIFIED, MISSING, RETIRED, FAILED)}
+    workers = (PACKAGE / "glue/workers.py").read_text(encoding="utf-8")
+    names |= set(re.findall(r'stats\["([a-z_]+)"\]', workers))
+    names |= set(re.findall(r'\{"([a-z_]+)": self\.cache_hits\}', workers))
+    return names - NOT_COUNTED
+
+
+def _listed() -> set[str]:
+    """The stat names the README's **Stats** paragraph lists (``a/{b,c}`` spelled out)."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    paragraph = readme.split("**Stats**", 1)[1].split("\n\n", 1)[0]
+    names: set[str] = set()
+    for code in re.findall(r"`([^`]+)`", paragraph):
+        code = code.removeprefix("simhash/")
+        group = re.fullmatch(r"([a-z_/]*)\{([a-z_,]+)\}([a-z_/]*)", code)
+        if group:
+            names |= {group[1] + part + group[3] for part in group[2].split(",")}
+        elif re.fullmatch(r"[a-z_/]+", code):
+            names.add(code)
+    return names
+
+
+def test_the_readme_lists_every_stat_the_code_counts() -> None:
+    counted = _counted()
+    assert {"pages", "dropped", "template/applied", "skipped/not_a_page", "dust/pairs",
+            "items_seen", "redis_evicted_keys", "fingerprint_cpu_us"} <= counted
+    missing = sorted(counted - _listed())
+    assert missing == [], f"README's Stats paragraph lacks {missing}"
