@@ -56,5 +56,5 @@ class InvalidKeyError(ConfigurationError):
 class StorageLost(IndexBackendError):
     """The storage no longer holds what was opened: the SQLite file was deleted, moved or
     replaced while the crawl had it open. Not an outage (waiting brings nothing back): the
-    crawl says what was lost and goes on with the file now at the path, or stops, as
-    ``SIMHASH_ON_INDEX_LOST`` says."""
+    crawl says what was lost and goes on with the file now at the path, or stops, as its
+    policy for a lost namespace says."""

@@ -189,12 +189,10 @@ def check_eviction(
     if outages.watch is not None:
         return
     from scrapy_simhash.settings import index_ttl_secs
-    from scrapy_simhash.settings.values import get_bool
+    from scrapy_simhash.settings.configs import templates_enabled
 
     settings = crawler.settings
-    ttl_keys = bool(index_ttl_secs(settings)) and get_bool(
-        settings, "SIMHASH_TEMPLATES_ENABLED", True
-    )
+    ttl_keys = bool(index_ttl_secs(settings)) and templates_enabled(settings)
     options = {
         name: value for name, value in dict(kwargs.get("options") or {}).items()
         if name not in ("shards", "lock_lease_secs")

@@ -290,6 +290,11 @@ def index_kwargs(settings: Settings, *, namespace: str, bits: int, scheme: str) 
     return options
 
 
+def templates_enabled(settings: Settings) -> bool:
+    """``SIMHASH_TEMPLATES_ENABLED``: whether hosts' templates are learned (and kept)."""
+    return get_bool(settings, "SIMHASH_TEMPLATES_ENABLED", True)
+
+
 def index_ttl_secs(settings: Settings) -> float | None:
     """``SIMHASH_INDEX_TTL_SECS``: how long the namespace's state lives (None: until reset)."""
     return get_float(settings, "SIMHASH_INDEX_TTL_SECS", 0.0, minimum=0.0) or None
@@ -389,7 +394,7 @@ class MiddlewareConfig:
             follow_duplicate_links=get_bool(settings, "SIMHASH_FOLLOW_DUPLICATE_LINKS", True),
             prefer_urls=check_rules(get_list(settings, "SIMHASH_PREFER_URLS", PREFERENCE_RULES)),
             on_mismatch=on_mismatch(settings),
-            templates=get_bool(settings, "SIMHASH_TEMPLATES_ENABLED", True),
+            templates=templates_enabled(settings),
         )
 
 
