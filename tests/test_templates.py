@@ -14,6 +14,7 @@ import subprocess
 import sys
 from array import array
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -26,6 +27,7 @@ from scrapy_simhash.storage import open_template_store
 from scrapy_simhash.template import (
     COUNTER_MAX,
     EMPTY,
+    HALVE_AT,
     MIN_PAGES,
     SLOTS,
     HostMemory,
@@ -34,7 +36,12 @@ from scrapy_simhash.template import (
     learnable,
     second_look,
 )
-from scrapy_simhash.template.store import HOST_BYTES, MemoryTemplateStore, SqliteTemplateStore
+from scrapy_simhash.template.store import (
+    HOST_BYTES,
+    MemoryTemplateStore,
+    RedisTemplateStore,
+    SqliteTemplateStore,
+)
 from scrapy_simhash.text import extract_main_text
 from tests.scrapy_inprocess import WORDS, harness
 
@@ -162,11 +169,16 @@ def test_memory_round_trips_and_counts_each_page_once(pages: list[list[int]]) ->
         assert memory.seen[slot] == sum(slot in set(s) for s in pages[1::2])
 
 
-def test_counters_saturate() -> None:
+def test_counters_are_halved_before_they_saturate() -> None:
+    """A memory at the counters' limit (saturated by an earlier version) is halved at its
+    next page, its shares kept: a line on every page is still on every page."""
     full = HostMemory(COUNTER_MAX, array("H", [COUNTER_MAX] * SLOTS))
     again = full.learned([0, 1])
-    assert again.counts[0] == COUNTER_MAX
-    assert again.pages == COUNTER_MAX
+    assert again.pages == COUNTER_MAX // 2 + 1
+    assert again.counts[0] == again.pages
+    assert again.counts[2] == COUNTER_MAX // 2
+    seen = HostMemory(seen_pages=HALVE_AT - 1, seen=array("H", [HALVE_AT - 1] * SLOTS))
+    assert seen.saw([3]).seen_pages == HALVE_AT // 2
 
 
 def test_memory_bound_holds_for_10000_hosts(tmp_path: object) -> None:
@@ -318,3 +330,42 @@ def test_a_redis_cluster_holds_the_template_memory(redis_cluster_url: str) -> No
         assert store.read("news.example") == EMPTY
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "redis"])
+def test_a_host_of_any_size_keeps_its_template_right(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Each part's counters are halved when its page count reaches the threshold (64 here,
+    HALVE_AT in a crawl): long past it, lines on every page and on a fifth of them are
+    template, a line on one page in thirty never is, and no counter saturates."""
+    halve_at = 64
+    store: Any
+    if kind == "memory":
+        store = MemoryTemplateStore(halve_at=halve_at)
+    elif kind == "sqlite":
+        store = SqliteTemplateStore(str(tmp_path / "t.sqlite3"), "big", halve_at=halve_at)
+    else:
+        store = RedisTemplateStore(request.getfixturevalue("redis_url"), "big", halve_at=halve_at)
+    rng = random.Random(5)
+    everywhere, fifth, rare = 7, 11, 13
+    for page in range(1000):
+        slots = [everywhere, *rng.sample(range(100, SLOTS), 30)]
+        if page % 5 == 0:
+            slots.append(fifth)
+        if page % 30 == 0:
+            slots.append(rare)
+        store.see("big.example", slots)
+        store.learn("big.example", slots)
+    memory = store.read("big.example")
+    store.close()
+    assert memory.pages < halve_at
+    assert memory.seen_pages < halve_at
+    assert max(memory.counts) < halve_at
+    assert max(memory.seen) < halve_at
+    template = memory.template()
+    assert {everywhere, fifth} <= template
+    assert rare not in template
+    # A part is halved with its page count: the shares survive (a fifth stays a fifth).
+    assert memory.counts[everywhere] == memory.pages
+    assert abs(memory.counts[fifth] / memory.pages - 0.2) < 0.1

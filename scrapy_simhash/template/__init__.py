@@ -6,12 +6,13 @@ article, every page of that template whose article it missed reads the same, and
 would be dropped as copies. A crawl sees many pages of each host, and the lines a host
 repeats on many distinct pages are its template (Bar-Yossef & Rajagopalan 2002).
 
-The memory of a host is two fixed arrays of :data:`SLOTS` saturating 16-bit counters, one
-per line hash bucket, each with its page count: one counts the pages kept (never a copy,
-which would count its article as often as it has URLs), the other every page fetched,
-counted before it is judged. A host costs the same 8 KiB (:data:`HOST_BYTES`) whether it has
-10 pages or 10 million, and every process of a crawl adds to it atomically (Redis
-``BITFIELD ... OVERFLOW SAT``). Two facts are read from it:
+The memory of a host is two fixed arrays of :data:`SLOTS` 16-bit counters, one per line
+hash bucket, each with its page count: one counts the pages kept (never a copy, which would
+count its article as often as it has URLs), the other every page fetched, counted before it
+is judged. A part is halved when its page count reaches :data:`HALVE_AT`, so the shares
+read from it mean the same on a host of 10 pages or 10 million, and a host costs the same
+8 KiB (:data:`HOST_BYTES`) at any size. Every process of a crawl adds to it atomically
+(Redis ``BITFIELD``, halved by a script). Two facts are read from it:
 
 - **template** lines: on at least :data:`MIN_PAGES` kept pages and on :data:`SHARE` of
   them. A main text that is template is not the article: the page's other lines, without
@@ -50,10 +51,16 @@ SLOTS = 2048
 MAX_LINES = 256
 #: A line is template once counted on this many distinct pages of its host...
 MIN_PAGES = 4
-#: ...and on this share of them (a host of many templates keeps each one's lines).
-SHARE = 0.2
+#: ...and on this share of them (a host of many templates keeps each one's lines; a
+#: line on a fifth of the pages is template, one on a twentieth never is).
+SHARE = 0.1
 #: Saturation of a counter.
 COUNTER_MAX = 0xFFFF
+#: A part's page count at which all its counters are halved. A line's counter is at most its
+#: part's page count (a page counts each bucket once), so no counter reaches saturation, and
+#: the share that makes a line template keeps its meaning on a host of any size: a host of
+#: ten million pages is judged on its recent pages with the weights of a decaying window.
+HALVE_AT = 1 << 15
 
 
 def host_of(url: str) -> str:
@@ -108,6 +115,10 @@ def _counted(counts: array[int], slots: Iterable[int]) -> array[int]:
     return out
 
 
+def _halved(counts: array[int]) -> array[int]:
+    return array("H", (count >> 1 for count in counts))
+
+
 @dataclass(frozen=True)
 class HostMemory:
     """One host's counters as read from a store.
@@ -148,18 +159,21 @@ class HostMemory:
             words.byteswap()
         return words.tobytes()
 
-    def learned(self, slots: Iterable[int]) -> HostMemory:
-        """This memory with one more kept page of ``slots`` counted (saturating)."""
-        return replace(
-            self, pages=min(self.pages + 1, COUNTER_MAX), counts=_counted(self.counts, slots)
-        )
+    def learned(self, slots: Iterable[int], halve_at: int = HALVE_AT) -> HostMemory:
+        """This memory with one more kept page of ``slots`` counted (halved first at
+        ``halve_at`` pages, see :data:`HALVE_AT`)."""
+        pages, counts = self.pages, self.counts
+        if pages + 1 >= halve_at:
+            pages, counts = pages >> 1, _halved(counts)
+        return replace(self, pages=min(pages + 1, COUNTER_MAX), counts=_counted(counts, slots))
 
-    def saw(self, slots: Iterable[int]) -> HostMemory:
-        """This memory with one more fetched page of ``slots`` counted (saturating)."""
-        return replace(
-            self, seen_pages=min(self.seen_pages + 1, COUNTER_MAX),
-            seen=_counted(self.seen, slots),
-        )
+    def saw(self, slots: Iterable[int], halve_at: int = HALVE_AT) -> HostMemory:
+        """This memory with one more fetched page of ``slots`` counted (halved as
+        :meth:`learned` is)."""
+        pages, seen = self.seen_pages, self.seen
+        if pages + 1 >= halve_at:
+            pages, seen = pages >> 1, _halved(seen)
+        return replace(self, seen_pages=min(pages + 1, COUNTER_MAX), seen=_counted(seen, slots))
 
     def template(self) -> frozenset[int]:
         """The buckets of the host's template lines (worked out once per memory)."""

@@ -20,7 +20,7 @@ from typing import Any
 from scrapy_simhash._redis import mask_url, sync_client
 from scrapy_simhash._sqlite import connect_with_schema, immediate
 from scrapy_simhash.exceptions import IndexBackendError
-from scrapy_simhash.template import EMPTY, HOST_BYTES, HostMemory
+from scrapy_simhash.template import EMPTY, HALVE_AT, HOST_BYTES, SLOTS, HostMemory
 
 __all__ = ["HOST_BYTES", "MAX_HOSTS", "TemplateStore"]
 #: Hosts per namespace at most, in memory and SQLite.
@@ -57,20 +57,21 @@ class TemplateStore(ABC):
 class MemoryTemplateStore(TemplateStore):
     """The memory of one process (``memory://``)."""
 
-    def __init__(self, max_hosts: int = MAX_HOSTS) -> None:
+    def __init__(self, max_hosts: int = MAX_HOSTS, *, halve_at: int = HALVE_AT) -> None:
         self._lock = threading.Lock()
         self._hosts: dict[str, HostMemory] = {}
         self.max_hosts = max_hosts
+        self.halve_at = halve_at
 
     def read(self, host: str) -> HostMemory:
         with self._lock:
             return self._hosts.get(host, EMPTY)
 
     def learn(self, host: str, slots: Sequence[int]) -> None:
-        self._update(host, lambda memory: memory.learned(slots))
+        self._update(host, lambda memory: memory.learned(slots, self.halve_at))
 
     def see(self, host: str, slots: Sequence[int]) -> None:
-        self._update(host, lambda memory: memory.saw(slots))
+        self._update(host, lambda memory: memory.saw(slots, self.halve_at))
 
     def _update(self, host: str, change: Callable[[HostMemory], HostMemory]) -> None:
         with self._lock:
@@ -104,10 +105,11 @@ class SqliteTemplateStore(TemplateStore):
 
     def __init__(
         self, path: str, namespace: str, *, timeout_secs: float = 30.0,
-        max_hosts: int = MAX_HOSTS,
+        max_hosts: int = MAX_HOSTS, halve_at: int = HALVE_AT,
     ) -> None:
         self.namespace = namespace
         self.max_hosts = max_hosts
+        self.halve_at = halve_at
         self._lock = threading.RLock()
         self._where = path
         try:
@@ -130,10 +132,10 @@ class SqliteTemplateStore(TemplateStore):
         return HostMemory.from_bytes(row[0]) if row else EMPTY
 
     def learn(self, host: str, slots: Sequence[int]) -> None:
-        self._update(host, lambda memory: memory.learned(slots))
+        self._update(host, lambda memory: memory.learned(slots, self.halve_at))
 
     def see(self, host: str, slots: Sequence[int]) -> None:
-        self._update(host, lambda memory: memory.saw(slots))
+        self._update(host, lambda memory: memory.saw(slots, self.halve_at))
 
     def _update(self, host: str, change: Callable[[HostMemory], HostMemory]) -> None:
         ns = self.namespace
@@ -196,15 +198,38 @@ def glob_escape(text: str) -> str:
     return "".join("\\" + c if c in "*?[]\\" else c for c in text)
 
 
+#: Halves one part of a host's counters (its SLOTS buckets from ARGV[1], its page count at
+#: ARGV[3]) when its page count is still at ARGV[4] or more: once, whichever process that
+#: counted the page reaching it asks first. Counters are big-endian u16 (BITFIELD's).
+_HALVE = """
+local key, first, slots = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2])
+local pages_at, threshold = ARGV[3], tonumber(ARGV[4])
+local pages = redis.call('BITFIELD', key, 'GET', 'u16', '#' .. pages_at)[1]
+if pages < threshold then return 0 end
+local blob = redis.call('GETRANGE', key, first * 2, (first + slots) * 2 - 1)
+local out = {}
+for i = 0, slots - 1 do
+  local hi, lo = string.byte(blob, 2 * i + 1, 2 * i + 2)
+  local half = math.floor(((hi or 0) * 256 + (lo or 0)) / 2)
+  out[i + 1] = string.char(math.floor(half / 256), half % 256)
+end
+redis.call('SETRANGE', key, first * 2, table.concat(out))
+redis.call('BITFIELD', key, 'SET', 'u16', '#' .. pages_at, math.floor(pages / 2))
+return 1
+"""
+
+
 class RedisTemplateStore(TemplateStore):
     """One string per host, its counters updated in place by ``BITFIELD ... OVERFLOW SAT``:
-    every process adds to the same counters atomically, with no read-modify-write. Keys
-    carry the namespace's hash tag, as the index's do (one Cluster slot)."""
+    every process adds to the same counters atomically, with no read-modify-write (but the
+    rare halving, a script). Keys carry the namespace's hash tag, as the index's do (one
+    Cluster slot)."""
 
     def __init__(self, url: str, namespace: str, *, ttl_secs: float | None = None,
-                 **options: Any) -> None:
+                 halve_at: int = HALVE_AT, **options: Any) -> None:
         import redis
 
+        self.halve_at = halve_at
         self._url = url
         self._errors = (redis.RedisError,)
         self._prefix = f"simhash:{{{namespace}}}:tp:"
@@ -242,7 +267,9 @@ class RedisTemplateStore(TemplateStore):
             pipe.execute_command("BITFIELD", key, *args)
             if self._ttl:
                 pipe.expire(key, self._ttl)
-            pipe.execute()
+            counted = pipe.execute()[0]
+            if counted[0] >= self.halve_at:
+                self._client.eval(_HALVE, 1, key, base, SLOTS, pages, self.halve_at)
         except self._errors as exc:
             raise self._error(action, exc) from exc
 
