@@ -12,6 +12,7 @@ first). The memory backend is here; SQLite and Redis keep theirs next to their i
 
 from __future__ import annotations
 
+import os
 import struct
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -24,7 +25,9 @@ DROP_MAX_ENTRIES = 1_000_000
 #: Expired or excess records deleted per new record at most, so one call never stalls.
 TRIM_BATCH = 16
 
-_HEAD = struct.Struct(">IBBH")  # time, distance, signature bits apart, length of the kept URL
+#: time, distance, signature bits apart, bytes the kept URL shares with the start of the
+#: dropped one, length of the kept URL's rest
+_HEAD = struct.Struct(">IBBHH")
 #: What a record stores for "no second test figure" (a holder record, a page without one).
 _NO_APART = 255
 
@@ -103,19 +106,27 @@ def kept_name(
 
 
 def pack_record(record: DropRecord) -> bytes:
-    """Compact value of a record (Redis): 8 bytes plus the two URLs."""
+    """Compact value of a record (Redis): 10 bytes, the dropped URL, and the kept URL after
+    the bytes it shares with the start of the dropped one (a copy's URL is mostly its
+    page's: a tracking parameter, an AMP or print path on the same host), as SQLite keeps
+    it."""
     kept = record.kept.encode("utf-8", "surrogatepass")
     url = record.url.encode("utf-8", "surrogatepass")
+    shared = min(len(os.path.commonprefix([url, kept])), 0xFFFF)  # noqa: RUF071 (bytes)
     apart = _NO_APART if record.apart is None else min(record.apart, _NO_APART - 1)
-    return _HEAD.pack(record.at, min(record.distance, 255), apart, len(kept)) + kept + url
+    head = _HEAD.pack(record.at, min(record.distance, 255), apart, shared, len(kept) - shared)
+    return head + kept[shared:] + url
 
 
 def unpack_record(data: bytes) -> DropRecord:
-    at, distance, apart, size = _HEAD.unpack_from(data)
+    at, distance, apart, shared, rest = _HEAD.unpack_from(data)
     start = _HEAD.size
-    kept = data[start : start + size].decode("utf-8", "surrogatepass")
-    url = data[start + size :].decode("utf-8", "surrogatepass")
-    return DropRecord(url, kept, distance, at, None if apart == _NO_APART else apart)
+    url = data[start + rest :]
+    kept = (url[:shared] + data[start : start + rest]).decode("utf-8", "surrogatepass")
+    return DropRecord(
+        url.decode("utf-8", "surrogatepass"), kept, distance, at,
+        None if apart == _NO_APART else apart,
+    )
 
 
 def pack_distances(distance: int, apart: int | None) -> int:
