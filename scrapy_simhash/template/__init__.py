@@ -51,9 +51,10 @@ SLOTS = 2048
 MAX_LINES = 256
 #: A line is template once counted on this many distinct pages of its host...
 MIN_PAGES = 4
-#: ...and on this share of them (a host of many templates keeps each one's lines; a
-#: line on a fifth of the pages is template, one on a twentieth never is).
-SHARE = 0.1
+#: ...and on this share of them (a host of many templates keeps each one's lines). A lower
+#: bar (a tenth, tried) learns the teasers that listing pages share as template, and a
+#: listing whose main text is then read anew reads as changed at its next visit.
+SHARE = 0.2
 #: Saturation of a counter.
 COUNTER_MAX = 0xFFFF
 #: A part's page count at which all its counters are halved. A line's counter is at most its
