@@ -46,6 +46,13 @@ class Blocking:
     def close(self) -> None:
         if not self._loop.is_closed():
             self._loop.run_until_complete(self.wrapped.close())
+            # Tasks a call left behind (a gather whose first part failed) end here, in
+            # their own loop, not in a later test's after this loop is gone.
+            pending = asyncio.all_tasks(self._loop)
+            for task in pending:
+                task.cancel()
+            if pending:
+                self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
             self._loop.close()
 
     def __enter__(self) -> Self:
