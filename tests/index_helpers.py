@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy_simhash.index import AsyncNearDuplicateIndex, open_async_index, open_index
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
+    from typing import Self
 
 
 class Blocking:

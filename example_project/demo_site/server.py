@@ -26,7 +26,7 @@ from demo_site import templates as t
 from demo_site.content import PAGES, Story, read_articles, read_live_entries, read_story
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
+    from typing import Self
 
 #: Port the demo serves on when it is free (``--keep-index`` needs the same URLs every run).
 DEFAULT_PORT = 8931

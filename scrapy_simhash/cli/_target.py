@@ -171,7 +171,7 @@ def when(timestamp: float | None) -> str:
     """Format a timestamp for people (UTC, seconds)."""
     if timestamp is None:
         return "-"
-    moment = datetime.datetime.fromtimestamp(timestamp, tz=datetime.timezone.utc)
+    moment = datetime.datetime.fromtimestamp(timestamp, tz=datetime.UTC)
     return moment.strftime("%Y-%m-%d %H:%M:%SZ")
 
 

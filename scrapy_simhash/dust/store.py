@@ -30,7 +30,7 @@ from scrapy_simhash._sqlite import connect_with_schema, immediate
 from scrapy_simhash.exceptions import IndexBackendError
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
+    from typing import Self
 
 #: Pair digests kept per rule: support counts up to here, then stays.
 MAX_PAIRS = 32

@@ -21,7 +21,7 @@ from scrapy_simhash.index.drops import DROP_MAX_ENTRIES, DROP_TTL_SECS, DropReco
 from scrapy_simhash.index.layout import SUPPORTED_BITS, BandLayout, check_distance, choose_layout
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
+    from typing import Self
 
 #: Bumped when the stored representation changes incompatibly (2: every entry carries the
 #: page's signature for the second test, and the record the namespace's key).

@@ -25,7 +25,7 @@ from scrapy_simhash.recrawl.threaded import AsyncBackendAdapter
 from scrapy_simhash.storage import extend_storage, storage_for
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
+    from typing import Self
 
 logger = logging.getLogger(__name__)
 
