@@ -30,10 +30,6 @@ logger = logging.getLogger(__name__)
 #: its output), so later middlewares never see an item of a copy.
 PRIORITY = 50
 
-#: ``response.meta["simhash"]`` key set on near-duplicates passed only for their links.
-FOLLOW_ONLY = LINKS_ONLY
-
-
 def spider_middleware_installed(settings: Any) -> bool:
     """Whether SPIDER_MIDDLEWARES enables :class:`SimhashSpiderMiddleware` (by any path)."""
     from scrapy.utils.misc import load_object
@@ -71,7 +67,7 @@ class SimhashSpiderMiddleware:
         self, response: Response, result: AsyncIterator[Any], spider: Any = None
     ) -> AsyncIterator[Any]:
         info = response.meta.get("simhash") if response.request is not None else None
-        links_only = bool(info and info.get(FOLLOW_ONLY))
+        links_only = bool(info and info.get(LINKS_ONLY))
         async for output in result:
             if not links_only or isinstance(output, Request):
                 yield output

@@ -368,7 +368,6 @@ class MiddlewareConfig:
     canonicalize_keys: bool
     skip_unchanged: bool
     use_canonical: bool
-    follow_duplicate_links: bool
     prefer_urls: tuple[str, ...]
     on_mismatch: str = "close"
     #: Learn each host's template from its pages (SIMHASH_TEMPLATES_ENABLED).
@@ -391,7 +390,6 @@ class MiddlewareConfig:
             canonicalize_keys=canonicalize_keys(settings),
             skip_unchanged=get_bool(settings, "SIMHASH_SKIP_UNCHANGED", False),
             use_canonical=get_bool(settings, "SIMHASH_USE_CANONICAL", True),
-            follow_duplicate_links=get_bool(settings, "SIMHASH_FOLLOW_DUPLICATE_LINKS", True),
             prefer_urls=check_rules(get_list(settings, "SIMHASH_PREFER_URLS", PREFERENCE_RULES)),
             on_mismatch=on_mismatch(settings),
             templates=templates_enabled(settings),
