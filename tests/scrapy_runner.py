@@ -119,6 +119,14 @@ def _redis_spider(spec: dict[str, Any]) -> type[scrapy.Spider]:
 
 
 REPO = Path(__file__).resolve().parents[1]
+#: The add-on at its defaults, one request at a time (one arrival order, the same every run),
+#: fingerprinting inline with the fast segmenter: what the crawl tests start from.
+ONE_AT_A_TIME: dict[str, Any] = {
+    "ADDONS": {"scrapy_simhash.Addon": 0},
+    "CONCURRENT_REQUESTS": 1,
+    "SIMHASH_WORKERS": 0,
+    "SIMHASH_TOKENIZER": "rjieba",
+}
 
 
 @dataclass

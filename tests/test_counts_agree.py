@@ -21,11 +21,11 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.scrapy_runner import REPO, CrawlResult, run_crawl
+from tests.scrapy_runner import ONE_AT_A_TIME, REPO, CrawlResult, run_crawl
 
 if TYPE_CHECKING:
     from tests.http_site import SiteServer
@@ -33,12 +33,7 @@ if TYPE_CHECKING:
 pytest_plugins = ["tests.http_site"]
 pytestmark = pytest.mark.crawl
 
-SETTINGS: dict[str, Any] = {
-    "ADDONS": {"scrapy_simhash.Addon": 0},
-    "CONCURRENT_REQUESTS": 1,  # one arrival order, the same on every run
-    "SIMHASH_WORKERS": 0,
-    "SIMHASH_TOKENIZER": "rjieba",
-}
+SETTINGS = ONE_AT_A_TIME
 
 _WORDS = (
     "harbour council bridge tram library orchard festival museum archive river budget school "

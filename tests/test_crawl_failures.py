@@ -14,7 +14,7 @@ import redis
 from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
 from scrapy_simhash.index import open_index
 from tests.redis_servers import RedisServer, free_port
-from tests.scrapy_runner import CrawlResult, run_crawl
+from tests.scrapy_runner import ONE_AT_A_TIME, CrawlResult, run_crawl
 
 if TYPE_CHECKING:
     from tests.http_site import SiteServer
@@ -23,12 +23,7 @@ pytest_plugins = ["tests.http_site"]
 
 pytestmark = pytest.mark.crawl
 
-BASE = {
-    "ADDONS": {"scrapy_simhash.Addon": 0},
-    "CONCURRENT_REQUESTS": 1,
-    "SIMHASH_WORKERS": 0,
-    "SIMHASH_TOKENIZER": "rjieba",
-}
+BASE = ONE_AT_A_TIME
 PAGES = ["harbour.html", "orchard.html", "telescope.html", "library.html", "switch-v1.html",
          "school.html"]
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.scrapy_runner import CrawlResult, run_crawl
+from tests.scrapy_runner import ONE_AT_A_TIME, CrawlResult, run_crawl
 
 if TYPE_CHECKING:
     from tests.http_site import SiteServer
@@ -35,12 +35,7 @@ pytest_plugins = ["tests.http_site"]
 
 pytestmark = pytest.mark.crawl
 
-BASE = {
-    "ADDONS": {"scrapy_simhash.Addon": 0},
-    "CONCURRENT_REQUESTS": 1,
-    "SIMHASH_WORKERS": 0,
-    "SIMHASH_TOKENIZER": "rjieba",
-}
+BASE = ONE_AT_A_TIME
 #: harbour and orchard are filed; the file goes just before telescope is answered; their
 #: copies come after it, then a third harbour (a URL variant), a copy of the second.
 PAGES = ["harbour.html", "orchard.html", "telescope.html", "harbour-copy.html",

@@ -22,7 +22,7 @@ import redis
 from scrapy_simhash.exceptions import ConfigurationError
 from tests.redis_servers import RedisServer
 from tests.scrapy_inprocess import harness, random_story
-from tests.scrapy_runner import run_crawl
+from tests.scrapy_runner import ONE_AT_A_TIME, run_crawl
 
 if TYPE_CHECKING:
     from tests.http_site import SiteServer
@@ -31,12 +31,7 @@ pytest_plugins = ["tests.http_site"]
 
 pytestmark = pytest.mark.redis
 
-BASE = {
-    "ADDONS": {"scrapy_simhash.Addon": 0},
-    "CONCURRENT_REQUESTS": 1,
-    "SIMHASH_WORKERS": 0,
-    "SIMHASH_TOKENIZER": "rjieba",
-}
+BASE = ONE_AT_A_TIME
 PAGES = ["harbour.html", "orchard.html", "harbour-copy.html"]
 
 
