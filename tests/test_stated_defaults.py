@@ -41,6 +41,7 @@ def test_the_readme_states_the_code_s_default_distance_everywhere() -> None:
     assert table_default("SIMHASH_INDEX_EXACT_DISTANCE").startswith(
         f"`{exact}` (`{exact_wide}` at 128 bits"
     )
+    assert table_default("SIMHASH_CONFIRM_DISTANCE") == f"`{simhash_settings.confirm_distance({})}`"
     change = simhash_settings.recrawl_config({}).change_distance
     change_wide = simhash_settings.recrawl_config({"SIMHASH_BITS": 128}).change_distance
     assert table_default("SIMHASH_RECRAWL_CHANGE_DISTANCE") == (
