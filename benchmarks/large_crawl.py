@@ -53,13 +53,30 @@ def load() -> dict[str, Any] | None:
     return json.loads(meta.read_text("utf-8")) if meta.is_file() else None
 
 
-def shares(site: dict[str, Any], processes: int, seed: int) -> list[list[Page]]:
-    """Shuffled, disjoint shares of every URL; a cluster's URLs go to different processes."""
+#: Orders of each process's share: ``random``; ``host`` (host by host, a host's pages
+#: together, in random order within it); ``copies-first`` (every copy before any article:
+#: the site's articles all arrive as the second URL of their page).
+ORDERS = ("random", "host", "copies-first")
+
+
+def shares(
+    site: dict[str, Any], processes: int, seed: int, order: str = "random"
+) -> list[list[Page]]:
+    """Shuffled, disjoint shares of every URL; a cluster's URLs go to different processes;
+    each share then put in ``order`` (stable sorts keep the shuffle within)."""
     clusters: dict[str, list[Page]] = defaultdict(list)
+    kinds: dict[Page, str] = {}
     for host, info in sorted(site["hosts"].items()):
         for path, page in sorted(info["pages"].items()):
             clusters[page["cluster"]].append((host, path))
-    return deal(sorted(clusters.values()), processes, seed)
+            kinds[(host, path)] = page["kind"]
+    dealt = deal(sorted(clusters.values()), processes, seed)
+    for share in dealt:
+        if order == "host":
+            share.sort(key=lambda url: url[0])
+        elif order == "copies-first":
+            share.sort(key=lambda url: kinds[url] == "article")
+    return dealt
 
 
 def crawl(
@@ -145,6 +162,8 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--modes", default="1,3")
     parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument("--order", choices=ORDERS, default="random",
+                        help="each process's order of its URLs (see ORDERS)")
     args = parser.parse_args()
     site = load()
     if site is None:
@@ -160,7 +179,7 @@ def main() -> int:
     overrides = dict(args.settings)
     modes = [int(m) for m in args.modes.split(",") if m.strip()]
     print(f"# crawl of large/: {sum(len(h['pages']) for h in site['hosts'].values())} URLs on "
-          f"{len(servers)} hosts, overrides {overrides or 'none'}")
+          f"{len(servers)} hosts, order {args.order}, overrides {overrides or 'none'}")
     print("mode  seed  articles lost  copies dropped  worst host lost  worst host copies  "
           "dropped as another's copy  kept unchecked  secs")
     try:
@@ -177,7 +196,8 @@ def main() -> int:
                         redis_server = RedisServer(Path(tmp) / "redis").start()
                         settings["SIMHASH_INDEX_URL"] = redis_server.url
                     try:
-                        results = crawl(servers, hub, shares(site, processes, seed), settings,
+                        results = crawl(servers, hub, shares(site, processes, seed, args.order),
+                                        settings,
                                         Path(tmp), args.timeout)
                     finally:
                         if redis_server is not None:
