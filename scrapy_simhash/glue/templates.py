@@ -7,6 +7,14 @@ lines as the host's. A process keeps a short-
 lived copy of each host's memory (:data:`REFRESH_SECS`) and reads it again for every
 same-host match, the one answer that must see what other processes learned.
 
+**One store write per page.** Counting a page as seen is a write that cannot wait: a page
+judged at the same time in another process must find it. Counting a kept page can: it is
+queued and written with this process's next page, in the same call (write-behind of the
+kept part). The trade: another process sees a page kept here one page of this process
+late (at the close, the queue is written before the store is closed); this process's own
+copy, and every memory it reads, count its queued pages at once. A queue that could not
+be written is kept for the next write, up to :data:`MAX_QUEUED` pages.
+
 A store that fails costs only the memory: pages are judged as without it (the match
 stands, nothing is set aside), one WARNING says so, and ``simhash/template/error`` counts.
 """
@@ -31,7 +39,7 @@ from scrapy_simhash.template import (
     learnable,
     second_look,
 )
-from scrapy_simhash.template.store import TemplateStore
+from scrapy_simhash.template.store import Count, TemplateStore
 
 if TYPE_CHECKING:
     from scrapy_simhash.fingerprint import Fingerprinter, PageFingerprint
@@ -43,6 +51,9 @@ logger = logging.getLogger("scrapy_simhash.middleware")
 REFRESH_SECS = 5.0
 #: Hosts whose memory a process keeps a copy of.
 CACHED_HOSTS = 1024
+#: Kept pages queued at most for the next write (write-behind, see the module); beyond it,
+#: while the store fails, the oldest are forgotten.
+MAX_QUEUED = 1024
 
 T = TypeVar("T")
 
@@ -68,6 +79,8 @@ class TemplateMemory:
         #: The last page whose lines were hashed: see() and learn() ask for the same page.
         self._hashed: tuple[PageFingerprint | None, Sequence[int]] = (None, ())
         self._failing = False
+        #: Kept pages not yet written (write-behind): they go with the next write.
+        self._queued: list[Count] = []
 
     @classmethod
     def open(
@@ -113,6 +126,9 @@ class TemplateMemory:
         memory = await self._call(lambda store: store.read(host))
         if memory is None:
             return cached[1] if cached is not None else EMPTY
+        for count in self._queued:  # this process's kept pages, not yet written
+            if count.host == host:
+                memory = count.apply(memory)
         self._cache[host] = (now, memory)
         self._cache.move_to_end(host)
         while len(self._cache) > CACHED_HOSTS:
@@ -147,22 +163,50 @@ class TemplateMemory:
 
     async def see(self, url: str, page: PageFingerprint) -> None:
         """Count a fetched page's lines before it is judged: a page judged at the same
-        time in another process is then counted when either looks again at a match."""
-        host = host_of(url)
+        time in another process is then counted when either looks again at a match. The
+        kept pages queued since the last write go with it (the page's one write)."""
         slots = self._slots(page)
         if slots:
-            await self._call(lambda store: store.see(host, slots))
+            await self._write([Count(host_of(url), tuple(slots))])
 
     async def learn(self, url: str, page: PageFingerprint) -> None:
-        """Count a kept page's lines in its host's memory (and in this process's copy)."""
+        """Count a kept page's lines in its host's memory: in this process's copy now, in
+        the store with this process's next write (see the module)."""
         host = host_of(url)
         slots = self._slots(page)
         if not slots:
             return
-        await self._call(lambda store: store.learn(host, slots))
+        count = Count(host, tuple(slots), kept=True)
+        self._queued.append(count)
+        del self._queued[:-MAX_QUEUED]
         cached = self._cache.get(host)
         if cached is not None:
-            self._cache[host] = (cached[0], cached[1].learned(slots))
+            self._cache[host] = (cached[0], count.apply(cached[1]))
+
+    async def _write(self, counts: list[Count]) -> None:
+        """Write ``counts`` and every queued kept page in one store call; a failed call
+        keeps the kept pages queued for the next."""
+        queued, self._queued = self._queued, []
+        batch = [*queued, *counts]
+        def record(store: TemplateStore) -> bool:
+            store.record(batch)
+            return True
+
+        if await self._call(record) is None:
+            kept = [*queued, *(count for count in counts if count.kept)]
+            self._queued = [*kept, *self._queued][-MAX_QUEUED:]
+
+    async def flush(self) -> None:
+        """Write the kept pages still queued."""
+        if self._queued:
+            await self._write([])
 
     async def aclose(self) -> None:
-        await self._thread.aclose()
+        """Write what is queued, then close the store (a store that fails to close is
+        counted and said, never raised into the spider's close)."""
+        await self.flush()
+        try:
+            await self._thread.aclose()
+        except Exception as exc:  # noqa: BLE001 - the crawl is over; the memory is an aid
+            self._count("template/error")
+            logger.warning("SimHash template store failed to close (%s)", exc)
