@@ -1,7 +1,8 @@
-"""Redis connection helpers shared by the index and the recrawl store.
+"""Redis connection helpers shared by every store (index, recrawl, URL rules).
 
-One place decides how a URL becomes a client (plain, TLS, unix socket, cluster) and how a URL
-is shown in messages, so a password can never leak through one backend's log line.
+One place decides how a URL becomes a client (plain, TLS, unix socket, cluster), which
+exceptions mean the storage failed, and how a URL is shown in messages, so a password can
+never leak through one backend's log line.
 """
 
 from __future__ import annotations
@@ -17,10 +18,22 @@ if TYPE_CHECKING:
     import redis
     import redis.asyncio
 
-__all__ = ["REDIS_SCHEMES", "async_client", "is_cluster_url", "mask_url", "sync_client"]
+__all__ = [
+    "REDIS_SCHEMES", "async_client", "is_cluster_url", "mask_url", "redis_errors", "sync_client",
+]
 
 #: URL schemes served by Redis; ``+cluster`` selects the cluster client.
 REDIS_SCHEMES = ("redis", "rediss", "unix", "redis+cluster", "rediss+cluster")
+
+
+def redis_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions by which a Redis or Redis Cluster client says the storage failed:
+    ``RedisError``, ``RedisClusterException`` (a cluster with no reachable node, a server
+    not in cluster mode; not a RedisError) and ``OSError``. Every Redis store catches this
+    one tuple."""
+    from redis.exceptions import RedisClusterException, RedisError
+
+    return (RedisError, RedisClusterException, OSError)
 
 
 def is_cluster_url(url: str) -> bool:

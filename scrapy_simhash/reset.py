@@ -58,7 +58,8 @@ def _index(url: str | None, namespace: str, options: Mapping[str, Any]) -> list[
 def _recrawl(url: str | None, namespace: str, options: Mapping[str, Any]) -> list[Cleared]:
     from scrapy_simhash.recrawl import open_recrawl_store
 
-    with open_recrawl_store(url, namespace=namespace) as store:
+    client = dict(options.get("options") or {})  # SIMHASH_INDEX_OPTIONS, as the index's
+    with open_recrawl_store(url, namespace=namespace, options=client) as store:
         count = store.count()
         store.clear()
     return [Cleared("recrawl states", count)]

@@ -13,7 +13,7 @@ Openers import their backend on first use, so naming a storage costs nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -43,9 +43,10 @@ class Storage:
     """How one kind of storage opens each store; None where it cannot hold one.
 
     ``index(url, config, **options)`` and ``async_index`` (a coroutine function) open the
-    near-duplicate index; ``recrawl(url, namespace, shards=..., expected_pages=...)`` and
-    ``async_recrawl`` the recrawl schedule's backend (``shards`` None: as the namespace
-    recorded; ``expected_pages`` sizes a new namespace where the storage cares);
+    near-duplicate index; ``recrawl(url, namespace, shards=..., expected_pages=...,
+    options=...)`` and ``async_recrawl`` the recrawl schedule's backend (``shards`` None: as
+    the namespace recorded; ``expected_pages`` sizes a new namespace where the storage
+    cares; ``options``: the storage's client options, SIMHASH_INDEX_OPTIONS, as the index's);
     ``rules(url, namespace, **options)`` the URL rule store; ``templates(url, namespace,
     ttl_secs=..., **options)`` the hosts' template memory.
     """
@@ -133,7 +134,8 @@ async def _async_memory_index(url: str, config: Any, **options: Any) -> Any:
 
 
 def _memory_recrawl(
-    url: str | None, namespace: str, shards: int | None = None, expected_pages: int | None = None
+    url: str | None, namespace: str, shards: int | None = None, expected_pages: int | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> Any:
     from scrapy_simhash.recrawl.memory import MemoryBackend
 
@@ -141,7 +143,8 @@ def _memory_recrawl(
 
 
 def _async_memory_recrawl(
-    url: str | None, namespace: str, shards: int | None = None, expected_pages: int | None = None
+    url: str | None, namespace: str, shards: int | None = None, expected_pages: int | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> Any:
     from scrapy_simhash.recrawl.threaded import AsyncBackendAdapter
 
@@ -189,7 +192,8 @@ def _sqlite_index(url: str, config: Any, **options: Any) -> Any:
 
 
 def _sqlite_recrawl(
-    url: str | None, namespace: str, shards: int | None = None, expected_pages: int | None = None
+    url: str | None, namespace: str, shards: int | None = None, expected_pages: int | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> Any:
     from scrapy_simhash.recrawl.sqlite import SqliteBackend, path_from_url
 
@@ -208,7 +212,8 @@ async def _async_sqlite_index(url: str, config: Any, **options: Any) -> Any:
 
 
 def _async_sqlite_recrawl(
-    url: str | None, namespace: str, shards: int | None = None, expected_pages: int | None = None
+    url: str | None, namespace: str, shards: int | None = None, expected_pages: int | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> Any:
     from scrapy_simhash.recrawl.threaded import AsyncBackendAdapter
 
@@ -252,25 +257,40 @@ async def _async_redis_index(url: str, config: Any, **options: Any) -> Any:
 
 
 def _redis_recrawl(
-    url: str | None, namespace: str, shards: int | None = None, expected_pages: int | None = None
+    url: str | None, namespace: str, shards: int | None = None, expected_pages: int | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> Any:
     from scrapy_simhash.recrawl import redisstore as r
 
-    make = r.maker(url, namespace, shards, expected_pages, r.RedisBackend, r.ShardedRedisBackend)
+    make = r.maker(
+        url, namespace, shards, expected_pages, r.RedisBackend, r.ShardedRedisBackend,
+        _recrawl_client_options(options),
+    )
     # None: whatever the namespace recorded, read on first use.
     return r.DetectedBackend(make) if shards is None else make()
 
 
 def _async_redis_recrawl(
-    url: str | None, namespace: str, shards: int | None = None, expected_pages: int | None = None
+    url: str | None, namespace: str, shards: int | None = None, expected_pages: int | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> Any:
     """An asyncio backend; the shard count is read with one blocking call at open."""
     from scrapy_simhash.recrawl import redisstore as r
 
     make = r.maker(
-        url, namespace, shards, expected_pages, r.AsyncRedisBackend, r.AsyncShardedRedisBackend
+        url, namespace, shards, expected_pages, r.AsyncRedisBackend, r.AsyncShardedRedisBackend,
+        _recrawl_client_options(options),
     )
     return r.AsyncDetectedBackend(make) if shards != 1 else make()
+
+
+def _recrawl_client_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The index's client options for the recrawl clients: SIMHASH_INDEX_OPTIONS checked,
+    with the same timeouts, retries and connection bound (``shards`` is the schedule's own)."""
+    from scrapy_simhash.index.redis import client_options
+
+    given = {k: v for k, v in (options or {}).items() if k != "shards"}
+    return client_options(given)
 
 
 def _redis_rules(url: str, namespace: str, **options: Any) -> Any:

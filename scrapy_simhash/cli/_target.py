@@ -132,6 +132,7 @@ def open_store(args: argparse.Namespace, *, create: bool = False) -> RecrawlStor
         namespace=target.namespace,
         config=recrawl_config(target.settings),
         clock=time.time,
+        options=simhash_settings.backend_options(target.settings),
     )
 
 

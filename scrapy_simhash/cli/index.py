@@ -29,7 +29,12 @@ from scrapy_simhash.exceptions import SimhashError
 from scrapy_simhash.fingerprint import from_hex, to_hex
 from scrapy_simhash.index.base import IndexStats
 from scrapy_simhash.index.drops import DropRecord
-from scrapy_simhash.settings import canonicalize_keys, fingerprint_config, recrawl_config
+from scrapy_simhash.settings import (
+    backend_options,
+    canonicalize_keys,
+    fingerprint_config,
+    recrawl_config,
+)
 
 
 def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -140,7 +145,10 @@ def _recrawl_rows(args: argparse.Namespace, target: Target) -> list[tuple[str, s
     from scrapy_simhash.recrawl.store import open_recrawl_store
 
     config = recrawl_config(target.settings)
-    with open_recrawl_store(target.url, namespace=target.namespace, config=config) as store:
+    with open_recrawl_store(
+        target.url, namespace=target.namespace, config=config,
+        options=backend_options(target.settings),
+    ) as store:
         tracked = store.count()
         if not tracked:
             why = "SIMHASH_RECRAWL_ENABLED is off" if not config.enabled else "none recorded"
@@ -274,7 +282,10 @@ def _not_indexed(args: argparse.Namespace, target: Target, key: str) -> str:
             f"not in the index of {place}: never fetched, or fetched without a fingerprint "
             "(with SIMHASH_RECRAWL_ENABLED off no store records fetches, which would tell which)"
         )
-    with open_recrawl_store(target.url, namespace=target.namespace, config=config) as store:
+    with open_recrawl_store(
+        target.url, namespace=target.namespace, config=config,
+        options=backend_options(target.settings),
+    ) as store:
         state = store.get(key)
     if state is None:
         return (

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import xxhash
 
-from scrapy_simhash._redis import mask_url, sync_client
+from scrapy_simhash._redis import mask_url, redis_errors, sync_client
 from scrapy_simhash._sqlite import connect_with_schema, immediate
 from scrapy_simhash.exceptions import IndexBackendError
 
@@ -360,10 +360,8 @@ class RedisRuleStore(RuleStore):
     pair and check digests, checks passed."""
 
     def __init__(self, url: str, namespace: str, **options: Any) -> None:
-        import redis
-
         self._url = url
-        self._errors = (redis.RedisError,)
+        self._errors = redis_errors()
         prefix = f"simhash:{{{namespace}}}:"
         self._keys = [prefix + "ur", prefix + "up", prefix + "uc"]
         try:

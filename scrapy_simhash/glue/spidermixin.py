@@ -18,7 +18,7 @@ from scrapy_simhash._redis import mask_url
 from scrapy_simhash.exceptions import SimhashError
 from scrapy_simhash.glue import config
 from scrapy_simhash.recrawl import DueUrl, open_async_recrawl_store
-from scrapy_simhash.settings import RecrawlStartConfig, recrawl_config
+from scrapy_simhash.settings import RecrawlStartConfig, backend_options, recrawl_config
 
 logger = logging.getLogger("scrapy_simhash.spidermixin")  # the name users filter on
 
@@ -56,7 +56,8 @@ class RecrawlSpiderMixin:
             return []
         url = config.index_url(settings)
         store = open_async_recrawl_store(
-            url, namespace=simhash_settings.namespace(settings, self.name), config=recrawl
+            url, namespace=simhash_settings.namespace(settings, self.name), config=recrawl,
+            options=backend_options(settings),
         )
         try:
             start = RecrawlStartConfig.from_settings(settings)

@@ -8,7 +8,7 @@ verdict step, so opening them is written once.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +23,7 @@ from scrapy_simhash.glue.wiring import (
     resolve,
     validate_index,
 )
-from scrapy_simhash.settings import index_kwargs
+from scrapy_simhash.settings import backend_options, index_kwargs
 from scrapy_simhash.verdict import OutageBacklog, VerdictStep
 
 if TYPE_CHECKING:
@@ -84,10 +84,11 @@ class CrawlStores:
         )
         store = None
         if recrawl is not None and recrawl.enabled:
+            options = backend_options(crawler.settings)  # the index's client options
             if opened:
-                check_recrawl_store(url, namespace, recrawl)
+                check_recrawl_store(url, namespace, recrawl, options)
             store = guarded(
-                "recrawl store", url, _recrawl_opener(url, namespace, recrawl), guard,
+                "recrawl store", url, _recrawl_opener(url, namespace, recrawl, options), guard,
                 lambda: count("recrawl_error"), outages,
             )
         verdicts = VerdictStep(
@@ -110,10 +111,14 @@ class CrawlStores:
             await self.recrawl.aclose()
 
 
-def _recrawl_opener(url: str, namespace: str, recrawl: RecrawlConfig) -> Callable[[], Any]:
+def _recrawl_opener(
+    url: str, namespace: str, recrawl: RecrawlConfig, options: Mapping[str, Any]
+) -> Callable[[], Any]:
     from scrapy_simhash.recrawl import open_async_recrawl_store
 
     async def opener() -> Any:
-        return await resolve(open_async_recrawl_store(url, namespace=namespace, config=recrawl))
+        return await resolve(open_async_recrawl_store(
+            url, namespace=namespace, config=recrawl, options=options
+        ))
 
     return opener

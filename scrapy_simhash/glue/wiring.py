@@ -91,7 +91,9 @@ def validate_index(
     return True
 
 
-def check_recrawl_store(url: str, namespace: str, recrawl: RecrawlConfig) -> None:
+def check_recrawl_store(
+    url: str, namespace: str, recrawl: RecrawlConfig, options: Mapping[str, Any] | None = None
+) -> None:
     """Read the recrawl schedule's layout once before the crawl starts: one this version
     cannot use (0.2.0's, another shard count) refuses the crawl here, with the way out,
     instead of every page's update being lost. Not answering is an outage, left to the
@@ -100,7 +102,7 @@ def check_recrawl_store(url: str, namespace: str, recrawl: RecrawlConfig) -> Non
 
     try:
         with setting_names():
-            store = open_recrawl_store(url, namespace=namespace, config=recrawl)
+            store = open_recrawl_store(url, namespace=namespace, config=recrawl, options=options)
             try:
                 store.count()
             finally:

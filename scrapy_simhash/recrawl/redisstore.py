@@ -18,7 +18,7 @@ import asyncio
 import logging
 import math
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from importlib import resources
 from typing import Any, cast
 
@@ -26,7 +26,7 @@ import redis
 import redis.exceptions
 import xxhash
 
-from scrapy_simhash._redis import async_client, shard_namespace, sync_client
+from scrapy_simhash._redis import async_client, redis_errors, shard_namespace, sync_client
 from scrapy_simhash.exceptions import ConfigurationError, InvalidKeyError
 from scrapy_simhash.index.base import reset_hint
 from scrapy_simhash.recrawl.backend import Step, queue_ms, queue_seconds, rate_bucket
@@ -199,6 +199,10 @@ class _Layout:
         return [*buckets, *self.keys, _old_state_key(self.namespace)]
 
 
+#: What a failing Redis or Redis Cluster client raises (the tuple every Redis store catches).
+_ERRORS = redis_errors()
+
+
 class _Conflict(redis.exceptions.RedisError):
     """A page was updated by another process on every retry."""
 
@@ -206,12 +210,16 @@ class _Conflict(redis.exceptions.RedisError):
 class RedisBackend:
     """Blocking Redis backend (``redis://``, ``rediss://``, ``unix://``, ``+cluster``)."""
 
-    errors: tuple[type[BaseException], ...] = (redis.exceptions.RedisError, OSError)
+    errors: tuple[type[BaseException], ...] = _ERRORS
 
     def __init__(
-        self, url: str, namespace: str, client: Any = None, *, bits: int = DEFAULT_BUCKET_BITS
+        self, url: str, namespace: str, client: Any = None, *, bits: int = DEFAULT_BUCKET_BITS,
+        options: Mapping[str, Any] | None = None,
     ) -> None:
-        self._client: Any = client if client is not None else cast(Any, sync_client(url))
+        """``options``: the client's keyword arguments, when ``client`` is None."""
+        self._client: Any = client if client is not None else cast(
+            Any, sync_client(url, **dict(options or {}))
+        )
         self.layout = _Layout(namespace, bits)
         self._script = self._client.register_script(_SCRIPT)
 
@@ -298,12 +306,15 @@ class RedisBackend:
 class AsyncRedisBackend:
     """The asyncio twin of :class:`RedisBackend`; the client binds to the running loop."""
 
-    errors: tuple[type[BaseException], ...] = (redis.exceptions.RedisError, OSError)
+    errors: tuple[type[BaseException], ...] = _ERRORS
 
     def __init__(
-        self, url: str, namespace: str, client: Any = None, *, bits: int = DEFAULT_BUCKET_BITS
+        self, url: str, namespace: str, client: Any = None, *, bits: int = DEFAULT_BUCKET_BITS,
+        options: Mapping[str, Any] | None = None,
     ) -> None:
-        self._client: Any = client if client is not None else cast(Any, async_client(url))
+        self._client: Any = client if client is not None else cast(
+            Any, async_client(url, **dict(options or {}))
+        )
         self.layout = _Layout(namespace, bits)
         self._script = self._client.register_script(_SCRIPT)
 
@@ -396,11 +407,14 @@ def _shard_of(url: str, shards: int) -> int:
     return xxhash.xxh3_64_intdigest(url.encode("utf-8", "surrogatepass")) % shards
 
 
-def stored_shards(url: str, namespace: str, requested: int | None) -> int:
+def stored_shards(
+    url: str, namespace: str, requested: int | None, options: Mapping[str, Any] | None = None
+) -> int:
     """The shard count of a namespace's recrawl state: the one recorded, or ``requested``
     (recorded now when above 1). One blocking call at open (not made for an explicit 1, the
-    default); a different count refuses."""
-    client: Any = cast(Any, sync_client(url, socket_timeout=5.0, socket_connect_timeout=5.0))
+    default); a different count refuses. ``options``: the client's keyword arguments."""
+    opts = {"socket_timeout": 5.0, "socket_connect_timeout": 5.0, **(options or {})}
+    client: Any = cast(Any, sync_client(url, **opts))
     try:
         key = _shards_key(namespace)
         if requested is not None and requested > 1:
@@ -420,18 +434,18 @@ def stored_shards(url: str, namespace: str, requested: int | None) -> int:
 
 def maker(
     url: str | None, namespace: str, shards: int | None, expected_pages: int | None,
-    plain: Any, sharded: Any,
+    plain: Any, sharded: Any, options: Mapping[str, Any] | None = None,
 ) -> Callable[[], Any]:
     """Opens the plain or the sharded backend (classes ``plain`` and ``sharded``), by the
     namespace's shard count; a new namespace's buckets are sized for ``expected_pages``
-    (spread over its shards)."""
+    (spread over its shards). ``options``: the clients' keyword arguments."""
 
     def make() -> Any:
-        count = 1 if shards == 1 else stored_shards(str(url), namespace, shards)
+        count = 1 if shards == 1 else stored_shards(str(url), namespace, shards, options)
         bits = bucket_bits(expected_pages and -(-expected_pages // count))
         if count > 1:
-            return sharded(str(url), namespace, count, bits=bits)
-        return plain(str(url), namespace, bits=bits)
+            return sharded(str(url), namespace, count, bits=bits, options=options)
+        return plain(str(url), namespace, bits=bits, options=options)
 
     return make
 
@@ -477,12 +491,13 @@ def _sum_histograms(parts: list[dict[int, int]]) -> dict[int, int]:
 class ShardedRedisBackend:
     """Blocking recrawl backend of a sharded namespace (one client for every shard)."""
 
-    errors: tuple[type[BaseException], ...] = (redis.exceptions.RedisError, OSError)
+    errors: tuple[type[BaseException], ...] = _ERRORS
 
     def __init__(
-        self, url: str, namespace: str, shards: int, *, bits: int = DEFAULT_BUCKET_BITS
+        self, url: str, namespace: str, shards: int, *, bits: int = DEFAULT_BUCKET_BITS,
+        options: Mapping[str, Any] | None = None,
     ) -> None:
-        self._client: Any = cast(Any, sync_client(url))
+        self._client: Any = cast(Any, sync_client(url, **dict(options or {})))
         self._parts = [
             RedisBackend(url, name, client=self._client, bits=bits)
             for name in _namespaces(namespace, shards)
@@ -535,12 +550,13 @@ class ShardedRedisBackend:
 class AsyncShardedRedisBackend:
     """The asyncio twin of :class:`ShardedRedisBackend` (shards are asked in parallel)."""
 
-    errors: tuple[type[BaseException], ...] = (redis.exceptions.RedisError, OSError)
+    errors: tuple[type[BaseException], ...] = _ERRORS
 
     def __init__(
-        self, url: str, namespace: str, shards: int, *, bits: int = DEFAULT_BUCKET_BITS
+        self, url: str, namespace: str, shards: int, *, bits: int = DEFAULT_BUCKET_BITS,
+        options: Mapping[str, Any] | None = None,
     ) -> None:
-        self._client: Any = cast(Any, async_client(url))
+        self._client: Any = cast(Any, async_client(url, **dict(options or {})))
         self._parts = [
             AsyncRedisBackend(url, name, client=self._client, bits=bits)
             for name in _namespaces(namespace, shards)
@@ -641,7 +657,7 @@ class _Detected:
     """A backend built on first use, once the namespace's shard count is read: opening a
     store stays free of I/O (a server down at open fails the first call, as before)."""
 
-    errors: tuple[type[BaseException], ...] = (redis.exceptions.RedisError, OSError)
+    errors: tuple[type[BaseException], ...] = _ERRORS
 
     def __init__(self, make: Any) -> None:
         self._make = make

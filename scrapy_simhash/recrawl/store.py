@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -282,6 +282,15 @@ class AsyncRecrawlStore:
     def config(self) -> RecrawlConfig:
         return self._rules.config
 
+    @property
+    def url(self) -> str | None:
+        """The store URL (None: the embedded SQLite default)."""
+        return self._rules.url
+
+    @property
+    def namespace(self) -> str:
+        return self._rules.namespace
+
     async def _call(self, func: Callable[..., Awaitable[T]], *args: Any) -> T:
         try:
             return await func(*args)
@@ -322,8 +331,13 @@ class AsyncRecrawlStore:
 
     async def due(self, *, within: float = 0.0, limit: int = 1000) -> list[DueUrl]:
         """List URLs due within ``within`` seconds, earliest first, without leasing them."""
-        until = self._rules.clock() + within
-        return _page_due(await self._call(self._backend.due, until, limit))
+        return _page_due(await self.scheduled(within=within, limit=limit))
+
+    async def scheduled(
+        self, *, within: float = 0.0, limit: int = 1000
+    ) -> list[tuple[PageState, float]]:
+        """As :meth:`due`, each URL's whole state with its due time (what reports read)."""
+        return await self._call(self._backend.due, self._rules.clock() + within, limit)
 
     async def get(self, url: str) -> PageState | None:
         """Return everything known about ``url``."""
@@ -336,6 +350,11 @@ class AsyncRecrawlStore:
     async def count(self) -> int:
         """Return how many URLs the namespace holds."""
         return await self._call(self._backend.count)
+
+    async def rate_histogram(self) -> dict[int, int]:
+        """Pages per change-rate bucket (:func:`~.backend.bucket_rate` gives the rate per
+        second; pages never estimated are left out): what reports draw."""
+        return await self._call(self._backend.rate_histogram)
 
     async def clear(self) -> None:
         """Forget every URL of the namespace."""
@@ -352,16 +371,27 @@ class AsyncRecrawlStore:
         await self.close()
 
 
-def _open_backend(url: str | None, namespace: str, config: RecrawlConfig) -> Backend:
+def _open_backend(
+    url: str | None, namespace: str, config: RecrawlConfig, options: Mapping[str, Any] | None
+) -> Backend:
     opener = storage_for(url, "recrawl").recrawl
     assert opener is not None  # storage_for checked it
-    return cast(Backend, _opened(opener, url, namespace, config))
+    return cast(Backend, _opened(opener, url, namespace, config, options))
 
 
-def _opened(opener: Callable[..., Any], url: str | None, namespace: str, config: RecrawlConfig) -> Any:
+def _opened(
+    opener: Callable[..., Any],
+    url: str | None,
+    namespace: str,
+    config: RecrawlConfig,
+    options: Mapping[str, Any] | None,
+) -> Any:
     """``opener(...)``, its failures said as recrawl store errors (without a password)."""
     try:
-        return opener(url, namespace, shards=config.shards, expected_pages=config.expected_pages)
+        return opener(
+            url, namespace, shards=config.shards, expected_pages=config.expected_pages,
+            options=dict(options or {}),
+        )
     except (ConfigurationError, IndexBackendError):
         raise
     except Exception as exc:
@@ -374,10 +404,12 @@ def open_recrawl_store(
     namespace: str = "default",
     config: RecrawlConfig | None = None,
     clock: Clock = time.time,
+    options: Mapping[str, Any] | None = None,
 ) -> RecrawlStore:
-    """Open the blocking store at ``url`` (None: embedded SQLite, as the index)."""
+    """Open the blocking store at ``url`` (None: embedded SQLite, as the index).
+    ``options``: the storage's client options (SIMHASH_INDEX_OPTIONS), as the index's."""
     config = config or RecrawlConfig()
-    backend = _open_backend(url, namespace, config)
+    backend = _open_backend(url, namespace, config, options)
     return RecrawlStore(backend, url=url, namespace=namespace, config=config, clock=clock)
 
 
@@ -387,13 +419,15 @@ def open_async_recrawl_store(
     namespace: str = "default",
     config: RecrawlConfig | None = None,
     clock: Clock = time.time,
+    options: Mapping[str, Any] | None = None,
 ) -> AsyncRecrawlStore:
-    """Open the asyncio store at ``url``; Redis clients bind to the loop on first use."""
+    """Open the asyncio store at ``url``; Redis clients bind to the loop on first use.
+    ``options``: the storage's client options (SIMHASH_INDEX_OPTIONS), as the index's."""
     opener = storage_for(url, "recrawl").async_recrawl
     backend: AsyncBackend
     config = config or RecrawlConfig()
     if opener is None:
-        backend = AsyncBackendAdapter(_open_backend(url, namespace, config))
+        backend = AsyncBackendAdapter(_open_backend(url, namespace, config, options))
     else:
-        backend = _opened(opener, url, namespace, config)
+        backend = _opened(opener, url, namespace, config, options)
     return AsyncRecrawlStore(backend, url=url, namespace=namespace, config=config, clock=clock)

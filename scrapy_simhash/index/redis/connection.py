@@ -7,6 +7,7 @@ import inspect
 import logging
 from typing import Any
 
+from scrapy_simhash._redis import redis_errors
 from scrapy_simhash.exceptions import ConfigurationError
 
 #: The logger of every module of this package, under the name its lines have always had.
@@ -110,8 +111,5 @@ def _no_record(exc: BaseException) -> bool:
     return isinstance(exc, ResponseError) and str(exc).startswith("NORECORD")
 
 
-def _redis_errors() -> tuple[type[BaseException], ...]:
-    from redis.exceptions import RedisClusterException, RedisError
-
-    return (RedisError, RedisClusterException, OSError)
-
+#: The errors every Redis store catches, defined once in :mod:`scrapy_simhash._redis`.
+_redis_errors = redis_errors
