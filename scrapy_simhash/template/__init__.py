@@ -18,9 +18,13 @@ read from it mean the same on a host of 10 pages or 10 million, and a host costs
   them. A main text that is template is not the article: the page's other lines, without
   the template, are read instead (:func:`apply_template`).
 - **seen** lines. Before a host's template is known, two of its pages can still read alike
-  through it; a same-host match is confirmed only when the page brings no text of its own
-  that the host never showed (:func:`second_look`). That makes the verdict independent of
-  the order in which a host's pages arrive, in one process or several.
+  through it; a same-host match is confirmed only when the page brings no text of its own,
+  outside its main text, that the host never showed (:func:`second_look`). That makes the
+  verdict independent of the order in which a host's pages arrive, in one process or
+  several. A line "never shown" is a counter at one (the page itself): counters are
+  shared by the lines that hash to them, so on a host of more than a few hundred distinct
+  lines a page's own line is often counted with another's, and the second look finds less
+  of a page's own text there (``benchmarks/template_orders.py`` measures how much).
 
 Pure core: no Scrapy, no storage; the stores live in :mod:`scrapy_simhash.template.store`.
 """
@@ -264,22 +268,25 @@ def second_look(
 
     ``memory`` has seen this page already (:meth:`HostMemory.saw`, before the page was
     judged), and every page judged before this one's match was found. Two pages of a host
-    can match through its template alone while the template is not yet known (the host's
-    first pages). After the host's first :data:`MIN_PAGES` pages, only a main text it has
-    shown on at least two other kept pages is suspect: an article's text is on one page
-    and its copies (a copy in another template of the host, with comments of its own, is
-    still a copy), while a block read instead of the article repeats on page after page. A suspect
-    match stands when the page brings nothing its host has not shown (a copy: its
-    timestamps and counters are too short to be text of its own); a page with text of its
-    own is distinct. None: the match stands.
+    match through a block the extractor read instead of each one's article (an author bio,
+    a product box) whenever that block is not yet known as template: the host's first
+    pages, a redesign, a section of its own. Such a page's article is then outside its
+    main text, and no other page showed it. A copy's main text is the article itself: what
+    it changes (an edit, a timestamp) is inside the main text, and what it has outside (the
+    template, teasers, comments of the page it copies) its original showed too, so every
+    such line is counted on two pages or more. Only lines outside the main text are read,
+    then: a page with enough of them that no other page showed is distinct, whatever came
+    before it on its host. This asks nothing of the pages kept, so no order (other pages
+    first, copies first, a template read by every page) makes the host's distinct pages
+    copies. None: the match stands.
     """
-    if memory.seen_pages > MIN_PAGES and not _widely_seen(page.text, memory):
-        return None
     template = memory.template()
     counted = set(page_slots(page.page_text))  # a line beyond MAX_LINES was never counted
+    main = {line_slot(line) for line in page.text.split("\n") if line.strip()}
     lines = [
         (line, slot) for line in page.page_text.split("\n")
-        if line.strip() and (slot := line_slot(line)) in counted and slot not in template
+        if line.strip() and (slot := line_slot(line)) in counted
+        and slot not in template and slot not in main
     ]
     if not lines:
         return None
@@ -291,24 +298,6 @@ def second_look(
     if rare is not None and rare[0] != page.fingerprint:
         return SecondLook(False, rare[0], rare[1])
     return None
-
-
-def _widely_seen(text: str, memory: HostMemory) -> bool:
-    """Whether most of ``text`` (by characters) is in lines of two kept pages or more.
-
-    Kept pages, not pages seen: an article fetched under five URLs is on one page. A bucket
-    is shared by the lines that hash to it: on a host of many pages each holds the counts
-    of several lines, so a line counts as widely seen only well above what a bucket holds
-    on average.
-    """
-    least = max(2.0, 2 * sum(memory.counts) / SLOTS)
-    seen = total = 0
-    for line in text.split("\n"):
-        chars = len(line.strip())
-        total += chars
-        if chars and memory.counts[line_slot(line)] >= least:
-            seen += chars
-    return total > 0 and 2 * seen >= total
 
 
 def _fingerprint_lines(
