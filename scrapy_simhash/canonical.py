@@ -19,6 +19,10 @@ conflicting hints): the page keeps its own URL.
 Pages that declare nothing still come in copies; ``url_rank`` orders such copies by a
 configurable preference (no print/AMP view, fewer parameters), so the cluster can be named
 by its cleanest URL whichever copy arrived first.
+
+A mirror on another site declares nothing believable; ``host_preferred`` ranks URLs by a
+list of hosts the user prefers (the `prefer_hosts` option), so a page is named by its own
+site's URL even when the mirror arrived first.
 """
 
 from __future__ import annotations
@@ -209,6 +213,57 @@ def preferred(candidate: str, current: str, rules: Iterable[str] = PREFERENCE_RU
         and same_site(candidate, current)
         and url_rank(candidate, chosen) < url_rank(current, chosen)
     )
+
+
+def _bare_host(host: str) -> bool:
+    """A host name or an IP address, with no scheme, port, path or leading dot."""
+    if ":" in host:  # only an IPv6 address has one
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            return False
+        return True
+    return bool(re.fullmatch(r"[a-z0-9_\-]+(\.[a-z0-9_\-]+)*", host))
+
+
+def check_hosts(hosts: Iterable[str]) -> tuple[str, ...]:
+    """``hosts`` as host names, lower case, if every one is a bare host name, else a
+    ConfigurationError saying what a listed host looks like."""
+    from scrapy_simhash.exceptions import ConfigurationError
+
+    chosen = tuple(
+        host.strip().lower().rstrip(".").strip("[]") for host in hosts if host.strip()
+    )
+    wrong = [host for host in chosen if not _bare_host(host)]
+    if wrong:
+        raise ConfigurationError(
+            f"`prefer_hosts`: {wrong} are no host names: list hosts such as "
+            "'www.example.com' or 'example.com' (a name covers its subdomains), best first"
+        )
+    return chosen
+
+
+def host_rank(url: str, hosts: tuple[str, ...]) -> int:
+    """Place of ``url``'s host among ``hosts`` (best first; a listed name covers its
+    subdomains, as ``allowed_domains`` does), ``len(hosts)`` for a host not listed."""
+    try:
+        host = (urlsplit(url).hostname or "").rstrip(".")
+    except ValueError:
+        return len(hosts)
+    for rank, listed in enumerate(hosts):
+        if host == listed or host.endswith("." + listed):
+            return rank
+    return len(hosts)
+
+
+def host_preferred(candidate: str, holder: str, hosts: tuple[str, ...]) -> bool | None:
+    """Whether ``candidate`` should name the page ``holder`` names now by the host
+    preference: True when its host ranks better, False when worse, None when the
+    preference cannot tell them apart (no preference, the same rank)."""
+    if not hosts:
+        return None
+    mine, theirs = host_rank(candidate, hosts), host_rank(holder, hosts)
+    return None if mine == theirs else mine < theirs
 
 
 #: Keys stored by another URL, and keys declared canonical, remembered per crawl (each; the

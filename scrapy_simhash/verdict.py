@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, Protocol
 
-from scrapy_simhash.canonical import MEMORY_ENTRIES, KeyMemory, preferred
+from scrapy_simhash.canonical import MEMORY_ENTRIES, KeyMemory, host_preferred, preferred
 from scrapy_simhash.confirm import Evidence, Signing, score, stored_signature
 from scrapy_simhash.exceptions import BackendUnavailable, ConfigurationError, InvalidKeyError
 from scrapy_simhash.index.base import Match, Observation, judge
@@ -34,7 +34,6 @@ from scrapy_simhash.index.drops import (
     FILED,
     HELD,
     HELD_COPY,
-    MARKERS,
     MAX_HOPS,
     DropRecord,
     holder_of,
@@ -60,7 +59,8 @@ META_KEYS = (
 )
 #: Set on near-duplicates passed to the spider only for their links.
 LINKS_ONLY = "links_only"
-#: Keys present only when they hold something.
+#: Keys present only when they hold something (``renamed_from``: the URL whose entry this
+#: page's URL took, a copy preferred by SIMHASH_PREFER_URLS, or a page taking its entry over).
 OPTIONAL_META_KEYS = ("renamed_from", LINKS_ONLY)
 
 logger = logging.getLogger(__name__)
@@ -188,6 +188,7 @@ class VerdictStep:
         change_distance: int,
         keys: KeyMemory | None = None,
         prefer_urls: tuple[str, ...] = (),
+        prefer_hosts: tuple[str, ...] = (),
         count: Callable[[str], None] = lambda name: None,
         backlog: OutageBacklog | None = None,
     ) -> None:
@@ -196,13 +197,15 @@ class VerdictStep:
         ``count`` receives the names of stats the step alone sees (recrawl updates lost,
         the backlog's ``outage/*``). ``backlog``: the caller passes the pages the index
         could not check (pages passed on an outage), to be indexed when it is back;
-        None: they are not passed, or not remembered."""
+        None: they are not passed, or not remembered. ``prefer_hosts``: hosts whose URLs
+        name a page over any other host's, best first (:meth:`_takes_over`)."""
         self.index = index
         self.recrawl = recrawl
         self.bits = bits
         self.change_distance = change_distance
         self.keys = keys if keys is not None else KeyMemory()
         self.prefer_urls = prefer_urls
+        self.prefer_hosts = prefer_hosts
         self._count = count
         #: Whether a recrawl store that cannot be used as configured was reported.
         self._recrawl_refused = False
@@ -210,6 +213,9 @@ class VerdictStep:
         #: page: key -> its record, None for none. A key's record is read once per crawl
         #: at most.
         self._holders: OrderedDict[str, DropRecord | None] = OrderedDict()
+        #: Records read in this crawl of keys a page matched (whose page it may take over:
+        #: :meth:`_takes_over`); a record this step writes or forgets is read again.
+        self._records: OrderedDict[str, DropRecord | None] = OrderedDict()
         self.backlog = backlog
 
     def hex(self, fingerprint: int) -> str:
@@ -275,7 +281,16 @@ class VerdictStep:
                 UNUSABLE, key=key, fingerprint=hex_digits, reason=f"index unusable: {exc}",
                 error=exc,
             )
+        took_from = adopted = None
         match = observation.match
+        if match is not None and match.key not in (key, own):
+            try:
+                took = await self._take_over(key, own, fingerprint, signing, match)
+            except (BackendUnavailable, ConfigurationError):
+                took = None  # the page stays a copy of what holds it
+            if took is not None:
+                observation, took_from, adopted = took
+                match = observation.match
         if match is not None:
             renamed = await self._prefer(key, own, fingerprint, match, answer)
             apart = score(signing.signed, match.signature)
@@ -316,9 +331,15 @@ class VerdictStep:
             changed = visit.changed
             if visit.distance is not None:
                 change_distance = visit.distance
+        if adopted:
+            # The history it took over is the copy's, fetched under another URL: this URL
+            # reaches the spider for the first time, and no change is said of it (so
+            # SIMHASH_SKIP_UNCHANGED does not keep the preferred URL's page from it).
+            changed = change_distance = None
         return Verdict(
             UNIQUE, key=key, fingerprint=hex_digits, changed=changed,
             change_distance=change_distance, rejected=observation.rejected, reason=reason,
+            renamed_from=took_from,
         )
 
     async def _kept_under(self, key: str, own: str) -> None:
@@ -602,24 +623,140 @@ class VerdictStep:
             return False
         await self.forget(match.key)
         # The URL that reached the spider has its page filed under this URL now (the
-        # copy's own record, written by the caller, says it was dropped): the former name,
-        # or, when the former name was itself a copy that took the name (its drop record
-        # stays), the URL its record names, and so on back to the one that reached it.
-        reached = match.key
-        with contextlib.suppress(BackendUnavailable, ConfigurationError):
-            for _ in range(MAX_HOPS):
-                former = await self.index.call(functools.partial(_drop_of, url=reached))
-                if former is None or former.distance == FILED:
-                    break  # ``reached`` reached the spider
-                reached = "" if former.distance in MARKERS else former.kept
-                if not reached:
-                    break
-            else:
-                reached = ""
+        # copy's own record, written by the caller, says it was dropped).
+        reached, _ = await self._reached(match.key)
         if reached:
             await self.record_drop(reached, own, FILED)
         await self._visit(own, fingerprint, answer)
         return True
+
+    async def _reached(self, name: str) -> tuple[str, DropRecord | None]:
+        """The URL whose fetch brought the page filed under ``name`` to the spider ("" when
+        the records do not tell), and ``name``'s own record.
+
+        ``name`` itself, unless its record says otherwise: a holder record names the copy
+        fetched first and filed under this canonical URL; drop records lead, URL after
+        URL that took the cluster's name (``prefer_urls``), to the URL that reached the
+        spider, whose filing record names ``name`` back. A chain that does not end so is
+        older than ``name``'s entry (``name`` was filed again since): ``name`` reached it."""
+        own_record: DropRecord | None = None
+        reached = name
+        with contextlib.suppress(BackendUnavailable, ConfigurationError):
+            for hop in range(MAX_HOPS):
+                former = await self.index.call(functools.partial(_drop_of, url=reached))
+                if hop == 0:
+                    own_record = former
+                if former is None or former.distance == FILED:
+                    if reached == name or (former is not None and former.kept == name):
+                        return reached, own_record
+                    return name, own_record  # a record from before it was filed again
+                if former.distance in (HELD, HELD_COPY):
+                    return former.kept, own_record
+                reached = former.kept
+        return "", own_record
+
+    async def _takes_over(self, name: str, holder: str) -> bool:
+        """Whether a page to be filed under ``name``, matching the page ``holder`` names,
+        takes that page over (the page is one; which URL names it follows these rules):
+
+        1. the host preference (``prefer_hosts``): a URL of a better host takes the
+           page over, one of a worse host never does, whichever arrived first;
+        2. then the URL rules (``prefer_urls``) keep a holder they prefer;
+        3. then the URL that held the page: ``holder`` was recorded as ``name``'s copy (a
+           drop or filing record naming it) and has been filed under its own URL since,
+           because it arrived first once the page had changed. The page's history is
+           ``name``'s, so ``name`` takes it back, and the change is counted there.
+        """
+        by_host = host_preferred(name, holder, self.prefer_hosts)
+        if by_host is not None:
+            return by_host
+        if preferred(holder, name, self.prefer_urls):
+            return False
+        record = await self._record(holder)
+        return (
+            record is not None and record.kept == name and record.distance not in (HELD, HELD_COPY)
+        )
+
+    async def _record(self, url: str) -> DropRecord | None:
+        """``url``'s record, read once per crawl (an index away: none)."""
+        if url in self._records:
+            self._records.move_to_end(url)
+            return self._records[url]
+        try:
+            record = await self.index.call(functools.partial(_drop_of, url=url))
+        except (BackendUnavailable, ConfigurationError):
+            return None
+        self._records[url] = record
+        while len(self._records) > MEMORY_ENTRIES:
+            self._records.popitem(last=False)
+        return record  # type: ignore[no-any-return]
+
+    async def _take_over(
+        self, key: str, own: str, fingerprint: int, signing: Signing, match: Match
+    ) -> tuple[Observation, str | None, bool] | None:
+        """File the page under ``key`` in place of the entry of ``match.key`` when the
+        naming rules say so (:meth:`_takes_over`); None when they do not.
+
+        Two atomic index steps: the holder's entry is renamed to ``key`` (whose own entry
+        it replaces), then the page is filed under ``key`` with its own fingerprint and
+        signature; between them the page is under one name or the other, never none, so
+        a copy fetched meanwhile by any process is still found. The URL that reached the
+        spider with the holder's page gets a filing record naming ``key`` (no drop: it
+        was delivered, which cannot be undone), and the page's recrawl history moves to
+        ``key`` unless ``key`` has one of its own (:meth:`_adopt`). Returns what the
+        observe of a page filed anew would, with ``key``'s previous entry; the holder's
+        name (None when another process moved the entry first: then the page is judged
+        again as any page); whether ``key`` adopted the holder's history.
+        """
+        holder = match.key
+        if not await self._takes_over(key, holder):
+            return None
+        index = self.index
+        reached, record = await self._reached(holder)
+        prior = await index.call(lambda backend: backend.entry(key))
+        if not await index.call(lambda backend: backend.rename(holder, key)):
+            # Another process moved or dropped the entry meanwhile: judged again.
+            observation, _ = await self._observe(key, own, fingerprint, signing)
+            return observation, None, False
+        again = await index.call(
+            lambda backend: _signed(backend, "observe", key, fingerprint, signing)
+        )
+        # ``again.match``: another entry confirms the page too; the renamed entry stays.
+        observation = Observation(
+            None, None if prior is None else prior[0], True,
+            None if prior is None else prior[1], again.rejected,
+        )
+        self.keys.stored_by(key, own)
+        self.keys.stored_by(holder, holder)  # nothing is filed under the holder now
+        self._remember_holder(holder, None)
+        if reached and reached != key:
+            await self.record_drop(reached, key, FILED)
+        mine = await self._record(key)
+        if mine is not None and mine.distance not in (HELD, HELD_COPY):
+            await self.forget_drop(key)  # from when another URL named its page: not now
+        if record is not None and record.distance == HELD and reached != holder:
+            await self.forget_drop(holder)  # a canonical URL that holds nothing now
+        elif record is not None and record.distance == HELD_COPY:
+            await self.record_drop(holder, key, 0, record.apart)  # dropped, as said
+        adopted = await self._adopt(holder, key)
+        logger.debug(
+            "%s takes over the page %s named (%s)", key, holder,
+            "preferred host" if self.prefer_hosts and host_preferred(key, holder, self.prefer_hosts)
+            else "the URL that held it",
+        )
+        return observation, holder, adopted
+
+    async def _adopt(self, old: str, new: str) -> bool:
+        """Move ``old``'s recrawl history to ``new`` when ``new`` has none of its own (a
+        page has one history), and take ``old`` off the schedule; tell whether it moved."""
+        if self.recrawl is None:
+            return False
+        try:
+            moved: bool = await self.recrawl.call(lambda store: store.adopt(old, new))
+        except (BackendUnavailable, ConfigurationError) as exc:
+            self._lost(exc)
+            return False
+        return moved
 
     async def status(self, key: str, answer: Answer) -> Visit | None:
         """A response with no page to read (304, 404, 5xx; status 0: the download failed
@@ -631,6 +768,7 @@ class VerdictStep:
     ) -> None:
         """Record a dropped near-duplicate (``apart``: the second test's figure); an
         unavailable (or, found mid-crawl, unusable) index only loses the record."""
+        self._records.pop(url, None)
         with contextlib.suppress(BackendUnavailable, ConfigurationError):
             await self.index.call(
                 lambda backend: backend.record_drop(url, kept, distance, apart)
@@ -638,6 +776,7 @@ class VerdictStep:
 
     async def forget_drop(self, url: str) -> None:
         """Forget a drop record that turned out wrong; an index away only keeps it."""
+        self._records.pop(url, None)
         with contextlib.suppress(BackendUnavailable, ConfigurationError):
             await self.index.call(lambda backend: backend.forget_drop(url))
 

@@ -33,6 +33,7 @@ from scrapy_simhash.settings import (
     backend_options,
     canonicalize_keys,
     fingerprint_config,
+    preferred_hosts,
     recrawl_config,
 )
 
@@ -194,7 +195,8 @@ def run_lookup(args: argparse.Namespace) -> int:
         record = index.drop_of(key)
         lines = [f"{key}: {to_hex(fp, bits)}"] if fp is not None else []
         if record is not None:
-            lines.append(_story(index, key, record, fp is not None, bits))
+            hosts = preferred_hosts(target.settings)
+            lines.append(_story(index, key, record, fp is not None, bits, hosts))
     if not lines:
         print(f"{key}: {_not_indexed(args, target, key)}")
         return 1
@@ -202,8 +204,13 @@ def run_lookup(args: argparse.Namespace) -> int:
     return 0
 
 
-def _story(index: Any, key: str, record: DropRecord, stored: bool, bits: int) -> str:
-    """One line on what ``record`` says of ``key`` (``stored``: it has an entry)."""
+def _story(
+    index: Any, key: str, record: DropRecord, stored: bool, bits: int,
+    hosts: tuple[str, ...] = (),
+) -> str:
+    """One line on what ``record`` says of ``key`` (``stored``: it has an entry; ``hosts``:
+    SIMHASH_PREFERRED_HOSTS, which say why a page is filed under another host's URL)."""
+    from scrapy_simhash.canonical import host_preferred
     from scrapy_simhash.cli._records import DROPPED, FILED_ELSEWHERE, kind, took_name
     from scrapy_simhash.index.drops import HELD_COPY, holder_of, kept_name
 
@@ -233,6 +240,8 @@ def _story(index: Any, key: str, record: DropRecord, stored: bool, bits: int) ->
         there = index.drop_of(record.kept)
         if holder_of(there) == key:
             why = f"its canonical URL {record.kept}"
+        elif host_preferred(name, key, hosts):
+            why = f"{name}, on a preferred host (SIMHASH_PREFERRED_HOSTS)"
         elif there is not None and there.kept == key and kind(there, index.drop_of) == DROPPED:
             why = f"{name}, preferred to name its cluster (SIMHASH_PREFER_URLS)"
         else:

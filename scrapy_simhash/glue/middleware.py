@@ -120,6 +120,7 @@ class SimhashDownloaderMiddleware:
             recrawl=recrawl_config(settings),
             keys=self.keys.memory,
             prefer_urls=self.config.prefer_urls,
+            prefer_hosts=self.config.prefer_hosts,
             on_lost=self._index_lost,
         )
         self.index, self.recrawl = self.stores.index, self.stores.recrawl

@@ -58,6 +58,7 @@ class CrawlStores:
         recrawl: RecrawlConfig | None = None,
         keys: KeyMemory | None = None,
         prefer_urls: tuple[str, ...] = (),
+        prefer_hosts: tuple[str, ...] = (),
         on_lost: Callable[[], None] | None = None,
     ) -> CrawlStores:
         """Check the index now (a mismatched, unusable or damaged one refuses the crawl
@@ -94,7 +95,7 @@ class CrawlStores:
         verdicts = VerdictStep(
             index, store, bits=fingerprinter.bits,
             change_distance=recrawl.change_distance if recrawl is not None else 0,
-            keys=keys, prefer_urls=prefer_urls, count=count,
+            keys=keys, prefer_urls=prefer_urls, prefer_hosts=prefer_hosts, count=count,
             backlog=OutageBacklog(guard.backlog_pages) if guard.on_error == "pass" else None,
         )
         return cls(url, namespace, int(kwargs["max_distance"]), index, store, verdicts)

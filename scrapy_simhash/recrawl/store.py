@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from scrapy_simhash._redact import scrub
@@ -148,6 +148,20 @@ class _Scheduler:
         return [PageState(url=u, next_due=when) for u in urls]
 
 
+class _Adoption:
+    """The step of :meth:`RecrawlStore.adopt`: ``new`` keeps a state of its own, else takes
+    ``state`` (the other URL's) under its name. Atomic per URL, as every update is."""
+
+    def __init__(self, state: PageState, new: str) -> None:
+        self.state = replace(state, url=new)
+        self.moved = False
+
+    def step(self, current: PageState | None) -> PageState:
+        # May run more than once (optimistic retries): keep only the last outcome.
+        self.moved = current is None
+        return self.state if current is None else current
+
+
 class RecrawlStore:
     """Blocking recrawl store (command line, simulator, scripts)."""
 
@@ -236,6 +250,18 @@ class RecrawlStore:
     def remove(self, url: str) -> bool:
         """Forget ``url``."""
         return self._call(self._backend.remove, url)
+
+    def adopt(self, old: str, new: str) -> bool:
+        """Give ``new`` the history of ``old`` (its page is named by ``new`` now) unless
+        ``new`` has one of its own, and forget ``old``; tell whether the history moved."""
+        state = self._call(self._backend.get, old) if old != new else None
+        if state is None:
+            return False
+        moved = _Adoption(state, new)
+        if self._call(self._backend.get, new) is None:  # else left as it is, not requeued
+            self._call(self._backend.update, new, moved.step)
+        self._call(self._backend.remove, old)
+        return moved.moved
 
     def count(self) -> int:
         """Return how many URLs the namespace holds."""
@@ -346,6 +372,17 @@ class AsyncRecrawlStore:
     async def remove(self, url: str) -> bool:
         """Forget ``url``."""
         return await self._call(self._backend.remove, url)
+
+    async def adopt(self, old: str, new: str) -> bool:
+        """See :meth:`RecrawlStore.adopt`."""
+        state = await self._call(self._backend.get, old) if old != new else None
+        if state is None:
+            return False
+        moved = _Adoption(state, new)
+        if await self._call(self._backend.get, new) is None:  # else left as it is
+            await self._call(self._backend.update, new, moved.step)
+        await self._call(self._backend.remove, old)
+        return moved.moved
 
     async def count(self) -> int:
         """Return how many URLs the namespace holds."""

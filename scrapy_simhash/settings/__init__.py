@@ -38,6 +38,7 @@ from scrapy_simhash.settings.configs import (
     max_distance,
     namespace,
     on_mismatch,
+    preferred_hosts,
     recrawl_config,
     shards,
 )
@@ -50,5 +51,5 @@ __all__ = [
     "dust_enabled", "dust_min_checks", "dust_min_support", "enabled", "fingerprint_config", "follow_links_asked", "follows_duplicate_links",
     "given_namespace",
     "index_kwargs", "index_options", "index_ttl_secs", "index_url", "item_fields", "max_distance", "namespace", "on_mismatch",
-    "recrawl_config", "shards", "unknown_settings",
+    "preferred_hosts", "recrawl_config", "shards", "unknown_settings",
 ]

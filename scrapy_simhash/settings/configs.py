@@ -370,6 +370,8 @@ class MiddlewareConfig:
     use_canonical: bool
     prefer_urls: tuple[str, ...]
     on_mismatch: str = "close"
+    #: Hosts whose URL names a page over a mirror's, best first (SIMHASH_PREFERRED_HOSTS).
+    prefer_hosts: tuple[str, ...] = ()
     #: Learn each host's template from its pages (SIMHASH_TEMPLATES_ENABLED).
     templates: bool = True
 
@@ -393,7 +395,17 @@ class MiddlewareConfig:
             prefer_urls=check_rules(get_list(settings, "SIMHASH_PREFER_URLS", PREFERENCE_RULES)),
             on_mismatch=on_mismatch(settings),
             templates=templates_enabled(settings),
+            prefer_hosts=preferred_hosts(settings),
         )
+
+
+def preferred_hosts(settings: Mapping[str, Any]) -> tuple[str, ...]:
+    """``SIMHASH_PREFERRED_HOSTS``: hosts whose URLs name a page over a mirror's, best
+    first, checked by the core (whose message names its `prefer_hosts`)."""
+    from scrapy_simhash.canonical import check_hosts
+
+    with setting_names():
+        return check_hosts(get_list(settings, "SIMHASH_PREFERRED_HOSTS", ()))
 
 
 def item_fields(settings: Settings) -> tuple[str, ...]:
