@@ -172,7 +172,7 @@ def main() -> int:
     )
     parser.add_argument(
         "--modes", default="off,rjieba,jieba,rjieba-inline",
-        help="comma-separated crawls: off, default, memory, rjieba, jieba, rjieba-inline, "
+        help="comma-separated crawls: off, default, memory, templates, notemplates, rjieba, jieba, rjieba-inline, "
         "jieba-inline, rjieba-nocache, jieba-nocache, rjieba-w2, jieba-w2",
     )
     args = parser.parse_args()
@@ -216,6 +216,9 @@ def main() -> int:
         "default": {"SIMHASH_RECRAWL_ENABLED": True},
         # The same with the in-process memory index instead of the embedded SQLite one.
         "memory": {"SIMHASH_RECRAWL_ENABLED": True, "SIMHASH_INDEX_URL": "memory://"},
+        # The add-on at its defaults with the hosts' template memory on, and off.
+        "templates": {},
+        "notemplates": {"SIMHASH_TEMPLATES_ENABLED": False},
         "rjieba": {"SIMHASH_TOKENIZER": "rjieba"},
         "jieba": {"SIMHASH_TOKENIZER": "jieba"},
         "rjieba-inline": {"SIMHASH_TOKENIZER": "rjieba", "SIMHASH_WORKERS": 0},
