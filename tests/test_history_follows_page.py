@@ -196,6 +196,8 @@ def test_a_real_crawl_of_a_site_and_its_mirror_keeps_one_history(
     assert main(["schedule", article, "--json", *common]) == 0
     schedule = json.loads(capsys.readouterr().out)
     assert (schedule["visits"], schedule["changes"]) == (3, 1)
+    assert main(["schedule", mirror, *common]) == 1  # its history is the article's
+    assert f"its page's history is under {article}" in capsys.readouterr().out
     assert main(["lookup", mirror, *common]) == 0
     said = capsys.readouterr().out
     assert f"near-duplicate of {article}" in said, said

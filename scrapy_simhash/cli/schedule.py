@@ -43,8 +43,13 @@ def run(args: argparse.Namespace) -> int:
         policy = store.config.effective_policy
         place = store_place(store)
     if state is None:
-        print(f"{args.url}: not in {place} (never fetched, or another spider's: pass "
-              "--spider NAME)")
+        named = _named_by(args)
+        if named is not None:
+            print(f"{args.url}: its page's history is under {named}, which names the page "
+                  f"now (`lookup {args.url}` says why): `schedule {named}`")
+        else:
+            print(f"{args.url}: not in {place} (never fetched, or another spider's: pass "
+                  "--spider NAME)")
         return 1
     report = describe(state, policy)
     if args.json:
@@ -52,6 +57,20 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(render(report))
     return 0
+
+
+def _named_by(args: argparse.Namespace) -> str | None:
+    """The URL naming the page ``args.url`` was dropped from or filed under (its history
+    is there: a page has one), from the index's records; None when it has none."""
+    from scrapy_simhash.cli._target import open_index
+    from scrapy_simhash.index.drops import kept_name
+
+    try:
+        index, _, _ = open_index(args)
+    except Exception:  # noqa: BLE001 (no index to ask: the store's answer stands)
+        return None
+    with index:
+        return kept_name(index.drop_of, args.url, lambda url: index.get(url) is not None)
 
 
 def describe(state: PageState, policy: str) -> dict[str, Any]:
