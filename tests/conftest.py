@@ -3,6 +3,12 @@ backends every contract suite runs on, and the one fake clock.
 
 ``REDIS_URL`` may point at an existing server instead; a missing ``redis-server`` is a test
 failure with a message saying what to install, never a silent skip.
+
+Every test is marked by what it needs, here rather than in each file: ``redis`` (it uses a
+fixture that starts a ``redis-server``), ``cluster`` (a Redis Cluster; also ``redis``) and
+``crawl`` (the local HTTP site real crawls fetch). setup.cfg's ``-m "not redis and not
+crawl"`` leaves those out of a plain ``pytest``; ``pytest -m ""`` runs everything. A test
+that starts a server or a crawl some other way without its marker fails (:mod:`tests.marked`).
 """
 
 from __future__ import annotations
@@ -16,12 +22,58 @@ import pytest
 import redis
 from hypothesis import settings
 
+from tests import marked
 from tests.redis_servers import RedisServer, start_cluster
 
 # Two shared cores under load can stretch one example past Hypothesis's 200 ms deadline;
 # timing is what benchmarks measure, so property tests judge results only.
 settings.register_profile("scrapy-simhash", deadline=None)
 settings.load_profile("scrapy-simhash")
+
+
+#: The fixtures that mark a test using them (directly or through another fixture).
+MARKING_FIXTURES = {
+    "redis": frozenset({"redis_server_url", "redis_url", "own_redis"}),
+    "cluster": frozenset({
+        "redis_cluster_servers", "redis_cluster_url", "redis_cluster6_servers",
+        "redis_cluster6_url",
+    }),
+    "crawl": frozenset({"http_site", "http_site_server"}),
+}
+
+
+def _backend_kinds(item: pytest.Item) -> set[str]:
+    """The backend kinds a parametrized test names (``kind`` = "redis", or ("redis", mode)):
+    such a test reaches its server through :func:`backend_url`, not a fixture argument."""
+    callspec = getattr(item, "callspec", None)
+    kinds = set()
+    for value in callspec.params.values() if callspec is not None else ():
+        first = value[0] if isinstance(value, tuple) and value else value
+        if isinstance(first, str) and first in _MARKS:
+            kinds.add(first)
+    return kinds
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test by the fixtures it uses and the backend kinds it is parametrized over
+    (before ``-m`` selects); a cluster is Redis."""
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        for marker, fixtures in MARKING_FIXTURES.items():
+            if used & fixtures and item.get_closest_marker(marker) is None:
+                item.add_marker(marker)
+        for kind in _backend_kinds(item):
+            if item.get_closest_marker(_MARKS[kind].name) is None:
+                item.add_marker(_MARKS[kind])
+        if item.get_closest_marker("cluster") and item.get_closest_marker("redis") is None:
+            item.add_marker("redis")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Tell :mod:`tests.marked` what this test is marked for (its fixtures start next)."""
+    marked.MARKS = frozenset(mark.name for mark in item.iter_markers())
 
 
 class Clock:

@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.marked import require
+
 REDIS_SERVER = shutil.which("redis-server")
 REDIS_CLI = shutil.which("redis-cli")
 
@@ -76,6 +78,9 @@ class RedisServer:
 
     def start(self) -> RedisServer:
         """Start the server and wait until it accepts connections."""
+        if self.cluster:
+            require("cluster", "starts a Redis Cluster node")
+        require("redis", "starts redis-server")
         if REDIS_SERVER is None:
             raise RuntimeError(
                 "redis-server is not on PATH: install it (Debian: apt-get install redis-server) "

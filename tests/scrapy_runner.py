@@ -28,6 +28,8 @@ import scrapy
 from scrapy import signals
 from scrapy.crawler import CrawlerProcess
 
+from tests.marked import require
+
 
 def _item(response: Any, with_text: bool) -> dict[str, Any]:
     item: dict[str, Any] = {
@@ -151,6 +153,7 @@ def start_crawl(
     workdir: Path, spec: dict[str, Any], *, name: str = "crawl"
 ) -> tuple[subprocess.Popen[bytes], Path, Path]:
     """Start a crawl in a child process (cwd ``workdir``, so ``.scrapy/`` lands there)."""
+    require("crawl", "runs a crawl")
     workdir.mkdir(parents=True, exist_ok=True)
     log = workdir / f"{name}.log"
     out = workdir / f"{name}.json"
