@@ -46,7 +46,7 @@ class Storage:
     near-duplicate index; ``recrawl(url, namespace, shards=..., expected_pages=...,
     options=...)`` and ``async_recrawl`` the recrawl schedule's backend (``shards`` None: as
     the namespace recorded; ``expected_pages`` sizes a new namespace where the storage
-    cares; ``options``: the storage's client options, SIMHASH_INDEX_OPTIONS, as the index's);
+    cares; ``options``: the storage's client options, the index's ``options``);
     ``rules(url, namespace, **options)`` the URL rule store; ``templates(url, namespace,
     ttl_secs=..., **options)`` the hosts' template memory.
     """
@@ -285,7 +285,7 @@ def _async_redis_recrawl(
 
 
 def _recrawl_client_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The index's client options for the recrawl clients: SIMHASH_INDEX_OPTIONS checked,
+    """The index's client options for the recrawl clients: its ``options`` checked,
     with the same timeouts, retries and connection bound (``shards`` is the schedule's own)."""
     from scrapy_simhash.index.redis import client_options
 

@@ -444,7 +444,7 @@ def open_recrawl_store(
     options: Mapping[str, Any] | None = None,
 ) -> RecrawlStore:
     """Open the blocking store at ``url`` (None: embedded SQLite, as the index).
-    ``options``: the storage's client options (SIMHASH_INDEX_OPTIONS), as the index's."""
+    ``options``: the storage's client options, the index's ``options``."""
     config = config or RecrawlConfig()
     backend = _open_backend(url, namespace, config, options)
     return RecrawlStore(backend, url=url, namespace=namespace, config=config, clock=clock)
@@ -459,7 +459,7 @@ def open_async_recrawl_store(
     options: Mapping[str, Any] | None = None,
 ) -> AsyncRecrawlStore:
     """Open the asyncio store at ``url``; Redis clients bind to the loop on first use.
-    ``options``: the storage's client options (SIMHASH_INDEX_OPTIONS), as the index's."""
+    ``options``: the storage's client options, the index's ``options``."""
     opener = storage_for(url, "recrawl").async_recrawl
     backend: AsyncBackend
     config = config or RecrawlConfig()
