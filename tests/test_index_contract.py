@@ -12,6 +12,7 @@ import pytest
 from scrapy_simhash.confirm import NO_SIGNATURE
 from scrapy_simhash.exceptions import ConfigurationError, IndexMismatchError
 from scrapy_simhash.index import Match, Observation, open_index
+from scrapy_simhash.index.inflight import BUSY, FREE, MINE, TAKEN, Hold
 from tests.conftest import MODES, PERSISTENT, Clock, backend_params, backend_url
 from tests.index_helpers import at_distance, flip, opener
 
@@ -604,3 +605,80 @@ def test_a_key_is_made_by_the_injected_source() -> None:
     keys = iter([0xABCD, 0x1234])
     index = open_index("memory://", new_key=lambda: next(keys))
     assert index.confirm_key == 0xABCD
+
+
+# -- filings in flight (index/inflight.py) ---------------------------------------------------
+
+
+def test_a_filing_in_flight_is_held_renewed_and_settled_by_its_owner(
+    make: Callable[..., Any],
+) -> None:
+    clock = Clock()
+    index = make(clock=clock)
+    assert index.in_flight("page") is None
+    assert index.hold("page", "a:1", 1.0) == Hold(FREE)
+    assert index.in_flight("page") == ("a:1", clock.now)
+    clock.now += 0.5
+    assert index.hold("page", "a:1", 1.0) == Hold(MINE, "a:1", 0.5)  # renewed
+    assert index.in_flight("page") == ("a:1", clock.now)
+    assert not index.settle("page", "b:1")  # another owner's: left
+    assert index.in_flight("page") == ("a:1", clock.now)
+    assert index.settle("page", "a:1")
+    assert index.in_flight("page") is None
+    assert not index.settle("page", "a:1")
+
+
+def test_a_young_filing_of_another_owner_is_busy_an_old_one_is_taken(
+    make: Callable[..., Any],
+) -> None:
+    clock = Clock()
+    index = make(clock=clock)
+    index.hold("page", "a:1", 1.0)
+    clock.now += 0.75
+    assert index.hold("page", "b:1", 1.0) == Hold(BUSY, "a:1", 0.75)
+    assert index.in_flight("page") == ("a:1", clock.now - 0.75)  # untouched
+    clock.now += 0.25  # one lease since a:1 last held it
+    assert index.hold("page", "b:1", 1.0) == Hold(TAKEN, "a:1", 1.0)
+    assert index.in_flight("page") == ("b:1", clock.now)
+    # The owner that was taken for dead finds it held by another.
+    assert index.hold("page", "a:1", 1.0) == Hold(BUSY, "b:1", 0.0)
+    assert not index.settle("page", "a:1")
+    assert index.in_flight("page") == ("b:1", clock.now)
+
+
+def test_a_hold_that_only_takes_stale_filings_sets_no_mark_on_a_settled_key(
+    make: Callable[..., Any],
+) -> None:
+    clock = Clock()
+    index = make(clock=clock)
+    assert index.hold("settled", "b:1", 1.0, create=False) == Hold(FREE)
+    assert index.in_flight("settled") is None
+    index.hold("dead", "a:1", 1.0)
+    clock.now += 5
+    assert index.hold("dead", "b:1", 1.0, create=False) == Hold(TAKEN, "a:1", 5.0)
+    assert index.in_flight("dead") == ("b:1", clock.now)
+
+
+def test_filings_in_flight_are_apart_from_the_entries_and_go_with_the_namespace(
+    make: Callable[..., Any],
+) -> None:
+    index = make()
+    other = make(namespace="other-flight")
+    fp = 0x0123_4567_89AB_CDEF
+    index.hold("https://a.example/1", "a:1", 60.0)
+    assert index.get("https://a.example/1") is None  # a mark is no entry
+    assert len(index) == 0
+    assert other.in_flight("https://a.example/1") is None
+    assert index.observe("https://a.example/1", fp).stored
+    assert index.in_flight("https://a.example/1") is not None
+    index.clear()
+    assert index.in_flight("https://a.example/1") is None
+
+
+@pytest.mark.parametrize("owner", ["", "a|b", "x" * 201])
+def test_an_owner_that_cannot_be_stored_is_refused(make: Callable[..., Any], owner: str) -> None:
+    index = make()
+    with pytest.raises(ConfigurationError):
+        index.hold("page", owner, 1.0)
+    with pytest.raises(ConfigurationError):
+        index.hold("page", "a:1", 0.0)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from scrapy_simhash.confirm import CONFIRM_DISTANCE, NO_SIGNATURE, SIGNATURE_BITS, confirms, new_key
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError, IndexMismatchError
 from scrapy_simhash.index.drops import DROP_MAX_ENTRIES, DROP_TTL_SECS, DropRecord
+from scrapy_simhash.index.inflight import FREE, Hold
 from scrapy_simhash.index.layout import SUPPORTED_BITS, BandLayout, check_distance, choose_layout
 
 if TYPE_CHECKING:
@@ -389,6 +390,26 @@ class NearDuplicateIndex(ABC):
         Backends registered without a record of their own keep nothing.
         """
 
+    def hold(self, key: str, owner: str, lease_secs: float, *, create: bool = True) -> Hold:
+        """Atomically mark ``key``'s filing in flight for ``owner`` (a page about to be filed
+        and not yet delivered), by :func:`~scrapy_simhash.index.inflight.decide`: no mark
+        (FREE: one is set, unless ``create`` is false), ``owner``'s own (MINE: renewed),
+        another's younger than ``lease_secs`` (BUSY: left), another's older (TAKEN: the
+        caller's now). The time is the configuration's clock.
+
+        Backends registered without marks keep none (every hold is FREE).
+        """
+        return Hold(FREE)
+
+    def settle(self, key: str, owner: str) -> bool:
+        """Delete ``key``'s mark if it is ``owner``'s (its page was delivered); tell
+        whether it was."""
+        return False
+
+    def in_flight(self, key: str) -> tuple[str, float] | None:
+        """``key``'s mark: (owner, time set or renewed), or None when none stands."""
+        return None
+
     def drop_of(self, url: str) -> DropRecord | None:
         """The live drop record of ``url``, if it was dropped as a near-duplicate."""
         return None
@@ -521,6 +542,20 @@ class AsyncNearDuplicateIndex(ABC):
         self, url: str, kept: str, distance: int, apart: int | None = None
     ) -> None:
         """See :meth:`NearDuplicateIndex.record_drop`."""
+
+    async def hold(
+        self, key: str, owner: str, lease_secs: float, *, create: bool = True
+    ) -> Hold:
+        """See :meth:`NearDuplicateIndex.hold`."""
+        return Hold(FREE)
+
+    async def settle(self, key: str, owner: str) -> bool:
+        """See :meth:`NearDuplicateIndex.settle`."""
+        return False
+
+    async def in_flight(self, key: str) -> tuple[str, float] | None:
+        """See :meth:`NearDuplicateIndex.in_flight`."""
+        return None
 
     async def drop_of(self, url: str) -> DropRecord | None:
         return None

@@ -22,6 +22,7 @@ from scrapy_simhash.index.base import (
     Observation,
 )
 from scrapy_simhash.index.drops import DropRecord
+from scrapy_simhash.index.inflight import Hold
 
 T = TypeVar("T")
 Backend = NearDuplicateIndex | AsyncNearDuplicateIndex
@@ -85,6 +86,18 @@ class IndexFacade(Face, NearDuplicateIndex):
 
     def drop_of(self, url: str) -> DropRecord | None:
         return self._call("drop lookup", self.backend.drop_of, url)
+
+    def hold(self, key: str, owner: str, lease_secs: float, *, create: bool = True) -> Hold:
+        return self._call("hold", self._hold, key, owner, lease_secs, create)
+
+    def _hold(self, key: str, owner: str, lease_secs: float, create: bool) -> Hold:
+        return self.backend.hold(key, owner, lease_secs, create=create)
+
+    def settle(self, key: str, owner: str) -> bool:
+        return self._call("settle", self.backend.settle, key, owner)
+
+    def in_flight(self, key: str) -> tuple[str, float] | None:
+        return self._call("in-flight lookup", self.backend.in_flight, key)
 
     def forget_drop(self, url: str) -> None:
         self._call("forget drop", self.backend.forget_drop, url)
@@ -157,6 +170,20 @@ class AsyncIndexFacade(Face, AsyncNearDuplicateIndex):
 
     async def drop_of(self, url: str) -> DropRecord | None:
         return await self._call("drop lookup", self.backend.drop_of, url)
+
+    async def hold(
+        self, key: str, owner: str, lease_secs: float, *, create: bool = True
+    ) -> Hold:
+        return await self._call("hold", self._hold, key, owner, lease_secs, create)
+
+    async def _hold(self, key: str, owner: str, lease_secs: float, create: bool) -> Hold:
+        return await self.backend.hold(key, owner, lease_secs, create=create)
+
+    async def settle(self, key: str, owner: str) -> bool:
+        return await self._call("settle", self.backend.settle, key, owner)
+
+    async def in_flight(self, key: str) -> tuple[str, float] | None:
+        return await self._call("in-flight lookup", self.backend.in_flight, key)
 
     async def forget_drop(self, url: str) -> None:
         await self._call("forget drop", self.backend.forget_drop, url)

@@ -22,6 +22,7 @@ from scrapy_simhash.index.base import (
     ordered,
 )
 from scrapy_simhash.index.drops import DropRecord, MemoryDrops
+from scrapy_simhash.index.inflight import Hold, MemoryFilings, check_lease, check_owner
 from scrapy_simhash.index.keys import check_key
 
 
@@ -42,6 +43,7 @@ class MemoryIndex(NearDuplicateIndex):
         self._ttl = config.ttl_secs is not None
         self._clock = config.clock
         self._drops = MemoryDrops(config.drop_ttl_secs, config.drop_max_entries)
+        self._filings = MemoryFilings()
 
     def _candidates(self, fingerprint: int, exclude: str | None, now: float) -> list[Match]:
         """Live matches within k except ``exclude``; expired ones met on the way are dropped.
@@ -174,6 +176,21 @@ class MemoryIndex(NearDuplicateIndex):
     def drop_count(self) -> int:
         return len(self._drops)
 
+    def hold(self, key: str, owner: str, lease_secs: float, *, create: bool = True) -> Hold:
+        check_key(key)
+        check_owner(owner)
+        check_lease(lease_secs)
+        with self._lock:
+            return self._filings.hold(key, owner, lease_secs, self._clock(), create=create)
+
+    def settle(self, key: str, owner: str) -> bool:
+        with self._lock:
+            return self._filings.settle(key, owner)
+
+    def in_flight(self, key: str) -> tuple[str, float] | None:
+        with self._lock:
+            return self._filings.marks.get(key)
+
     def keys(self) -> Iterator[str]:
         now = self._clock()
         with self._lock:
@@ -187,6 +204,7 @@ class MemoryIndex(NearDuplicateIndex):
     def clear(self) -> None:
         with self._lock:
             self._drops.clear()
+            self._filings.marks.clear()
             self._entries.clear()
             for table in self._tables:
                 table.clear()

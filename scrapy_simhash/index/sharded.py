@@ -693,7 +693,7 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
                 self._client.delete(name)
 
     def clear(self) -> None:
-        for kind in (b"d", b"q"):
+        for kind in (b"d", b"q", b"f"):
             self._delete(self._root, kind)
         for codec in self._codecs:
             for kind in _DATA_KINDS:

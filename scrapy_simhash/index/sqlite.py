@@ -38,6 +38,7 @@ from scrapy_simhash.index.base import (
     ordered,
 )
 from scrapy_simhash.index.drops import DropRecord, pack_distances, unpack_distances
+from scrapy_simhash.index.inflight import FREE, Hold, check_lease, check_owner, decide
 from scrapy_simhash.index.keys import check_key
 from scrapy_simhash.index.layout import BandLayout
 
@@ -55,6 +56,8 @@ DEFAULT_URL = "sqlite:///.scrapy/simhash/index.sqlite3"
 # A drop record holds the kept URL after the characters it shares with the dropped one
 # (``shared``): a copy's URL is mostly its page's (a tracking parameter, an AMP or print
 # path on the same host), so a record keeps ~15 bytes of it instead of ~60.
+# A page filed and not yet delivered has a row in simhash_in_flight (index/inflight.py),
+# deleted when it is: a settled page has none.
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS simhash_namespaces (
     id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, config TEXT NOT NULL);
@@ -67,6 +70,9 @@ CREATE TABLE IF NOT EXISTS simhash_index_buckets (
 CREATE TABLE IF NOT EXISTS simhash_drops (
     ns INTEGER NOT NULL, url TEXT NOT NULL, shared INTEGER NOT NULL, kept TEXT NOT NULL,
     distance INTEGER NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (ns, url)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS simhash_in_flight (
+    ns INTEGER NOT NULL, key TEXT NOT NULL, owner TEXT NOT NULL, since REAL NOT NULL,
+    PRIMARY KEY (ns, key)) WITHOUT ROWID;
 """
 #: The table of 0.2.0's layout whose presence refuses the file.
 _OLD_TABLE = "simhash_entries"
@@ -220,6 +226,7 @@ class SqliteIndex(NearDuplicateIndex):
         self._db.execute("DELETE FROM simhash_index_entries WHERE ns = ?", (ns,))
         self._db.execute("DELETE FROM simhash_index_buckets WHERE ns = ?", (ns,))
         self._db.execute("DELETE FROM simhash_drops WHERE ns = ?", (ns,))
+        self._db.execute("DELETE FROM simhash_in_flight WHERE ns = ?", (ns,))
 
     def _band(self, table: int, band: int) -> int:
         return _band_int(band >> self._shifts[table])
@@ -474,6 +481,39 @@ class SqliteIndex(NearDuplicateIndex):
     def forget_drop(self, url: str) -> None:
         with self._write() as db:
             db.execute("DELETE FROM simhash_drops WHERE ns = ? AND url = ?", (self._ns, url))
+
+    def hold(self, key: str, owner: str, lease_secs: float, *, create: bool = True) -> Hold:
+        check_key(key)
+        check_owner(owner)
+        check_lease(lease_secs)
+        now = self.config.clock()
+        with self._write() as db:
+            row = db.execute(
+                "SELECT owner, since FROM simhash_in_flight WHERE ns = ? AND key = ?",
+                (self._ns, key),
+            ).fetchone()
+            found, write = decide(
+                None if row is None else (str(row[0]), float(row[1])), owner, now, lease_secs
+            )
+            if write and (create or found.state != FREE):
+                db.execute(
+                    "INSERT OR REPLACE INTO simhash_in_flight (ns, key, owner, since) "
+                    "VALUES (?, ?, ?, ?)",
+                    (self._ns, key, owner, now),
+                )
+            return found
+
+    def settle(self, key: str, owner: str) -> bool:
+        with self._write() as db:
+            cursor = db.execute(
+                "DELETE FROM simhash_in_flight WHERE ns = ? AND key = ? AND owner = ?",
+                (self._ns, key, owner),
+            )
+            return cursor.rowcount > 0
+
+    def in_flight(self, key: str) -> tuple[str, float] | None:
+        row = self._row("SELECT owner, since FROM simhash_in_flight WHERE ns = ? AND key = ?", key)
+        return None if row is None else (str(row[0]), float(row[1]))
 
     def drop_count(self) -> int:
         row = self._row("SELECT COUNT(*) FROM simhash_drops WHERE ns = ?")

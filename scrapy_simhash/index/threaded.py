@@ -14,6 +14,7 @@ from scrapy_simhash.index.base import (
 )
 from scrapy_simhash.index.drops import DropRecord
 from scrapy_simhash.index.facade import Face
+from scrapy_simhash.index.inflight import Hold
 
 
 class AsyncIndexAdapter(Face, ThreadFace, AsyncNearDuplicateIndex):
@@ -54,6 +55,20 @@ class AsyncIndexAdapter(Face, ThreadFace, AsyncNearDuplicateIndex):
 
     async def forget_drop(self, url: str) -> None:
         await self._run(self.backend.forget_drop, url)
+
+    async def hold(
+        self, key: str, owner: str, lease_secs: float, *, create: bool = True
+    ) -> Hold:
+        return await self._run(self._hold, key, owner, lease_secs, create)
+
+    def _hold(self, key: str, owner: str, lease_secs: float, create: bool) -> Hold:
+        return self.backend.hold(key, owner, lease_secs, create=create)
+
+    async def settle(self, key: str, owner: str) -> bool:
+        return await self._run(self.backend.settle, key, owner)
+
+    async def in_flight(self, key: str) -> tuple[str, float] | None:
+        return await self._run(self.backend.in_flight, key)
 
     async def drop_count(self) -> int:
         return await self._scan(self.backend.drop_count)

@@ -18,6 +18,7 @@ from scrapy_simhash.index.base import (
     ordered,
 )
 from scrapy_simhash.index.drops import DropRecord
+from scrapy_simhash.index.inflight import Hold
 from scrapy_simhash.index.keys import check_key
 from scrapy_simhash.index.redis.batcher import ScriptBatcher
 from scrapy_simhash.index.redis.codec import _DATA_KINDS, _Codec, key_id
@@ -143,6 +144,26 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
 
     async def drop_count(self) -> int:
         return int(await self._client.hlen(self._codec.drop_keys[0]))
+
+    async def hold(
+        self, key: str, owner: str, lease_secs: float, *, create: bool = True
+    ) -> Hold:
+        check_key(key)
+        args = self._codec.hold_args(key, owner, lease_secs, create=create)
+        async with self._batcher.slots:
+            reply = await self._client.execute_command("EVAL", *args)
+        return self._codec.hold_reply(reply)
+
+    async def settle(self, key: str, owner: str) -> bool:
+        args = self._codec.settle_args(key, owner)
+        async with self._batcher.slots:
+            return bool(await self._client.execute_command("EVAL", *args))
+
+    async def in_flight(self, key: str) -> tuple[str, float] | None:
+        value = await self._client.hget(
+            self._codec.in_flight_key, key.encode("utf-8", "surrogatepass")
+        )
+        return self._codec.mark(value)
 
     async def get(self, key: str) -> int | None:
         entry = await self.entry(key)

@@ -26,6 +26,8 @@ from scrapy_simhash.index.base import (
     reset_hint,
 )
 from scrapy_simhash.index.drops import TRIM_BATCH, DropRecord, pack_record, unpack_record
+from scrapy_simhash.index.inflight import SCRIPT as IN_FLIGHT_SCRIPT
+from scrapy_simhash.index.inflight import Hold, check_lease, check_owner
 from scrapy_simhash.index.layout import BandLayout
 from scrapy_simhash.index.redis.connection import logger
 
@@ -57,8 +59,8 @@ SHARDED_FORMAT = 3
 #: Bytes of a stored signature.
 SIGNATURE_BYTES = SIGNATURE_BITS // 8
 #: Key kinds holding index data (band groups, entry records, key texts, drop records and
-#: their order), as opposed to "m".
-_DATA_KINDS = (b"b", b"e", b"u", b"d", b"q")
+#: their order, filings in flight), as opposed to "m".
+_DATA_KINDS = (b"b", b"e", b"u", b"d", b"q", b"f")
 
 
 def key_bits(expected_size: int | None, most: int) -> int:
@@ -110,6 +112,9 @@ class _Codec:
         self.prefix = f"simhash:{{{config.namespace}}}:".encode()
         self.meta = self.prefix + b"m"
         self.drop_keys = [self.prefix + b"d", self.prefix + b"q"]
+        #: Filings in flight (index/inflight.py): a hash of key -> "owner|since", holding
+        #: only pages filed and not yet delivered.
+        self.in_flight_key = self.prefix + b"f"
         self.layout = config.new_layout()
         self.ebits = key_bits(config.expected_size, MAX_ENTRY_BITS)
         self.gbits = key_bits(config.expected_size, self.layout.key_bits)
@@ -269,6 +274,40 @@ class _Codec:
             DROPS_SCRIPT, 2, *self.drop_keys, key_id(url), value, repr(float(now)),
             repr(float(config.drop_ttl_secs or 0)), config.drop_max_entries, TRIM_BATCH,
         ]
+
+    def hold_args(
+        self, key: str, owner: str, lease_secs: float, *, create: bool
+    ) -> list[Any]:
+        """EVAL arguments of a hold (index/inflight.py)."""
+        check_owner(owner)
+        check_lease(lease_secs)
+        return [
+            IN_FLIGHT_SCRIPT, 1, self.in_flight_key, b"hold", key.encode("utf-8", "surrogatepass"),
+            owner.encode(), repr(float(self.config.clock())).encode(),
+            repr(float(lease_secs)).encode(), b"1" if create else b"0",
+        ]
+
+    def settle_args(self, key: str, owner: str) -> list[Any]:
+        """EVAL arguments of a settle."""
+        return [
+            IN_FLIGHT_SCRIPT, 1, self.in_flight_key, b"settle",
+            key.encode("utf-8", "surrogatepass"), owner.encode(),
+        ]
+
+    @staticmethod
+    def hold_reply(reply: list[Any]) -> Hold:
+        """The script's reply to a hold."""
+        state, owner, age = (part.decode() if isinstance(part, bytes) else str(part)
+                             for part in reply)
+        return Hold(state, owner, float(age))
+
+    @staticmethod
+    def mark(value: bytes | None) -> tuple[str, float] | None:
+        """A stored mark, "owner|since"."""
+        if not value:
+            return None
+        owner, _, since = value.decode().partition("|")
+        return owner, float(since)
 
     def drop(self, url: str, value: bytes | None) -> DropRecord | None:
         """The live record of ``url`` from its stored value (a colliding id is no record)."""

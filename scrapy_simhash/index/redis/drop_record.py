@@ -11,6 +11,7 @@ from typing import Any
 
 from scrapy_simhash.index.base import IndexConfig
 from scrapy_simhash.index.drops import DropRecord, unpack_record
+from scrapy_simhash.index.inflight import Hold
 from scrapy_simhash.index.keys import check_key
 from scrapy_simhash.index.redis.codec import _Codec, key_id
 from scrapy_simhash.index.redis.connection import _SCAN_BATCH
@@ -25,7 +26,8 @@ FORGET_SCRIPT = (
 
 class RedisDropRecord:
     """Mixin: ``record_drop``, ``drop_of``, ``forget_drop``, ``drops`` and ``drop_count``
-    over ``_drop_codec()``."""
+    over ``_drop_codec()``, and the filings in flight (``hold``, ``settle``,
+    ``in_flight``) under the same tag."""
 
     _client: Any
     errors: tuple[type[BaseException], ...]
@@ -65,3 +67,19 @@ class RedisDropRecord:
     def drop_count(self) -> int:
         codec = self._drop_codec()
         return int(self._client.hlen(codec.drop_keys[0]))
+
+    def hold(self, key: str, owner: str, lease_secs: float, *, create: bool = True) -> Hold:
+        check_key(key)
+        codec = self._drop_codec()
+        args = codec.hold_args(key, owner, lease_secs, create=create)
+        return codec.hold_reply(self._client.execute_command("EVAL", *args))
+
+    def settle(self, key: str, owner: str) -> bool:
+        codec = self._drop_codec()
+        return bool(self._client.execute_command("EVAL", *codec.settle_args(key, owner)))
+
+    def in_flight(self, key: str) -> tuple[str, float] | None:
+        codec = self._drop_codec()
+        return codec.mark(
+            self._client.hget(codec.in_flight_key, key.encode("utf-8", "surrogatepass"))
+        )
