@@ -29,6 +29,7 @@ from typing import Any, NamedTuple, Protocol
 from scrapy_simhash.canonical import MEMORY_ENTRIES, KeyMemory, host_preferred, preferred
 from scrapy_simhash.confirm import Evidence, Signing, score, stored_signature
 from scrapy_simhash.exceptions import BackendUnavailable, ConfigurationError, InvalidKeyError
+from scrapy_simhash.filings import Filings
 from scrapy_simhash.index.base import Match, Observation, judge
 from scrapy_simhash.index.drops import (
     FILED,
@@ -38,6 +39,7 @@ from scrapy_simhash.index.drops import (
     DropRecord,
     holder_of,
 )
+from scrapy_simhash.index.inflight import BUSY
 from scrapy_simhash.recrawl.state import Visit, compare
 from scrapy_simhash.simhash import to_hex
 
@@ -52,6 +54,9 @@ UNAVAILABLE = "unavailable"
 UNUSABLE = "unusable"
 #: The index refused this page's key alone (one no backend can store): the page passes.
 INVALID_KEY = "invalid_key"
+#: The page (or the page it copies) is in flight in another crawl process's callback: ask
+#: again after ``retry_after`` seconds (:meth:`VerdictStep.page` does, until it is not).
+DEFERRED = "deferred"
 
 #: The keys of ``response.meta["simhash"]``, always present.
 META_KEYS = (
@@ -107,6 +112,8 @@ class Verdict(Mapping[str, Any]):
     #: Candidates within the distance that the second test turned away (distinct pages
     #: whose fingerprints came close: simhash/confirm/rejected).
     rejected: int = 0
+    #: DEFERRED: seconds to wait before asking again.
+    retry_after: float | None = None
 
     def __getitem__(self, name: str) -> Any:
         if name in META_KEYS or (name in OPTIONAL_META_KEYS and getattr(self, name)):
@@ -191,6 +198,7 @@ class VerdictStep:
         prefer_hosts: tuple[str, ...] = (),
         count: Callable[[str], None] = lambda name: None,
         backlog: OutageBacklog | None = None,
+        filings: Filings | None = None,
     ) -> None:
         """``recrawl`` None: no schedule is kept, and the index's previous fingerprint
         alone tells whether a re-fetched page changed, by the same ``change_distance``.
@@ -198,7 +206,9 @@ class VerdictStep:
         the backlog's ``outage/*``). ``backlog``: the caller passes the pages the index
         could not check (pages passed on an outage), to be indexed when it is back;
         None: they are not passed, or not remembered. ``prefer_hosts``: hosts whose URLs
-        name a page over any other host's, best first (:meth:`_takes_over`)."""
+        name a page over any other host's, best first (:meth:`_takes_over`). ``filings``:
+        the pages this process holds in flight (:mod:`scrapy_simhash.filings`); None: a
+        page is filed for good when the index files it."""
         self.index = index
         self.recrawl = recrawl
         self.bits = bits
@@ -217,6 +227,7 @@ class VerdictStep:
         #: :meth:`_takes_over`); a record this step writes or forgets is read again.
         self._records: OrderedDict[str, DropRecord | None] = OrderedDict()
         self.backlog = backlog
+        self.filings = filings
 
     def hex(self, fingerprint: int) -> str:
         return to_hex(fingerprint, self.bits)
@@ -232,6 +243,67 @@ class VerdictStep:
         record_drops: bool = True,
         look_again: Callable[[Any], Awaitable[Any]] | None = None,
         evidence: Evidence | None = None,
+        owner: str | None = None,
+    ) -> Verdict:
+        """The verdict on a page (:meth:`_judge` says what each argument means).
+
+        ``owner`` (a token of :meth:`Filings.owner`, with ``filings``): the page is held in
+        flight under its keys before it is filed, until the crawl says it was delivered
+        (:meth:`Filings.delivered`; a page not kept is released here). A page whose key, or
+        whose match, another live process holds in flight waits for it (``filings.sleep``)
+        and is judged again: a copy once the holder delivered, the page taken over once the
+        holder's mark is older than the lease (it died). A holder that keeps renewing its
+        mark for ``filings.max_wait_secs`` is taken to deliver: the page is judged as
+        without marks.
+        """
+        filings = self.filings
+        judge_page = functools.partial(
+            self._judge, key, own, fingerprint, answer, reason=reason,
+            record_drops=record_drops, look_again=look_again, evidence=evidence,
+        )
+        if owner is None or filings is None or fingerprint is None:
+            return await judge_page()
+        waited = 0.0
+        while True:
+            patient = waited < filings.max_wait_secs
+            busy = await filings.hold(owner, (key, own), patient=patient)
+            if busy is not None:
+                verdict = Verdict(
+                    DEFERRED, key=key, fingerprint=self.hex(fingerprint),
+                    reason=f"{key} is in flight in another crawl process",
+                    retry_after=filings.retry_after(busy),
+                )
+            else:
+                try:
+                    verdict = await judge_page(owner=owner, patient=patient)
+                except BaseException:
+                    await filings.release(owner)
+                    raise
+                if verdict.outcome != UNIQUE:
+                    await filings.release(owner)
+            if verdict.outcome != DEFERRED:
+                if waited and not patient:
+                    self._count("filing/waited_out")
+                return verdict
+            if not waited:
+                self._count("filing/deferred")
+            delay = float(verdict.retry_after or filings.poll_secs)
+            await filings.sleep(delay)
+            waited += delay
+
+    async def _judge(
+        self,
+        key: str,
+        own: str,
+        fingerprint: int | None,
+        answer: Answer | None,
+        *,
+        reason: str | None = None,
+        record_drops: bool = True,
+        look_again: Callable[[Any], Awaitable[Any]] | None = None,
+        evidence: Evidence | None = None,
+        owner: str | None = None,
+        patient: bool = True,
     ) -> Verdict:
         """The verdict on a page fetched from ``own`` and keyed ``key`` (its declared
         canonical URL, or ``own``). ``answer`` None: not a visit (a cached response), the
@@ -244,6 +316,9 @@ class VerdictStep:
         fingerprint of its words).
         ``evidence``: what the second test signs (:mod:`scrapy_simhash.confirm`) under the
         index's key; None files the page without a signature (confirmed by distance alone).
+        ``owner``: the page holds its keys in flight (:meth:`page`); a match held by
+        another live page defers it (unless not ``patient``), one whose holder died is
+        taken over.
         """
         if fingerprint is None:
             await self._visit(key, None, answer, own=key == own)
@@ -283,6 +358,22 @@ class VerdictStep:
             )
         took_from = adopted = None
         match = observation.match
+        if match is not None and owner is not None and self.filings is not None:
+            filings = self.filings
+            if patient and match.key not in (key, own):
+                busy = await filings.check(owner, match.key)
+                if busy.state == BUSY:
+                    return Verdict(
+                        DEFERRED, key=key, fingerprint=hex_digits, duplicate_of=match.key,
+                        distance=match.distance, retry_after=filings.retry_after(busy),
+                        reason=f"the page filed under {match.key} is in flight in another "
+                        "crawl process",
+                    )
+            if filings.took(owner, match.key):
+                return await self._take_page(
+                    own, fingerprint, answer, match, observation.rejected,
+                    record_drops=record_drops, reason=reason,
+                )
         if match is not None and match.key not in (key, own):
             try:
                 took = await self._take_over(key, own, fingerprint, signing, match)
@@ -340,6 +431,35 @@ class VerdictStep:
             UNIQUE, key=key, fingerprint=hex_digits, changed=changed,
             change_distance=change_distance, rejected=observation.rejected, reason=reason,
             renamed_from=took_from,
+        )
+
+    async def _take_page(
+        self, own: str, fingerprint: int, answer: Answer | None, match: Match, rejected: int,
+        *, record_drops: bool, reason: str | None,
+    ) -> Verdict:
+        """The page filed under ``match.key`` by a crawl process that died before delivering
+        it (its mark older than the lease, taken by this page): this fetch delivers it. The
+        entry stays (the same page); ``own`` reached the spider with the page filed under
+        that name, as a copy first to arrive is filed under its canonical URL, and a filing
+        record of the dead process's URL goes (it never reached a spider)."""
+        name = match.key
+        self._count("filing/taken_over")
+        logger.warning(
+            "SimHash: %s takes over the page filed under %s by a crawl process that did not "
+            "deliver it (its filing was not renewed for SIMHASH_FILING_LEASE_SECS)", own, name,
+        )
+        holder = await self._holder(name) if record_drops else None
+        if holder is not None and holder != own:
+            await self.forget_drop(holder)
+        if own != name:
+            if record_drops:
+                await self._kept_under(name, own)
+            self.keys.stored_by(name, own)
+        else:
+            await self._release(name)
+        await self._visit(name, fingerprint, answer, own=name == own)
+        return Verdict(
+            UNIQUE, key=name, fingerprint=self.hex(fingerprint), rejected=rejected, reason=reason,
         )
 
     async def _kept_under(self, key: str, own: str) -> None:
