@@ -35,10 +35,6 @@ MAX_WAIT_LEASES = 4
 _AWAY = (BackendUnavailable, ConfigurationError, InvalidKeyError)
 
 
-async def _sleep(secs: float) -> None:
-    await asyncio.sleep(secs)
-
-
 class Filings:
     """The marks one crawl process holds, by owner token (one per page).
 
@@ -52,7 +48,7 @@ class Filings:
         lease_secs: float = LEASE_SECS,
         *,
         count: Callable[[str], None] = lambda name: None,
-        sleep: Callable[[float], Awaitable[None]] = _sleep,
+        sleep: Callable[[float], Awaitable[None]] | None = None,
         process: str | None = None,
     ) -> None:
         if not lease_secs > 0:
@@ -61,7 +57,9 @@ class Filings:
         self.lease_secs = float(lease_secs)
         self.max_wait_secs = MAX_WAIT_LEASES * self.lease_secs
         self.poll_secs = min(POLL_SECS, self.lease_secs / 4)
-        self.sleep = sleep
+        self.sleep = sleep or self._nap
+        #: Set by :meth:`stop`: the renewal loop ends, and waits end early.
+        self._stopping: asyncio.Event | None = None
         self._count = count
         self._process = process or uuid.uuid4().hex[:16]
         self._numbers = itertools.count(1)
@@ -71,6 +69,20 @@ class Filings:
         self.taken: dict[str, set[str]] = {}
         #: Owners whose settle failed (the index away): settled at the next renewal.
         self._unsettled: set[str] = set()
+
+    def _stop_event(self) -> asyncio.Event:
+        if self._stopping is None:
+            self._stopping = asyncio.Event()
+        return self._stopping
+
+    async def _nap(self, secs: float) -> None:
+        """Sleep ``secs``, or until :meth:`stop`."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stop_event().wait(), secs)
+
+    def stop(self) -> None:
+        """End :meth:`keep_renewed` at its next turn (never in the middle of a call)."""
+        self._stop_event().set()
 
     def owner(self) -> str:
         """A new owner token, for one page."""
@@ -155,8 +167,8 @@ class Filings:
                     self._count("filing/lease_lost")
                     logger.warning(
                         "SimHash: the filing of %s was taken for dead by another crawl process "
-                        "(its mark was not renewed for %.1f s, SIMHASH_FILING_LEASE_SECS = "
-                        "%g): the page may reach a callback twice",
+                        "(its mark was not renewed for %.1f s, the filing lease being %g s): "
+                        "the page may reach a callback twice",
                         key, found.age, self.lease_secs,
                     )
                 if found.state != TAKEN:  # gone (FREE) or another's (BUSY): not ours to settle
@@ -173,9 +185,12 @@ class Filings:
         return found
 
     async def keep_renewed(self) -> None:
-        """Renew the marks every third of a lease, until cancelled."""
-        while True:
+        """Renew the marks every third of a lease, until :meth:`stop`."""
+        stopping = self._stop_event()
+        while not stopping.is_set():
             await self.sleep(self.lease_secs / 3)
+            if stopping.is_set():
+                break
             with contextlib.suppress(Exception):
                 await self.renew()
 

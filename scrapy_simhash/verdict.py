@@ -446,7 +446,7 @@ class VerdictStep:
         self._count("filing/taken_over")
         logger.warning(
             "SimHash: %s takes over the page filed under %s by a crawl process that did not "
-            "deliver it (its filing was not renewed for SIMHASH_FILING_LEASE_SECS)", own, name,
+            "deliver it (its filing was not renewed for the filing lease)", own, name,
         )
         holder = await self._holder(name) if record_drops else None
         if holder is not None and holder != own:

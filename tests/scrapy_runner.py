@@ -7,7 +7,8 @@ and several processes can share one Redis index the way a distributed crawl does
 SPEC is a JSON file: ``{"spider": "pages" | "redis" | "links", "settings": {...}, "requests":
 [{"url", "meta", "headers"}], "item_text": bool, "follow": bool}``. Requests are fetched in the
 listed order when ``CONCURRENT_REQUESTS`` is 1 (each gets a lower priority than the previous
-one). ``follow``: the "pages" spider also follows every link and reports errbacks as items
+one). ``hold``: ``{"url", "fifo"}``, the callback of that URL opens the FIFO for writing
+(the test, reading it, learns that the callback holds the page) and never returns. ``follow``: the "pages" spider also follows every link and reports errbacks as items
 with an ``errback`` field. The "links" spider crawls as a site crawl does: it fetches the
 ``start_urls`` of the spec (index pages, not fingerprinted) and follows their links, one item
 per linked page that reaches it.
@@ -15,6 +16,7 @@ per linked page that reaches it.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import resource
@@ -62,7 +64,8 @@ class PagesSpider(scrapy.Spider):
                 headers=req.get("headers"),
                 priority=-i,
                 dont_filter=True,
-                callback=self.parse,
+                callback=self.hold if req["url"] == self.spec.get("hold", {}).get("url")
+                else self.parse,
                 errback=self.failed if self.spec.get("follow") else None,
             )
 
@@ -71,6 +74,13 @@ class PagesSpider(scrapy.Spider):
         if self.spec.get("follow"):  # same-site links, each followed once
             for href in response.css("a::attr(href)").getall():
                 yield response.follow(href, callback=self.parse, errback=self.failed)
+
+    async def hold(self, response: Any) -> Any:
+        """Hold the page in the callback until the process is killed."""
+        with open(self.spec["hold"]["fifo"], "w") as fifo:  # noqa: ASYNC230 (a FIFO's open)
+            fifo.write(response.url)
+        await asyncio.Event().wait()
+        yield _item(response, False)
 
     def failed(self, failure: Any) -> Any:
         """Errbacks see what was dropped as a near-duplicate, and of what."""

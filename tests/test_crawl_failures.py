@@ -201,3 +201,38 @@ def test_a_recrawl_schedule_of_0_2_0_refuses_the_crawl_at_start_with_the_way_out
     assert result.errors == []
     assert len(result.items) == 3
     client.close()
+
+
+@pytest.mark.redis
+def test_a_process_killed_while_its_callback_holds_a_page_loses_it_for_no_process(
+    http_site: SiteServer, redis_url: str, tmp_path: Path
+) -> None:
+    """Process A files the article and is killed (SIGKILL) in its callback; process B's
+    copy waits out A's lease (1 s) and takes the page over: it reaches B's callback, and
+    once there, the article's other URL is its copy again."""
+    import os
+    import signal
+
+    from tests.scrapy_runner import start_crawl
+
+    settings = {**BASE, "SIMHASH_INDEX_URL": redis_url, "SIMHASH_FILING_LEASE_SECS": 1}
+    fifo = tmp_path / "held"
+    os.mkfifo(fifo)
+    article, copy = http_site.url("harbour.html"), http_site.url("harbour-copy.html")
+    spec = {"requests": [{"url": article}], "settings": settings,
+            "hold": {"url": article, "fifo": str(fifo)}}
+    a, _, _ = start_crawl(tmp_path, spec, name="a")
+    with fifo.open() as held:  # blocks until A's callback holds the article
+        assert held.read() == article
+    a.send_signal(signal.SIGKILL)
+    a.wait()
+    b = crawl(http_site, tmp_path, ["harbour-copy.html"], name="b", **settings)
+    assert [item["url"] for item in b.items] == [copy]
+    assert b.items[0]["simhash"]["key"] == article  # filed under the URL A filed it
+    assert b.stats["simhash/filing/taken_over"] == 1
+    assert "simhash/dropped" not in b.stats
+    c = crawl(http_site, tmp_path, ["harbour.html", "harbour-copy.html"], name="c",
+              **settings)
+    assert c.items == []  # delivered once: by B
+    assert c.stats["simhash/dropped"] == 2
+    assert not redis.Redis.from_url(redis_url).keys("simhash:*:f")  # nothing in flight

@@ -56,7 +56,8 @@ def test_pages_discovered_with_and_without_following_links_of_copies(
         http_site.url(p) for p in ("/mirror/harbour.html", "/harbour.html", "/orchard.html")
     )
 
-    off = _crawl(http_site, tmp_path, "off", SIMHASH_FOLLOW_DUPLICATE_LINKS=False)
+    off = _crawl(http_site, tmp_path, "off", SIMHASH_FOLLOW_DUPLICATE_LINKS=False,
+                 SIMHASH_FILING_LEASE_SECS=0)
     assert off.stats["downloader/response_count"] == 2  # the orchard story is never found
     assert [i["url"] for i in off.items if "errback" not in i] == [mirror]
     # The errback tells the drop from a failure: what it copies, and how closely.
@@ -73,7 +74,8 @@ def test_pages_discovered_with_and_without_following_links_of_copies(
     assert follow.stats["simhash/dropped"] == 1
     assert follow.stats["simhash/duplicate_items_dropped"] == 1
     assert http_site.hits["/orchard.html"] == 1
-    # Only a crawl that follows links of copies wraps the spider's output, and neither
+    # Only a crawl that follows links of copies (or holds pages in flight, which "off"
+    # turns off too) wraps the spider's output, and neither
     # says anything about the middleware that stays out.
     assert "SimhashSpiderMiddleware" not in _enabled_spider_middlewares(off.log)
     assert "SimhashSpiderMiddleware" in _enabled_spider_middlewares(follow.log)

@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import NotConfigured
 
-from scrapy_simhash.settings import enabled, follows_duplicate_links, item_fields
+from scrapy_simhash.settings import (
+    enabled,
+    filing_lease_secs,
+    follows_duplicate_links,
+    item_fields,
+)
 
 if TYPE_CHECKING:
     from scrapy.settings import Settings
@@ -59,7 +64,7 @@ class Addon:
         )
         # Each disables itself (NotConfigured, logged) without its setting; installed only
         # with it, neither is logged as disabled in every crawl, nor wraps the spider's output.
-        if follows_duplicate_links(settings):
+        if follows_duplicate_links(settings) or filing_lease_secs(settings) > 0:
             settings.setdefault_in_component_priority_dict(
                 "SPIDER_MIDDLEWARES", SimhashSpiderMiddleware, SPIDER_MW_PRIORITY
             )

@@ -14,6 +14,7 @@ and signals.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +29,11 @@ from scrapy_simhash._redis import mask_url
 from scrapy_simhash.exceptions import ConfigurationError, InvalidKeyError
 from scrapy_simhash.glue.dust import DustGlue
 from scrapy_simhash.glue.errors import NearDuplicate
-from scrapy_simhash.glue.follow import spider_middleware_installed
+from scrapy_simhash.glue.follow import (
+    FILING_DELIVERED,
+    FILING_META,
+    spider_middleware_installed,
+)
 from scrapy_simhash.glue.keys import CanonicalKeys
 from scrapy_simhash.glue.shared_queue import unpersisted_queue
 from scrapy_simhash.glue.stores import CrawlStores
@@ -122,6 +127,7 @@ class SimhashDownloaderMiddleware:
             prefer_urls=self.config.prefer_urls,
             prefer_hosts=self.config.prefer_hosts,
             on_lost=self._index_lost,
+            filing_lease_secs=self._filing_lease(),
         )
         self.index, self.recrawl = self.stores.index, self.stores.recrawl
         self.verdicts = self.stores.verdicts
@@ -131,6 +137,10 @@ class SimhashDownloaderMiddleware:
         self.dust = self._open_dust()
         self.templates = self._open_templates()
         self.follow_links = self._follow_links()
+        self.filings = self.verdicts.filings
+        self._renewing: asyncio.Future[None] | None = None
+        self._settling: set[asyncio.Future[None]] = set()
+        crawler.signals.connect(self._delivered, signal=FILING_DELIVERED)
         crawler.signals.connect(self._spider_opened, signal=scrapy_signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=scrapy_signals.spider_closed)
 
@@ -182,6 +192,27 @@ class SimhashDownloaderMiddleware:
         )
         return False
 
+    def _filing_lease(self) -> float:
+        """SIMHASH_FILING_LEASE_SECS, when SimhashSpiderMiddleware is there to say when a
+        page was delivered; without it a page is filed for good at once (as said)."""
+        lease = self.config.filing_lease_secs
+        if lease > 0 and not spider_middleware_installed(self.crawler.settings):
+            logger.info(
+                "SimHash files pages for good when they reach the spider: "
+                "scrapy_simhash.SimhashSpiderMiddleware, which says when a page was delivered, "
+                "is not in SPIDER_MIDDLEWARES (SIMHASH_FILING_LEASE_SECS has no effect)"
+            )
+            return 0.0
+        return lease
+
+    def _delivered(self, token: str) -> None:
+        """A page's callback returned and its items passed the pipelines: its filing is
+        confirmed (SimhashSpiderMiddleware says so)."""
+        if self.filings is not None:
+            settling = asyncio.ensure_future(self.filings.delivered(token))
+            self._settling.add(settling)
+            settling.add_done_callback(self._settling.discard)
+
     def _index_lost(self) -> None:
         """The storage lost this namespace mid-crawl: said with what went, then
         SIMHASH_ON_INDEX_LOST decides whether the crawl goes on."""
@@ -217,6 +248,8 @@ class SimhashDownloaderMiddleware:
 
     def _spider_opened(self, spider: Any = None) -> None:
         self.runner.start()
+        if self.filings is not None:
+            self._renewing = asyncio.ensure_future(self.filings.keep_renewed())
         shared = unpersisted_queue(self.crawler.settings)
         if shared is not None:
             logger.warning("SimHash: %s", shared)
@@ -230,6 +263,11 @@ class SimhashDownloaderMiddleware:
 
     async def _spider_closed(self, spider: Any = None, reason: str = "") -> None:
         self.runner.close()
+        if self.filings is not None:
+            self.filings.stop()  # ends the renewals between two calls, never inside one
+        pending = {*self._settling, *([self._renewing] if self._renewing else [])}
+        if pending:
+            await asyncio.wait(pending, timeout=self.config.guard.timeout)
         for name, value in self.runner.stats().items():
             self.stats.set_value(f"simhash/{name}", value)
         await self.stores.aclose()
@@ -268,6 +306,7 @@ class SimhashDownloaderMiddleware:
     async def process_response(
         self, request: Request, response: Response, spider: Any = None
     ) -> Response:
+        request.meta.pop(FILING_META, None)  # a token copied from another page's meta
         cached = "cached" in response.flags
         skip = self._skip_reason(request, response)
         if skip == "status" and not cached:
@@ -304,10 +343,14 @@ class SimhashDownloaderMiddleware:
             async def look_again(match: Any) -> Any:
                 return await templates.second_look(own, seen, match)
 
+        owner = self.filings.owner() if self.filings is not None else None
         verdict = await self.verdicts.page(
             key, own, fingerprint, None if cached else answer_of(response), reason=reason,
             look_again=look_again, evidence=page.evidence if page is not None else None,
+            owner=owner,
         )
+        if owner is not None and verdict.outcome == UNIQUE:
+            request.meta[FILING_META] = owner  # in flight until SimhashSpiderMiddleware says
         if verdict.rejected:
             self._inc("confirm/rejected", verdict.rejected)
         if page is not None and page.exact and verdict.outcome in (UNIQUE, DUPLICATE):
@@ -332,14 +375,28 @@ class SimhashDownloaderMiddleware:
         elif page is not None and fingerprint is None:
             self._inc("no_text")
         await self._observed(request, response, self._meta(request, verdict))
-        if self.errors.apply(verdict, checking=response.url, things="pages", drop=IgnoreRequest):
+        try:
+            passed = self.errors.apply(
+                verdict, checking=response.url, things="pages", drop=IgnoreRequest
+            )
+        except BaseException:
+            self._undelivered(request)
+            raise
+        if passed:
             return response
         if verdict.outcome == INVALID_KEY:
             self._invalid_key(response, verdict.error)
         elif verdict.changed is False and self.config.skip_unchanged:
             self._inc("skipped_unchanged")
+            self._undelivered(request)
             raise IgnoreRequest(f"unchanged since the last visit: {verdict.key}")
         return response
+
+    def _undelivered(self, request: Request) -> None:
+        """A page kept that will not reach the callback: nothing of it is in flight."""
+        token = request.meta.pop(FILING_META, None)
+        if token is not None:
+            self._delivered(token)
 
     async def _fingerprint(
         self, response: Response

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from scrapy_simhash.filings import Filings
 from scrapy_simhash.glue import config
 from scrapy_simhash.glue.guard import Guarded
 from scrapy_simhash.glue.wiring import (
@@ -60,6 +61,7 @@ class CrawlStores:
         prefer_urls: tuple[str, ...] = (),
         prefer_hosts: tuple[str, ...] = (),
         on_lost: Callable[[], None] | None = None,
+        filing_lease_secs: float = 0.0,
     ) -> CrawlStores:
         """Check the index now (a mismatched, unusable or damaged one refuses the crawl
         here, and so does an unreachable one unless SIMHASH_INDEX_START_UNREACHABLE, or a
@@ -92,11 +94,15 @@ class CrawlStores:
                 "recrawl store", url, _recrawl_opener(url, namespace, recrawl, options), guard,
                 lambda: count("recrawl_error"), outages,
             )
+        filings = (
+            Filings(index, filing_lease_secs, count=count) if filing_lease_secs > 0 else None
+        )
         verdicts = VerdictStep(
             index, store, bits=fingerprinter.bits,
             change_distance=recrawl.change_distance if recrawl is not None else 0,
             keys=keys, prefer_urls=prefer_urls, prefer_hosts=prefer_hosts, count=count,
             backlog=OutageBacklog(guard.backlog_pages) if guard.on_error == "pass" else None,
+            filings=filings,
         )
         return cls(url, namespace, int(kwargs["max_distance"]), index, store, verdicts)
 
@@ -107,6 +113,8 @@ class CrawlStores:
         if backlog is not None and backlog.pages:
             self.index.retry_now()
         await self.verdicts.finish()
+        if self.verdicts.filings is not None:  # a crawl closing was not killed
+            await self.verdicts.filings.finish()
         await self.index.aclose()
         if self.recrawl is not None:
             await self.recrawl.aclose()

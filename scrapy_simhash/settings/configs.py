@@ -43,6 +43,8 @@ ON_LOST_CHOICES = ("continue", "close")
 #: answers again: each costs its key, URL, fingerprint and validators, no body (~0.4 KB with
 #: a 100-character URL: 40 MB at this bound).
 OUTAGE_BACKLOG_PAGES = 100_000
+#: Default of SIMHASH_FILING_LEASE_SECS (scrapy_simhash.filings.LEASE_SECS).
+FILING_LEASE_SECS = 60.0
 
 
 #: Share of skippable requests fetched anyway to keep checking the URL rules.
@@ -374,6 +376,8 @@ class MiddlewareConfig:
     prefer_hosts: tuple[str, ...] = ()
     #: Learn each host's template from its pages (SIMHASH_TEMPLATES_ENABLED).
     templates: bool = True
+    #: Lease of a page filed and not yet delivered (SIMHASH_FILING_LEASE_SECS; 0: off).
+    filing_lease_secs: float = FILING_LEASE_SECS
 
     @classmethod
     def from_settings(cls, settings: Settings) -> MiddlewareConfig:
@@ -396,7 +400,14 @@ class MiddlewareConfig:
             on_mismatch=on_mismatch(settings),
             templates=templates_enabled(settings),
             prefer_hosts=preferred_hosts(settings),
+            filing_lease_secs=filing_lease_secs(settings),
         )
+
+
+def filing_lease_secs(settings: Mapping[str, Any]) -> float:
+    """``SIMHASH_FILING_LEASE_SECS``: how long a page filed and not yet delivered is taken
+    for in flight without word from its process (0: pages are filed for good at once)."""
+    return get_float(settings, "SIMHASH_FILING_LEASE_SECS", FILING_LEASE_SECS, minimum=0.0)
 
 
 def preferred_hosts(settings: Mapping[str, Any]) -> tuple[str, ...]:
