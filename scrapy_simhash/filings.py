@@ -84,6 +84,18 @@ class Filings:
         """End :meth:`keep_renewed` at its next turn (never in the middle of a call)."""
         self._stop_event().set()
 
+    def deferred(self) -> None:
+        """Count a page that waited for a page in flight."""
+        self._count("filing/deferred")
+
+    def waited_out(self) -> None:
+        """Count a page that waited out a holder still renewing its mark."""
+        self._count("filing/waited_out")
+
+    def taken_over(self) -> None:
+        """Count a page taken over from a holder that died."""
+        self._count("filing/taken_over")
+
     def owner(self) -> str:
         """A new owner token, for one page."""
         return f"{self._process}:{next(self._numbers)}"

@@ -283,10 +283,10 @@ class VerdictStep:
                     await filings.release(owner)
             if verdict.outcome != DEFERRED:
                 if waited and not patient:
-                    self._count("filing/waited_out")
+                    filings.waited_out()
                 return verdict
             if not waited:
-                self._count("filing/deferred")
+                filings.deferred()
             delay = float(verdict.retry_after or filings.poll_secs)
             await filings.sleep(delay)
             waited += delay
@@ -443,7 +443,8 @@ class VerdictStep:
         that name, as a copy first to arrive is filed under its canonical URL, and a filing
         record of the dead process's URL goes (it never reached a spider)."""
         name = match.key
-        self._count("filing/taken_over")
+        if self.filings is not None:
+            self.filings.taken_over()
         logger.warning(
             "SimHash: %s takes over the page filed under %s by a crawl process that did not "
             "deliver it (its filing was not renewed for the filing lease)", own, name,
