@@ -285,12 +285,17 @@ def _async_redis_recrawl(
 
 
 def _recrawl_client_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The index's client options for the recrawl clients: its ``options`` checked,
-    with the same timeouts, retries and connection bound (``shards`` is the schedule's own)."""
+    """The index's client options for the recrawl clients: its ``options`` checked, with
+    the same timeouts and retries (``shards`` is the schedule's own). The index bounds its
+    connections behind a batcher; the schedule has none, so its pool keeps redis-py's bound
+    unless the options set one (an asyncio pool refuses a call past it)."""
     from scrapy_simhash.index.redis import client_options
 
     given = {k: v for k, v in (options or {}).items() if k != "shards"}
-    return client_options(given)
+    opts = client_options(given)
+    if "max_connections" not in given:
+        del opts["max_connections"]
+    return opts
 
 
 def _redis_rules(url: str, namespace: str, **options: Any) -> Any:

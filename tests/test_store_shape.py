@@ -4,6 +4,7 @@ what its blocking twin does."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,6 +16,7 @@ import redis
 from scrapy_simhash.dust import open_rule_store
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
 from scrapy_simhash.glue.wiring import check_recrawl_store
+from scrapy_simhash.index.redis.connection import DEFAULT_MAX_CONNECTIONS
 from scrapy_simhash.recrawl import (
     AsyncRecrawlStore,
     RecrawlConfig,
@@ -215,3 +217,23 @@ def test_every_connection_of_a_crawl_carries_the_index_client_options(redis_url:
         names = _client_names(redis_url)
     assert names
     assert set(names) == {"crawl-of-test"}
+
+
+def test_the_asyncio_recrawl_store_is_not_bounded_by_the_index_connection_count(
+    redis_url: str,
+) -> None:
+    """The index bounds its connections (64) behind a batcher; the schedule has none, so its
+    asyncio pool keeps redis-py's bound unless the options set one: more concurrent calls
+    than the index's bound are not refused "Too many connections"."""
+    calls = DEFAULT_MAX_CONNECTIONS + 16
+
+    async def main() -> int:
+        store = open_async_recrawl_store(redis_url, namespace="many", options={})
+        try:
+            assert await store.count() == 0  # the namespace's layout recorded, as at a start
+            await asyncio.gather(*(store.observe(f"http://x/{i}", A) for i in range(calls)))
+            return await store.count()
+        finally:
+            await store.close()
+
+    assert asyncio.run(main()) == calls
