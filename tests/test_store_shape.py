@@ -237,3 +237,22 @@ def test_the_asyncio_recrawl_store_is_not_bounded_by_the_index_connection_count(
             await store.close()
 
     assert asyncio.run(main()) == calls
+
+
+def test_many_first_uses_of_a_new_recrawl_namespace_at_once_all_read_its_layout(
+    redis_url: str,
+) -> None:
+    """Every call of a fresh asyncio store reads or records the namespace's layout; one
+    recording it (format and bucket bits, written together) is never seen half-written by
+    another, whatever the order the server runs them in."""
+
+    async def main() -> list[int]:
+        stores = [open_async_recrawl_store(redis_url, namespace="first-use") for _ in range(40)]
+        try:
+            await asyncio.gather(*(s.observe(f"http://x/{n}", A) for n, s in enumerate(stores)))
+            return [await s.count() for s in stores]
+        finally:
+            for store in stores:
+                await store.close()
+
+    assert asyncio.run(main()) == [40] * 40

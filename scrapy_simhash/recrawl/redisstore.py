@@ -129,6 +129,14 @@ def _histogram(raw: dict[Any, Any]) -> dict[int, int]:
     return {int(b): int(n) for b, n in raw.items() if int(n) > 0}
 
 
+#: Records a new namespace's layout, both fields at once: a process starting beside this
+#: one must never read the format without the bucket bits.
+_RECORD_LAYOUT = (
+    "if redis.call('HSETNX', KEYS[1], 'format', ARGV[1]) == 1 then "
+    "redis.call('HSET', KEYS[1], 'bits', ARGV[2]) end"
+)
+
+
 class _Layout:
     """The script arguments of one namespace, once its bucket bits are read or recorded;
     shared by the blocking and asyncio backends."""
@@ -155,9 +163,6 @@ class _Layout:
             )
         self.bits = int(bits)
         return False
-
-    def record(self) -> dict[str, int]:
-        return {"format": FORMAT, "bits": self.requested_bits}
 
     def lookup(self, url: str) -> list[Any]:
         """Bucket, id and text of a URL: the bucket is the id's leading bits, as hex digits
@@ -235,8 +240,7 @@ class RedisBackend:
         recorded = self._client.hmget(layout.keys[0], ["format", "bits"])
         old = self._client.exists(_old_state_key(layout.namespace)) if recorded[0] is None else 0
         if layout.read(recorded, old):
-            for field, value in layout.record().items():
-                self._client.hsetnx(layout.keys[0], field, value)
+            self._client.eval(_RECORD_LAYOUT, 1, layout.keys[0], FORMAT, layout.requested_bits)
             layout.bits = None
             layout.read(self._client.hmget(layout.keys[0], ["format", "bits"]), 0)
 
@@ -331,8 +335,7 @@ class AsyncRedisBackend:
         if recorded[0] is None:
             old = await self._client.exists(_old_state_key(layout.namespace))
         if layout.read(recorded, old):
-            for field, value in layout.record().items():
-                await self._client.hsetnx(layout.keys[0], field, value)
+            await self._client.eval(_RECORD_LAYOUT, 1, layout.keys[0], FORMAT, layout.requested_bits)
             layout.bits = None
             layout.read(await self._client.hmget(layout.keys[0], ["format", "bits"]), 0)
 
