@@ -100,14 +100,20 @@ class Filings:
         """A new owner token, for one page."""
         return f"{self._process}:{next(self._numbers)}"
 
-    async def _hold(self, owner: str, key: str, *, create: bool) -> Hold | None:
+    async def _hold(
+        self, owner: str, key: str, *, create: bool, away: bool = True
+    ) -> Hold | None:
+        """One hold; a storage failure is None (the page goes on unheld, as before there
+        were marks), or raised unless ``away``."""
         lease = self.lease_secs
         try:
             found: Hold = await self.index.call(
                 lambda backend: backend.hold(key, owner, lease, create=create)
             )
         except _AWAY:
-            return None  # the page goes on unheld, as before there were marks
+            if not away:
+                raise
+            return None
         if found.state == TAKEN or (create and found.state != BUSY):
             self.held.setdefault(owner, []).append(key)
         if found.state == TAKEN:
@@ -120,9 +126,14 @@ class Filings:
         """Hold ``keys`` for ``owner`` before its page is filed under one of them; the first
         hold found busy (another live page in flight under that key: the page waits), or
         None. A busy answer releases what was held; not ``patient``, a busy key is left to
-        its holder and the others are held."""
+        its holder and the others are held. A storage failure is raised (the verdict's
+        outage, or unusable index, or invalid key), what was held released."""
         for key in dict.fromkeys(keys):
-            found = await self._hold(owner, key, create=True)
+            try:
+                found = await self._hold(owner, key, create=True, away=False)
+            except _AWAY:
+                await self.release(owner)
+                raise
             if patient and found is not None and found.state == BUSY:
                 await self.release(owner)
                 return found

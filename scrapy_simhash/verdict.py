@@ -266,21 +266,13 @@ class VerdictStep:
         waited = 0.0
         while True:
             patient = waited < filings.max_wait_secs
-            busy = await filings.hold(owner, (key, own), patient=patient)
-            if busy is not None:
-                verdict = Verdict(
-                    DEFERRED, key=key, fingerprint=self.hex(fingerprint),
-                    reason=f"{key} is in flight in another crawl process",
-                    retry_after=filings.retry_after(busy),
-                )
-            else:
-                try:
-                    verdict = await judge_page(owner=owner, patient=patient)
-                except BaseException:
-                    await filings.release(owner)
-                    raise
-                if verdict.outcome != UNIQUE:
-                    await filings.release(owner)
+            try:
+                verdict = await judge_page(owner=owner, patient=patient)
+            except BaseException:
+                await filings.release(owner)
+                raise
+            if verdict.outcome != UNIQUE:
+                await filings.release(owner)
             if verdict.outcome != DEFERRED:
                 if waited and not patient:
                     filings.waited_out()
@@ -327,6 +319,15 @@ class VerdictStep:
         signing = Signing(evidence)
         try:
             await self._catch_up()
+            if owner is not None and self.filings is not None:
+                # Held before it is filed; an index away fails here, as the observe would.
+                busy = await self.filings.hold(owner, (key, own), patient=patient)
+                if busy is not None:
+                    return Verdict(
+                        DEFERRED, key=key, fingerprint=hex_digits,
+                        reason=f"{key} is in flight in another crawl process",
+                        retry_after=self.filings.retry_after(busy),
+                    )
             observation, key = await self._observe(key, own, fingerprint, signing)
             if observation.match is not None and look_again is not None:
                 observation, key, fingerprint = await self._look_again(

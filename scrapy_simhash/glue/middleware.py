@@ -248,8 +248,6 @@ class SimhashDownloaderMiddleware:
 
     def _spider_opened(self, spider: Any = None) -> None:
         self.runner.start()
-        if self.filings is not None:
-            self._renewing = asyncio.ensure_future(self.filings.keep_renewed())
         shared = unpersisted_queue(self.crawler.settings)
         if shared is not None:
             logger.warning("SimHash: %s", shared)
@@ -343,7 +341,11 @@ class SimhashDownloaderMiddleware:
             async def look_again(match: Any) -> Any:
                 return await templates.second_look(own, seen, match)
 
-        owner = self.filings.owner() if self.filings is not None else None
+        owner = None
+        if self.filings is not None:
+            owner = self.filings.owner()
+            if self._renewing is None:  # in the crawl's loop, from the first page on
+                self._renewing = asyncio.ensure_future(self.filings.keep_renewed())
         verdict = await self.verdicts.page(
             key, own, fingerprint, None if cached else answer_of(response), reason=reason,
             look_again=look_again, evidence=page.evidence if page is not None else None,
