@@ -115,6 +115,13 @@ class Verdict(Mapping[str, Any]):
     #: DEFERRED: seconds to wait before asking again.
     retry_after: float | None = None
 
+    @property
+    def teaches_template(self) -> bool:
+        """Whether the page counts among its host's kept pages in the template memory: no
+        copy (an article counts once, not once per URL) and no revisit (once per page, not
+        per visit). The crawl and ``scrapy simhash dedup`` learn by this one rule."""
+        return self.outcome in (UNIQUE, UNCHECKED) and self.changed is None
+
     def __getitem__(self, name: str) -> Any:
         if name in META_KEYS or (name in OPTIONAL_META_KEYS and getattr(self, name)):
             return getattr(self, name)

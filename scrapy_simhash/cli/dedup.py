@@ -35,6 +35,7 @@ from scrapy_simhash.fingerprint import Fingerprinter, to_hex
 from scrapy_simhash.index.base import Match, judge
 from scrapy_simhash.settings import confirm_distance, index_options
 from scrapy_simhash.template import LocalMemory
+from scrapy_simhash.verdict import UNCHECKED, UNIQUE, Verdict
 
 
 def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -137,7 +138,7 @@ class Grouping:
             templates.see(doc.host, page)
         fingerprint = page.fingerprint
         if fingerprint is None:
-            if templates is not None:
+            if templates is not None and Verdict(UNCHECKED).teaches_template:
                 templates.learn(doc.host, page)
             return
         key = str(len(self.host_of))  # paths may repeat
@@ -155,7 +156,7 @@ class Grouping:
             self.index.observe(key, fingerprint, self.signer.sign(evidence))
             self.leader_of[key] = key
             self.groups[key] = Group(fingerprint, [(doc, 0)])
-            if templates is not None:
+            if templates is not None and Verdict(UNIQUE).teaches_template:
                 templates.learn(doc.host, page)
             return
         leader = self.leader_of[match.key]

@@ -357,10 +357,7 @@ class SimhashDownloaderMiddleware:
             self._inc("confirm/rejected", verdict.rejected)
         if page is not None and page.exact and verdict.outcome in (UNIQUE, DUPLICATE):
             self._inc("exact")
-        if (
-            templates is not None and page is not None
-            and verdict.outcome in (UNIQUE, UNCHECKED) and verdict.changed is None
-        ):
+        if templates is not None and page is not None and verdict.teaches_template:
             await templates.learn(own, page)
         if self.dust is not None and fingerprint is not None and verdict.outcome in (
             UNIQUE, DUPLICATE
