@@ -2,7 +2,8 @@
 
 Run by hand (not by pytest) from the repository root; needs ``valgrind``:
 
-    python3 benchmarks/instructions.py [--cases N] [--ours-only] [-s NAME=VALUE ...]
+    python3 benchmarks/instructions.py [--cases N] [--ours-only | --stages] [--jobs N]
+                                       [-s NAME=VALUE ...]
 
 CPU time on a shared machine moves by tens of percent between runs minutes apart, which
 hides a step that saves 2-5%. Instructions retired hardly move, so this script counts
@@ -13,6 +14,12 @@ and lexbor's bare parse), one warm pass over N files of ``shared/data/pairs/case
 and a run of one (start-up and loading cancel out). An instruction of C code and one of
 the Python interpreter do not take the same time, so the ratio beside resiliparse is not
 the speed ratio of ``speed.py``; the figure is for comparing two versions of our code.
+
+``--stages`` counts where our instructions go instead: the product's steps run cumulatively
+(decode; + parse; + preparation; + walk; + container choice; + read-out, i.e. the whole
+extraction; + length check and own text; + features; + SimHash; + the second test's
+signature), each stage the difference from the one before, beside lexbor's bare parse of
+the same pages (the floor of any extractor) and lxml's.
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -35,10 +44,85 @@ _REFS = re.compile(r"I\s+refs:\s+([\d,]+)")
 _WARM_UP = 20  # files run once before counting: caches as in a crawl
 
 
+# The cumulative stages of --stages, in the product's order; "ours" adds what the stages'
+# glue leaves out (notes, the page record).
+_STAGES = ("decode", "parse", "prepare", "walk", "choose", "read-out", "length check",
+           "features", "simhash", "signature")
+
+
+def _stage_runners(settings: dict[str, str]) -> dict[str, Callable[[bytes], object]]:
+    """HTML bytes -> the end of each stage, through the product's own functions called as
+    ``text/extract.py`` and ``Fingerprinter.fingerprint_document`` call them."""
+    from scrapy_simhash.confirm import Evidence, Signer, new_key
+    from scrapy_simhash.features import normalize
+    from scrapy_simhash.fingerprint import Fingerprinter, own_folded
+    from scrapy_simhash.settings import fingerprint_config
+    from scrapy_simhash.text import extract_main_text
+    from scrapy_simhash.text.choose import _choose
+    from scrapy_simhash.text.decode import decode_html
+    from scrapy_simhash.text.parse import _parse, _place_streamed_segments, _strip_junk
+    from scrapy_simhash.text.readout import _title
+    from scrapy_simhash.text.walk import _Walk
+
+    fingerprinter = Fingerprinter(fingerprint_config(settings))
+    fingerprinter.fingerprint_text("预热 warm up " * 100)
+    signer = Signer(new_key())
+    limit = fingerprinter.config.max_body_bytes or None
+
+    def extraction(stage: str) -> Callable[[bytes], object]:
+        def run(body: bytes) -> object:
+            decoded = decode_html(body)
+            if stage == "decode":
+                return decoded
+            data = decoded.utf8 or decoded.text.encode("utf-8", errors="replace")
+            root = _parse(data)
+            if stage == "parse" or root is None:
+                return root
+            _title(root)
+            _place_streamed_segments(root)
+            _strip_junk(root)
+            if stage == "prepare":
+                return root
+            found = root.find("body")
+            walk = _Walk(root if found is None else found)
+            walk.run()
+            return walk if stage == "walk" else _choose(walk)
+
+        return run
+
+    def fingerprinting(stage: str) -> Callable[[bytes], object]:
+        def run(body: bytes) -> object:
+            main = extract_main_text(body, max_bytes=limit)
+            if stage == "read-out":
+                return main
+            text, title = main.text, main.title
+            folded = normalize(text)
+            reason = fingerprinter.too_short(text, title, folded=folded)
+            own = own_folded(text, title, folded)
+            if stage == "length check" or reason is not None:
+                return own  # a short page's exact digest and signature count as "other"
+            features = fingerprinter.features(text, title, folded=folded)
+            if stage == "features":
+                return features
+            fingerprint = fingerprinter.fingerprint_features(features)
+            if stage == "simhash" or fingerprint is None:
+                return fingerprint
+            return signer.sign(Evidence(own, title))
+
+        return run
+
+    runners = {stage: extraction(stage) for stage in _STAGES[:5]}
+    runners.update({stage: fingerprinting(stage) for stage in _STAGES[5:]})
+    return runners
+
+
 def _child(name: str, passes: int, count: int, settings: dict[str, str]) -> None:
     """The counted process: load, warm up, then ``passes`` passes of one contender."""
     bodies = pair_cases(count)
-    run = _contenders(settings)[name]
+    runners = _contenders(settings)
+    if name not in runners:
+        runners = _stage_runners(settings)
+    run = runners[name]
     for body in bodies[:_WARM_UP]:
         run(body)
     for _ in range(passes):
@@ -68,6 +152,10 @@ def main() -> None:
                         help="override a SIMHASH_* setting (repeatable)")
     parser.add_argument("--ours-only", action="store_true",
                         help="count ours alone (half the time: for comparing two versions)")
+    parser.add_argument("--stages", action="store_true",
+                        help="where our instructions go, stage by stage, beside bare parses")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="valgrind runs at once (the counts do not depend on it)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--passes", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -83,13 +171,37 @@ def main() -> None:
         return
     print(f"one warm pass over {args.cases} files of pairs/cases, instructions per page "
           "(valgrind, cachegrind without cache model)")
-    per_page: dict[str, float] = {}
     names = ["ours"] if args.ours_only else list(_contenders(settings))
+    if args.stages:
+        names = [*_STAGES, "ours", "lexbor parse", "lxml parse"]
+    runs = [(name, passes) for name in names for passes in (1, 2)]
+    with ThreadPoolExecutor(max(args.jobs, 1)) as pool:
+        counts = dict(zip(runs, pool.map(
+            lambda run: _count(run[0], run[1], args.cases, args.set), runs
+        ), strict=True))
+    per_page = {name: (counts[name, 2] - counts[name, 1]) / args.cases for name in names}
+    if args.stages:
+        _print_stages(per_page)
+        return
     for name in names:
-        one, two = (_count(name, passes, args.cases, args.set) for passes in (1, 2))
-        per_page[name] = (two - one) / args.cases
         ratio = per_page[name] / per_page["ours"]
         print(f"  {name:<18}{per_page[name] / 1e6:>10.2f} M{ratio:>10.2f} of ours", flush=True)
+
+
+def _print_stages(per_page: dict[str, float]) -> None:
+    """Each stage as the difference between its cumulative count and the one before."""
+    total = per_page["ours"]
+    print(f"  {'stage':<16}{'M per page':>12}{'share':>8}")
+    before = 0.0
+    for stage in (*_STAGES, "ours"):
+        own = per_page[stage] - before
+        before = per_page[stage]
+        label = "other" if stage == "ours" else stage
+        print(f"  {label:<16}{own / 1e6:>12.2f}{own / total:>8.1%}")
+    print(f"  {'total':<16}{total / 1e6:>12.2f}")
+    for name in ("lexbor parse", "lxml parse"):
+        print(f"  {name:<16}{per_page[name] / 1e6:>12.2f}{per_page[name] / total:>8.1%}"
+              "  (bare parse of the same pages, for comparison)")
 
 
 if __name__ == "__main__":
