@@ -16,8 +16,11 @@ from lxml import etree
 from scrapy_simhash.text.rules import (
     _BOILERPLATE_TAGS,
     _CREDIT_ANYWHERE,
+    _CREDIT_ANYWHERE_CHARS,
+    _CREDIT_ANYWHERE_PAIRS,
     _CREDIT_START,
     _DATE_IN_LINE,
+    _DIGIT,
     _INLINE_TAGS,
     _MAX_BYLINE_CHARS,
     _MAX_BYLINE_WORDS,
@@ -27,7 +30,7 @@ from scrapy_simhash.text.rules import (
     _WORD,
     _names_role,
 )
-from scrapy_simhash.text.walk import _Frame, _text_content
+from scrapy_simhash.text.walk import _Event, _Frame, _text_content
 
 # C1 control characters never occur in real text: they are windows-1252 bytes that some
 # earlier step decoded as Latin-1 (a UTF-8 "’" read that way is "â\x80\x99"). HTML maps
@@ -44,6 +47,7 @@ _C1_AS_CP1252 = {
 def _lines(
     containers: Iterable[etree._Element],
     stats: dict[etree._Element, _Frame],
+    events: list[_Event],
     *,
     link_density: float = _MAX_LINK_DENSITY,
     links_only: bool = False,
@@ -55,44 +59,63 @@ def _lines(
     lists too, but none that looks like navigation (kept by the walk for its size).
     ``dense_max_chars``: only blocks of at most this many characters are skipped as link
     lists; a larger one is read into (a page wrapper that its menus make link-dense).
-    ``skip``: elements not read (read already)."""
+    ``skip``: elements not read (read already).
+
+    The text comes from the walk's ``events`` (see walk._EVENTS), not from the tree: the
+    read-out of the whole page is then a loop over a list. A block is skipped by going
+    to its end event; a dropped element has only its end (its tail is read)."""
     lines: list[str] = []
     current: list[str] = []
     inline_tags = _INLINE_TAGS
     skipped = set(skip)
+    # _flush is written out in the loop (as ``line = ...``): it runs for every block.
+    append = lines.append
 
     for container in containers:
-        walker = etree.iterwalk(container, events=("start", "end"))
-        for event, el in walker:
-            tag = el.tag
-            if event == "start":
-                frame = stats.get(el)
-                if frame is None or el in skipped:
-                    walker.skip_subtree()  # dropped as boilerplate, not an element, or read
-                    continue
-                if links_only and (tag in _BOILERPLATE_TAGS or _names_role(el) < 0):
-                    walker.skip_subtree()
+        first = stats.get(container)
+        if first is None or container in skipped:
+            continue  # dropped as boilerplate, or read already: nothing of it is read
+        at, end = first[10], first[11]
+        while at < end:
+            event = events[at]
+            if event.__class__ is list:  # a kept element starts: its frame
+                el, tag = event[7], event[8]
+                if (skipped and el in skipped) or (
+                    links_only and (tag in _BOILERPLATE_TAGS or _names_role(el) < 0)
+                ):
+                    at = event[11]  # read already, or navigation: on to its end
                     continue
                 if tag not in inline_tags:
                     if current:
-                        _flush(current, lines)
-                    chars = frame[0]
+                        line = " ".join("".join(current).split())
+                        if line:
+                            append(line)
+                        current.clear()
+                    chars = event[0]
                     if tag == "h1" or (
                         chars
-                        and frame[1] > chars * link_density
+                        and event[1] > chars * link_density
                         and (dense_max_chars is None or chars <= dense_max_chars)
                     ):
-                        walker.skip_subtree()
+                        at = event[11]
                         continue
-                text = el.text
+                text = event[9]
                 if text:
                     current.append(text)
-                continue
-            if current and (tag not in inline_tags or tag == "br"):
-                _flush(current, lines)
-            tail = el.tail
-            if tail and el is not container:
-                current.append(tail)
+            else:  # an element ends (a kept one, or a dropped one: no start, tail read)
+                tag, tail = event
+                if current and (tag not in inline_tags or tag == "br"):
+                    line = " ".join("".join(current).split())
+                    if line:
+                        append(line)
+                    current.clear()
+                if tail:
+                    current.append(tail)
+            at += 1
+        # The container's own end: its tail is outside it.
+        tag = events[end][0]
+        if current and (tag not in inline_tags or tag == "br"):
+            _flush(current, lines)
         if current:
             _flush(current, lines)
     return "\n".join(lines)
@@ -128,14 +151,24 @@ def _is_credit(line: str) -> bool:
         return False
     return (
         _CREDIT_START.match(line) is not None
-        or _CREDIT_ANYWHERE.search(line) is not None
+        or (_may_be_credit_anywhere(line) and _CREDIT_ANYWHERE.search(line) is not None)
         or _is_dated_byline(line)
     )
 
 
+def _may_be_credit_anywhere(line: str) -> bool:
+    """False when ``line`` certainly has no match of _CREDIT_ANYWHERE (see
+    _CREDIT_ANYWHERE_CHARS): a necessary condition, tested in C."""
+    if _CREDIT_ANYWHERE_CHARS.search(line) is not None:
+        return True
+    lowered = line.lower()
+    first, second = _CREDIT_ANYWHERE_PAIRS
+    return first in lowered or second in lowered
+
+
 def _is_dated_byline(line: str) -> bool:
     """A few words (a name, a place) beside a date, and nothing that reads as a sentence."""
-    if len(line) > _MAX_BYLINE_CHARS:
+    if len(line) > _MAX_BYLINE_CHARS or _DIGIT.search(line) is None:
         return False
     date = _DATE_IN_LINE.search(line)
     if date is None:
@@ -184,7 +217,19 @@ def _title(root: etree._Element) -> str:
 _BYTE_ORDER_MARKS = re.compile("\ufeff|\u00ef\u00bb\u00bf|\u00ff\u00fe|\u00fe\u00ff")
 
 
+# Every character that a C1 character or a mark holds: most texts have none, and are
+# passed by one scan (and an ASCII text by none at all).
+_C1_OR_MARK = re.compile("[\x80-\x9f\ufeff\u00ef\u00ff\u00fe]")
+
+
+def _needs_cleaning(text: str) -> bool:
+    """Whether :func:`_without_c1` could change ``text`` (False: it returns it as is)."""
+    return not text.isascii() and _C1_OR_MARK.search(text) is not None
+
+
 def _without_c1(text: str) -> str:
+    if not _needs_cleaning(text):
+        return text
     if _C1.search(text):
         text = text.translate(_C1_AS_CP1252)
     return _BYTE_ORDER_MARKS.sub("", text)

@@ -9,6 +9,8 @@ indexed by the constants defined here.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from itertools import chain
 from typing import Any
 
 from lxml import etree
@@ -38,7 +40,17 @@ _BLOCK = 5  # where this element's text pieces go: its own _OWN, or its block's
 _GUARDED = 6  # inside an element kept despite looking like boilerplate
 _ELEMENT = 7  # the element measured
 _TAG = 8  # its tag
-_Frame = list[Any]  # [chars, link, score, mass, own, block's own, guarded, element, tag]
+_TEXT = 9  # its text as the tree holds it (the read-out's, not stripped)
+_START = 10  # where its start is in the walk's events
+_END = 11  # where its end is in the walk's events
+_Frame = list[Any]  # [chars, link, score, mass, own, block's own, guarded, element, tag,
+#                      text, start, end]
+# _EVENTS: the walk's record of the body in document order, for the read-out, which so
+# never goes through the tree again: a kept element's start is its frame (a list); the
+# end of any element the walk reached (kept, dropped, or not an element) is a tuple
+# (tag, tail as the tree holds it). A dropped element has an end and no start; the
+# elements inside it have neither.
+_Event = _Frame | tuple[Any, str | None]
 
 
 class _Walk:
@@ -47,6 +59,7 @@ class _Walk:
     def __init__(self, body: etree._Element) -> None:
         self.body = body
         self.stats: dict[etree._Element, _Frame] = {}
+        self.events: list[_Event] = []  # see _EVENTS
         self.candidates: list[etree._Element] = []
         self.dropped: list[etree._Element] = []
         # Kept elements that may mark the page's article (see _marked_article).
@@ -63,7 +76,7 @@ class _Walk:
         return len(self.body_text())
 
     def is_boilerplate(
-        self, el: etree._Element, tag: str, attributes: list[str], guarded: bool
+        self, el: etree._Element, tag: str, attributes: Sequence[str | bytes], guarded: bool
     ) -> bool | None:
         """True to drop ``el``; None when it looks like boilerplate but is kept for its size
         (its descendants are then not judged by class names); False otherwise."""
@@ -94,11 +107,22 @@ class _Walk:
 
         This loop runs for every element of every page, so it is written for speed:
         frames are lists indexed by literal numbers (the meanings are _CHARS to
-        _ELEMENT), elements without class, id or hiding attributes are never judged, and
+        _END), elements without class, id or hiding attributes are never judged, and
         no frame refers to itself, so frames are freed without the cycle collector.
+
+        The elements come from lxml's plain iterator, in document order, which costs a
+        fifth of the start and end events of ``iterwalk``: an element's end is when the
+        next element's parent is no longer it, and a dropped element's subtree is passed
+        over up to the element that follows it. The ends are taken in the order
+        ``iterwalk`` would give them, so every sum is made in the same order.
+
+        The walk also records, in ``events``, what the read-out needs (see _EVENTS).
         """
+        body = self.body
         stats = self.stats
         candidates = self.candidates
+        events = self.events
+        record = events.append
         is_boilerplate = self.is_boilerplate
         named_boilerplate = self.named_boilerplate
         names_role = _names_role
@@ -109,79 +133,128 @@ class _Walk:
         marks = self.marks
         mark_tags = _MARK_TAGS
         mark_attributes = _MARK_ATTRIBUTES
+        min_paragraph = _MIN_PARAGRAPH_BYTES
         own: list[str] = []
-        root: _Frame = [0, 0, 0.0, 0.0, own, own, False, self.body, self.body.tag]
+        block: list[str]
+        raw = body.text
+        root: _Frame = [0, 0, 0.0, 0.0, own, own, False, body, body.tag, raw, 0, 0]
+        record(root)
         stack: list[_Frame] = [root]
-        walker = etree.iterwalk(self.body, events=("start", "end"))
-        next(walker)  # the body itself is never judged
-        text = (self.body.text or "").strip()
+        top = root
+        text = (raw or "").strip()
         if text:
             root[0] += len(text)
             own.append(text)
-        for event, el in walker:
-            if event == "start":
-                tag = el.tag
-                if tag.__class__ is not str:
-                    walker.skip_subtree()  # an entity or other non-element node
+        # Passing over a dropped subtree up to this node (_PASSED: up to the body's end).
+        resume: object = None
+        elements = body.iter()
+        next(elements)  # the body itself is never judged
+        # None after the last element: every element still open ends, as the body's
+        # children do.
+        for el in chain(elements, (None,)):
+            if resume is not None:
+                if el is not resume and el is not None:
                     continue
-                parent = stack[-1]
-                guarded = parent[6]
-                attributes = el.keys()
-                if tag in boilerplate_tags or not judged.isdisjoint(attributes):
-                    # is_boilerplate, with its usual case (only class/id names) inline.
-                    verdict: bool | None = False
-                    if tag in boilerplate_tags or not hiding.isdisjoint(attributes):
-                        verdict = is_boilerplate(el, tag, attributes, guarded)
-                    elif not guarded and names_role(el) < 0:
-                        verdict = named_boilerplate(el)
-                    if verdict:
-                        self.dropped.append(el)
-                        walker.skip_subtree()
-                        continue
-                    if verdict is None:
-                        guarded = True
-                if tag in inline_tags:
-                    frame = [0, 0, 0.0, 0.0, None, parent[5], guarded, el, tag]
-                else:
-                    own = []
-                    frame = [0, 0, 0.0, 0.0, own, own, guarded, el, tag]
-                stack.append(frame)
-                stats[el] = frame
-                if tag in mark_tags or (attributes and not mark_attributes.isdisjoint(attributes)):
-                    marks.append(el)
-                text = el.text
-                if text:
-                    text = text.strip()
-                    if text:
-                        frame[0] += len(text)
-                        frame[5].append(text)
-                continue
-            # "end": a dropped or skipped element has no frame; its tail still counts.
-            frame = stack[-1]
-            if frame[7] is el:
-                if frame is root:
-                    break  # the body's end (its tail is not part of it)
-                stack.pop()
-                parent = stack[-1]
+                resume = None
+            parent_el = body if el is None else el.getparent()
+            while top[7] is not parent_el:
+                # The end of the top element: its subtree is over.
+                frame = stack.pop()
+                top = stack[-1]
                 own = frame[4]
-                if own:
+                # _score_paragraph's cheap bound first (4 bytes a character at most): most
+                # blocks are too short to be a paragraph, and are not scored.
+                if own and 4 * frame[0] + len(own) >= min_paragraph:
                     _score_paragraph(own, frame, stack)
+                ended = frame[7]
                 if frame[2]:
-                    candidates.append(el)
+                    candidates.append(ended)
                 chars = frame[0]
-                parent[0] += chars
-                parent[1] += chars if frame[8] == "a" else frame[1]
-                parent[3] += frame[3]
-            tail = el.tail
-            if tail:
-                tail = tail.strip()
-                if tail:
-                    top = stack[-1]
-                    top[0] += len(tail)
-                    top[5].append(tail)
-        stats[self.body] = root
+                top[0] += chars
+                top[1] += chars if frame[8] == "a" else frame[1]
+                top[3] += frame[3]
+                frame[11] = len(events)
+                raw = ended.tail
+                record((frame[8], raw))
+                if raw:
+                    tail = raw.strip()
+                    if tail:
+                        top[0] += len(tail)
+                        top[5].append(tail)
+            if el is None:
+                break
+            tag = el.tag
+            guarded = top[6]
+            attributes = el.keys()  # empty for most elements: no set test then
+            verdict: bool | None = False
+            if tag.__class__ is not str:
+                verdict = True  # an entity or other non-element node: passed over
+            elif tag in boilerplate_tags or (attributes and not judged.isdisjoint(attributes)):
+                # is_boilerplate, with its usual case (only class/id names) inline.
+                if tag in boilerplate_tags or not hiding.isdisjoint(attributes):
+                    verdict = is_boilerplate(el, tag, attributes, guarded)
+                elif not guarded and names_role(el) < 0:
+                    verdict = named_boilerplate(el)
+                if verdict:
+                    self.dropped.append(el)
+                elif verdict is None:
+                    guarded = True
+            if verdict:
+                # Its subtree is passed over; it ends at once, and its tail counts.
+                raw = el.tail
+                record((tag, raw))
+                if raw:
+                    tail = raw.strip()
+                    if tail:
+                        top[0] += len(tail)
+                        top[5].append(tail)
+                resume = _following(el, body)
+                continue
+            # The frame starts with the element's own text counted (no addition).
+            raw = el.text
+            chars = 0
+            if raw:
+                text = raw.strip()
+                if text:
+                    chars = len(text)
+            if tag in inline_tags:
+                block = top[5]
+                frame = [chars, 0, 0.0, 0.0, None, block, guarded, el, tag, raw, len(events), 0]
+            else:
+                block = []
+                frame = [chars, 0, 0.0, 0.0, block, block, guarded, el, tag, raw, len(events), 0]
+            if chars:
+                block.append(text)
+            record(frame)
+            stack.append(frame)
+            top = frame
+            stats[el] = frame
+            if tag in mark_tags or (attributes and not mark_attributes.isdisjoint(attributes)):
+                marks.append(el)
+        # The body's end (its tail is not part of it).
+        root[11] = len(events)
+        record((root[8], None))
+        stats[body] = root
         if root[2]:
-            candidates.append(self.body)
+            candidates.append(body)
+
+
+# What _following gives for a subtree that reaches the body's end: no node is it.
+_PASSED = object()
+
+
+def _following(el: etree._Element, body: etree._Element) -> object:
+    """The node that comes after ``el``'s subtree in document order, within ``body``
+    (_PASSED: the subtree reaches the body's end)."""
+    while el is not body:
+        after = el.getnext()
+        if after is not None:
+            return after
+        parent = el.getparent()
+        if parent is None:
+            break
+        el = parent
+    return _PASSED
 
 
 # An element named like a widget ("socialicons-sticky", "share-wrap") that holds several
