@@ -30,7 +30,7 @@ from scrapy_simhash.text.rules import (
     _WORD,
     _names_role,
 )
-from scrapy_simhash.text.walk import _Event, _Frame, _text_content
+from scrapy_simhash.text.walk import _Frame, _text_content
 
 # C1 control characters never occur in real text: they are windows-1252 bytes that some
 # earlier step decoded as Latin-1 (a UTF-8 "’" read that way is "â\x80\x99"). HTML maps
@@ -47,7 +47,6 @@ _C1_AS_CP1252 = {
 def _lines(
     containers: Iterable[etree._Element],
     stats: dict[etree._Element, _Frame],
-    events: list[_Event],
     *,
     link_density: float = _MAX_LINK_DENSITY,
     links_only: bool = False,
@@ -59,63 +58,44 @@ def _lines(
     lists too, but none that looks like navigation (kept by the walk for its size).
     ``dense_max_chars``: only blocks of at most this many characters are skipped as link
     lists; a larger one is read into (a page wrapper that its menus make link-dense).
-    ``skip``: elements not read (read already).
-
-    The text comes from the walk's ``events`` (see walk._EVENTS), not from the tree: the
-    read-out of the whole page is then a loop over a list. A block is skipped by going
-    to its end event; a dropped element has only its end (its tail is read)."""
+    ``skip``: elements not read (read already)."""
     lines: list[str] = []
     current: list[str] = []
     inline_tags = _INLINE_TAGS
     skipped = set(skip)
-    # _flush is written out in the loop (as ``line = ...``): it runs for every block.
-    append = lines.append
 
     for container in containers:
-        first = stats.get(container)
-        if first is None or container in skipped:
-            continue  # dropped as boilerplate, or read already: nothing of it is read
-        at, end = first[10], first[11]
-        while at < end:
-            event = events[at]
-            if event.__class__ is list:  # a kept element starts: its frame
-                el, tag = event[7], event[8]
-                if (skipped and el in skipped) or (
-                    links_only and (tag in _BOILERPLATE_TAGS or _names_role(el) < 0)
-                ):
-                    at = event[11]  # read already, or navigation: on to its end
+        walker = etree.iterwalk(container, events=("start", "end"))
+        for event, el in walker:
+            tag = el.tag
+            if event == "start":
+                frame = stats.get(el)
+                if frame is None or el in skipped:
+                    walker.skip_subtree()  # dropped as boilerplate, not an element, or read
+                    continue
+                if links_only and (tag in _BOILERPLATE_TAGS or _names_role(el) < 0):
+                    walker.skip_subtree()
                     continue
                 if tag not in inline_tags:
                     if current:
-                        line = " ".join("".join(current).split())
-                        if line:
-                            append(line)
-                        current.clear()
-                    chars = event[0]
+                        _flush(current, lines)
+                    chars = frame[0]
                     if tag == "h1" or (
                         chars
-                        and event[1] > chars * link_density
+                        and frame[1] > chars * link_density
                         and (dense_max_chars is None or chars <= dense_max_chars)
                     ):
-                        at = event[11]
+                        walker.skip_subtree()
                         continue
-                text = event[9]
+                text = el.text
                 if text:
                     current.append(text)
-            else:  # an element ends (a kept one, or a dropped one: no start, tail read)
-                tag, tail = event
-                if current and (tag not in inline_tags or tag == "br"):
-                    line = " ".join("".join(current).split())
-                    if line:
-                        append(line)
-                    current.clear()
-                if tail:
-                    current.append(tail)
-            at += 1
-        # The container's own end: its tail is outside it.
-        tag = events[end][0]
-        if current and (tag not in inline_tags or tag == "br"):
-            _flush(current, lines)
+                continue
+            if current and (tag not in inline_tags or tag == "br"):
+                _flush(current, lines)
+            tail = el.tail
+            if tail and el is not container:
+                current.append(tail)
         if current:
             _flush(current, lines)
     return "\n".join(lines)

@@ -40,17 +40,7 @@ _BLOCK = 5  # where this element's text pieces go: its own _OWN, or its block's
 _GUARDED = 6  # inside an element kept despite looking like boilerplate
 _ELEMENT = 7  # the element measured
 _TAG = 8  # its tag
-_TEXT = 9  # its text as the tree holds it (the read-out's, not stripped)
-_START = 10  # where its start is in the walk's events
-_END = 11  # where its end is in the walk's events
-_Frame = list[Any]  # [chars, link, score, mass, own, block's own, guarded, element, tag,
-#                      text, start, end]
-# _EVENTS: the walk's record of the body in document order, for the read-out, which so
-# never goes through the tree again: a kept element's start is its frame (a list); the
-# end of any element the walk reached (kept, dropped, or not an element) is a tuple
-# (tag, tail as the tree holds it). A dropped element has an end and no start; the
-# elements inside it have neither.
-_Event = _Frame | tuple[Any, str | None]
+_Frame = list[Any]  # [chars, link, score, mass, own, block's own, guarded, element, tag]
 
 
 class _Walk:
@@ -59,7 +49,6 @@ class _Walk:
     def __init__(self, body: etree._Element) -> None:
         self.body = body
         self.stats: dict[etree._Element, _Frame] = {}
-        self.events: list[_Event] = []  # see _EVENTS
         self.candidates: list[etree._Element] = []
         self.dropped: list[etree._Element] = []
         # Kept elements that may mark the page's article (see _marked_article).
@@ -107,7 +96,7 @@ class _Walk:
 
         This loop runs for every element of every page, so it is written for speed:
         frames are lists indexed by literal numbers (the meanings are _CHARS to
-        _END), elements without class, id or hiding attributes are never judged, and
+        _TAG), elements without class, id or hiding attributes are never judged, and
         no frame refers to itself, so frames are freed without the cycle collector.
 
         The elements come from lxml's plain iterator, in document order, which costs a
@@ -115,14 +104,10 @@ class _Walk:
         next element's parent is no longer it, and a dropped element's subtree is passed
         over up to the element that follows it. The ends are taken in the order
         ``iterwalk`` would give them, so every sum is made in the same order.
-
-        The walk also records, in ``events``, what the read-out needs (see _EVENTS).
         """
         body = self.body
         stats = self.stats
         candidates = self.candidates
-        events = self.events
-        record = events.append
         is_boilerplate = self.is_boilerplate
         named_boilerplate = self.named_boilerplate
         names_role = _names_role
@@ -137,8 +122,7 @@ class _Walk:
         own: list[str] = []
         block: list[str]
         raw = body.text
-        root: _Frame = [0, 0, 0.0, 0.0, own, own, False, body, body.tag, raw, 0, 0]
-        record(root)
+        root: _Frame = [0, 0, 0.0, 0.0, own, own, False, body, body.tag]
         stack: list[_Frame] = [root]
         top = root
         text = (raw or "").strip()
@@ -173,9 +157,7 @@ class _Walk:
                 top[0] += chars
                 top[1] += chars if frame[8] == "a" else frame[1]
                 top[3] += frame[3]
-                frame[11] = len(events)
                 raw = ended.tail
-                record((frame[8], raw))
                 if raw:
                     tail = raw.strip()
                     if tail:
@@ -202,7 +184,6 @@ class _Walk:
             if verdict:
                 # Its subtree is passed over; it ends at once, and its tail counts.
                 raw = el.tail
-                record((tag, raw))
                 if raw:
                     tail = raw.strip()
                     if tail:
@@ -219,21 +200,18 @@ class _Walk:
                     chars = len(text)
             if tag in inline_tags:
                 block = top[5]
-                frame = [chars, 0, 0.0, 0.0, None, block, guarded, el, tag, raw, len(events), 0]
+                frame = [chars, 0, 0.0, 0.0, None, block, guarded, el, tag]
             else:
                 block = []
-                frame = [chars, 0, 0.0, 0.0, block, block, guarded, el, tag, raw, len(events), 0]
+                frame = [chars, 0, 0.0, 0.0, block, block, guarded, el, tag]
             if chars:
                 block.append(text)
-            record(frame)
             stack.append(frame)
             top = frame
             stats[el] = frame
             if tag in mark_tags or (attributes and not mark_attributes.isdisjoint(attributes)):
                 marks.append(el)
-        # The body's end (its tail is not part of it).
-        root[11] = len(events)
-        record((root[8], None))
+        # The body's end: its tail is not part of it.
         stats[body] = root
         if root[2]:
             candidates.append(body)
