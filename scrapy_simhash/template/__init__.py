@@ -10,18 +10,19 @@ The memory of a host is two fixed arrays of :data:`SLOTS` 16-bit counters, one p
 hash bucket, each with its page count: one counts the pages kept (never a copy, which would
 count its article as often as it has URLs), the other every page fetched, counted before it
 is judged. A part is halved when its page count reaches :data:`HALVE_AT`, so the shares
-read from it mean the same on a host of 10 pages or 10 million, and a host costs the same
-8 KiB (:data:`HOST_BYTES`) at any size. Every process of a crawl adds to it atomically
-(Redis ``BITFIELD``, halved by a script). Two facts are read from it:
+read from it mean the same on a host of 10 pages or 10 million, and a host costs at most
+8 KiB (:data:`HOST_BYTES`) at any size (a host of one page far less in Redis, see
+:mod:`scrapy_simhash.template.store`). Every process of a crawl adds to it atomically. Two
+facts are read from it:
 
 - **template** lines: on at least :data:`MIN_PAGES` kept pages and on :data:`SHARE` of
   them. A main text that is template is not the article: the page's other lines, without
   the template, are read instead (:func:`apply_template`).
 - **seen** lines. Before a host's template is known, two of its pages can still read alike
   through it; a same-host match is confirmed only when the page brings no text of its own,
-  outside its main text, that the host never showed (:func:`second_look`). That makes the
-  verdict independent of the order in which a host's pages arrive, in one process or
-  several. A line "never shown" is a counter at one (the page itself): counters are
+  outside its main text, that the host never showed (:func:`second_look`). That asks
+  nothing of the order in which a host's pages arrive, in one process or several, as far
+  as the counters tell lines apart: a line "never shown" is a counter at one (the page itself): counters are
   shared by the lines that hash to them, so on a host of more than a few hundred distinct
   lines a page's own line is often counted with another's, and the second look finds less
   of a page's own text there (``benchmarks/template_orders.py`` measures how much).
