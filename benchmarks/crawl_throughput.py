@@ -172,7 +172,7 @@ def main() -> int:
     )
     parser.add_argument(
         "--modes", default="off,rjieba,jieba,rjieba-inline",
-        help="comma-separated crawls: off, default, memory, templates, notemplates, rjieba, jieba, rjieba-inline, "
+        help="comma-separated crawls: off, default, memory, templates, notemplates, nolease, rjieba, jieba, rjieba-inline, "
         "jieba-inline, rjieba-nocache, jieba-nocache, rjieba-w2, jieba-w2",
     )
     args = parser.parse_args()
@@ -219,6 +219,8 @@ def main() -> int:
         # The add-on at its defaults with the hosts' template memory on, and off.
         "templates": {},
         "notemplates": {"SIMHASH_TEMPLATES_ENABLED": False},
+        # The add-on without holding kept pages in flight until delivered.
+        "nolease": {"SIMHASH_FILING_LEASE_SECS": 0},
         "rjieba": {"SIMHASH_TOKENIZER": "rjieba"},
         "jieba": {"SIMHASH_TOKENIZER": "jieba"},
         "rjieba-inline": {"SIMHASH_TOKENIZER": "rjieba", "SIMHASH_WORKERS": 0},
