@@ -162,12 +162,15 @@ class _Adoption:
         return self.state if current is None else current
 
 
-class RecrawlStore:
-    """Blocking recrawl store (command line, simulator, scripts)."""
+class _StoreFace:
+    """What the blocking and asyncio stores share: their scheduling rules and the names
+    they answer to (one definition, so the two faces cannot drift)."""
+
+    _backend: Any
 
     def __init__(
         self,
-        backend: Backend,
+        backend: Any,
         *,
         url: str | None,
         namespace: str,
@@ -189,6 +192,12 @@ class RecrawlStore:
     @property
     def namespace(self) -> str:
         return self._rules.namespace
+
+
+class RecrawlStore(_StoreFace):
+    """Blocking recrawl store (command line, simulator, scripts)."""
+
+    _backend: Backend
 
     def _call(self, func: Callable[..., T], *args: Any) -> T:
         try:
@@ -289,33 +298,10 @@ class RecrawlStore:
         self.close()
 
 
-class AsyncRecrawlStore:
+class AsyncRecrawlStore(_StoreFace):
     """The same store for asyncio code (the Scrapy middleware and spider mixin)."""
 
-    def __init__(
-        self,
-        backend: AsyncBackend,
-        *,
-        url: str | None,
-        namespace: str,
-        config: RecrawlConfig,
-        clock: Clock = time.time,
-    ) -> None:
-        self._backend = backend
-        self._rules = _Scheduler(url, namespace, config, clock)
-
-    @property
-    def config(self) -> RecrawlConfig:
-        return self._rules.config
-
-    @property
-    def url(self) -> str | None:
-        """The store URL (None: the embedded SQLite default)."""
-        return self._rules.url
-
-    @property
-    def namespace(self) -> str:
-        return self._rules.namespace
+    _backend: AsyncBackend
 
     async def _call(self, func: Callable[..., Awaitable[T]], *args: Any) -> T:
         try:
