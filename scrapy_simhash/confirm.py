@@ -66,6 +66,12 @@ SHORT_PAGE_DISTANCE = 10
 #: What a page filed without a signature carries (scripts and tests of the index alone):
 #: marked exact, so it confirms only another filed without one, i.e. by distance alone.
 NO_SIGNATURE = (1 << SIGNATURE_BITS) - 1
+#: Bits an index stores after each page's signature: the sketch of the page's lines outside
+#: its main text (:func:`scrapy_simhash.template.rest_sketch`), which the second look of a
+#: same-host match reads; it takes no part in the second test.
+SKETCH_BITS = 64
+#: Bits an index stores per page for both: the sketch above the signature.
+STORED_BITS = SIGNATURE_BITS + SKETCH_BITS
 _EXACT = 1
 _TOKEN = re.compile(f"[{_CJK}]|[^\\W_{_CJK}]+")
 #: Bits a near signature compares: bit 0 is the exact-digest mark, always clear in one.
@@ -89,7 +95,10 @@ def confirms(a: int, b: int, limit: int = CONFIRM_DISTANCE, distance: int = 0) -
     """Whether signature ``b`` confirms a candidate signed ``a`` whose fingerprint is
     ``distance`` bits away: both near signatures within ``limit`` bits; or both short
     pages', at the same digest, within :data:`SHORT_PAGE_DISTANCE`; or both filed without
-    a signature (the fingerprint alone decides)."""
+    a signature (the fingerprint alone decides). A stored sketch (the upper bits) is not
+    read."""
+    a &= NO_SIGNATURE
+    b &= NO_SIGNATURE
     if a == NO_SIGNATURE or b == NO_SIGNATURE:
         return a == b
     if (a | b) & _EXACT:
@@ -100,6 +109,8 @@ def confirms(a: int, b: int, limit: int = CONFIRM_DISTANCE, distance: int = 0) -
 def score(a: int, b: int) -> int | None:
     """Differing bits of two signatures of one kind (near, or short pages'); None across
     kinds or without a signature."""
+    a &= NO_SIGNATURE
+    b &= NO_SIGNATURE
     if a == NO_SIGNATURE or b == NO_SIGNATURE or (a ^ b) & _EXACT:
         return None
     return (a ^ b).bit_count()
@@ -161,6 +172,9 @@ class Evidence:
     title: str = ""
     exact: bool = False
     page: str = ""
+    #: The sketch of the page's lines outside its main text, stored beside the signature
+    #: (0: none).
+    sketch: int = 0
 
 
 class Signer:
@@ -178,9 +192,10 @@ class Signer:
             found = tokens(normalize(evidence.page or f"{text}\n{title}"))
         else:
             found = tokens(text)
+        sketch = evidence.sketch << SIGNATURE_BITS
         if not found:
-            return xxhash.xxh3_128_intdigest(_exact_text(text, title), self.key) | _EXACT
-        return self._minhash(found) | (_EXACT if evidence.exact else 0)
+            return xxhash.xxh3_128_intdigest(_exact_text(text, title), self.key) | _EXACT | sketch
+        return self._minhash(found) | (_EXACT if evidence.exact else 0) | sketch
 
     def _minhash(self, found: list[str]) -> int:
         """One-permutation 1-bit MinHash of the 3-shingles of ``found``, bit 0 clear.
@@ -253,6 +268,11 @@ class Signing:
             self._signature = Signer(key).sign(self.evidence)
             self._key = key
         return self._signature
+
+
+def sketch_of(stored: int) -> int:
+    """The sketch an index keeps above a page's signature (0: none)."""
+    return stored >> SIGNATURE_BITS
 
 
 def stored_signature(signature: int | None) -> int:

@@ -31,6 +31,7 @@ from scrapy_simhash.features import (
     normalize,
 )
 from scrapy_simhash.simhash import from_hex, hamming, simhash, similarity, to_hex
+from scrapy_simhash.sketch import make_sketch
 
 # from_hex, hamming, similarity and to_hex were documented here before they moved to
 # scrapy_simhash.simhash.
@@ -207,8 +208,9 @@ class PageFingerprint:
 
     @property
     def evidence(self) -> Evidence:
-        """What the second test reads of this page."""
-        return Evidence(self.own, self.title, self.exact, self.visible)
+        """What the second test reads of this page, and the sketch of its other lines."""
+        sketch = make_sketch(self.page_text, self.text) if self.page_text else 0
+        return Evidence(self.own, self.title, self.exact, self.visible, sketch)
 
 
 class Fingerprinter:

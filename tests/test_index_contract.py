@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from scrapy_simhash.confirm import NO_SIGNATURE
+from scrapy_simhash.confirm import NO_SIGNATURE, SIGNATURE_BITS, sketch_of
 from scrapy_simhash.exceptions import ConfigurationError, IndexMismatchError
 from scrapy_simhash.index import Match, Observation, open_index
 from scrapy_simhash.index.inflight import BUSY, FREE, MINE, TAKEN, Hold
@@ -682,3 +682,23 @@ def test_an_owner_that_cannot_be_stored_is_refused(make: Callable[..., Any], own
         index.hold("page", owner, 1.0)
     with pytest.raises(ConfigurationError):
         index.hold("page", "a:1", 0.0)
+
+
+def test_a_page_s_sketch_is_kept_above_its_signature_and_never_judged(
+    make: Callable[..., Any],
+) -> None:
+    """The sketch of a page's other lines (confirm.SKETCH_BITS above the signature) comes
+    back with the page's match, seen again or renamed, and takes no part in the test."""
+    index = make(max_distance=8, exact_distance=3, confirm_distance=20)
+    fp = 0x0123_4567_89AB_CDEF
+    sketch = 0xFEDC_BA98_7654_3211 << SIGNATURE_BITS
+    assert index.observe("kept", fp, NEAR | sketch).stored
+    other_sketch = 0x1111_2222_3333_4445 << SIGNATURE_BITS
+    observed = index.observe("copy", flip(fp, 1), _signature(3) | other_sketch)
+    assert observed.match == Match("kept", fp, 1, NEAR | sketch)
+    assert sketch_of(observed.match.signature) == sketch >> SIGNATURE_BITS
+    # Signatures 21 bits apart stay apart whatever the sketches.
+    assert index.observe("far", flip(fp, 2), _signature(*range(1, 22)) | sketch).stored
+    assert index.rename("kept", "renamed")
+    assert index.entry("renamed") == (fp, NEAR | sketch)
+    assert [m.signature for m in index.query(fp) if m.key == "renamed"] == [NEAR | sketch]

@@ -111,3 +111,92 @@ def test_three_processes_sharing_redis_keep_every_article(redis_url: str) -> Non
                 dropped.append(urls()[n])
     reset_namespace(redis_url, "three-orders")
     assert dropped == []
+
+
+def listing(seed: int, lines: int = 200) -> bytes:
+    """A section page of the host: an introduction and ``lines`` teasers of its own."""
+    rng = random.Random(seed)
+    words = ["tram", "quay", "ferry", "canal", "market", "choir", "orchard", "rowing", "dock"]
+
+    def sentence(n: int) -> str:
+        return f"{' '.join(rng.choice(words) for _ in range(9))} number {seed}-{n}."
+
+    intro = "".join(f"<p>{sentence(n)}</p>" for n in range(6))
+    teasers = "".join(f"<p>{sentence(n)}</p>" for n in range(6, lines))
+    return (
+        f"<html><head><title>Section {seed}</title></head><body><article><h1>Section {seed}"
+        f"</h1>{intro}</article><aside>{teasers}</aside></body></html>"
+    ).encode()
+
+
+#: Section pages enough to fill the host's counters: every bucket counted on two pages or
+#: more, so "a line the host never showed" can no longer be told from the counters.
+SECTIONS = [FINGERPRINTER.fingerprint_page(listing(4000 + n)) for n in range(40)]
+
+
+def _filled_memory() -> LocalMemory:
+    memory = LocalMemory(FINGERPRINTER)
+    for page in SECTIONS:
+        memory.see("news.example", page)
+    return memory
+
+
+def test_the_section_pages_fill_the_counters() -> None:
+    """The premise of the tests below: after the sections, nearly every bucket is counted
+    on two pages or more, and the counters alone let article 1 be dropped."""
+    memory = _filled_memory()
+    seen = memory.hosts["news.example"].seen
+    assert sum(count >= 2 for count in seen) > 0.9 * len(seen)
+    memory.see("news.example", ARTICLES[0])
+    memory.see("news.example", ARTICLES[1])
+    look = memory.second_look("news.example", ARTICLES[1])
+    assert look is None or not look.distinct
+
+
+def test_the_matched_page_s_sketch_tells_a_distinct_article_on_a_full_host() -> None:
+    memory = _filled_memory()
+    memory.see("news.example", ARTICLES[0])
+    memory.see("news.example", ARTICLES[1])
+    look = memory.second_look("news.example", ARTICLES[1], ARTICLES[0].evidence.sketch)
+    assert look is not None
+    assert look.distinct
+    # A copy of article 0 (its timestamp changed) brings nothing article 0 lacks.
+    copy = FINGERPRINTER.fingerprint_page(article(0, stamp="08:05"))
+    memory.see("news.example", copy)
+    again = memory.second_look("news.example", copy, ARTICLES[0].evidence.sketch)
+    assert again is None or not again.distinct
+
+
+@settings(max_examples=25, deadline=None)
+@given(first=st.integers(0, len(SECTIONS)), order=st.permutations(range(20)))
+def test_no_article_is_dropped_after_any_number_of_section_pages(
+    first: int, order: list[int]
+) -> None:
+    pages = [(f"section{n}", SECTIONS[n]) for n in range(first)]
+    pages += [(f"article{n}", ARTICLES[n]) for n in order]
+    # A print copy of an article that is not the first: the first is filed under the bio.
+    copied = order[1]
+    pages.append(("print", FINGERPRINTER.fingerprint_page(article(copied, stamp="08:05"))))
+    assert _judge(pages) == {"print"}
+
+
+@pytest.mark.redis
+def test_three_processes_on_a_full_host_keep_every_article(redis_url: str) -> None:
+    """The same through Redis: each page's sketch is stored with its entry and read back by
+    whichever process meets the page's copy or its neighbour."""
+    settings = {"SIMHASH_INDEX_URL": redis_url, "SIMHASH_NAMESPACE": "full-host"}
+    order = list(range(20))
+    random.Random(11).shuffle(order)
+    dropped: list[str] = []
+    with harness(**settings) as a, harness(**settings) as b, harness(**settings) as c:
+        processes = [a, b, c]
+        for n in range(len(SECTIONS)):
+            processes[n % 3].fetch(f"http://news.example:8080/section/{n}", listing(4000 + n))
+        for turn, n in enumerate(order):
+            _, meta = processes[turn % 3].fetch(urls()[n], article(n))
+            if meta["duplicate_of"]:
+                dropped.append(urls()[n])
+        _, printed = a.fetch(urls()[order[1]] + "?print=1", article(order[1], stamp="08:05"))
+    reset_namespace(redis_url, "full-host")
+    assert dropped == []
+    assert printed["duplicate_of"] == urls()[order[1]]

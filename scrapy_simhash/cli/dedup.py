@@ -30,7 +30,7 @@ from scrapy_simhash.cli._documents import (
     max_distance,
 )
 from scrapy_simhash.cli._progress import track
-from scrapy_simhash.confirm import Evidence, Signer
+from scrapy_simhash.confirm import Evidence, Signer, sketch_of
 from scrapy_simhash.fingerprint import Fingerprinter, to_hex
 from scrapy_simhash.index.base import Match, judge
 from scrapy_simhash.settings import confirm_distance, index_options
@@ -146,7 +146,7 @@ class Grouping:
         evidence = page.evidence
         match = self._match(fingerprint, evidence, key)
         if match is not None and templates is not None and self.host_of[match.key] == doc.host:
-            look = templates.second_look(doc.host, page)
+            look = templates.second_look(doc.host, page, sketch_of(match.signature))
             if look is not None and look.distinct:
                 fingerprint, evidence = look.fingerprint, look.evidence
                 match = self._match(fingerprint, evidence, key)

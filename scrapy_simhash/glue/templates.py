@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from scrapy_simhash._runners import StoreThread
+from scrapy_simhash.confirm import sketch_of
 from scrapy_simhash.storage import open_template_store, storage_for
 from scrapy_simhash.template import (
     EMPTY,
@@ -156,7 +157,7 @@ class TemplateMemory:
         if host_of(match.key) != host:
             return None
         memory = await self._memory(host, fresh=True)
-        look = second_look(self.fingerprinter, page, memory)
+        look = second_look(self.fingerprinter, page, memory, sketch_of(match.signature))
         if look is not None and look.distinct:
             self._count("template/kept_distinct")
         return look

@@ -15,7 +15,14 @@ from dataclasses import asdict, dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from scrapy_simhash.confirm import CONFIRM_DISTANCE, NO_SIGNATURE, SIGNATURE_BITS, confirms, new_key
+from scrapy_simhash.confirm import (
+    CONFIRM_DISTANCE,
+    NO_SIGNATURE,
+    SIGNATURE_BITS,
+    STORED_BITS,
+    confirms,
+    new_key,
+)
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError, IndexMismatchError
 from scrapy_simhash.index.drops import DROP_MAX_ENTRIES, DROP_TTL_SECS, DropRecord
 from scrapy_simhash.index.inflight import FREE, Hold
@@ -25,8 +32,9 @@ if TYPE_CHECKING:
     from typing import Self
 
 #: Bumped when the stored representation changes incompatibly (2: every entry carries the
-#: page's signature for the second test, and the record the namespace's key).
-FORMAT_VERSION = 2
+#: page's signature for the second test, and the record the namespace's key; 3: the sketch
+#: of the page's other lines is stored above its signature).
+FORMAT_VERSION = 3
 
 
 class Match(NamedTuple):
@@ -273,8 +281,8 @@ def check_signature(signature: int) -> int:
     """Reject what is not a signature (:mod:`scrapy_simhash.confirm`)."""
     if isinstance(signature, bool) or not isinstance(signature, int):
         raise ConfigurationError(f"a signature must be an int, got {type(signature).__name__}")
-    if not 0 <= signature <= NO_SIGNATURE:
-        raise ConfigurationError(f"signature {signature:#x} does not fit in {SIGNATURE_BITS} bits")
+    if not 0 <= signature < 1 << STORED_BITS:
+        raise ConfigurationError(f"signature {signature:#x} does not fit in {STORED_BITS} bits")
     return signature
 
 

@@ -22,7 +22,7 @@ from scrapy_simhash._redact import mask_url
 from scrapy_simhash._sqlite import SharedConnection
 from scrapy_simhash._sqlite_origins import SCHEMA as ORIGINS_SCHEMA
 from scrapy_simhash._sqlite_origins import UrlOrigins
-from scrapy_simhash.confirm import NO_SIGNATURE, SIGNATURE_BITS
+from scrapy_simhash.confirm import NO_SIGNATURE, STORED_BITS
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
 from scrapy_simhash.index.base import (
     IndexConfig,
@@ -52,7 +52,8 @@ DEFAULT_URL = "sqlite:///.scrapy/simhash/index.sqlite3"
 # The records of one band value are one row, its entries' ids packed in a blob (6 bytes
 # each): a row per record cost ~20 bytes, ~13 of them SQLite's own (key columns, cell).
 # An entry's key is its origin's id and the rest (``_sqlite_origins``).
-# An entry's ``fp`` holds its fingerprint and then its signature (16 bytes, the second test's).
+# An entry's ``fp`` holds its fingerprint and then its signature (24 bytes: the sketch of its
+# other lines, then the second test's signature).
 # A drop record holds the kept URL after the characters it shares with the dropped one
 # (``shared``): a copy's URL is mostly its page's (a tracking parameter, an AMP or print
 # path on the same host), so a record keeps ~15 bytes of it instead of ~60.
@@ -85,7 +86,7 @@ _IDS_PER_READ = 500
 #: Row ids a key may be probed over when its hash collides with another key's.
 _PROBES = 16
 _MASK64 = (1 << 64) - 1
-_SIGNATURE_BYTES = SIGNATURE_BITS // 8
+_SIGNATURE_BYTES = STORED_BITS // 8
 #: Drop records between two trims of the record table at most.
 TRIM_EVERY = 1024
 #: Rows read per query when listing keys or drop records.

@@ -7,7 +7,8 @@
 --                                by its entry bucket, u16), sorted by the table's band
 --                                (fingerprint AND mask)
 --   PREFIX.."e"..bucket          string: entry records (key id 8 bytes .. fingerprint ..
---                                last seen u32 .. signature 16 bytes), fixed size
+--                                last seen u32 .. signature 24 bytes: the sketch of the
+--                                page's other lines, then the second test's), fixed size
 --   PREFIX.."u"..bucket          list: the key texts of that bucket's entries, in the same
 --                                order (a list appends in place and finds an item by
 --                                index in C, where a string would be copied through Lua)
@@ -38,7 +39,7 @@
 -- ARGV: 1 mode (observe|claim|rename|query|remove|expire), 2 prefix, 3 band masks, 4 group masks,
 --       5 entry bucket bits, 6 max distance, 7 confirm distance, 8 short pages' confirm
 --       distance, 9 now, 10 ttl (0 = none), 11 fingerprint (zeros when unused), 12 signature
---       (16 bytes), 13 key id, 14 key text; rename adds 15 new key id, 16 its text; last:
+--       (24 bytes), 13 key id, 14 key text; rename adds 15 new key id, 16 its text; last:
 --       digest of the configuration record
 
 -- A server restarted without persistence loses the configuration record while clients
@@ -68,7 +69,7 @@ local FPB = #fp
 local W = FPB / 4
 -- Band records: table 1's also name the entry bucket (u16); the others find it there.
 local REC1 = FPB + 2
-local ER = FPB + 28 -- entry record
+local ER = FPB + 36 -- entry record
 local SEEN = 8 + FPB -- offsets in an entry record
 local SIG = 12 + FPB
 local T = #masks_s / FPB
@@ -187,13 +188,17 @@ end
 -- (confirm.py's confirms): without a signature (all ones) only another without one; a
 -- short page's (lowest bit set) only another short page's at the same fingerprint, within
 -- slimit differing bits; a near signature another within climit bits.
+-- The signature proper is the last 16 of a stored signature's 24 bytes (the sketch before
+-- it is not compared).
 local NONE = string.rep('\255', 16)
-local function confirms(other, d)
-  if sig == NONE or other == NONE then
-    return other == sig
+local test = sub(sig, 9)
+local function confirms(stored, d)
+  local other = sub(stored, 9)
+  if test == NONE or other == NONE then
+    return other == test
   end
   local most = climit
-  local short = band(string.byte(sig, 16), 1) + band(string.byte(other, 16), 1)
+  local short = band(string.byte(test, 16), 1) + band(string.byte(other, 16), 1)
   if short > 0 then
     if short == 1 or d ~= 0 then
       return false
@@ -202,7 +207,7 @@ local function confirms(other, d)
   end
   local c = 0
   for i = 1, 13, 4 do
-    local x = bit.bxor((unpack('>i4', sig, i)), (unpack('>i4', other, i)))
+    local x = bit.bxor((unpack('>i4', test, i)), (unpack('>i4', other, i)))
     while x ~= 0 do
       c = c + 1
       if c > most then

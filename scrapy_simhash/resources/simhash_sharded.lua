@@ -12,7 +12,7 @@
 --                             seen u32), sorted by the table's band; each record lives only
 --                             in the shard its (table, band value) is placed in
 --   PREFIX.."e"..bucket       string: entry records (key id .. fingerprint .. last seen ..
---                             signature 16 bytes) of the keys whose home is this shard
+--                             signature 24 bytes) of the keys whose home is this shard
 --   PREFIX.."u"..bucket       list: their key texts, in the same order
 -- A band record names its key by id and carries its last-seen time, so a shard answers for
 -- its bands alone: the key text and signature are read from the key's home only when a
@@ -75,7 +75,7 @@ local function parse(conf)
   local fpb = c.fpb
   c.w = fpb / 4
   c.rec = fpb + 12
-  c.er = fpb + 28
+  c.er = fpb + 36
   c.wfmt = '>' .. string.rep('i4', c.w)
   c.groups, c.keyed, c.masks, c.tprefix = {}, {}, {}, {}
   for t = 1, #f[3] / fpb do

@@ -45,6 +45,7 @@ import xxhash
 
 from scrapy_simhash.confirm import Evidence
 from scrapy_simhash.features import normalize
+from scrapy_simhash.sketch import lines_not_in, lines_outside
 from scrapy_simhash.text.readout import _drop_credits
 
 if TYPE_CHECKING:
@@ -267,7 +268,7 @@ class SecondLook:
 
 
 def second_look(
-    fingerprinter: Fingerprinter, page: PageFingerprint, memory: HostMemory
+    fingerprinter: Fingerprinter, page: PageFingerprint, memory: HostMemory, sketch: int = 0
 ) -> SecondLook | None:
     """Whether a page that matched another page of its own host really copies it.
 
@@ -283,26 +284,61 @@ def second_look(
     then: a page with enough of them that no other page showed is distinct, whatever came
     before it on its host. This asks nothing of the pages kept, so no order (other pages
     first, copies first, a template read by every page) makes the host's distinct pages
-    copies. None: the match stands.
+    copies, as far as the counters tell lines apart. ``sketch``, the matched page's
+    (:mod:`scrapy_simhash.sketch`), tells it at any size of host: a page with enough text
+    outside its main text that the matched page certainly lacks is distinct. None: the
+    match stands.
     """
     template = memory.template()
-    counted = set(page_slots(page.page_text))  # a line beyond MAX_LINES was never counted
-    main = {line_slot(line) for line in page.text.split("\n") if line.strip()}
-    lines = [
-        (line, slot) for line in page.page_text.split("\n")
-        if line.strip() and (slot := line_slot(line)) in counted
-        and slot not in template and slot not in main
-    ]
-    if not lines:
-        return None
+    found = _novel(fingerprinter, page, memory, template)
+    if found is not None:
+        return found
+    if sketch:
+        rest = [
+            line for line in lines_outside(page.page_text, page.text)
+            if line_slot(line) not in template
+        ]
+        lacking = _fingerprint_lines(fingerprinter, page, lines_not_in(sketch, rest))
+        if lacking is not None:
+            return SecondLook(True, lacking[0], lacking[1])
+    return _rare(fingerprinter, page, memory, template)
+
+
+def _novel(
+    fingerprinter: Fingerprinter, page: PageFingerprint, memory: HostMemory,
+    template: frozenset[int],
+) -> SecondLook | None:
+    """Distinct by the host's counters: enough text outside the main text that no other
+    page of the host showed."""
+    lines = _counted_outside(page, template)
     seen = memory.seen
     novel = _fingerprint_lines(fingerprinter, page, (ln for ln, s in lines if seen[s] <= 1))
-    if novel is not None:
-        return SecondLook(True, novel[0], novel[1])
+    return None if novel is None else SecondLook(True, novel[0], novel[1])
+
+
+def _rare(
+    fingerprinter: Fingerprinter, page: PageFingerprint, memory: HostMemory,
+    template: frozenset[int],
+) -> SecondLook | None:
+    """A copy of whichever page the lines of the page shown on at most one other match."""
+    seen = memory.seen
+    lines = _counted_outside(page, template)
     rare = _fingerprint_lines(fingerprinter, page, (ln for ln, s in lines if seen[s] <= 2))
     if rare is not None and rare[0] != page.fingerprint:
         return SecondLook(False, rare[0], rare[1])
     return None
+
+
+def _counted_outside(page: PageFingerprint, template: frozenset[int]) -> list[tuple[str, int]]:
+    """The page's lines outside its main text and the template, with their buckets (a
+    line beyond :data:`MAX_LINES` was never counted)."""
+    counted = set(page_slots(page.page_text))
+    main = {line_slot(line) for line in page.text.split("\n") if line.strip()}
+    return [
+        (line, slot) for line in page.page_text.split("\n")
+        if line.strip() and (slot := line_slot(line)) in counted
+        and slot not in template and slot not in main
+    ]
 
 
 def _fingerprint_lines(
@@ -314,7 +350,10 @@ def _fingerprint_lines(
     if not text or fingerprinter.too_short(text, page.title) is not None:
         return None
     read = fingerprinter.fingerprint_document(text, page.title)
-    return None if read.fingerprint is None else (read.fingerprint, read.evidence)
+    if read.fingerprint is None:
+        return None
+    # Filed under its own text, the page keeps the sketch of the whole page's other lines.
+    return read.fingerprint, replace(read.evidence, sketch=page.evidence.sketch)
 
 
 def learnable(page: PageFingerprint) -> Sequence[int]:
@@ -338,8 +377,8 @@ class LocalMemory:
         """Count a page fetched, before it is judged."""
         self.hosts[host] = self.hosts.get(host, EMPTY).saw(learnable(page))
 
-    def second_look(self, host: str, page: PageFingerprint) -> SecondLook | None:
-        return second_look(self.fingerprinter, page, self.hosts.get(host, EMPTY))
+    def second_look(self, host: str, page: PageFingerprint, sketch: int = 0) -> SecondLook | None:
+        return second_look(self.fingerprinter, page, self.hosts.get(host, EMPTY), sketch)
 
     def learn(self, host: str, page: PageFingerprint) -> None:
         slots = learnable(page)

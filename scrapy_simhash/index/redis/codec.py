@@ -13,7 +13,7 @@ import xxhash
 
 from scrapy_simhash._redact import scrub
 from scrapy_simhash._redis import mask_url
-from scrapy_simhash.confirm import NO_SIGNATURE, SHORT_PAGE_DISTANCE, SIGNATURE_BITS
+from scrapy_simhash.confirm import NO_SIGNATURE, SHORT_PAGE_DISTANCE, STORED_BITS
 from scrapy_simhash.exceptions import IndexBackendError, IndexMismatchError
 from scrapy_simhash.index.base import (
     IndexConfig,
@@ -48,16 +48,17 @@ DEFAULT_KEY_BITS = 12
 #: Entry buckets are named by a 16-bit number.
 MAX_ENTRY_BITS = 16
 #: Version of the Redis key layout, recorded with the index; other versions are refused.
-#: 3: entry records end with the page's signature.
-REDIS_FORMAT = 3
+#: 3: entry records end with the page's signature; 4: and the sketch of its other lines.
+REDIS_FORMAT = 4
 #: Version of the key layout of a sharded namespace's shards (index/sharded.py), recorded
 #: with the namespace and each shard when there is more than one; other versions are
 #: refused. 2: band records name their key and last-seen time, entries and key texts live
 #: only at their key's home shard, locks are fields of each shard's record hash. 3: entry
-#: records end with the page's signature, read at the candidates' homes.
-SHARDED_FORMAT = 3
-#: Bytes of a stored signature.
-SIGNATURE_BYTES = SIGNATURE_BITS // 8
+#: records end with the page's signature, read at the candidates' homes; 4: a sketch of the
+#: page's other lines before the signature.
+SHARDED_FORMAT = 4
+#: Bytes of a stored signature: the sketch, then the second test's signature.
+SIGNATURE_BYTES = STORED_BITS // 8
 #: Key kinds holding index data (band groups, entry records, key texts, drop records and
 #: their order, filings in flight), as opposed to "m".
 _DATA_KINDS = (b"b", b"e", b"u", b"d", b"q", b"f")

@@ -1,0 +1,77 @@
+"""The sketch of a page's lines outside its main text, stored with the page's index entry.
+
+Why: two pages of one host can read the same main text when the extractor took a block
+their template repeats (an author bio, a product box) for the article. Whether the later
+page brings text the earlier one lacks then decides copy or distinct page, and only the
+two pages can say it: a host-wide memory of lines (:mod:`scrapy_simhash.template`) fills
+up as a host grows, until every line looks shown before. So each kept page carries, in 64
+bits beside its signature, the 16-bit hashes of its :data:`SKETCH_LINES` longest distinct
+lines outside its main text and the length of the next longest (the *cutoff*). Every line
+of that page longer than the cutoff is among the hashes; so a later page's line longer
+than the cutoff whose hash is not there is a line the kept page does not have
+(:func:`lines_not_in`), whatever came before on the host. A page's own article, when a
+block was read instead, is its longest text outside the block: the lines that tell.
+
+Pure core: no Scrapy, no storage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import xxhash
+
+from scrapy_simhash.features import normalize
+
+#: Lines a sketch names: three 16-bit hashes and the 16-bit cutoff fill 64 bits.
+SKETCH_LINES = 3
+_HASH_BITS = 16
+_MAX_CUTOFF = (1 << _HASH_BITS) - 2
+
+
+def folded(line: str) -> str:
+    """A line as a sketch compares it: case, width and whitespace folded as features are."""
+    return " ".join(normalize(line).split())
+
+
+def _line_hash(line: str) -> int:
+    """1..65535 (0 marks an empty place in a sketch)."""
+    return 1 + xxhash.xxh3_64_intdigest(line.encode("utf-8")) % ((1 << _HASH_BITS) - 1)
+
+
+def lines_outside(page_text: str, main_text: str) -> list[str]:
+    """The distinct folded lines of a page outside its main text, in page order."""
+    main = {folded(line) for line in main_text.split("\n") if line.strip()}
+    seen: dict[str, None] = {}
+    for line in page_text.split("\n"):
+        if line.strip():
+            fold = folded(line)
+            if fold and fold not in main:
+                seen.setdefault(fold, None)
+    return list(seen)
+
+
+def make_sketch(page_text: str, main_text: str) -> int:
+    """A page's sketch (0 when it has no line outside its main text: nothing to compare)."""
+    rest = lines_outside(page_text, main_text)
+    if not rest:
+        return 0
+    ranked = sorted(((len(line), _line_hash(line)) for line in rest), key=lambda x: (-x[0], x[1]))
+    cutoff = min(ranked[SKETCH_LINES][0], _MAX_CUTOFF) if len(ranked) > SKETCH_LINES else 0
+    value = 0
+    for place in range(SKETCH_LINES):
+        value = value << _HASH_BITS | (ranked[place][1] if place < len(ranked) else 0)
+    return value << _HASH_BITS | (cutoff + 1)
+
+
+def lines_not_in(sketch: int, lines: Iterable[str]) -> list[str]:
+    """Those of ``lines`` (folded) that the page of ``sketch`` certainly lacks: longer than
+    its cutoff and not among its hashes (a 16-bit hash may hide one in 65,535). None is
+    certain without a sketch."""
+    if not sketch:
+        return []
+    cutoff = (sketch & 0xFFFF) - 1
+    if cutoff >= _MAX_CUTOFF:  # a fourth line too long to name: nothing is certain
+        return []
+    names = {(sketch >> (_HASH_BITS * place)) & 0xFFFF for place in range(1, SKETCH_LINES + 1)}
+    return [line for line in lines if len(line) > cutoff and _line_hash(line) not in names]
