@@ -15,8 +15,11 @@ grouping, the same core steps). Printed per number of pages first: articles drop
 a distinct page lost) over all orders, and print copies found.
 
 What limits it: a line "the host never showed" is a 16-bit counter at one, in 2,048 buckets a
-host; another line of the host in the same bucket hides the article's line, so the share lost
-grows with the distinct lines the host has shown (see benchmarks/README.md).
+host, so the counters alone lose more articles as the host shows more distinct lines; the
+sketch of the matched page's other lines (scrapy_simhash/sketch.py) does not depend on the
+host. What is left: an article whose every own line shares a bucket with a template line
+(the template's lines are set aside before the sketch is read), and a print copy of the
+first article when it is read after the bio is learned as template (filed under the bio).
 """
 
 from __future__ import annotations

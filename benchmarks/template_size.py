@@ -19,6 +19,11 @@ shares), with lines of three kinds:
 At each checkpoint: whether every template line's bucket is template, whether any bucket
 holding only lines of under 5% of the pages is (a line sharing a bucket with a template
 line is counted apart: the memory cannot tell them apart by design), and the page counts.
+Then the second look at that size: the 20 articles of ``tests/test_templates.py`` (a shared
+bio read as every one's main text) are each matched with the one before, and a print copy
+of each with its original, on the memory as it stands: how many articles are told distinct
+by the host's counters alone and with the matched page's sketch, and how many copies are
+(wrongly) told distinct.
 """
 
 from __future__ import annotations
@@ -31,7 +36,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scrapy_simhash.template import SLOTS, HostMemory, line_slot
+from scrapy_simhash.fingerprint import Fingerprinter
+from scrapy_simhash.template import SLOTS, HostMemory, learnable, line_slot, second_look
+from tests.test_templates import article as bio_article
 
 CHECKPOINTS = (1_000, 10_000, 100_000, 1_000_000, 10_000_000)
 
@@ -68,11 +75,31 @@ def main() -> None:
     articles = [line_slot(line) for line in article_lines()]
     print(f"{len(articles):,} article lines; {len(template_slots)} template buckets, "
           f"{len(rare_slots)} buckets of recurring lines apart from them, {SLOTS} buckets")
+    fingerprinter = Fingerprinter()
+    articles_read = [fingerprinter.fingerprint_page(bio_article(n)) for n in range(20)]
+    copies = [fingerprinter.fingerprint_page(bio_article(n, stamp="08:05")) for n in range(20)]
+
+    def looks(memory: HostMemory) -> tuple[int, int, int]:
+        """(articles distinct by the counters, with the sketch, copies called distinct)."""
+        counters = sketched = copied = 0
+        for n in range(1, 20):
+            page, matched = articles_read[n], articles_read[n - 1]
+            seen = memory.saw(learnable(matched)).saw(learnable(page))
+            look = second_look(fingerprinter, page, seen)
+            counters += bool(look and look.distinct)
+            look = second_look(fingerprinter, page, seen, matched.evidence.sketch)
+            sketched += bool(look and look.distinct)
+            seen = seen.saw(learnable(copies[n]))
+            look = second_look(fingerprinter, copies[n], seen, page.evidence.sketch)
+            copied += bool(look and look.distinct)
+        return counters, sketched, copied
+
     memory = HostMemory()
     at = 0
     started = time.process_time()
     print(f"{'pages':>12} {'kept count':>10} {'template lines found':>21} "
-          f"{'rare buckets called template':>29} {'article buckets called template':>32}")
+          f"{'rare buckets called template':>29} {'article buckets called template':>32} "
+          f"{'distinct: counters':>18} {'with sketch':>11} {'copies distinct':>15}")
     for page in range(1, args.pages + 1):
         slots = [*template[1.0]]
         if page % 2 == 0:
@@ -92,8 +119,10 @@ def main() -> None:
             found = len(template_slots & called)
             rare = len(rare_slots & called)
             article = len(called - template_slots - rare_slots)
+            counters, sketched, copied = looks(memory)
             print(f"{page:>12,} {memory.pages:>10} {found:>10} of {len(template_slots):<9} "
-                  f"{rare:>29} {article:>32}")
+                  f"{rare:>29} {article:>32} {counters:>12} of 19 {sketched:>5} of 19 "
+                  f"{copied:>9} of 19")
     print(f"{time.process_time() - started:.0f} s CPU")
 
 

@@ -279,17 +279,17 @@ def test_growing_never_loses_entries_stored_under_a_smaller_distance(
 
 
 def test_a_namespace_in_an_older_sharded_layout_is_refused(redis_cluster6_url: str) -> None:
-    """Sharded layout 2 (entries without signatures) is not read by layout 3: opening it
-    names the layouts and the ways out instead of misreading it."""
+    """Sharded layout 3 (entries without the sketch of a page's other lines) is not read by
+    layout 4: opening it names the layouts and the ways out instead of misreading it."""
     import json
 
     with _sharded(redis_cluster6_url, namespace="older") as index:
         root = _inside(index)._root
         record = json.loads(_inside(index)._client.hget(root.meta, "config"))
-        assert record["sharded_format"] == 3
-        record["sharded_format"] = 2  # as layout 2 wrote it
+        assert record["sharded_format"] == 4
+        record["sharded_format"] = 3  # as layout 3 wrote it
         _inside(index)._client.hset(root.meta, "config", json.dumps(record, sort_keys=True))
-    with pytest.raises(IndexMismatchError, match="sharded layout 2, this version reads sharded layout 3"):
+    with pytest.raises(IndexMismatchError, match="sharded layout 3, this version reads sharded layout 4"):
         _sharded(redis_cluster6_url, namespace="older")
     # One shard keeps today's record, without the sharded layout.
     with open_index(redis_cluster6_url, namespace="single") as index:

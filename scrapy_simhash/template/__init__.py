@@ -20,12 +20,12 @@ facts are read from it:
   the template, are read instead (:func:`apply_template`).
 - **seen** lines. Before a host's template is known, two of its pages can still read alike
   through it; a same-host match is confirmed only when the page brings no text of its own,
-  outside its main text, that the host never showed (:func:`second_look`). That asks
-  nothing of the order in which a host's pages arrive, in one process or several, as far
-  as the counters tell lines apart: a line "never shown" is a counter at one (the page itself): counters are
-  shared by the lines that hash to them, so on a host of more than a few hundred distinct
-  lines a page's own line is often counted with another's, and the second look finds less
-  of a page's own text there (``benchmarks/template_orders.py`` measures how much).
+  outside its main text (:func:`second_look`): none that the host never showed (a counter
+  at one, the page itself), and none that the matched page lacks (read from the sketch its
+  index entry keeps, :mod:`scrapy_simhash.sketch`). Counters are shared by the lines that
+  hash to them, so on a host of more than a few hundred distinct lines a page's own line
+  is often counted with another's; the sketch compares the two pages alone, so it holds at
+  any size and in any order (``benchmarks/template_orders.py``, ``template_size.py``).
 
 Pure core: no Scrapy, no storage; the stores live in :mod:`scrapy_simhash.template.store`.
 """
