@@ -209,7 +209,7 @@ class PageFingerprint:
     @property
     def evidence(self) -> Evidence:
         """What the second test reads of this page, and the sketch of its other lines."""
-        sketch = make_sketch(self.page_text, self.text) if self.page_text else 0
+        sketch = make_sketch(self.page_text) if self.page_text else 0
         return Evidence(self.own, self.title, self.exact, self.visible, sketch)
 
 

@@ -1,4 +1,4 @@
-"""The sketch of a page's lines outside its main text, stored with the page's index entry.
+"""The sketch of a page's lines, stored with the page's index entry.
 
 Why: two pages of one host can read the same main text when the extractor took a block
 their template repeats (an author bio, a product box) for the article. Whether the later
@@ -6,11 +6,13 @@ page brings text the earlier one lacks then decides copy or distinct page, and o
 two pages can say it: a host-wide memory of lines (:mod:`scrapy_simhash.template`) fills
 up as a host grows, until every line looks shown before. So each kept page carries, in 64
 bits beside its signature, the 16-bit hashes of its :data:`SKETCH_LINES` longest distinct
-lines outside its main text and the length of the next longest (the *cutoff*). Every line
-of that page longer than the cutoff is among the hashes; so a later page's line longer
-than the cutoff whose hash is not there is a line the kept page does not have
-(:func:`lines_not_in`), whatever came before on the host. A page's own article, when a
-block was read instead, is its longest text outside the block: the lines that tell.
+lines and the length of the next longest (the *cutoff*). Every line of that page longer
+than the cutoff is among the hashes; so a later page's line longer than the cutoff whose
+hash is not there is a line the kept page does not have (:func:`lines_not_in`), whatever
+came before on the host. A page's own article, when a block was read instead, is long
+text outside the block: the lines that tell. All the page's lines are named, its main
+text's too: a copy whose extraction left part of the article outside its main text still
+finds those lines in its original.
 
 Pure core: no Scrapy, no storage.
 """
@@ -51,9 +53,9 @@ def lines_outside(page_text: str, main_text: str) -> list[str]:
     return list(seen)
 
 
-def make_sketch(page_text: str, main_text: str) -> int:
-    """A page's sketch (0 when it has no line outside its main text: nothing to compare)."""
-    rest = lines_outside(page_text, main_text)
+def make_sketch(page_text: str) -> int:
+    """A page's sketch (0 for a page of no line: nothing to compare)."""
+    rest = lines_outside(page_text, "")
     if not rest:
         return 0
     ranked = sorted(((len(line), _line_hash(line)) for line in rest), key=lambda x: (-x[0], x[1]))

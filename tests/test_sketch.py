@@ -1,4 +1,4 @@
-"""The sketch of a page's other lines: what it names it names for certain.
+"""The sketch of a page's lines: what it names it names for certain.
 
 A later page's line is called missing from the kept page only when the kept page certainly
 lacks it (longer than the sketch's cutoff, hash not named), so a copy, whose lines its
@@ -25,7 +25,7 @@ LINE = st.text(alphabet="abcdefgh XYZ", min_size=1, max_size=60).filter(lambda s
 
 @given(rest=st.lists(LINE, min_size=1, max_size=30), main=st.lists(LINE, max_size=5))
 def test_no_line_of_the_kept_page_is_ever_called_missing(rest: list[str], main: list[str]) -> None:
-    sketch = make_sketch("\n".join(rest + main), "\n".join(main))
+    sketch = make_sketch("\n".join(rest + main))
     outside = lines_outside("\n".join(rest + main), "\n".join(main))
     assert lines_not_in(sketch, outside) == []
 
@@ -34,7 +34,7 @@ def test_no_line_of_the_kept_page_is_ever_called_missing(rest: list[str], main: 
 def test_a_line_longer_than_the_kept_page_s_lines_is_called_missing(
     rest: list[str], extra: int
 ) -> None:
-    sketch = make_sketch("\n".join(rest), "")
+    sketch = make_sketch("\n".join(rest))
     longest = max(len(folded(line)) for line in rest)
     own = "q" * (longest + extra)
     # A 16-bit hash may name it by chance (3 in 65,535): that one is not certain.
@@ -44,7 +44,7 @@ def test_a_line_longer_than_the_kept_page_s_lines_is_called_missing(
 
 def test_the_sketch_names_the_longest_lines_and_cuts_off_below_them() -> None:
     rest = ["a short line", "the longest line of all of them", "a medium long line", "tiny"]
-    sketch = make_sketch("\n".join(rest), "")
+    sketch = make_sketch("\n".join(rest))
     # Lines as long as the fourth longest cannot be told: not called missing.
     assert lines_not_in(sketch, ["zzzz"]) == []
     assert lines_not_in(sketch, ["zzzzz"]) == ["zzzzz"]
@@ -52,5 +52,5 @@ def test_the_sketch_names_the_longest_lines_and_cuts_off_below_them() -> None:
 
 
 def test_no_sketch_tells_nothing() -> None:
-    assert make_sketch("only main text", "only main text") == 0
+    assert make_sketch("") == 0
     assert lines_not_in(0, ["anything at all, however long it is"]) == []

@@ -20,7 +20,14 @@ from scrapy_simhash.cli._documents import Document
 from scrapy_simhash.cli.dedup import Grouping
 from scrapy_simhash.fingerprint import Fingerprinter, PageFingerprint
 from scrapy_simhash.reset import reset_namespace
-from scrapy_simhash.template import EMPTY, LocalMemory, learnable, second_look
+from scrapy_simhash.template import (
+    EMPTY,
+    HostMemory,
+    LocalMemory,
+    learnable,
+    page_slots,
+    second_look,
+)
 from tests.scrapy_inprocess import harness, random_story
 from tests.test_templates import article, urls
 
@@ -200,3 +207,58 @@ def test_three_processes_on_a_full_host_keep_every_article(redis_url: str) -> No
     reset_namespace(redis_url, "full-host")
     assert dropped == []
     assert printed["duplicate_of"] == urls()[order[1]]
+
+
+def test_a_few_long_pages_make_no_template_of_their_own_lines() -> None:
+    """Ten section pages of 200 lines of their own load every bucket about once: a bucket
+    is template only above what that load gives (before, about 40 buckets passed the bar
+    of four pages by sharing, and an article whose main text fell in them lost it)."""
+    memory = HostMemory()
+    shared = FINGERPRINTER.fingerprint_page(random_story(77)).page_text
+    for page in SECTIONS[:10]:
+        memory = memory.learned(page_slots(page.page_text + "\n" + shared))
+    template = memory.template()
+    assert set(page_slots(shared)) <= template
+    assert len(template - set(page_slots(shared))) <= 3
+
+
+CHROME = "".join(
+    f"<p>Harbour Gazette {part}: letters to the editor, subscriptions, advertising, careers "
+    f"and the archive of every edition since 1921, open to readers at the Quay Street desk.</p>"
+    for part in ("North", "South")
+)
+
+
+def _desktop(paragraphs: list[str], seed: int) -> bytes:
+    body = "".join(f"<p>{p}</p>" for p in paragraphs)
+    return (
+        f"<html><head><title>Quay {seed}</title></head><body><article><h1>Quay {seed}</h1>"
+        f"{body}</article><div class='desk'>{CHROME}</div></body></html>"
+    ).encode()
+
+
+def test_a_desktop_copy_of_a_print_view_is_no_distinct_page() -> None:
+    """The print view came first, so the desktop page has the host's footer, which the print
+    view lacks; the footer is on every page of the host, so it is not the page's own text."""
+    rng = random.Random(5)
+    words = ["tram", "quay", "bridge", "ferry", "canal", "market", "choir", "dock"]
+    # Paragraphs shorter than the footer's lines, so the print view's sketch can tell.
+    paragraphs = [" ".join(rng.choice(words) for _ in range(14)) + "." for _ in range(5)]
+    printed = FINGERPRINTER.fingerprint_page(
+        ("<html><head><title>Quay 0</title></head><body><article><h1>Quay 0</h1>"
+         + "".join(f"<p>{p}</p>" for p in paragraphs) + "</article></body></html>").encode()
+    )
+    desktop = FINGERPRINTER.fingerprint_page(_desktop(paragraphs, 0))
+    memory = EMPTY
+    for seed in range(1, 40):  # the host's other pages, each with the footer
+        other = [" ".join(rng.choice(words) for _ in range(14)) + "." for _ in range(5)]
+        memory = memory.saw(learnable(FINGERPRINTER.fingerprint_page(_desktop(other, seed))))
+    memory = memory.saw(learnable(printed)).saw(learnable(desktop))
+    assert desktop.text == printed.text
+    look = second_look(FINGERPRINTER, desktop, memory, printed.evidence.sketch)
+    assert look is None or not look.distinct
+    # On a host that never showed the footer, the desktop page is told apart by it.
+    alone = EMPTY.saw(learnable(printed)).saw(learnable(desktop))
+    look = second_look(FINGERPRINTER, desktop, alone, printed.evidence.sketch)
+    assert look is not None
+    assert look.distinct

@@ -183,6 +183,16 @@ class HostMemory:
             pages, seen = pages >> 1, _halved(seen)
         return replace(self, seen_pages=min(pages + 1, COUNTER_MAX), seen=_counted(seen, slots))
 
+    def widely_seen(self) -> float:
+        """A count above which a bucket holds a line shown on many of the host's pages, not
+        a line of one page sharing its bucket with others': a page's own line is counted
+        once plus the bucket's share of the other lines (Poisson, of the mean load), so a
+        bar four deviations above that mean is passed by one in a thousand at most. The
+        second look sets such lines aside (a copy from another template of the host has the
+        host's chrome and teasers that its original, a print view, lacks); it grows with
+        the host, so a page's own text stays its own on a host of any size."""
+        return _above_load(np.frombuffer(self.seen, dtype=np.uint16), own=2.0)
+
     def template(self) -> frozenset[int]:
         """The buckets of the host's template lines (worked out once per memory)."""
         return self._template
@@ -191,11 +201,20 @@ class HostMemory:
     def _template(self) -> frozenset[int]:
         if self.pages < MIN_PAGES:
             return frozenset()
-        least = threshold(self.pages)
         # Read once per page the memory changes by: numpy scans the 2,048 counters in a
         # twentieth of the time a Python loop takes.
         counts = np.frombuffer(self.counts, dtype=np.uint16)
+        # A few pages of hundreds of lines each load every bucket with lines of one page:
+        # a bucket is template only above what that load alone gives (see widely_seen).
+        least = max(threshold(self.pages), _above_load(counts, own=1.0))
         return frozenset(np.flatnonzero(counts >= least).tolist())
+
+
+def _above_load(counts: np.ndarray, *, own: float) -> float:
+    """Four deviations above a bucket's count from its mean load alone (Poisson), plus
+    ``own`` for the line itself."""
+    load = float(counts.sum(dtype=np.int64)) / SLOTS
+    return float(load + 4.0 * load**0.5 + own)
 
 
 #: Bytes a host costs in every store: its four parts of 16-bit counters.
@@ -290,17 +309,23 @@ def second_look(
     match stands.
     """
     template = memory.template()
-    found = _novel(fingerprinter, page, memory, template)
-    if found is not None:
-        return found
+    novel = _novel(fingerprinter, page, memory, template)
+    if novel is not None:
+        return novel
     if sketch:
+        widely = memory.widely_seen()
         rest = [
             line for line in lines_outside(page.page_text, page.text)
-            if line_slot(line) not in template
+            if (slot := line_slot(line)) not in template and memory.seen[slot] <= widely
         ]
-        lacking = _fingerprint_lines(fingerprinter, page, lines_not_in(sketch, rest))
-        if lacking is not None:
-            return SecondLook(True, lacking[0], lacking[1])
+        lacking = "\n".join(lines_not_in(sketch, rest))
+        # Distinct when what the matched page lacks is text enough for a fingerprint; the
+        # page is then filed under all its text outside the main text (what its copies
+        # read alike, and a page whose extraction left its article outside finds it so).
+        if lacking and fingerprinter.too_short(lacking, page.title) is None:
+            found = _fingerprint_lines(fingerprinter, page, rest)
+            if found is not None:
+                return SecondLook(True, found[0], found[1])
     return _rare(fingerprinter, page, memory, template)
 
 
@@ -345,8 +370,10 @@ def _fingerprint_lines(
     fingerprinter: Fingerprinter, page: PageFingerprint, lines: Iterable[str]
 ) -> tuple[int, Evidence] | None:
     """The fingerprint of some of a page's lines and what the second test reads of them;
-    None when they are too few for a fingerprint (an exact digest is no second look)."""
-    text = "\n".join(lines)
+    None when they are too few for a fingerprint (an exact digest is no second look).
+    Credit lines (bylines, dates) are left out, as :func:`apply_template` leaves them out:
+    a copy read once the template is known then finds the page filed here."""
+    text = _drop_credits("\n".join(lines))
     if not text or fingerprinter.too_short(text, page.title) is not None:
         return None
     read = fingerprinter.fingerprint_document(text, page.title)
