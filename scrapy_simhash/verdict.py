@@ -23,8 +23,8 @@ import functools
 import logging
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from dataclasses import dataclass, replace
-from typing import Any, NamedTuple, Protocol
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from scrapy_simhash.canonical import MEMORY_ENTRIES, KeyMemory, host_preferred, preferred
 from scrapy_simhash.confirm import Evidence, Signing, score, stored_signature
@@ -42,6 +42,9 @@ from scrapy_simhash.index.drops import (
 from scrapy_simhash.index.inflight import BUSY
 from scrapy_simhash.recrawl.state import Visit, compare
 from scrapy_simhash.simhash import to_hex
+
+if TYPE_CHECKING:
+    from scrapy_simhash.fingerprint import PageFingerprint
 
 #: Outcomes of :meth:`VerdictStep.page`.
 UNIQUE = "unique"
@@ -75,6 +78,17 @@ class GuardedStore(Protocol):
     """A storage object behind a guard: ``await call(lambda backend: backend.method())``."""
 
     async def call(self, operation: Callable[[Any], Awaitable[Any]]) -> Any: ...
+
+
+class Unguarded:
+    """A storage object called as it is: the command line's in-memory index, which has
+    no outage to ride out (its errors are the command's)."""
+
+    def __init__(self, backend: Any) -> None:
+        self.backend = backend
+
+    async def call(self, operation: Callable[[Any], Awaitable[Any]]) -> Any:
+        return await operation(self.backend)
 
 
 @dataclass(frozen=True)
@@ -114,6 +128,18 @@ class Verdict(Mapping[str, Any]):
     rejected: int = 0
     #: DEFERRED: seconds to wait before asking again.
     retry_after: float | None = None
+    #: Facts the judge (:mod:`scrapy_simhash.judge`) adds, each a stat of the crawl: the
+    #: page was checked by an exact digest (simhash/exact); it was read but had too little
+    #: text for a fingerprint (simhash/no_text); its host's template was set aside
+    #: (simhash/template/applied); a second look found text its host never showed
+    #: (simhash/template/kept_distinct).
+    exact: bool = False
+    no_text: bool = False
+    template_set_aside: bool = False
+    template_distinct: bool = False
+    #: The page as judged, its host's template set aside (not in ``meta``): what a caller
+    #: that lists pages reports of it.
+    page: PageFingerprint | None = field(default=None, compare=False, repr=False)
 
     @property
     def teaches_template(self) -> bool:

@@ -1,11 +1,12 @@
 """Scrapy glue of the hosts' template memory (``SIMHASH_TEMPLATES_ENABLED``, on by default).
 
-The downloader middleware asks it four things per page (:mod:`scrapy_simhash.template`
-decides each): the page's fingerprint with its host's template set aside, to count the
-page as seen, whether a match on its own host stands, and, for a page kept, to count its
-lines as the host's. A process keeps a short-
-lived copy of each host's memory (:data:`REFRESH_SECS`) and reads it again for every
-same-host match, the one answer that must see what other processes learned.
+The judge (:mod:`scrapy_simhash.judge`, whose ``Templates`` protocol this satisfies) asks
+it four things per page (:mod:`scrapy_simhash.template` decides each): the page's
+fingerprint with its host's template set aside, to count the page as seen, whether a
+match on its own host stands, and, for a page kept, to count its lines as the host's. The
+verdict says what was set aside or found distinct, for the stats. A process keeps a
+short-lived copy of each host's memory (:data:`REFRESH_SECS`) and reads it again for
+every same-host match, the one answer that must see what other processes learned.
 
 **One store write per page.** Counting a page as seen is a write that cannot wait: a page
 judged at the same time in another process must find it. Counting a kept page can: it is
@@ -145,10 +146,7 @@ class TemplateMemory:
     async def apply(self, url: str, page: PageFingerprint) -> PageFingerprint:
         """``page`` with its host's template set aside (the same page when none applies)."""
         memory = await self._memory(host_of(url))
-        applied = apply_template(self.fingerprinter, page, memory.template())
-        if applied is not page:
-            self._count("template/applied")
-        return applied
+        return apply_template(self.fingerprinter, page, memory.template())
 
     async def second_look(self, url: str, page: PageFingerprint, match: Match) -> SecondLook | None:
         """Whether a match on the page's own host stands (None) or what the page is."""
@@ -156,10 +154,7 @@ class TemplateMemory:
         if host_of(match.key) != host:
             return None
         memory = await self._memory(host, fresh=True)
-        look = second_look(self.fingerprinter, page, memory)
-        if look is not None and look.distinct:
-            self._count("template/kept_distinct")
-        return look
+        return second_look(self.fingerprinter, page, memory)
 
     async def see(self, url: str, page: PageFingerprint) -> None:
         """Count a fetched page's lines before it is judged: a page judged at the same
