@@ -4,9 +4,11 @@ Why one place: a page's answer takes several stores in a fixed order (the index'
 observe or claim, the change rule, the recrawl schedule, the drop record), and the order
 carries the guarantees: a copy is never scheduled for revisits, a URL that names a canonical
 URL it does not copy is filed under its own, the cluster keeps the name the URL preference
-gives it. The downloader middleware and the item pipeline ask this step and turn its answer
-into Scrapy's actions (drop, mark, skip, stats, signals); they decide nothing themselves.
-It imports no Scrapy, so its branches are tested with real backends and no crawler.
+gives it. The judge (:mod:`scrapy_simhash.judge`) asks this step between the template
+memory's steps; the downloader middleware, the item pipeline and ``dedup`` ask the judge
+and turn its answer into their actions (drop, mark, skip, stats, signals; groups), deciding
+nothing themselves. It imports no Scrapy, so its branches are tested with real backends
+and no crawler.
 
 Storage is reached through guarded callers (``glue.guard.Guarded`` in a crawl): a call
 raises :class:`BackendUnavailable` during an outage and :class:`ConfigurationError` when the
