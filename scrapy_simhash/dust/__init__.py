@@ -57,3 +57,7 @@ class AsyncRuleStore:
 
     async def aclose(self) -> None:
         await self._thread.aclose()
+
+    async def close(self) -> None:
+        """:meth:`aclose`, by the name a guard (``glue.guard.Guarded``) closes what it holds."""
+        await self.aclose()

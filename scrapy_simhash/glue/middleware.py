@@ -42,6 +42,7 @@ from scrapy_simhash.glue.templates import TemplateMemory
 from scrapy_simhash.glue.wiring import (
     IndexErrorPolicy,
     check_crawl_settings,
+    outage_log,
     refusing_start,
     report_close,
     report_lost_namespace,
@@ -163,11 +164,11 @@ class SimhashDownloaderMiddleware:
             return None
         from scrapy_simhash.fingerprint import hamming
 
-        stores = self.stores
+        stores, guard = self.stores, self.config.guard
         return DustGlue(
             self.crawler, self.index, self.keys, url=stores.url, namespace=stores.namespace,
             max_distance=stores.max_distance, bits=self.runner.fingerprinter.bits,
-            hamming=hamming, timeout_secs=self.config.guard.timeout,
+            hamming=hamming, guard=guard, outages=outage_log(self.crawler, stores.url, guard),
         )
 
     def _follow_links(self) -> bool:
@@ -241,9 +242,10 @@ class SimhashDownloaderMiddleware:
         if not self.config.templates:
             return None
         settings = self.crawler.settings
+        url, guard = self.stores.url, self.config.guard
         return TemplateMemory.open(
-            self.stores.url, self.stores.namespace, self.runner.fingerprinter,
-            count=self._inc, timeout_secs=self.config.guard.timeout,
+            url, self.stores.namespace, self.runner.fingerprinter,
+            count=self._inc, guard=guard, outages=outage_log(self.crawler, url, guard),
             ttl_secs=index_ttl_secs(settings), options=backend_options(settings),
         )
 

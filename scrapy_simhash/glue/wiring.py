@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from scrapy_simhash._failures import broken_file, broken_file_message, permanent_reason
 from scrapy_simhash._redact import mask_url, scrub
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
-from scrapy_simhash.glue.guard import BACKEND_ERRORS, Guarded, OutageLog, without_own_name
+from scrapy_simhash.glue.guard import (
+    BACKEND_ERRORS,
+    ON_INDEX_ERROR,
+    Guarded,
+    OutageLog,
+    without_own_name,
+)
 from scrapy_simhash.settings.names import in_setting_names, setting_names
 from scrapy_simhash.verdict import UNAVAILABLE, UNUSABLE, Verdict
 
@@ -126,11 +132,12 @@ def guarded(
     *,
     on_lost: Callable[[], None] | None = None,
     opened: bool = False,
+    meanwhile: str = ON_INDEX_ERROR,
 ) -> Guarded[Any]:
     """A backend behind a ``Guarded`` configured by the SIMHASH_INDEX_* guard settings;
     ``outages`` is shared by the guards of one storage (one line per outage for them all);
     ``on_lost`` hears when the storage lost the namespace (``opened``: it was opened at
-    start-up)."""
+    start-up); ``meanwhile``: what the crawl does without the store."""
     return Guarded(
         what,
         url,
@@ -143,6 +150,7 @@ def guarded(
         on_lost=on_lost,
         opened=opened,
         reopen_lost=config.on_lost != "close",
+        meanwhile=meanwhile,
     )
 
 
