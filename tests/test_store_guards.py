@@ -9,10 +9,16 @@ says so once for them all.
 from __future__ import annotations
 
 import logging
+import sqlite3
 import time
+from pathlib import Path
 
 import pytest
 
+from scrapy_simhash.exceptions import IndexBackendError
+from scrapy_simhash.glue.wiring import storage_options
+from scrapy_simhash.recrawl import RecrawlConfig, open_recrawl_store
+from scrapy_simhash.settings import GuardConfig
 from tests.redis_servers import RedisServer
 from tests.scrapy_inprocess import harness, random_story
 
@@ -59,3 +65,30 @@ def test_a_redis_outage_is_one_outage_for_index_templates_and_url_rules(
         crawl.fetch("http://a.example/3", random_story(3))
         crawl.loop.run_until_complete(dust.refresh(force=True))
         assert len(_lines(caplog, BACK)) == 1
+
+
+def test_every_store_of_a_crawl_opens_sqlite_with_the_index_busy_timeout() -> None:
+    """One connection policy per storage: the index, the schedule, the template memory and
+    the URL rules give up waiting for another process's write lock just before a guarded
+    call's timeout (the crawl's own ``timeout`` option wins); other storages are left be."""
+    guard = GuardConfig.from_settings({"SIMHASH_INDEX_TIMEOUT_SECS": 2.0})
+    assert storage_options("sqlite:///crawl.sqlite3", None, guard) == {"timeout": 1.8}
+    assert storage_options("sqlite:///crawl.sqlite3", {"timeout": 5}, guard) == {"timeout": 5}
+    assert storage_options("redis://127.0.0.1:6379/0", {"ssl": False}, guard) == {"ssl": False}
+
+
+def test_the_sqlite_recrawl_store_waits_for_the_write_lock_as_its_options_say(
+    tmp_path: Path,
+) -> None:
+    """It waited a fixed 30 s whatever the index's calls were bounded by."""
+    url = f"sqlite:///{tmp_path / 'crawl.sqlite3'}"
+    open_recrawl_store(url, namespace="locked", config=RecrawlConfig()).close()
+    holder = sqlite3.connect(tmp_path / "crawl.sqlite3", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process writing
+    started = time.monotonic()
+    with pytest.raises(IndexBackendError, match="database is locked"):
+        open_recrawl_store(url, namespace="locked", config=RecrawlConfig(),
+                           options={"timeout": 0.3})
+    assert time.monotonic() - started < 5
+    holder.rollback()
+    holder.close()

@@ -53,7 +53,7 @@ from scrapy_simhash.exceptions import (
 )
 from scrapy_simhash.glue.errors import KnownCopy
 from scrapy_simhash.glue.guard import Guarded, OutageLog
-from scrapy_simhash.glue.wiring import guarded, send_signal
+from scrapy_simhash.glue.wiring import guarded, send_signal, storage_options
 from scrapy_simhash.settings import DustConfig, GuardConfig, dust_enabled
 from scrapy_simhash.settings.names import setting_names
 from scrapy_simhash.storage import check_rule_store_url
@@ -138,8 +138,8 @@ class DustGlue:
         self.config = DustConfig.from_settings(settings, max_distance=max_distance, bits=bits)
         with setting_names():  # a store that cannot hold rules refuses the crawl now
             check_rule_store_url(url)
-        options = self.config.store_options
         guard = guard if guard is not None else GuardConfig.from_settings(settings)
+        options = storage_options(url, self.config.store_options, guard)
 
         async def open_store() -> AsyncRuleStore:
             return AsyncRuleStore(lambda: open_rule_store(url, namespace, **options))

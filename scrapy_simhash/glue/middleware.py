@@ -47,6 +47,7 @@ from scrapy_simhash.glue.wiring import (
     report_close,
     report_lost_namespace,
     send_signal,
+    storage_options,
 )
 from scrapy_simhash.glue.workers import FingerprintRunner
 from scrapy_simhash.judge import Judge
@@ -246,7 +247,8 @@ class SimhashDownloaderMiddleware:
         return TemplateMemory.open(
             url, self.stores.namespace, self.runner.fingerprinter,
             count=self._inc, guard=guard, outages=outage_log(self.crawler, url, guard),
-            ttl_secs=index_ttl_secs(settings), options=backend_options(settings),
+            ttl_secs=index_ttl_secs(settings),
+            options=storage_options(url, backend_options(settings), guard),
         )
 
     # -- lifecycle ---------------------------------------------------------------------------
