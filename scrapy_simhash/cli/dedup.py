@@ -122,10 +122,10 @@ class Grouping:
             new_key=lambda: COMMAND_LINE_KEY,
         ))
         #: The host each file's key stands for (paths may repeat: keys are numbers).
-        self.host_of: dict[str, str] = {}
+        self.host_by_key: dict[str, str] = {}
         # No schedule: a file is read once, and no key is judged twice.
         step = VerdictStep(Unguarded(self.index), None, bits=fingerprinter.bits, change_distance=0)
-        local = None if templates is None else LocalTemplates(templates, self.host_of.__getitem__)
+        local = None if templates is None else LocalTemplates(templates, self.host_by_key.__getitem__)
         self.judge = Judge(step, local)
         #: Candidates the second test turned away, over all files (as the crawl counts them).
         self.rejected = 0
@@ -135,8 +135,8 @@ class Grouping:
         host's template set aside), which is what a report should say of it."""
         if doc.page is None:
             return doc
-        key = str(len(self.host_of))
-        self.host_of[key] = doc.host
+        key = str(len(self.host_by_key))
+        self.host_by_key[key] = doc.host
         verdict = self._loop.run_until_complete(
             self.judge.page(key, key, doc.page, None, record_drops=False)
         )

@@ -41,9 +41,9 @@ from scrapy_simhash.dust import (
     Rule,
     RuleBook,
     RuleState,
-    host_of,
     learn,
     open_rule_store,
+    rule_netloc,
 )
 from scrapy_simhash.exceptions import (
     BackendUnavailable,
@@ -337,7 +337,7 @@ class DustGlue:
         if not rules:
             return
         self._inc("pairs")
-        host = host_of(copy)
+        host = rule_netloc(copy)
         for rule in rules:
             try:
                 support = await self.store.support(host, rule, copy, kept)
@@ -378,7 +378,7 @@ class DustGlue:
         kept = await self._fingerprint(str(check.get("kept")))
         if kept is None:
             return
-        host = host_of(own)
+        host = rule_netloc(own)
         rules = tuple(Rule(host, str(r)) for r in check.get("rules", ()))
         distance = self.hamming(fingerprint, kept)
         if distance <= self.max_distance:
