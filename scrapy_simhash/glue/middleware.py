@@ -377,13 +377,12 @@ class SimhashDownloaderMiddleware:
         """The stats of what the judge found on the way to its verdict."""
         if verdict.rejected:
             self._inc("confirm/rejected", verdict.rejected)
-        for name, fact in (
-            ("exact", verdict.exact),
-            ("template/applied", verdict.template_set_aside),
-            ("template/kept_distinct", verdict.template_distinct),
-        ):
-            if fact:
-                self._inc(name)
+        if verdict.exact:
+            self._inc("exact")
+        if verdict.template_set_aside:
+            self._inc("template/applied")
+        if verdict.template_distinct:
+            self._inc("template/kept_distinct")
 
     def _undelivered(self, request: Request) -> None:
         """A page kept that will not reach the callback: nothing of it is in flight."""
