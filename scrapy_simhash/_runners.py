@@ -97,3 +97,7 @@ class StoreThread(Generic[S]):
 
         await asyncio.get_running_loop().run_in_executor(self._pool, close)
         self._pool.shutdown(wait=False)
+
+    async def close(self) -> None:
+        """:meth:`aclose`, by the name a guard (``glue.guard.Guarded``) closes what it holds."""
+        await self.aclose()

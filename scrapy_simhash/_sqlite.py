@@ -31,7 +31,7 @@ import stat
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -49,6 +49,16 @@ _WAIT_CODES = (5, 6)
 
 #: The values of ``PRAGMA synchronous`` (SQLite quietly ignores any other).
 SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA", "0", "1", "2", "3")
+
+#: How long a connection waits for another process's write lock when its ``timeout``
+#: option does not say (a crawl says: just under its calls' timeout, ``glue.wiring.
+#: storage_options``). One value for every store of the file.
+BUSY_TIMEOUT_SECS = 30.0
+
+
+def busy_timeout(options: Mapping[str, Any] | None) -> float:
+    """The busy timeout ``options`` (a storage's client options) give a connection."""
+    return float((options or {}).get("timeout", BUSY_TIMEOUT_SECS))
 
 
 def check_options(timeout_secs: object, synchronous: object) -> None:

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 from scrapy_simhash._redact import scrub
 from scrapy_simhash._redis import REDIS_SCHEMES, mask_url
 from scrapy_simhash._runners import in_thread, inline
+from scrapy_simhash._sqlite import busy_timeout
 from scrapy_simhash.exceptions import ConfigurationError
 
 if TYPE_CHECKING:
@@ -168,8 +169,7 @@ def _sqlite_templates(url: str, namespace: str, **options: Any) -> Any:
     from scrapy_simhash.index.sqlite import sqlite_path
     from scrapy_simhash.template.store import SqliteTemplateStore
 
-    timeout = float(options.get("timeout", 30.0))
-    return SqliteTemplateStore(sqlite_path(url), namespace, timeout_secs=timeout)
+    return SqliteTemplateStore(sqlite_path(url), namespace, timeout_secs=busy_timeout(options))
 
 
 def _redis_templates(url: str, namespace: str, **options: Any) -> Any:
@@ -197,7 +197,7 @@ def _sqlite_recrawl(
 ) -> Any:
     from scrapy_simhash.recrawl.sqlite import SqliteBackend, path_from_url
 
-    return SqliteBackend(path_from_url(url), namespace)
+    return SqliteBackend(path_from_url(url), namespace, busy_timeout_secs=busy_timeout(options))
 
 
 async def _async_sqlite_index(url: str, config: Any, **options: Any) -> Any:
@@ -217,7 +217,7 @@ def _async_sqlite_recrawl(
 ) -> Any:
     from scrapy_simhash.recrawl.threaded import AsyncBackendAdapter
 
-    backend = _sqlite_recrawl(url, namespace)
+    backend = _sqlite_recrawl(url, namespace, options=options)
     return AsyncBackendAdapter(backend, run=backend.connection.run, scan=in_thread)
 
 
@@ -225,8 +225,7 @@ def _sqlite_rules(url: str, namespace: str, **options: Any) -> Any:
     from scrapy_simhash.dust.store import SqliteRuleStore
     from scrapy_simhash.index.sqlite import sqlite_path
 
-    timeout = float(options.get("timeout", 30.0))
-    return SqliteRuleStore(sqlite_path(url), namespace, timeout_secs=timeout)
+    return SqliteRuleStore(sqlite_path(url), namespace, timeout_secs=busy_timeout(options))
 
 
 def _redis_index(url: str, config: Any, **options: Any) -> Any:

@@ -4,9 +4,11 @@ Why one place: a page's answer takes several stores in a fixed order (the index'
 observe or claim, the change rule, the recrawl schedule, the drop record), and the order
 carries the guarantees: a copy is never scheduled for revisits, a URL that names a canonical
 URL it does not copy is filed under its own, the cluster keeps the name the URL preference
-gives it. The downloader middleware and the item pipeline ask this step and turn its answer
-into Scrapy's actions (drop, mark, skip, stats, signals); they decide nothing themselves.
-It imports no Scrapy, so its branches are tested with real backends and no crawler.
+gives it. The judge (:mod:`scrapy_simhash.judge`) asks this step between the template
+memory's steps; the downloader middleware, the item pipeline and ``dedup`` ask the judge
+and turn its answer into their actions (drop, mark, skip, stats, signals; groups), deciding
+nothing themselves. It imports no Scrapy, so its branches are tested with real backends
+and no crawler.
 
 Storage is reached through guarded callers (``glue.guard.Guarded`` in a crawl): a call
 raises :class:`BackendUnavailable` during an outage and :class:`ConfigurationError` when the
@@ -23,8 +25,8 @@ import functools
 import logging
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from dataclasses import dataclass, replace
-from typing import Any, NamedTuple, Protocol
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from scrapy_simhash.canonical import MEMORY_ENTRIES, KeyMemory, host_preferred, preferred
 from scrapy_simhash.confirm import Evidence, Signing, score, stored_signature
@@ -42,6 +44,9 @@ from scrapy_simhash.index.drops import (
 from scrapy_simhash.index.inflight import BUSY
 from scrapy_simhash.recrawl.state import Visit, compare
 from scrapy_simhash.simhash import to_hex
+
+if TYPE_CHECKING:
+    from scrapy_simhash.fingerprint import PageFingerprint
 
 #: Outcomes of :meth:`VerdictStep.page`.
 UNIQUE = "unique"
@@ -75,6 +80,17 @@ class GuardedStore(Protocol):
     """A storage object behind a guard: ``await call(lambda backend: backend.method())``."""
 
     async def call(self, operation: Callable[[Any], Awaitable[Any]]) -> Any: ...
+
+
+class Unguarded:
+    """A storage object called as it is: the command line's in-memory index, which has
+    no outage to ride out (its errors are the command's)."""
+
+    def __init__(self, backend: Any) -> None:
+        self.backend = backend
+
+    async def call(self, operation: Callable[[Any], Awaitable[Any]]) -> Any:
+        return await operation(self.backend)
 
 
 @dataclass(frozen=True)
@@ -114,6 +130,18 @@ class Verdict(Mapping[str, Any]):
     rejected: int = 0
     #: DEFERRED: seconds to wait before asking again.
     retry_after: float | None = None
+    #: Facts the judge (:mod:`scrapy_simhash.judge`) adds, each a stat of the crawl: the
+    #: page was checked by an exact digest (simhash/exact); it was read but had too little
+    #: text for a fingerprint (simhash/no_text); its host's template was set aside
+    #: (simhash/template/applied); a second look found text its host never showed
+    #: (simhash/template/kept_distinct).
+    exact: bool = False
+    no_text: bool = False
+    template_set_aside: bool = False
+    template_distinct: bool = False
+    #: The page as judged, its host's template set aside (not in ``meta``): what a caller
+    #: that lists pages reports of it.
+    page: PageFingerprint | None = field(default=None, compare=False, repr=False)
 
     @property
     def teaches_template(self) -> bool:

@@ -158,9 +158,15 @@ def test_an_outage_from_the_start_is_one_line_and_loses_recrawl_observations_cou
     assert result.stats["simhash/recrawl_error"] == 3
     assert result.stats["simhash/recrawl_lost"] == 3
     assert "3 recrawl observation(s) lost while the recrawl store was unavailable" in result.log
-    # The index and the recrawl store share one Redis: one line for the outage, no traceback.
+    # The index, the recrawl store and the template memory share one Redis: one line for
+    # the outage per thing the crawl does without (the template's aid, the index's pages),
+    # no traceback.
     assert "starting anyway (SIMHASH_INDEX_START_UNREACHABLE)" in result.log
-    assert result.log.count("[scrapy_simhash.glue.guard] ERROR: ") == 1
+    lines = [line for line in result.log.splitlines()
+             if "[scrapy_simhash.glue.guard] ERROR: " in line]
+    assert [line.split("ERROR: ")[1].split(" at ")[0] for line in lines] == [
+        "SimHash template store", "SimHash index",
+    ]
     assert "Traceback" not in result.log
     assert "failed: recrawl store" not in result.log
 

@@ -2,7 +2,7 @@
 
 Grouping follows a crawl: pages are taken in input order, and a page joins the group of
 the closest kept page within distance k whose signature confirms it (both tests of a
-crawl, through the same index), or starts a new group. Groups are therefore not
+crawl, asked by the crawl's own judge, :mod:`scrapy_simhash.judge`), or starts a new group. Groups are therefore not
 transitive chains: a page is never more than k bits from the page it joined.
 
 Each host's template is learned from its files as a crawl learns it from its pages, the
@@ -14,8 +14,9 @@ files of one host is looked at again (``--no-templates`` judges every file on it
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from scrapy_simhash.cli import settings_from_args
@@ -30,12 +31,12 @@ from scrapy_simhash.cli._documents import (
     max_distance,
 )
 from scrapy_simhash.cli._progress import track
-from scrapy_simhash.confirm import Evidence, Signer, sketch_of
 from scrapy_simhash.fingerprint import Fingerprinter, to_hex
-from scrapy_simhash.index.base import Match, judge
+from scrapy_simhash.judge import Judge, LocalTemplates
 from scrapy_simhash.settings import confirm_distance, index_options
+from scrapy_simhash.simhash import from_hex
 from scrapy_simhash.template import LocalMemory
-from scrapy_simhash.verdict import UNCHECKED, UNIQUE, Verdict
+from scrapy_simhash.verdict import DUPLICATE, UNIQUE, Unguarded, VerdictStep
 
 
 def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -85,9 +86,8 @@ def run(args: argparse.Namespace) -> int:
     groups = Grouping(fingerprinter, k, templates, exact, confirm_distance(settings))
     documents = []
     for path, host in track(paths, len(paths), "files", force=args.progress):
-        document = load(fingerprinter, path, text=args.text, host=host, templates=templates)
-        groups.add(document)
-        documents.append(document)
+        document = load(fingerprinter, path, text=args.text, host=host)
+        documents.append(groups.add(document))
     report = summarise(fingerprinter, documents, groups.close(), k, show_all=args.all)
     report["rejected_by_second_test"] = groups.rejected
     print(json.dumps(report, ensure_ascii=False, indent=2) if args.json else render(report))
@@ -95,10 +95,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 class Grouping:
-    """Leader clustering in input order through an in-memory near-duplicate index.
+    """Leader clustering in input order, each file judged by the crawl's judge.
 
-    Files are added one by one, each judged against those before it, because the host
-    templates it uses are learned from the files kept so far, as in a crawl.
+    Files are added one by one, each judged against those before it through an in-memory
+    index and the host templates learned from the files kept so far: the steps and the
+    rule of what teaches a template are the crawl's own (:class:`~scrapy_simhash.judge.
+    Judge`), so a folder judged here and fetched by a crawl gets the same decisions.
     """
 
     def __init__(
@@ -106,66 +108,54 @@ class Grouping:
         exact_distance: int | None = None, limit: int | None = None,
     ) -> None:
         from scrapy_simhash.confirm import CONFIRM_DISTANCE
-        from scrapy_simhash.index import open_index
+        from scrapy_simhash.index import open_async_index
 
-        self.templates = templates
         self.groups: dict[str, Group] = {}
         self.leader_of: dict[str, str] = {}
         self.limit = CONFIRM_DISTANCE if limit is None else limit
-        self.index = open_index(
+        # The judge is a coroutine; files are added from plain code (and tests), one
+        # loop of this grouping's own runs each.
+        self._loop = asyncio.new_event_loop()
+        self.index = self._loop.run_until_complete(open_async_index(
             "memory://", max_distance=k, exact_distance=exact_distance, bits=fingerprinter.bits,
             scheme=fingerprinter.scheme, confirm_distance=self.limit,
             new_key=lambda: COMMAND_LINE_KEY,
-        )
-        self.signer = Signer(self.index.confirm_key)
-        self.host_of: dict[str, str] = {}
-        #: Candidates the second test turned away, over all files.
+        ))
+        #: The host each file's key stands for (paths may repeat: keys are numbers).
+        self.host_by_key: dict[str, str] = {}
+        # No schedule: a file is read once, and no key is judged twice.
+        step = VerdictStep(Unguarded(self.index), None, bits=fingerprinter.bits, change_distance=0)
+        local = None if templates is None else LocalTemplates(templates, self.host_by_key.__getitem__)
+        self.judge = Judge(step, local)
+        #: Candidates the second test turned away, over all files (as the crawl counts them).
         self.rejected = 0
 
-    def _match(self, fingerprint: int, evidence: Evidence, exclude: str) -> Match | None:
-        """The closest confirmed candidate, as the crawl's observe finds it."""
-        found = (m for m in self.index.query(fingerprint) if m.key != exclude)
-        match, rejected, _ = judge(found, self.signer.sign(evidence), self.limit)
-        self.rejected += rejected
-        return match
-
-    def add(self, doc: Document) -> None:
-        page = doc.page
-        if page is None:
-            return
-        templates = self.templates
-        if templates is not None:
-            templates.see(doc.host, page)
-        fingerprint = page.fingerprint
-        if fingerprint is None:
-            if templates is not None and Verdict(UNCHECKED).teaches_template:
-                templates.learn(doc.host, page)
-            return
-        key = str(len(self.host_of))  # paths may repeat
-        self.host_of[key] = doc.host
-        evidence = page.evidence
-        match = self._match(fingerprint, evidence, key)
-        if match is not None and templates is not None and self.host_of[match.key] == doc.host:
-            look = templates.second_look(doc.host, page, sketch_of(match.signature))
-            if look is not None and look.distinct:
-                fingerprint, evidence = look.fingerprint, look.evidence
-                match = self._match(fingerprint, evidence, key)
-            elif look is not None:
-                match = self._match(look.fingerprint, evidence, key) or match
-        if match is None:
-            self.index.observe(key, fingerprint, self.signer.sign(evidence))
+    def add(self, doc: Document) -> Document:
+        """Judge ``doc`` and file it in a group; returns it as judged (its page with its
+        host's template set aside), which is what a report should say of it."""
+        if doc.page is None:
+            return doc
+        key = str(len(self.host_by_key))
+        self.host_by_key[key] = doc.host
+        verdict = self._loop.run_until_complete(
+            self.judge.page(key, key, doc.page, None, record_drops=False)
+        )
+        self.rejected += verdict.rejected
+        judged = replace(doc, page=verdict.page)
+        if verdict.outcome == UNIQUE:
+            fingerprint = from_hex(str(verdict.fingerprint))
             self.leader_of[key] = key
-            self.groups[key] = Group(fingerprint, [(doc, 0)])
-            if templates is not None and Verdict(UNIQUE).teaches_template:
-                templates.learn(doc.host, page)
-            return
-        leader = self.leader_of[match.key]
-        self.leader_of[key] = leader
-        distance = (self.groups[leader].fingerprint ^ fingerprint).bit_count()
-        self.groups[leader].members.append((doc, distance))
+            self.groups[key] = Group(fingerprint, [(judged, 0)])
+        elif verdict.outcome == DUPLICATE:
+            leader = self.leader_of[str(verdict.duplicate_of)]
+            self.leader_of[key] = leader
+            distance = (self.groups[leader].fingerprint ^ from_hex(str(verdict.fingerprint)))
+            self.groups[leader].members.append((judged, distance.bit_count()))
+        return judged
 
     def close(self) -> list[Group]:
-        self.index.close()
+        self._loop.run_until_complete(self.index.close())
+        self._loop.close()
         return list(self.groups.values())
 
 

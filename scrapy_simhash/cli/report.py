@@ -133,7 +133,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def host_of(url: str) -> str:
+def netloc_shown(url: str) -> str:
+    """A URL's network location as the report lists it (a key that is no URL says so)."""
     return urlsplit(url).netloc or "(not a URL)"
 
 
@@ -200,8 +201,8 @@ def collect(args: argparse.Namespace) -> Report:
             records = tally(counting(index.drops(), progress))
     drops = records.dropped
     every = {r.url: r for r in (*records.dropped, *records.filed, *records.holding)}
-    kept_hosts = Counter(host_of(key) for key in keys)
-    dropped_hosts = Counter(host_of(record.url) for record in drops)
+    kept_hosts = Counter(netloc_shown(key) for key in keys)
+    dropped_hosts = Counter(netloc_shown(record.url) for record in drops)
     hosts = sorted(
         ((host, kept_hosts[host], dropped_hosts[host]) for host in kept_hosts | dropped_hosts),
         key=lambda h: (-(h[1] + h[2]), h[0]),
@@ -399,7 +400,7 @@ def _draw_clusters(axes: Any, report: Report) -> None:
     if not report.clusters:
         _empty(axes, "no near-duplicates dropped")
         return
-    single = len({host_of(c.kept) for c in report.clusters}) == 1
+    single = len({netloc_shown(c.kept) for c in report.clusters}) == 1
     clusters = list(reversed(report.clusters))
     names = [_label(c.kept, single) + ("" if c.kept_stored else " (gone)") for c in clusters]
     sizes = [len(c.copies) for c in clusters]
@@ -409,7 +410,7 @@ def _draw_clusters(axes: Any, report: Report) -> None:
     ]
     axes.bar_label(bars, labels=examples, padding=3, fontsize=8)
     axes.set_xlabel("copies dropped in favour of the URL kept (named on the left)"
-                    + (f"\nall on {host_of(report.clusters[0].kept)}" if single else ""))
+                    + (f"\nall on {netloc_shown(report.clusters[0].kept)}" if single else ""))
     axes.xaxis.get_major_locator().set_params(integer=True)
     axes.set_xlim(0, max(sizes) * 2.8)  # room for the examples
 

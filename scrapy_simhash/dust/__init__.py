@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from scrapy_simhash._runners import StoreThread
 from scrapy_simhash.dust.book import Check, RuleBook
-from scrapy_simhash.dust.rules import Rule, host_of, learn, rewrites
+from scrapy_simhash.dust.rules import Rule, learn, rewrites, rule_netloc
 from scrapy_simhash.dust.store import RuleState, RuleStore
 from scrapy_simhash.storage import open_rule_store
 
@@ -23,10 +23,10 @@ __all__ = [
     "RuleBook",
     "RuleState",
     "RuleStore",
-    "host_of",
     "learn",
     "open_rule_store",
     "rewrites",
+    "rule_netloc",
 ]
 
 
@@ -57,3 +57,7 @@ class AsyncRuleStore:
 
     async def aclose(self) -> None:
         await self._thread.aclose()
+
+    async def close(self) -> None:
+        """:meth:`aclose`, by the name a guard (``glue.guard.Guarded``) closes what it holds."""
+        await self.aclose()

@@ -22,7 +22,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Generic, NamedTuple, TypeVar
 
-from scrapy_simhash.dust.rules import Rule, host_of, normal, rewrites, used_rules
+from scrapy_simhash.dust.rules import Rule, normal, rewrites, rule_netloc, used_rules
 from scrapy_simhash.dust.store import RuleState
 
 T = TypeVar("T")
@@ -146,7 +146,7 @@ class RuleBook(Generic[T]):
 
     def kept(self, url: str) -> None:
         """A page kept under ``url`` in this process (for :meth:`candidates`)."""
-        host = host_of(url)
+        host = rule_netloc(url)
         urls = self._kept.setdefault(host, {})
         if url in urls or self._kept_count >= MAX_KEPT:
             return
@@ -169,7 +169,7 @@ class RuleBook(Generic[T]):
         """URLs the learned rules name as copies of ``url``, each with the rules used:
         rewrites of ``url``, then a kept URL of the same normal form. A candidate whose
         rules are not all trusted is a request to check, not to skip."""
-        host = host_of(url)
+        host = rule_netloc(url)
         rules = self.learned(host)
         if not rules:
             return []
@@ -210,7 +210,7 @@ class RuleBook(Generic[T]):
     def checks(self, url: str, fingerprint: int) -> list[Check]:
         """Tests of every live rule of the host by the fetched ``url``: each rule alone, and
         the learned rules together (what a skip would have used)."""
-        host = host_of(url)
+        host = rule_netloc(url)
         out: list[Check] = []
         seen: set[tuple[str, tuple[Rule, ...]]] = set()
         for rule in self.alive(host):

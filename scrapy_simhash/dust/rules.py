@@ -40,8 +40,10 @@ class Rule(NamedTuple):
     rule: str
 
 
-def host_of(url: str) -> str:
-    """The host rules are filed under: the URL's network location, lower-cased."""
+def rule_netloc(url: str) -> str:
+    """What rules are filed under: the URL's whole network location (port and user
+    included), lower-cased, so a rule learned on one origin is never used on another
+    (unlike the template memory's ``template.host_of``, host name and port)."""
     return urlsplit(url).netloc.lower()
 
 

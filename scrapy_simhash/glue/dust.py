@@ -40,9 +40,10 @@ from scrapy_simhash.dust import (
     Check,
     Rule,
     RuleBook,
-    host_of,
+    RuleState,
     learn,
     open_rule_store,
+    rule_netloc,
 )
 from scrapy_simhash.exceptions import (
     BackendUnavailable,
@@ -51,8 +52,9 @@ from scrapy_simhash.exceptions import (
     InvalidKeyError,
 )
 from scrapy_simhash.glue.errors import KnownCopy
-from scrapy_simhash.glue.wiring import send_signal
-from scrapy_simhash.settings import DustConfig, dust_enabled
+from scrapy_simhash.glue.guard import Guarded, OutageLog
+from scrapy_simhash.glue.wiring import guarded, send_signal, storage_options
+from scrapy_simhash.settings import DustConfig, GuardConfig, dust_enabled
 from scrapy_simhash.settings.names import setting_names
 from scrapy_simhash.storage import check_rule_store_url
 
@@ -60,7 +62,6 @@ if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
 
-    from scrapy_simhash.glue.guard import Guarded
     from scrapy_simhash.glue.keys import CanonicalKeys
 
 logger = logging.getLogger(__name__)
@@ -71,6 +72,41 @@ META_KEY = "simhash_dust"
 CHECK_META = "simhash_dust_check"
 
 _STORE_ERRORS = (IndexBackendError, ConfigurationError, BackendUnavailable, OSError)
+
+
+class GuardedRules:
+    """The URL rule store behind the guard the index sits behind (timeouts, retry pauses,
+    the storage's outage log): each call raises BackendUnavailable during an outage and
+    ConfigurationError when the store cannot be used as configured."""
+
+    def __init__(self, guard: Guarded[AsyncRuleStore]) -> None:
+        self.guard = guard
+
+    async def support(self, host: str, rule: str, copy: str, kept: str) -> int:
+        count: int = await self.guard.call(lambda store: store.support(host, rule, copy, kept))
+        return count
+
+    async def passed(self, host: str, rule: str, url: str, kept: str) -> int:
+        count: int = await self.guard.call(lambda store: store.passed(host, rule, url, kept))
+        return count
+
+    async def kill(self, host: str, rule: str, example: str) -> None:
+        await self.guard.call(lambda store: store.kill(host, rule, example))
+
+    async def rules(self) -> list[RuleState]:
+        states: list[RuleState] = await self.guard.call(lambda store: store.rules())
+        return states
+
+    def rules_now(self, timeout_secs: float) -> list[RuleState]:
+        """:meth:`rules` for a caller that cannot await (the spider_idle handler): from the
+        store open now, blocking at most ``timeout_secs``; an outage goes without."""
+        store = self.guard.current
+        if store is None:
+            raise BackendUnavailable("the URL rule store is not open")
+        return store.rules_now(timeout_secs)
+
+    async def aclose(self) -> None:
+        await self.guard.aclose()
 
 
 class DustGlue:
@@ -87,7 +123,8 @@ class DustGlue:
         max_distance: int,
         bits: int,
         hamming: Callable[[int, int], int],
-        timeout_secs: float = 10.0,
+        guard: GuardConfig | None = None,
+        outages: OutageLog | None = None,
         rng: random.Random | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -101,8 +138,16 @@ class DustGlue:
         self.config = DustConfig.from_settings(settings, max_distance=max_distance, bits=bits)
         with setting_names():  # a store that cannot hold rules refuses the crawl now
             check_rule_store_url(url)
-        options = self.config.store_options
-        self.store = AsyncRuleStore(lambda: open_rule_store(url, namespace, **options))
+        guard = guard if guard is not None else GuardConfig.from_settings(settings)
+        options = storage_options(url, self.config.store_options, guard)
+
+        async def open_store() -> AsyncRuleStore:
+            return AsyncRuleStore(lambda: open_rule_store(url, namespace, **options))
+
+        self.store = GuardedRules(guarded(
+            "SimHash URL rule store", url, open_store, guard, lambda: self._inc("store_error"),
+            outages, meanwhile="requests are fetched as without SIMHASH_DUST_ENABLED",
+        ))
         self.book: RuleBook[Request] = RuleBook(
             self.config.min_support, min_checks=self.config.min_checks
         )
@@ -114,7 +159,7 @@ class DustGlue:
         self._shared = not url.startswith("memory:")
         self._skips = 0
         self._idle_checked: int | None = None
-        self.timeout_secs = timeout_secs
+        self.timeout_secs = guard.timeout
         crawler.signals.connect(self._idle, signal=scrapy_signals.spider_idle)
 
     @classmethod
@@ -125,6 +170,10 @@ class DustGlue:
         self.stats.inc_value(f"simhash/dust/{name}", count)
 
     def _store_failed(self, exc: Exception) -> None:
+        """A rule store call that failed: an outage is counted and said by the guard (the
+        storage's one outage log); anything else here, once."""
+        if isinstance(exc, BackendUnavailable):
+            return
         self._inc("store_error")
         self._store_failures += 1
         if self._store_failures == 1:
@@ -288,7 +337,7 @@ class DustGlue:
         if not rules:
             return
         self._inc("pairs")
-        host = host_of(copy)
+        host = rule_netloc(copy)
         for rule in rules:
             try:
                 support = await self.store.support(host, rule, copy, kept)
@@ -329,7 +378,7 @@ class DustGlue:
         kept = await self._fingerprint(str(check.get("kept")))
         if kept is None:
             return
-        host = host_of(own)
+        host = rule_netloc(own)
         rules = tuple(Rule(host, str(r)) for r in check.get("rules", ()))
         distance = self.hamming(fingerprint, kept)
         if distance <= self.max_distance:

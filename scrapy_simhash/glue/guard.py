@@ -73,6 +73,8 @@ BACKEND_ERRORS = _backend_errors()
 def without_own_name(message: str, url: str) -> str:
     """``message`` without the head a backend error starts with ("recrawl store URL failed:",
     "Redis index URL:"), for a line that names the store and its URL already."""
+    if not url:  # a store named without its URL (one built by hand) has no head to drop
+        return message
     head, found, rest = message.partition(mask_url(url))
     if not found or len(head) > 40 or "(" in head:
         return message
@@ -93,8 +95,10 @@ class OutageLog:
     """What the guards of one storage say about its outages.
 
     One line when the first guard fails (with a traceback only for an error no storage
-    should raise), a summary line per ``log_interval`` while any of them keeps failing, one
-    line when the last of them answers again. ``watch`` (a :class:`StorageWatch`), when
+    should raise), and one when a guard fails whose absence costs something no line of
+    this outage said yet (the index's pages, after the template memory's aid); a summary
+    line per ``log_interval`` while any of them keeps failing; one line when the last of
+    them answers again. ``watch`` (a :class:`StorageWatch`), when
     set, looks at the storage after the guards' calls, and is closed with the last guard.
     """
 
@@ -114,6 +118,7 @@ class OutageLog:
         self.lost_cause: str | None = None
         self.watch: StorageWatch | None = None
         self._open: set[Guarded[Any]] = set()  # the guards not closed yet
+        self._said: set[str] = set()  # what the crawl does meanwhile, said in this outage
 
     def failed(
         self, guard: Guarded[Any], exc: BaseException | None, detail: str, retry_after: float
@@ -122,6 +127,11 @@ class OutageLog:
         starts = not self._failing
         if starts:
             self._what = guard.what
+            self._said.clear()
+        # A store whose absence costs the crawl something not yet said in this outage
+        # (the index's pages after the template memory's aid) says so in a line of its own.
+        untold = guard.meanwhile not in self._said
+        self._said.add(guard.meanwhile)
         first_of_guard = guard not in self._failing
         self._failing.add(guard)
         self._errors += 1
@@ -132,13 +142,13 @@ class OutageLog:
             # Not an outage but a bug, in a backend or here: where it happened matters.
             trace = scrub("".join(traceback.format_exception(exc)), self.url)
             logger.error(
-                "%s failed unexpectedly: %s (SIMHASH_ON_INDEX_ERROR decides what happens to "
-                "pages; retrying every %gs):\n%s", where, detail, retry_after, trace.rstrip(),
+                "%s failed unexpectedly: %s (%s; retrying every %gs):\n%s",
+                where, detail, guard.meanwhile, retry_after, trace.rstrip(),
             )
-        elif starts:
+        elif starts or untold:
             logger.error(
-                "%s is unavailable: %s (SIMHASH_ON_INDEX_ERROR decides what happens to pages "
-                "until it answers; retrying every %gs)", where, detail, retry_after,
+                "%s is unavailable: %s (%s until it answers; retrying every %gs)",
+                where, detail, guard.meanwhile, retry_after,
             )
         elif now - self._last_log >= self._log_interval:
             logger.error(
@@ -180,6 +190,10 @@ class OutageLog:
             await watch.aclose()
 
 
+#: What a crawl does while its index is away (see :class:`Guarded`'s ``meanwhile``).
+ON_INDEX_ERROR = "SIMHASH_ON_INDEX_ERROR decides what happens to pages"
+
+
 class Guarded(Generic[T]):
     """A lazily opened backend with timeouts, a retry pause and throttled error logs."""
 
@@ -198,12 +212,17 @@ class Guarded(Generic[T]):
         on_lost: Callable[[], None] | None = None,
         opened: bool = False,
         reopen_lost: bool = True,
+        meanwhile: str = ON_INDEX_ERROR,
     ) -> None:
         """``opened``: the namespace was opened before (at start-up), so a first opening
         that has to create it finds it lost, as a reopening does. ``reopen_lost``: after
         a ``StorageLost``, open what is now at the storage's place and go on (False: the
-        crawl stops, and later calls fail without opening anything)."""
+        crawl stops, and later calls fail without opening anything). ``meanwhile``: what
+        the crawl does while the store is away, as the outage's first line says it (the
+        index's pages follow SIMHASH_ON_INDEX_ERROR; an aid such as the template memory
+        is only done without)."""
         self.what = what
+        self.meanwhile = meanwhile
         self.url = url
         self._opener = opener
         self._timeout = timeout
@@ -384,6 +403,12 @@ class Guarded(Generic[T]):
 
     def _recovered(self) -> None:
         self.outages.recovered(self)
+
+    @property
+    def current(self) -> T | None:
+        """The backend open now, None before the first call, after a failure or once
+        closed: for a caller that cannot await (and then does without the store)."""
+        return None if self.closed or self.unusable is not None else self._backend
 
     def retry_now(self) -> None:
         """End the retry pause: the next call tries the backend (a last try at the close)."""

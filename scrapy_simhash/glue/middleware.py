@@ -15,6 +15,7 @@ and signals.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -41,12 +42,15 @@ from scrapy_simhash.glue.templates import TemplateMemory
 from scrapy_simhash.glue.wiring import (
     IndexErrorPolicy,
     check_crawl_settings,
+    outage_log,
     refusing_start,
     report_close,
     report_lost_namespace,
     send_signal,
+    storage_options,
 )
 from scrapy_simhash.glue.workers import FingerprintRunner
+from scrapy_simhash.judge import Judge
 from scrapy_simhash.settings import (
     MiddlewareConfig,
     backend_options,
@@ -136,6 +140,7 @@ class SimhashDownloaderMiddleware:
         )
         self.dust = self._open_dust()
         self.templates = self._open_templates()
+        self.judge = Judge(self.verdicts, self.templates)
         self.follow_links = self._follow_links()
         self.filings = self.verdicts.filings
         self._renewing: asyncio.Future[None] | None = None
@@ -160,11 +165,11 @@ class SimhashDownloaderMiddleware:
             return None
         from scrapy_simhash.fingerprint import hamming
 
-        stores = self.stores
+        stores, guard = self.stores, self.config.guard
         return DustGlue(
             self.crawler, self.index, self.keys, url=stores.url, namespace=stores.namespace,
             max_distance=stores.max_distance, bits=self.runner.fingerprinter.bits,
-            hamming=hamming, timeout_secs=self.config.guard.timeout,
+            hamming=hamming, guard=guard, outages=outage_log(self.crawler, stores.url, guard),
         )
 
     def _follow_links(self) -> bool:
@@ -238,10 +243,12 @@ class SimhashDownloaderMiddleware:
         if not self.config.templates:
             return None
         settings = self.crawler.settings
+        url, guard = self.stores.url, self.config.guard
         return TemplateMemory.open(
-            self.stores.url, self.stores.namespace, self.runner.fingerprinter,
-            count=self._inc, timeout_secs=self.config.guard.timeout,
-            ttl_secs=index_ttl_secs(settings), options=backend_options(settings),
+            url, self.stores.namespace, self.runner.fingerprinter,
+            count=self._inc, guard=guard, outages=outage_log(self.crawler, url, guard),
+            ttl_secs=index_ttl_secs(settings),
+            options=storage_options(url, backend_options(settings), guard),
         )
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -327,51 +334,26 @@ class SimhashDownloaderMiddleware:
             await self._observed(request, response, self._meta(request, verdict))
             return response
         page, reason = await self._fingerprint(response)
-        templates = self.templates
-        if page is not None and templates is not None:
-            page = await templates.apply(own, page)
-            if page.fingerprint is None and reason is None:
-                reason = self._no_fingerprint(page)
-        fingerprint = page.fingerprint if page is not None else None
-        look_again = None
-        if page is not None and templates is not None:
-            seen = page
-            await templates.see(own, page)
-
-            async def look_again(match: Any) -> Any:
-                return await templates.second_look(own, seen, match)
-
         owner = None
         if self.filings is not None:
             owner = self.filings.owner()
             if self._renewing is None:  # in the crawl's loop, from the first page on
                 self._renewing = asyncio.ensure_future(self.filings.keep_renewed())
-        verdict = await self.verdicts.page(
-            key, own, fingerprint, None if cached else answer_of(response), reason=reason,
-            look_again=look_again, evidence=page.evidence if page is not None else None,
-            owner=owner,
+        url_rules = None if self.dust is None else functools.partial(self.dust.observed, request)
+        verdict = await self.judge.page(
+            key, own, page, None if cached else answer_of(response), reason=reason,
+            owner=owner, url_rules=url_rules,
         )
         if owner is not None and verdict.outcome == UNIQUE:
             request.meta[FILING_META] = owner  # in flight until SimhashSpiderMiddleware says
-        if verdict.rejected:
-            self._inc("confirm/rejected", verdict.rejected)
-        if page is not None and page.exact and verdict.outcome in (UNIQUE, DUPLICATE):
-            self._inc("exact")
-        if templates is not None and page is not None and verdict.teaches_template:
-            await templates.learn(own, page)
-        if self.dust is not None and fingerprint is not None and verdict.outcome in (
-            UNIQUE, DUPLICATE
-        ):
-            await self.dust.observed(
-                request, own, str(verdict.key), fingerprint, verdict.duplicate_of
-            )
+        self._count_facts(verdict)
         if verdict.outcome == DUPLICATE:
             return await self._duplicate(request, response, verdict)
         if verdict.outcome == UNIQUE:
             self._inc("unique")
             if verdict.changed is not None:
                 self._inc("changed" if verdict.changed else "unchanged")
-        elif page is not None and fingerprint is None:
+        elif verdict.no_text:
             self._inc("no_text")
         await self._observed(request, response, self._meta(request, verdict))
         try:
@@ -391,6 +373,17 @@ class SimhashDownloaderMiddleware:
             raise IgnoreRequest(f"unchanged since the last visit: {verdict.key}")
         return response
 
+    def _count_facts(self, verdict: Verdict) -> None:
+        """The stats of what the judge found on the way to its verdict."""
+        if verdict.rejected:
+            self._inc("confirm/rejected", verdict.rejected)
+        if verdict.exact:
+            self._inc("exact")
+        if verdict.template_set_aside:
+            self._inc("template/applied")
+        if verdict.template_distinct:
+            self._inc("template/kept_distinct")
+
     def _undelivered(self, request: Request) -> None:
         """A page kept that will not reach the callback: nothing of it is in flight."""
         token = request.meta.pop(FILING_META, None)
@@ -400,7 +393,7 @@ class SimhashDownloaderMiddleware:
     async def _fingerprint(
         self, response: Response
     ) -> tuple[PageFingerprint | None, str | None]:
-        """The page's fingerprint, and why there is none when there is none."""
+        """The page's fingerprint, or None and why (the fingerprinting failed)."""
         content_type = response.headers.get(b"Content-Type")
         try:
             page = await self.runner.fingerprint(
@@ -413,14 +406,7 @@ class SimhashDownloaderMiddleware:
                 exc_info=True,
             )
             return None, f"fingerprint failed: {type(exc).__name__}"
-        if page.fingerprint is not None and not page.exact:
-            return page, None
-        return page, self._no_fingerprint(page)
-
-    @staticmethod
-    def _no_fingerprint(page: PageFingerprint) -> str:
-        notes = "; ".join(page.notes)
-        return f"{page.reason or 'no text'}" + (f" ({notes})" if notes else "")
+        return page, None
 
     async def _duplicate(self, request: Request, response: Response, verdict: Verdict) -> Response:
         self._inc("duplicate")

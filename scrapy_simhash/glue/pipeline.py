@@ -26,6 +26,7 @@ from scrapy_simhash.glue.wiring import (
     send_signal,
 )
 from scrapy_simhash.index.keys import index_key
+from scrapy_simhash.judge import Judge
 from scrapy_simhash.settings import PipelineConfig, enabled, fingerprint_config
 from scrapy_simhash.verdict import DUPLICATE, INVALID_KEY
 
@@ -79,6 +80,7 @@ class SimhashPipeline:
             guard=self.config.guard, count=self._inc, on_lost=self._index_lost,
         )
         self.index, self.verdicts = self.stores.index, self.stores.verdicts
+        self.judge = Judge(self.verdicts)  # items have no host template
         self.errors = IndexErrorPolicy(
             crawler, self.config.guard.on_error, self.config.on_mismatch, self._inc
         )
@@ -179,9 +181,7 @@ class SimhashPipeline:
             return self._invalid_key(item, exc)
         # Keyed by a field, a dropped item is worth a record for `lookup`; anonymous ones not.
         record = self.config.drop_duplicates and not key.startswith(ANONYMOUS)
-        verdict = await self.verdicts.page(
-            key, key, fp, None, record_drops=record, evidence=page.evidence
-        )
+        verdict = await self.judge.page(key, key, page, None, record_drops=record)
         if verdict.rejected:
             self._inc("confirm_rejected", verdict.rejected)
         if self.errors.apply(verdict, checking="an item", things="items", drop=DropItem):

@@ -22,6 +22,7 @@ from scrapy_simhash.glue.wiring import (
     guarded_index,
     outage_log,
     resolve,
+    storage_options,
     validate_index,
 )
 from scrapy_simhash.settings import backend_options, index_kwargs
@@ -87,7 +88,8 @@ class CrawlStores:
         )
         store = None
         if recrawl is not None and recrawl.enabled:
-            options = backend_options(crawler.settings)  # the index's client options
+            # The index's client options, and its SQLite busy timeout.
+            options = storage_options(url, backend_options(crawler.settings), guard)
             if opened:
                 check_recrawl_store(url, namespace, recrawl, options)
             store = guarded(

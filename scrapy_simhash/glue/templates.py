@@ -1,11 +1,12 @@
 """Scrapy glue of the hosts' template memory (``SIMHASH_TEMPLATES_ENABLED``, on by default).
 
-The downloader middleware asks it four things per page (:mod:`scrapy_simhash.template`
-decides each): the page's fingerprint with its host's template set aside, to count the
-page as seen, whether a match on its own host stands, and, for a page kept, to count its
-lines as the host's. A process keeps a short-
-lived copy of each host's memory (:data:`REFRESH_SECS`) and reads it again for every
-same-host match, the one answer that must see what other processes learned.
+The judge (:mod:`scrapy_simhash.judge`, whose ``Templates`` protocol this satisfies) asks
+it four things per page (:mod:`scrapy_simhash.template` decides each): the page's
+fingerprint with its host's template set aside, to count the page as seen, whether a
+match on its own host stands, and, for a page kept, to count its lines as the host's. The
+verdict says what was set aside or found distinct, for the stats. A process keeps a
+short-lived copy of each host's memory (:data:`REFRESH_SECS`) and reads it again for
+every same-host match, the one answer that must see what other processes learned.
 
 **One store write per page.** Counting a page as seen is a write that cannot wait: a page
 judged at the same time in another process must find it. Counting a kept page can: it is
@@ -16,12 +17,13 @@ copy, and every memory it reads, count its queued pages at once. A queue that co
 be written is kept for the next write, up to :data:`MAX_QUEUED` pages.
 
 A store that fails costs only the memory: pages are judged as without it (the match
-stands, nothing is set aside), one WARNING says so, and ``simhash/template/error`` counts.
+stands, nothing is set aside). It sits behind the guard the index sits behind (timeouts,
+retry pauses), its outages said in the storage's one outage log and counted as
+``simhash/template/error``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections import OrderedDict
@@ -30,6 +32,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from scrapy_simhash._runners import StoreThread
 from scrapy_simhash.confirm import sketch_of
+from scrapy_simhash.exceptions import BackendUnavailable, ConfigurationError
+from scrapy_simhash.glue.guard import Guarded, OutageLog
+from scrapy_simhash.settings import GuardConfig
 from scrapy_simhash.storage import open_template_store, storage_for
 from scrapy_simhash.template import (
     EMPTY,
@@ -70,24 +75,41 @@ class TemplateMemory:
         count: Callable[[str], None],
         timeout_secs: float,
         clock: Callable[[], float] = time.monotonic,
+        url: str = "",
+        guard: GuardConfig | None = None,
+        outages: OutageLog | None = None,
     ) -> None:
-        self._thread = StoreThread(opener, "simhash-templates")
+        """``guard`` (its retry pause and log interval; the defaults of the settings when
+        None) and ``outages`` (the outage log of the storage ``url``, shared with the
+        index's guard) put the store behind the guard the index and the schedule sit
+        behind: the same timeouts, retry pauses and outage lines."""
+        guard = guard if guard is not None else GuardConfig.from_settings({})
+
+        async def open_store() -> StoreThread[TemplateStore]:
+            return StoreThread(opener, "simhash-templates")  # opened on its first call
+
+        self._store: Guarded[StoreThread[TemplateStore]] = Guarded(
+            "SimHash template store", url, open_store, timeout=timeout_secs,
+            retry_after=guard.retry_after, log_interval=guard.log_interval,
+            on_error=lambda: count("template/error"), outages=outages,
+            meanwhile="pages are judged without their host's template",
+        )
         self.fingerprinter = fingerprinter
         self._count = count
-        self._timeout = timeout_secs
         self._clock = clock
         self._cache: OrderedDict[str, tuple[float, HostMemory]] = OrderedDict()
         #: The last page whose lines were hashed: see() and learn() ask for the same page.
         self._hashed: tuple[PageFingerprint | None, Sequence[int]] = (None, ())
-        self._failing = False
+        #: Whether a store that cannot be used as configured was said.
+        self._refused = False
         #: Kept pages not yet written (write-behind): they go with the next write.
         self._queued: list[Count] = []
 
     @classmethod
     def open(
         cls, url: str, namespace: str, fingerprinter: Fingerprinter, *,
-        count: Callable[[str], None], timeout_secs: float, ttl_secs: float | None = None,
-        options: dict[str, Any] | None = None,
+        count: Callable[[str], None], guard: GuardConfig, outages: OutageLog | None = None,
+        ttl_secs: float | None = None, options: dict[str, Any] | None = None,
     ) -> TemplateMemory | None:
         """None when the storage of ``url`` keeps no template memory (one of a user's own
         registering no template store): pages are then judged as without it."""
@@ -98,24 +120,24 @@ class TemplateMemory:
             extra["ttl_secs"] = ttl_secs
         return cls(
             lambda: open_template_store(url, namespace, **extra), fingerprinter, count=count,
-            timeout_secs=timeout_secs,
+            timeout_secs=guard.timeout, url=url, guard=guard, outages=outages,
         )
 
     async def _call(self, func: Callable[[TemplateStore], T]) -> T | None:
+        """``func(store)`` through the guard; None when the store failed (counted as
+        simhash/template/error and said by the storage's outage log, as the index's
+        failures are) or cannot be used as configured (said once)."""
         try:
-            result = await asyncio.wait_for(self._thread.call(func), self._timeout)
-        except Exception as exc:  # noqa: BLE001 - an aid: without it pages are judged as before
-            self._count("template/error")
-            if not self._failing:
-                logger.warning(
-                    "SimHash template store failed (%s); pages are judged without their "
-                    "host's template until it answers again", exc,
-                )
-            self._failing = True
+            result: T = await self._store.call(lambda thread: thread.call(func))
+        except BackendUnavailable:
             return None
-        if self._failing:
-            logger.info("SimHash template store answers again")
-            self._failing = False
+        except ConfigurationError as exc:
+            self._count("template/error")
+            if not self._refused:
+                self._refused = True
+                logger.error("SimHash template store cannot be used, pages are judged "
+                             "without their host's template: %s", exc)
+            return None
         return result
 
     async def _memory(self, host: str, *, fresh: bool = False) -> HostMemory:
@@ -146,10 +168,7 @@ class TemplateMemory:
     async def apply(self, url: str, page: PageFingerprint) -> PageFingerprint:
         """``page`` with its host's template set aside (the same page when none applies)."""
         memory = await self._memory(host_of(url))
-        applied = apply_template(self.fingerprinter, page, memory.template())
-        if applied is not page:
-            self._count("template/applied")
-        return applied
+        return apply_template(self.fingerprinter, page, memory.template())
 
     async def second_look(self, url: str, page: PageFingerprint, match: Match) -> SecondLook | None:
         """Whether a match on the page's own host stands (None) or what the page is."""
@@ -157,10 +176,7 @@ class TemplateMemory:
         if host_of(match.key) != host:
             return None
         memory = await self._memory(host, fresh=True)
-        look = second_look(self.fingerprinter, page, memory, sketch_of(match.signature))
-        if look is not None and look.distinct:
-            self._count("template/kept_distinct")
-        return look
+        return second_look(self.fingerprinter, page, memory, sketch_of(match.signature))
 
     async def see(self, url: str, page: PageFingerprint) -> None:
         """Count a fetched page's lines before it is judged: a page judged at the same
@@ -206,8 +222,4 @@ class TemplateMemory:
         """Write what is queued, then close the store (a store that fails to close is
         counted and said, never raised into the spider's close)."""
         await self.flush()
-        try:
-            await self._thread.aclose()
-        except Exception as exc:  # noqa: BLE001 - the crawl is over; the memory is an aid
-            self._count("template/error")
-            logger.warning("SimHash template store failed to close (%s)", exc)
+        await self._store.aclose()

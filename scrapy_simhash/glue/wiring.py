@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from scrapy_simhash._failures import broken_file, broken_file_message, permanent_reason
 from scrapy_simhash._redact import mask_url, scrub
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
-from scrapy_simhash.glue.guard import BACKEND_ERRORS, Guarded, OutageLog, without_own_name
+from scrapy_simhash.glue.guard import (
+    BACKEND_ERRORS,
+    ON_INDEX_ERROR,
+    Guarded,
+    OutageLog,
+    without_own_name,
+)
 from scrapy_simhash.settings.names import in_setting_names, setting_names
 from scrapy_simhash.verdict import UNAVAILABLE, UNUSABLE, Verdict
 
@@ -126,11 +132,12 @@ def guarded(
     *,
     on_lost: Callable[[], None] | None = None,
     opened: bool = False,
+    meanwhile: str = ON_INDEX_ERROR,
 ) -> Guarded[Any]:
     """A backend behind a ``Guarded`` configured by the SIMHASH_INDEX_* guard settings;
     ``outages`` is shared by the guards of one storage (one line per outage for them all);
     ``on_lost`` hears when the storage lost the namespace (``opened``: it was opened at
-    start-up)."""
+    start-up); ``meanwhile``: what the crawl does without the store."""
     return Guarded(
         what,
         url,
@@ -143,6 +150,7 @@ def guarded(
         on_lost=on_lost,
         opened=opened,
         reopen_lost=config.on_lost != "close",
+        meanwhile=meanwhile,
     )
 
 
@@ -395,6 +403,20 @@ def _total(nodes: list[Any]) -> int | None:
     return None if any(count is None for count in counts) else sum(counts)
 
 
+def storage_options(
+    url: str, options: Mapping[str, Any] | None, config: GuardConfig
+) -> dict[str, Any]:
+    """The client options every store of ``url`` in a crawl opens with (the index, the
+    recrawl schedule, the template memory, the URL rules): one connection policy per
+    storage. An SQLite connection gives up waiting for another process's write lock just
+    before a guarded call's timeout, so the error says "database is locked" and no thread
+    stays blocked; SIMHASH_INDEX_OPTIONS' own ``timeout`` wins."""
+    merged = dict(options or {})
+    if url.startswith("sqlite:"):
+        merged.setdefault("timeout", config.timeout * 0.9)
+    return merged
+
+
 def guarded_index(
     url: str,
     kwargs: Mapping[str, Any],
@@ -412,12 +434,7 @@ def guarded_index(
     # SIMHASH_INDEX_RESET applies once, at start-up (validate_index): a reconnection after
     # an outage must not wipe the index again.
     reopen = {**kwargs, "reset": False} if "reset" in kwargs else dict(kwargs)
-    if url.startswith("sqlite:"):
-        # SQLite gives up waiting for another process's write lock just before the call's
-        # timeout, so the error says "database is locked" and no thread stays blocked.
-        options = dict(reopen.get("options") or {})
-        options.setdefault("timeout", config.timeout * 0.9)
-        reopen["options"] = options
+    reopen["options"] = storage_options(url, reopen.get("options"), config)
 
     async def opener() -> Any:
         return await resolve(open_async_index(url, **reopen))

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import xxhash
 
 from scrapy_simhash._redact import mask_url
-from scrapy_simhash._sqlite import SharedConnection
+from scrapy_simhash._sqlite import BUSY_TIMEOUT_SECS, SharedConnection
 from scrapy_simhash._sqlite_origins import SCHEMA as ORIGINS_SCHEMA
 from scrapy_simhash._sqlite_origins import UrlOrigins
 from scrapy_simhash.confirm import NO_SIGNATURE, STORED_BITS
@@ -140,7 +140,8 @@ class SqliteIndex(NearDuplicateIndex):
     errors = (sqlite3.Error,)
 
     def __init__(
-        self, url: str, config: IndexConfig, *, timeout: float = 30.0, synchronous: str = "NORMAL"
+        self, url: str, config: IndexConfig, *, timeout: float = BUSY_TIMEOUT_SECS,
+        synchronous: str = "NORMAL",
     ) -> None:
         self.url = url
         self.config = config

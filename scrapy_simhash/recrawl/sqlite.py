@@ -15,7 +15,7 @@ from typing import Any
 
 import xxhash
 
-from scrapy_simhash._sqlite import SharedConnection
+from scrapy_simhash._sqlite import BUSY_TIMEOUT_SECS, SharedConnection
 from scrapy_simhash._sqlite_origins import SCHEMA as ORIGINS_SCHEMA
 from scrapy_simhash._sqlite_origins import UrlOrigins
 from scrapy_simhash.index.sqlite import DEFAULT_URL, sqlite_path
@@ -83,7 +83,9 @@ class SqliteBackend:
 
     errors: tuple[type[BaseException], ...] = (sqlite3.Error, OSError)
 
-    def __init__(self, path: str, namespace: str, *, busy_timeout_secs: float = 30.0) -> None:
+    def __init__(
+        self, path: str, namespace: str, *, busy_timeout_secs: float = BUSY_TIMEOUT_SECS
+    ) -> None:
         self._namespace = namespace
         self.connection = SharedConnection(path, timeout_secs=busy_timeout_secs)
         self._db = self.connection.db
