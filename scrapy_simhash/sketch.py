@@ -19,6 +19,7 @@ Pure core: no Scrapy, no storage.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable
 
 import xxhash
@@ -55,14 +56,18 @@ def lines_outside(page_text: str, main_text: str) -> list[str]:
 
 def make_sketch(page_text: str) -> int:
     """A page's sketch (0 for a page of no line: nothing to compare)."""
-    rest = lines_outside(page_text, "")
-    if not rest:
+    # One normalisation of the whole text, then only the few longest lines hashed: every
+    # page fetched gets a sketch. Ties go by the text itself, so a page's sketch is the
+    # same in every process.
+    lines = {" ".join(line.split()) for line in normalize(page_text).split("\n")}
+    lines.discard("")
+    if not lines:
         return 0
-    ranked = sorted(((len(line), _line_hash(line)) for line in rest), key=lambda x: (-x[0], x[1]))
-    cutoff = min(ranked[SKETCH_LINES][0], _MAX_CUTOFF) if len(ranked) > SKETCH_LINES else 0
+    ranked = heapq.nlargest(SKETCH_LINES + 1, lines, key=lambda line: (len(line), line))
+    cutoff = min(len(ranked[SKETCH_LINES]), _MAX_CUTOFF) if len(ranked) > SKETCH_LINES else 0
     value = 0
     for place in range(SKETCH_LINES):
-        value = value << _HASH_BITS | (ranked[place][1] if place < len(ranked) else 0)
+        value = value << _HASH_BITS | (_line_hash(ranked[place]) if place < len(ranked) else 0)
     return value << _HASH_BITS | (cutoff + 1)
 
 
