@@ -206,9 +206,10 @@ class PageFingerprint:
     #: The whole page's text, kept for a short page only (its second test reads it).
     visible: str = ""
 
-    @property
+    @cached_property
     def evidence(self) -> Evidence:
-        """What the second test reads of this page, and the sketch of its other lines."""
+        """What the second test reads of this page, and the sketch of its lines (made once:
+        a page is asked for it by its claim, its observe and its second look)."""
         sketch = make_sketch(self.page_text) if self.page_text else 0
         return Evidence(self.own, self.title, self.exact, self.visible, sketch)
 

@@ -56,14 +56,23 @@ def lines_outside(page_text: str, main_text: str) -> list[str]:
 
 def make_sketch(page_text: str) -> int:
     """A page's sketch (0 for a page of no line: nothing to compare)."""
-    # One normalisation of the whole text, then only the few longest lines hashed: every
-    # page fetched gets a sketch. Ties go by the text itself, so a page's sketch is the
-    # same in every process.
-    lines = {" ".join(line.split()) for line in normalize(page_text).split("\n")}
-    lines.discard("")
-    if not lines:
+    # Every page fetched gets a sketch, so only its longest lines are folded: lines in
+    # order of their raw length, until no line left can be longer once folded than the
+    # ones kept (folding only shortens a line, but for the rare characters NFKC or case
+    # folding spell longer). Ties go by the text itself: a page's sketch is the same in
+    # every process.
+    raw = sorted({line.strip() for line in page_text.split("\n")}, key=len, reverse=True)
+    kept: set[str] = set()
+    ranked: list[str] = []
+    for line in raw:
+        if not line or (len(ranked) > SKETCH_LINES and len(line) < len(ranked[SKETCH_LINES])):
+            break
+        fold = folded(line)
+        if fold and fold not in kept:
+            kept.add(fold)
+            ranked = heapq.nlargest(SKETCH_LINES + 1, kept, key=lambda x: (len(x), x))
+    if not ranked:
         return 0
-    ranked = heapq.nlargest(SKETCH_LINES + 1, lines, key=lambda line: (len(line), line))
     cutoff = min(len(ranked[SKETCH_LINES]), _MAX_CUTOFF) if len(ranked) > SKETCH_LINES else 0
     value = 0
     for place in range(SKETCH_LINES):
