@@ -35,6 +35,9 @@ from scrapy_simhash.index.drops import (
     FILED,
     HELD,
     HELD_COPY,
+    HELD_MARKED,
+    HOLDERS,
+    MARKED,
     MAX_HOPS,
     DropRecord,
     holder_of,
@@ -248,6 +251,7 @@ class VerdictStep:
         *,
         reason: str | None = None,
         record_drops: bool = True,
+        marking: bool = False,
         look_again: Callable[[Any], Awaitable[Any]] | None = None,
         evidence: Evidence | None = None,
         owner: str | None = None,
@@ -266,7 +270,8 @@ class VerdictStep:
         filings = self.filings
         judge_page = functools.partial(
             self._judge, key, own, fingerprint, answer, reason=reason,
-            record_drops=record_drops, look_again=look_again, evidence=evidence,
+            record_drops=record_drops, marking=marking, look_again=look_again,
+            evidence=evidence,
         )
         if owner is None or filings is None or fingerprint is None:
             return await judge_page()
@@ -299,6 +304,7 @@ class VerdictStep:
         *,
         reason: str | None = None,
         record_drops: bool = True,
+        marking: bool = False,
         look_again: Callable[[Any], Awaitable[Any]] | None = None,
         evidence: Evidence | None = None,
         owner: str | None = None,
@@ -308,7 +314,9 @@ class VerdictStep:
         canonical URL, or ``own``). ``answer`` None: not a visit (a cached response), the
         schedule is left alone. ``fingerprint`` None: nothing to check, for ``reason``;
         the visit still counts for scheduling. ``record_drops``: write the drop record of
-        copies (``lookup`` answers from it). ``look_again(match)``: a second look at a
+        copies (``lookup`` answers from it). ``marking``: copies reach the spider marked
+        (SIMHASH_DROP_DUPLICATES off), so their records say marked, not dropped: a drop
+        record exists exactly for the URLs dropped. ``look_again(match)``: a second look at a
         match before it is acted on (:func:`scrapy_simhash.template.second_look`: None, the
         match stands; else whether the page is distinct and the fingerprint to go on with).
         ``reason`` is said on a page checked by an exact digest too (why it has no
@@ -402,7 +410,8 @@ class VerdictStep:
                 if key == own and not renamed:
                     await self.forget(own)
                 if record_drops:
-                    await self.record_drop(own, match.key, match.distance, apart)
+                    distance = match.distance + (MARKED if marking else 0)
+                    await self.record_drop(own, match.key, distance, apart)
             else:
                 # The canonical URL itself, whose page another URL's fetch filed under it:
                 # a copy for the spider, yet the fetch of the URL the schedule names (with
@@ -411,8 +420,9 @@ class VerdictStep:
                 await self._visit(own, fingerprint, answer)
                 holder = await self._holder(own)
                 if record_drops and holder is not None:
-                    await self.record_drop(own, holder, HELD_COPY, apart)
-                    self._remember_holder(own, DropRecord(own, holder, HELD_COPY, 0, apart))
+                    held = HELD_MARKED if marking else HELD_COPY
+                    await self.record_drop(own, holder, held, apart)
+                    self._remember_holder(own, DropRecord(own, holder, held, 0, apart))
             return Verdict(
                 DUPLICATE, key=key, fingerprint=hex_digits, duplicate_of=match.key,
                 distance=match.distance, renamed_from=match.key if renamed else None,
@@ -481,7 +491,8 @@ class VerdictStep:
         await self.record_drop(own, key, FILED)
         known = self._holders.get(key)
         held = (
-            known if known is not None and known.distance == HELD_COPY and known.kept == own
+            known if known is not None and known.distance in (HELD_COPY, HELD_MARKED)
+            and known.kept == own
             else DropRecord(key, own, HELD, 0)
         )
         await self.record_drop(key, own, held.distance, held.apart)
@@ -779,7 +790,7 @@ class VerdictStep:
                     if reached == name or (former is not None and former.kept == name):
                         return reached, own_record
                     return name, own_record  # a record from before it was filed again
-                if former.distance in (HELD, HELD_COPY):
+                if former.distance in HOLDERS:
                     return former.kept, own_record
                 reached = former.kept
         return "", own_record
@@ -803,7 +814,7 @@ class VerdictStep:
             return False
         record = await self._record(holder)
         return (
-            record is not None and record.kept == name and record.distance not in (HELD, HELD_COPY)
+            record is not None and record.kept == name and record.distance not in HOLDERS
         )
 
     async def _record(self, url: str) -> DropRecord | None:
@@ -861,12 +872,14 @@ class VerdictStep:
         if reached and reached != key:
             await self.record_drop(reached, key, FILED)
         mine = await self._record(key)
-        if mine is not None and mine.distance not in (HELD, HELD_COPY):
+        if mine is not None and mine.distance not in HOLDERS:
             await self.forget_drop(key)  # from when another URL named its page: not now
         if record is not None and record.distance == HELD and reached != holder:
             await self.forget_drop(holder)  # a canonical URL that holds nothing now
-        elif record is not None and record.distance == HELD_COPY:
-            await self.record_drop(holder, key, 0, record.apart)  # dropped, as said
+        elif record is not None and record.distance in (HELD_COPY, HELD_MARKED):
+            # Dropped (or marked), as said.
+            marked = MARKED if record.distance == HELD_MARKED else 0
+            await self.record_drop(holder, key, marked, record.apart)
         adopted = await self._adopt(holder, key)
         logger.debug(
             "%s takes over the page %s named (%s)", key, holder,

@@ -349,7 +349,7 @@ class SimhashDownloaderMiddleware:
         verdict = await self.verdicts.page(
             key, own, fingerprint, None if cached else answer_of(response), reason=reason,
             look_again=look_again, evidence=page.evidence if page is not None else None,
-            owner=owner,
+            owner=owner, marking=not self.config.drop_duplicates,
         )
         if owner is not None and verdict.outcome == UNIQUE:
             request.meta[FILING_META] = owner  # in flight until SimhashSpiderMiddleware says

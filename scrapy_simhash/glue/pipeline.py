@@ -177,10 +177,11 @@ class SimhashPipeline:
             key = self._key(adapter)
         except InvalidKeyError as exc:  # this item's key alone: the item passes
             return self._invalid_key(item, exc)
-        # Keyed by a field, a dropped item is worth a record for `lookup`; anonymous ones not.
-        record = self.config.drop_duplicates and not key.startswith(ANONYMOUS)
+        # Keyed by a field, a dropped (or marked) item is worth a record for `lookup`;
+        # anonymous ones not.
         verdict = await self.verdicts.page(
-            key, key, fp, None, record_drops=record, evidence=page.evidence
+            key, key, fp, None, record_drops=not key.startswith(ANONYMOUS),
+            marking=not self.config.drop_duplicates, evidence=page.evidence,
         )
         if verdict.rejected:
             self._inc("confirm_rejected", verdict.rejected)
