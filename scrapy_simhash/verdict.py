@@ -39,6 +39,7 @@ from scrapy_simhash.index.drops import (
     HOLDERS,
     MARKED,
     MAX_HOPS,
+    OWN_PAGE,
     DropRecord,
     holder_of,
 )
@@ -595,7 +596,7 @@ class VerdictStep:
         if not self.keys.needs_claim(key, own):
             observation = await index.call(observe(key))
             if observation.stored and observation.previous is None:
-                self._remember_holder(key, None)  # filed anew by its own URL
+                await self._own_page(key)
             elif observation.stored:
                 observation = await self._own_fetch(key, fingerprint, observation)
             return observation, key
@@ -623,6 +624,8 @@ class VerdictStep:
             # canonical URL itself replaces what a misdeclaring page stored under it.
             held = observation.previous, observation.previous_signature
             observation = await index.call(observe(own))
+            if observation.stored and observation.previous is None and key != own:
+                await self._own_page(own)
             if key == own:  # nor is that page's fetch a visit of this one
                 observation = observation._replace(previous=None)
                 await self.forget(key)
@@ -634,6 +637,21 @@ class VerdictStep:
         if observation.stored:
             self.keys.stored_by(key, own)
         return observation, key
+
+    async def _own_page(self, url: str) -> None:
+        """``url`` was filed anew under itself: a page of its own now. A record saying it
+        was dropped (or marked, or filed under another URL) at an earlier fetch is
+        superseded by one saying it is a page of its own since (which keeps the URL it
+        copied: the page's history is that URL's, :meth:`_takes_over`); a holder record
+        (an entry since gone held another URL's page) goes."""
+        self._remember_holder(url, None)
+        record = await self._record(url)
+        if record is None or record.distance == OWN_PAGE:
+            return
+        if record.distance in HOLDERS:
+            await self.forget_drop(url)
+        else:
+            await self.record_drop(url, record.kept, OWN_PAGE)
 
     async def _own_fetch(
         self, key: str, fingerprint: int, observation: Observation

@@ -14,7 +14,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from scrapy_simhash.index.drops import FILED, HELD, HELD_COPY, DropRecord, holder_of, is_marked
+from scrapy_simhash.index.drops import (
+    FILED,
+    HELD,
+    HELD_COPY,
+    OWN_PAGE,
+    DropRecord,
+    holder_of,
+    is_marked,
+)
 
 #: The URL was dropped as a near-duplicate when last fetched (the log counted it).
 DROPPED = "dropped"
@@ -26,6 +34,9 @@ HOLDS = "holds"
 #: The URL was found a near-duplicate when last fetched and reached the spider marked as
 #: one (SIMHASH_DROP_DUPLICATES off): the log said "kept (mark-only mode)", no drop.
 MARKED_COPY = "marked"
+#: The URL was a copy (dropped, marked or filed under another URL) and has been filed as a
+#: page of its own since: it counts among the pages kept.
+OWN_SINCE = "own"
 
 def kind(record: DropRecord, record_of: Callable[[str], DropRecord | None]) -> str:
     """What ``record`` says of its URL; ``record_of`` reads another URL's record (a filing
@@ -37,6 +48,8 @@ def kind(record: DropRecord, record_of: Callable[[str], DropRecord | None]) -> s
         return FILED_ELSEWHERE
     if record.distance == HELD_COPY:
         return DROPPED
+    if record.distance == OWN_PAGE:
+        return OWN_SINCE
     if is_marked(record):
         return MARKED_COPY
     if record.distance == 0 and holder_of(record_of(record.kept)) == record.url:
@@ -48,7 +61,8 @@ def kind(record: DropRecord, record_of: Callable[[str], DropRecord | None]) -> s
 class Tally:
     """The records of a namespace by what they say: the URLs dropped (their records),
     the URLs filed under another URL, the canonical URLs holding another URL's page and
-    the URLs passed to the spider marked as copies."""
+    the URLs passed to the spider marked as copies (records of URLs that are pages of
+    their own since are in none)."""
 
     dropped: list[DropRecord]
     filed: list[DropRecord]
@@ -61,7 +75,7 @@ def tally(records: Iterable[DropRecord]) -> Tally:
     by ``SIMHASH_DROP_RECORD_MAX_ENTRIES``)."""
     by_url = {record.url: record for record in records}
     sorted_: dict[str, list[DropRecord]] = {
-        DROPPED: [], FILED_ELSEWHERE: [], HOLDS: [], MARKED_COPY: [],
+        DROPPED: [], FILED_ELSEWHERE: [], HOLDS: [], MARKED_COPY: [], OWN_SINCE: [],
     }
     for record in by_url.values():
         sorted_[kind(record, by_url.get)].append(record)

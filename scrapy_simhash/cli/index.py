@@ -220,6 +220,7 @@ def _story(
         DROPPED,
         FILED_ELSEWHERE,
         MARKED_COPY,
+        OWN_SINCE,
         kind,
         took_name,
     )
@@ -258,6 +259,12 @@ def _story(
     kept = index.get(name)
     at_name = f"; {name}: {to_hex(kept, bits)}" if kept is not None else ""
     what = kind(record, index.drop_of)
+    if what == OWN_SINCE:
+        return (
+            f"{key}: a page of its own since {moment}, filed under this URL; it was a copy of "
+            f"{record.kept} before, which takes the page back if fetched alike (a page has "
+            "one history)"
+        )
     if what == FILED_ELSEWHERE:
         there = index.drop_of(record.kept)
         if holder_of(there) == key:
