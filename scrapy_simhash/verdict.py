@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -239,6 +240,9 @@ class VerdictStep:
         self._records: OrderedDict[str, DropRecord | None] = OrderedDict()
         self.backlog = backlog
         self.filings = filings
+        #: When this crawl process began judging: a holder record written before it was
+        #: written by an earlier crawl (:meth:`_names_back`).
+        self._opened = time.time()
 
     def hex(self, fingerprint: int) -> str:
         return to_hex(fingerprint, self.bits)
@@ -660,7 +664,8 @@ class VerdictStep:
         URL brought (a copy fetched first that names this URL canonical, in an earlier crawl
         or another process): then that URL reached the spider, and this fetch is its copy
         while the page has not changed, so the same page keeps the same URL from crawl to
-        crawl whichever arrives first. A change hands the entry to this URL."""
+        crawl while it arrives first. A change hands the entry to this URL, and so does
+        a holder this URL ranks better than (:meth:`_names_back`)."""
         holder = await self._holder(key)
         previous = observation.previous
         if holder is None and self._holders.get(key) is not None:
@@ -670,7 +675,7 @@ class VerdictStep:
         if holder is None or holder == key or previous is None:
             return observation
         changed, distance = compare(previous, fingerprint, self.change_distance)
-        if changed:
+        if changed or self._names_back(key, holder):
             await self._release(key)
             return observation
         signature = stored_signature(observation.previous_signature)
@@ -680,6 +685,26 @@ class VerdictStep:
         self.keys.stored_by(key, holder)  # this crawl's next fetches of it are claims
         match = Match(key, previous, distance, signature)
         return Observation(match, previous, False, observation.previous_signature)
+
+    def _names_back(self, key: str, holder: str) -> bool:
+        """Whether ``key``, fetched while its entry holds the unchanged page ``holder``
+        brought in an earlier crawl (a copy fetched first that names ``key`` canonical),
+        takes its page's name back: a preferred host (``prefer_hosts``), or, the hosts
+        alike, a URL with fewer parameters than ``holder`` (tracking or session ones; the
+        ``fewer_params`` URL rule), and no process of this crawl has delivered ``holder``
+        yet (its holder record, rewritten at each delivery, is older than this process).
+        A holder no longer linked (a tracking link whose campaign changed) would otherwise
+        leave every URL of the page its copy, and the page without an item; ``holder``
+        fetched later is this URL's copy. A print or AMP view keeps the page it brought
+        (it stays linked, and items keep their URL from crawl to crawl)."""
+        by_host = host_preferred(key, holder, self.prefer_hosts)
+        rules = tuple(rule for rule in self.prefer_urls if rule == "fewer_params")
+        better = by_host if by_host is not None else preferred(key, holder, rules)
+        record = self._holders.get(key)
+        return (
+            better and self.keys.holder(key) is None
+            and record is not None and record.at < self._opened
+        )
 
     async def _holder(self, key: str) -> str | None:
         """The other URL whose page is filed under ``key``: known to this crawl, or read
