@@ -109,12 +109,13 @@ class Judge:
         *,
         reason: str | None = None,
         record_drops: bool = True,
+        marking: bool = False,
         owner: str | None = None,
         url_rules: UrlRules | None = None,
     ) -> Verdict:
         """The verdict on ``page``, fetched from ``own`` and keyed ``key``
-        (:meth:`VerdictStep.page` says what ``answer``, ``record_drops`` and ``owner``
-        mean). ``page`` None: it could not be read, for ``reason``; a page without a
+        (:meth:`VerdictStep.page` says what ``answer``, ``record_drops``, ``marking`` and
+        ``owner`` mean). ``page`` None: it could not be read, for ``reason``; a page without a
         fingerprint, or with an exact digest, is said why. ``url_rules``: told of every
         page the index judged (a copy teaches them a pair, a kept page tests them)."""
         if page is not None and reason is None and (page.fingerprint is None or page.exact):
@@ -140,7 +141,7 @@ class Judge:
         fingerprint = page.fingerprint if page is not None else None
         verdict = await self.verdicts.page(
             key, own, fingerprint, answer, reason=reason, record_drops=record_drops,
-            look_again=look_again, evidence=page.evidence if page is not None else None,
+            marking=marking, look_again=look_again, evidence=page.evidence if page is not None else None,
             owner=owner,
         )
         checked = verdict.outcome in (UNIQUE, DUPLICATE)

@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -37,7 +38,11 @@ from scrapy_simhash.index.drops import (
     FILED,
     HELD,
     HELD_COPY,
+    HELD_MARKED,
+    HOLDERS,
+    MARKED,
     MAX_HOPS,
+    OWN_PAGE,
     DropRecord,
     holder_of,
 )
@@ -263,6 +268,9 @@ class VerdictStep:
         self._records: OrderedDict[str, DropRecord | None] = OrderedDict()
         self.backlog = backlog
         self.filings = filings
+        #: When this crawl process began judging: a holder record written before it was
+        #: written by an earlier crawl (:meth:`_names_back`).
+        self._opened = time.time()
 
     def hex(self, fingerprint: int) -> str:
         return to_hex(fingerprint, self.bits)
@@ -276,6 +284,7 @@ class VerdictStep:
         *,
         reason: str | None = None,
         record_drops: bool = True,
+        marking: bool = False,
         look_again: Callable[[Any], Awaitable[Any]] | None = None,
         evidence: Evidence | None = None,
         owner: str | None = None,
@@ -294,7 +303,8 @@ class VerdictStep:
         filings = self.filings
         judge_page = functools.partial(
             self._judge, key, own, fingerprint, answer, reason=reason,
-            record_drops=record_drops, look_again=look_again, evidence=evidence,
+            record_drops=record_drops, marking=marking, look_again=look_again,
+            evidence=evidence,
         )
         if owner is None or filings is None or fingerprint is None:
             return await judge_page()
@@ -327,6 +337,7 @@ class VerdictStep:
         *,
         reason: str | None = None,
         record_drops: bool = True,
+        marking: bool = False,
         look_again: Callable[[Any], Awaitable[Any]] | None = None,
         evidence: Evidence | None = None,
         owner: str | None = None,
@@ -336,7 +347,9 @@ class VerdictStep:
         canonical URL, or ``own``). ``answer`` None: not a visit (a cached response), the
         schedule is left alone. ``fingerprint`` None: nothing to check, for ``reason``;
         the visit still counts for scheduling. ``record_drops``: write the drop record of
-        copies (``lookup`` answers from it). ``look_again(match)``: a second look at a
+        copies (``lookup`` answers from it). ``marking``: copies reach the spider marked
+        (SIMHASH_DROP_DUPLICATES off), so their records say marked, not dropped: a drop
+        record exists exactly for the URLs dropped. ``look_again(match)``: a second look at a
         match before it is acted on (:func:`scrapy_simhash.template.second_look`: None, the
         match stands; else whether the page is distinct and the fingerprint to go on with).
         ``reason`` is said on a page checked by an exact digest too (why it has no
@@ -430,7 +443,8 @@ class VerdictStep:
                 if key == own and not renamed:
                     await self.forget(own)
                 if record_drops:
-                    await self.record_drop(own, match.key, match.distance, apart)
+                    distance = match.distance + (MARKED if marking else 0)
+                    await self.record_drop(own, match.key, distance, apart)
             else:
                 # The canonical URL itself, whose page another URL's fetch filed under it:
                 # a copy for the spider, yet the fetch of the URL the schedule names (with
@@ -439,8 +453,9 @@ class VerdictStep:
                 await self._visit(own, fingerprint, answer)
                 holder = await self._holder(own)
                 if record_drops and holder is not None:
-                    await self.record_drop(own, holder, HELD_COPY, apart)
-                    self._remember_holder(own, DropRecord(own, holder, HELD_COPY, 0, apart))
+                    held = HELD_MARKED if marking else HELD_COPY
+                    await self.record_drop(own, holder, held, apart)
+                    self._remember_holder(own, DropRecord(own, holder, held, 0, apart))
             return Verdict(
                 DUPLICATE, key=key, fingerprint=hex_digits, duplicate_of=match.key,
                 distance=match.distance, renamed_from=match.key if renamed else None,
@@ -509,7 +524,8 @@ class VerdictStep:
         await self.record_drop(own, key, FILED)
         known = self._holders.get(key)
         held = (
-            known if known is not None and known.distance == HELD_COPY and known.kept == own
+            known if known is not None and known.distance in (HELD_COPY, HELD_MARKED)
+            and known.kept == own
             else DropRecord(key, own, HELD, 0)
         )
         await self.record_drop(key, own, held.distance, held.apart)
@@ -612,7 +628,7 @@ class VerdictStep:
         if not self.keys.needs_claim(key, own):
             observation = await index.call(observe(key))
             if observation.stored and observation.previous is None:
-                self._remember_holder(key, None)  # filed anew by its own URL
+                await self._own_page(key)
             elif observation.stored:
                 observation = await self._own_fetch(key, fingerprint, observation)
             return observation, key
@@ -640,6 +656,8 @@ class VerdictStep:
             # canonical URL itself replaces what a misdeclaring page stored under it.
             held = observation.previous, observation.previous_signature
             observation = await index.call(observe(own))
+            if observation.stored and observation.previous is None and key != own:
+                await self._own_page(own)
             if key == own:  # nor is that page's fetch a visit of this one
                 observation = observation._replace(previous=None)
                 await self.forget(key)
@@ -652,6 +670,21 @@ class VerdictStep:
             self.keys.stored_by(key, own)
         return observation, key
 
+    async def _own_page(self, url: str) -> None:
+        """``url`` was filed anew under itself: a page of its own now. A record saying it
+        was dropped (or marked, or filed under another URL) at an earlier fetch is
+        superseded by one saying it is a page of its own since (which keeps the URL it
+        copied: the page's history is that URL's, :meth:`_takes_over`); a holder record
+        (an entry since gone held another URL's page) goes."""
+        self._remember_holder(url, None)
+        record = await self._record(url)
+        if record is None or record.distance == OWN_PAGE:
+            return
+        if record.distance in HOLDERS:
+            await self.forget_drop(url)
+        else:
+            await self.record_drop(url, record.kept, OWN_PAGE)
+
     async def _own_fetch(
         self, key: str, fingerprint: int, observation: Observation
     ) -> Observation:
@@ -659,7 +692,8 @@ class VerdictStep:
         URL brought (a copy fetched first that names this URL canonical, in an earlier crawl
         or another process): then that URL reached the spider, and this fetch is its copy
         while the page has not changed, so the same page keeps the same URL from crawl to
-        crawl whichever arrives first. A change hands the entry to this URL."""
+        crawl while it arrives first. A change hands the entry to this URL, and so does
+        a holder this URL ranks better than (:meth:`_names_back`)."""
         holder = await self._holder(key)
         previous = observation.previous
         if holder is None and self._holders.get(key) is not None:
@@ -669,7 +703,7 @@ class VerdictStep:
         if holder is None or holder == key or previous is None:
             return observation
         changed, distance = compare(previous, fingerprint, self.change_distance)
-        if changed:
+        if changed or self._names_back(key, holder):
             await self._release(key)
             return observation
         signature = stored_signature(observation.previous_signature)
@@ -679,6 +713,26 @@ class VerdictStep:
         self.keys.stored_by(key, holder)  # this crawl's next fetches of it are claims
         match = Match(key, previous, distance, signature)
         return Observation(match, previous, False, observation.previous_signature)
+
+    def _names_back(self, key: str, holder: str) -> bool:
+        """Whether ``key``, fetched while its entry holds the unchanged page ``holder``
+        brought in an earlier crawl (a copy fetched first that names ``key`` canonical),
+        takes its page's name back: a preferred host (``prefer_hosts``), or, the hosts
+        alike, a URL with fewer parameters than ``holder`` (tracking or session ones; the
+        ``fewer_params`` URL rule), and no process of this crawl has delivered ``holder``
+        yet (its holder record, rewritten at each delivery, is older than this process).
+        A holder no longer linked (a tracking link whose campaign changed) would otherwise
+        leave every URL of the page its copy, and the page without an item; ``holder``
+        fetched later is this URL's copy. A print or AMP view keeps the page it brought
+        (it stays linked, and items keep their URL from crawl to crawl)."""
+        by_host = host_preferred(key, holder, self.prefer_hosts)
+        rules = tuple(rule for rule in self.prefer_urls if rule == "fewer_params")
+        better = by_host if by_host is not None else preferred(key, holder, rules)
+        record = self._holders.get(key)
+        return (
+            better and self.keys.holder(key) is None
+            and record is not None and record.at < self._opened
+        )
 
     async def _holder(self, key: str) -> str | None:
         """The other URL whose page is filed under ``key``: known to this crawl, or read
@@ -807,7 +861,7 @@ class VerdictStep:
                     if reached == name or (former is not None and former.kept == name):
                         return reached, own_record
                     return name, own_record  # a record from before it was filed again
-                if former.distance in (HELD, HELD_COPY):
+                if former.distance in HOLDERS:
                     return former.kept, own_record
                 reached = former.kept
         return "", own_record
@@ -831,7 +885,7 @@ class VerdictStep:
             return False
         record = await self._record(holder)
         return (
-            record is not None and record.kept == name and record.distance not in (HELD, HELD_COPY)
+            record is not None and record.kept == name and record.distance not in HOLDERS
         )
 
     async def _record(self, url: str) -> DropRecord | None:
@@ -889,12 +943,14 @@ class VerdictStep:
         if reached and reached != key:
             await self.record_drop(reached, key, FILED)
         mine = await self._record(key)
-        if mine is not None and mine.distance not in (HELD, HELD_COPY):
+        if mine is not None and mine.distance not in HOLDERS:
             await self.forget_drop(key)  # from when another URL named its page: not now
         if record is not None and record.distance == HELD and reached != holder:
             await self.forget_drop(holder)  # a canonical URL that holds nothing now
-        elif record is not None and record.distance == HELD_COPY:
-            await self.record_drop(holder, key, 0, record.apart)  # dropped, as said
+        elif record is not None and record.distance in (HELD_COPY, HELD_MARKED):
+            # Dropped (or marked), as said.
+            marked = MARKED if record.distance == HELD_MARKED else 0
+            await self.record_drop(holder, key, marked, record.apart)
         adopted = await self._adopt(holder, key)
         logger.debug(
             "%s takes over the page %s named (%s)", key, holder,

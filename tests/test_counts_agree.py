@@ -21,7 +21,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -152,12 +152,14 @@ def build_site(server: SiteServer, site: Site, round_: int) -> None:
     site.starts = [main + "/", mirror + "/mirror-home.html"]
 
 
-def crawl(site: Site, workdir: Path, name: str) -> CrawlResult:
+def crawl(
+    site: Site, workdir: Path, name: str, settings: dict[str, Any] | None = None
+) -> CrawlResult:
     """One crawl of both hosts from their home pages (not fingerprinted: listings)."""
     spec = {
         "follow": True,
         "requests": [{"url": url, "meta": {"dont_simhash": True}} for url in site.starts],
-        "settings": SETTINGS,
+        "settings": {**SETTINGS, **(settings or {})},
     }
     result = run_crawl(workdir, spec, name=name)
     assert result.errors == []
@@ -284,6 +286,48 @@ def test_counts_records_and_lookup_agree_with_the_crawl(
             )
             if url in seen.dropped and seen.dropped[url] is not None:
                 assert seen.dropped[url] in named, (url, seen.dropped[url], out)
+
+
+def test_in_mark_only_mode_copies_are_counted_and_told_as_marked_not_dropped(
+    http_site: SiteServer, tmp_path: Path
+) -> None:
+    """SIMHASH_DROP_DUPLICATES = False: every copy reaches the spider with ``duplicate_of``
+    set, so no URL is counted dropped; the close line's near-duplicates are the URLs that
+    ``stats`` and ``report`` count marked, and ``lookup`` says each was marked, not
+    dropped, naming what its item's ``duplicate_of`` names."""
+    site = Site(f"http://127.0.0.1:{http_site.port}", f"http://localhost:{http_site.port}")
+    build_site(http_site, site, 1)
+    result = crawl(site, tmp_path, "marked", {"SIMHASH_DROP_DUPLICATES": False})
+    seen = outcome(result, site)
+    marked = {
+        item["url"]: item["simhash"]["duplicate_of"] for item in result.items
+        if (item.get("simhash") or {}).get("duplicate_of")
+    }
+    assert seen.fetched == seen.delivered  # nothing dropped
+    assert seen.dropped == {}
+    pages, unique, duplicates, dropped = seen.line
+    assert (dropped, duplicates, unique) == (0, len(marked), pages - len(marked))
+    assert len(marked) >= len(site.clusters)  # every article, brief and note has copies
+
+    _, out = cli(tmp_path, "stats")
+    assert row(out, "near-duplicates dropped") == 0
+    assert row(out, "near-duplicates marked") == len(marked)
+    _, text = cli(tmp_path, "report", "--json")
+    report = json.loads(text)
+    assert (report["dropped"], report["marked"], report["clusters"]) == (0, len(marked), [])
+
+    for url in sorted(seen.delivered):
+        code, out = cli(tmp_path, "lookup", url)
+        assert code == 0, out
+        mine = [line for line in out.splitlines() if line.startswith(f"{url}: ")]
+        named = {found.rstrip(":") for found in URL.findall(out)}
+        assert named <= site.cluster_of(url), (url, out)
+        if url not in marked:
+            assert not any("near-duplicate" in line or "marked" in line for line in mine), out
+            continue
+        assert any("marked as" in line and "not dropped" in line for line in mine), (url, out)
+        assert not any("dropped as" in line or "dropped 20" in line for line in mine), out
+        assert marked[url] in named, (url, marked[url], out)
 
 
 # -- every arrival order, in one process -------------------------------------------------------

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from scrapy_simhash.cli import main
-from scrapy_simhash.index.drops import FILED, kept_name
+from scrapy_simhash.cli._records import DROPPED, kind, tally
+from scrapy_simhash.index.drops import FILED, OWN_PAGE, kept_name
 from scrapy_simhash.verdict import DUPLICATE, UNIQUE
 from tests.conftest import backend_params, backend_url
 from tests.naming_stores import CHANGED_A, NEAR_A, NEAR_CHANGED_A, A, Stores, run
@@ -74,6 +75,37 @@ def test_the_url_that_held_a_changed_page_takes_it_back_from_the_copy_fetched_fi
         visit = await stores.page(ARTICLE, NEAR_CHANGED_A)
         assert (visit.outcome, visit.changed, visit.renamed_from) == (UNIQUE, False, None)
         assert (await stores.state(ARTICLE)).visits == 3
+        await stores.close()
+
+    run(scenario())
+
+
+def test_a_url_dropped_once_and_filed_as_a_page_of_its_own_is_no_longer_counted_dropped(
+    url: str,
+) -> None:
+    """The mirror, dropped in crawl 1, is filed under its own URL in crawl 2 (the page
+    changed, its article not fetched yet): from that filing on, its record no longer says
+    dropped (``stats``, ``report`` and ``lookup`` count and tell it as a page of its own),
+    yet it still names the article, whose page history it is: the article fetched alike
+    takes the page back as before."""
+
+    async def scenario() -> None:
+        stores = Stores(url)
+        await stores.page(ARTICLE, A)
+        assert (await stores.page(MIRROR, NEAR_A)).outcome == DUPLICATE
+        assert kind(await stores.call("drop_of", MIRROR), lambda _: None) == DROPPED
+
+        stores.crawl()
+        assert (await stores.page(MIRROR, CHANGED_A)).outcome == UNIQUE
+        record = await stores.call("drop_of", MIRROR)
+        assert (record.kept, record.distance) == (ARTICLE, OWN_PAGE)
+        assert tally([record]).dropped == []
+        # Another process, with no memory of the filing, reads the same record.
+        other = stores.crawl()
+        article = await stores.page(ARTICLE, NEAR_CHANGED_A, other)
+        assert (article.outcome, article.renamed_from) == (UNIQUE, MIRROR)
+        record = await stores.call("drop_of", MIRROR)
+        assert (record.kept, record.distance) == (ARTICLE, FILED)
         await stores.close()
 
     run(scenario())

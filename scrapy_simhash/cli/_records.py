@@ -14,7 +14,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from scrapy_simhash.index.drops import FILED, HELD, HELD_COPY, DropRecord, holder_of
+from scrapy_simhash.index.drops import (
+    FILED,
+    HELD,
+    HELD_COPY,
+    OWN_PAGE,
+    DropRecord,
+    holder_of,
+    is_marked,
+)
 
 #: The URL was dropped as a near-duplicate when last fetched (the log counted it).
 DROPPED = "dropped"
@@ -23,6 +31,12 @@ FILED_ELSEWHERE = "filed"
 #: A canonical URL whose entry holds the page another URL brought first, itself not
 #: fetched since (no drop).
 HOLDS = "holds"
+#: The URL was found a near-duplicate when last fetched and reached the spider marked as
+#: one (SIMHASH_DROP_DUPLICATES off): the log said "kept (mark-only mode)", no drop.
+MARKED_COPY = "marked"
+#: The URL was a copy (dropped, marked or filed under another URL) and has been filed as a
+#: page of its own since: it counts among the pages kept.
+OWN_SINCE = "own"
 
 def kind(record: DropRecord, record_of: Callable[[str], DropRecord | None]) -> str:
     """What ``record`` says of its URL; ``record_of`` reads another URL's record (a filing
@@ -34,6 +48,10 @@ def kind(record: DropRecord, record_of: Callable[[str], DropRecord | None]) -> s
         return FILED_ELSEWHERE
     if record.distance == HELD_COPY:
         return DROPPED
+    if record.distance == OWN_PAGE:
+        return OWN_SINCE
+    if is_marked(record):
+        return MARKED_COPY
     if record.distance == 0 and holder_of(record_of(record.kept)) == record.url:
         return FILED_ELSEWHERE
     return DROPPED
@@ -42,21 +60,26 @@ def kind(record: DropRecord, record_of: Callable[[str], DropRecord | None]) -> s
 @dataclass(frozen=True)
 class Tally:
     """The records of a namespace by what they say: the URLs dropped (their records),
-    the URLs filed under another URL and the canonical URLs holding another URL's page."""
+    the URLs filed under another URL, the canonical URLs holding another URL's page and
+    the URLs passed to the spider marked as copies (records of URLs that are pages of
+    their own since are in none)."""
 
     dropped: list[DropRecord]
     filed: list[DropRecord]
     holding: list[DropRecord]
+    marked: list[DropRecord]
 
 
 def tally(records: Iterable[DropRecord]) -> Tally:
     """Sort every record of a namespace (one pass, held in memory: the record is bounded
     by ``SIMHASH_DROP_RECORD_MAX_ENTRIES``)."""
     by_url = {record.url: record for record in records}
-    sorted_: dict[str, list[DropRecord]] = {DROPPED: [], FILED_ELSEWHERE: [], HOLDS: []}
+    sorted_: dict[str, list[DropRecord]] = {
+        DROPPED: [], FILED_ELSEWHERE: [], HOLDS: [], MARKED_COPY: [], OWN_SINCE: [],
+    }
     for record in by_url.values():
         sorted_[kind(record, by_url.get)].append(record)
-    return Tally(sorted_[DROPPED], sorted_[FILED_ELSEWHERE], sorted_[HOLDS])
+    return Tally(sorted_[DROPPED], sorted_[FILED_ELSEWHERE], sorted_[HOLDS], sorted_[MARKED_COPY])
 
 
 def took_name(url: str, record: DropRecord, record_of: Callable[[str], DropRecord | None]) -> bool:

@@ -121,6 +121,11 @@ def run_stats(args: argparse.Namespace) -> int:
             "URLs dropped when last fetched: 'lookup URL' says of what",
         ),
     ]
+    if records.marked:
+        rows.append((
+            "near-duplicates marked", str(len(records.marked)),
+            "reached the spider marked as copies, not dropped (SIMHASH_DROP_DUPLICATES off)",
+        ))
     if records.filed:
         rows.append((
             "kept under another URL", str(len(records.filed)),
@@ -211,8 +216,21 @@ def _story(
     """One line on what ``record`` says of ``key`` (``stored``: it has an entry; ``hosts``:
     SIMHASH_PREFERRED_HOSTS, which say why a page is filed under another host's URL)."""
     from scrapy_simhash.canonical import host_preferred
-    from scrapy_simhash.cli._records import DROPPED, FILED_ELSEWHERE, kind, took_name
-    from scrapy_simhash.index.drops import HELD_COPY, holder_of, kept_name
+    from scrapy_simhash.cli._records import (
+        DROPPED,
+        FILED_ELSEWHERE,
+        MARKED_COPY,
+        OWN_SINCE,
+        kind,
+        took_name,
+    )
+    from scrapy_simhash.index.drops import (
+        HELD_COPY,
+        HELD_MARKED,
+        copy_distance,
+        holder_of,
+        kept_name,
+    )
 
     moment = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(record.at))
     apart = f", signatures {record.apart} bits apart" if record.apart is not None else ""
@@ -224,6 +242,11 @@ def _story(
         )
         if record.distance == HELD_COPY:
             return f"{head}this URL was dropped as its copy (dropped {moment}{apart})"
+        if record.distance == HELD_MARKED:
+            return (
+                f"{head}this URL was found its copy and reached the spider marked as one, not "
+                f"dropped (SIMHASH_DROP_DUPLICATES off; marked {moment}{apart})"
+            )
         return (
             f"{head}this URL itself was not fetched since, and is dropped as its copy while "
             "the page does not change"
@@ -236,6 +259,12 @@ def _story(
     kept = index.get(name)
     at_name = f"; {name}: {to_hex(kept, bits)}" if kept is not None else ""
     what = kind(record, index.drop_of)
+    if what == OWN_SINCE:
+        return (
+            f"{key}: a page of its own since {moment}, filed under this URL; it was a copy of "
+            f"{record.kept} before, which takes the page back if fetched alike (a page has "
+            "one history)"
+        )
     if what == FILED_ELSEWHERE:
         there = index.drop_of(record.kept)
         if holder_of(there) == key:
@@ -247,6 +276,12 @@ def _story(
         else:
             why = name
         return f"{key}: reached the spider, its page filed under {why}{at_name}"
+    if what == MARKED_COPY:
+        return (
+            f"{key}: near-duplicate of {_copied(index, key, record)} (distance "
+            f"{copy_distance(record)}{apart}), reached the spider marked as one, not dropped "
+            f"(SIMHASH_DROP_DUPLICATES off; marked {moment}){at_name}"
+        )
     assert what == DROPPED
     if stored and took_name(key, record, index.drop_of):
         return (
@@ -259,16 +294,22 @@ def _story(
             f"{key}: dropped as a near-duplicate of {record.kept} (dropped {moment}), fetched "
             "since and kept under its own URL; the record goes at its next visit"
         )
-    first = holder_of(index.drop_of(record.kept))
-    copied = (
-        f"{first}, fetched first and kept under its canonical URL {record.kept}"
-        if first is not None and first != key else record.kept
-    )
     now = f", now named {name}" if name != record.kept else ""
     return (
-        f"{key}: near-duplicate of {copied} (distance {record.distance}{apart}, dropped "
-        f"{moment}{now}){at_name}"
+        f"{key}: near-duplicate of {_copied(index, key, record)} (distance "
+        f"{record.distance}{apart}, dropped {moment}{now}){at_name}"
     )
+
+
+def _copied(index: Any, key: str, record: DropRecord) -> str:
+    """What ``key`` copies, as the log named it: the URL fetched first when a copy
+    brought the page filed under the canonical URL ``record.kept``."""
+    from scrapy_simhash.index.drops import holder_of
+
+    first = holder_of(index.drop_of(record.kept))
+    if first is not None and first != key:
+        return f"{first}, fetched first and kept under its canonical URL {record.kept}"
+    return record.kept
 
 
 def _not_indexed(args: argparse.Namespace, target: Target, key: str) -> str:

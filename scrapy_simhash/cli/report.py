@@ -105,6 +105,9 @@ class Report:
     #: URLs that reached the spider with their page filed under another URL (the
     #: canonical URL they name, or a preferred URL): neither kept entries nor dropped.
     filed: int = 0
+    #: URLs found near-duplicates that reached the spider marked as such, not dropped
+    #: (SIMHASH_DROP_DUPLICATES off): in no cluster of copies dropped.
+    marked: int = 0
     recrawl_pages: int = 0
     #: Pages per change-rate bin, for pages whose estimate rests on their own history.
     rates: list[tuple[str, int]] = field(default_factory=list)
@@ -200,7 +203,9 @@ def collect(args: argparse.Namespace) -> Report:
             # Only the URLs dropped: filing and holder records are no drops.
             records = tally(counting(index.drops(), progress))
     drops = records.dropped
-    every = {r.url: r for r in (*records.dropped, *records.filed, *records.holding)}
+    every = {
+        r.url: r for r in (*records.dropped, *records.filed, *records.holding, *records.marked)
+    }
     kept_hosts = Counter(netloc_shown(key) for key in keys)
     dropped_hosts = Counter(netloc_shown(record.url) for record in drops)
     hosts = sorted(
@@ -219,6 +224,7 @@ def collect(args: argparse.Namespace) -> Report:
         clusters=clusters[: args.top],
         clusters_total=len(clusters),
         filed=len(records.filed),
+        marked=len(records.marked),
     )
     with open_store(args) as store:
         report.recrawl_pages = store.count()
@@ -252,10 +258,14 @@ def summary(report: Report) -> str:
         f"; {report.filed} URL(s) reached the spider with their page filed under another "
         "(canonical or preferred) URL" if report.filed else ""
     )
+    marked = (
+        f"; {report.marked} near-duplicate(s) reached the spider marked as copies, not "
+        "dropped (SIMHASH_DROP_DUPLICATES off)" if report.marked else ""
+    )
     return (
         f"{pages} pages fingerprinted: {report.kept} kept, {report.dropped} dropped as "
         f"near-duplicates ({_share(report.dropped, pages)}) in {report.clusters_total} "
-        f"cluster(s), over all crawls{filed}"
+        f"cluster(s), over all crawls{filed}{marked}"
     )
 
 

@@ -342,7 +342,7 @@ class SimhashDownloaderMiddleware:
         url_rules = None if self.dust is None else functools.partial(self.dust.observed, request)
         verdict = await self.judge.page(
             key, own, page, None if cached else answer_of(response), reason=reason,
-            owner=owner, url_rules=url_rules,
+            owner=owner, url_rules=url_rules, marking=not self.config.drop_duplicates,
         )
         if owner is not None and verdict.outcome == UNIQUE:
             request.meta[FILING_META] = owner  # in flight until SimhashSpiderMiddleware says

@@ -179,9 +179,12 @@ class SimhashPipeline:
             key = self._key(adapter)
         except InvalidKeyError as exc:  # this item's key alone: the item passes
             return self._invalid_key(item, exc)
-        # Keyed by a field, a dropped item is worth a record for `lookup`; anonymous ones not.
-        record = self.config.drop_duplicates and not key.startswith(ANONYMOUS)
-        verdict = await self.judge.page(key, key, page, None, record_drops=record)
+        # Keyed by a field, a dropped (or marked) item is worth a record for `lookup`;
+        # anonymous ones not.
+        verdict = await self.judge.page(
+            key, key, page, None, record_drops=not key.startswith(ANONYMOUS),
+            marking=not self.config.drop_duplicates,
+        )
         if verdict.rejected:
             self._inc("confirm_rejected", verdict.rejected)
         if self.errors.apply(verdict, checking="an item", things="items", drop=DropItem):

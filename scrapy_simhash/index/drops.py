@@ -57,13 +57,43 @@ HELD_COPY = 254
 #: ``kept`` (the canonical URL it names, or the URL a preference named its cluster by). It
 #: was not dropped: counts of dropped URLs leave it out.
 FILED = 253
+#: A holder record (as :data:`HELD`) whose URL was fetched since and found the copy of the
+#: page it holds, then passed to the spider marked, not dropped (SIMHASH_DROP_DUPLICATES
+#: off): counts of marked URLs find it.
+HELD_MARKED = 252
+#: The distance of a record whose URL was dropped as (or marked, or filed under) ``kept``'s
+#: copy, and has been filed as a page of its own since: no drop, and no filing, any longer,
+#: yet the page's history is ``kept``'s, so ``kept`` takes the page back when fetched alike
+#: (:meth:`scrapy_simhash.verdict.VerdictStep._takes_over`). No count takes it for a drop.
+OWN_PAGE = 251
+#: The distances of holder records.
+HOLDERS = (HELD, HELD_COPY, HELD_MARKED)
 #: The distances that mark a record which is no plain drop of ``url`` by another page.
-MARKERS = (HELD, HELD_COPY, FILED)
+MARKERS = (*HOLDERS, FILED, OWN_PAGE)
+#: Added to the distance of a marked record: ``url`` was found a near-duplicate of ``kept``
+#: and passed to the spider marked as one (SIMHASH_DROP_DUPLICATES off), not dropped. No
+#: radius reaches it (distances of 128 and more are marks), and counts of dropped URLs
+#: leave it out, as the log does.
+MARKED = 128
 
 
 def holder_of(record: DropRecord | None) -> str | None:
     """The URL whose page is filed under ``record.url``, if ``record`` is a holder record."""
-    return record.kept if record is not None and record.distance in (HELD, HELD_COPY) else None
+    return record.kept if record is not None and record.distance in HOLDERS else None
+
+
+def is_marked(record: DropRecord) -> bool:
+    """Whether ``record`` says its URL was passed to the spider marked as a copy."""
+    return MARKED <= record.distance < OWN_PAGE or record.distance == HELD_MARKED
+
+
+def copy_distance(record: DropRecord) -> int | None:
+    """The fingerprint distance a drop or marked record keeps (None for the others)."""
+    if record.distance < MARKED:
+        return record.distance
+    if MARKED <= record.distance < OWN_PAGE:
+        return record.distance - MARKED
+    return None
 
 
 #: Records followed at most from a URL to the page now naming its cluster.
@@ -93,8 +123,11 @@ def kept_name(
         if stored is not None and stored(name):
             break
         onward = drop_of(name)
-        if onward is None or holder_of(onward) is not None or onward.kept in seen:
-            break  # no record, or a holder: ``name`` is kept
+        if (
+            onward is None or holder_of(onward) is not None or onward.distance == OWN_PAGE
+            or onward.kept in seen
+        ):
+            break  # no record, a holder, or a page of its own: ``name`` is kept
         if onward.distance != FILED:
             if filed:
                 break  # a filing record names the cluster's name now
