@@ -348,7 +348,7 @@ class VerdictStep:
         schedule is left alone. ``fingerprint`` None: nothing to check, for ``reason``;
         the visit still counts for scheduling. ``record_drops``: write the drop record of
         copies (``lookup`` answers from it). ``marking``: copies reach the spider marked
-        (SIMHASH_DROP_DUPLICATES off), so their records say marked, not dropped: a drop
+        (the crawl drops no copy), so their records say marked, not dropped: a drop
         record exists exactly for the URLs dropped. ``look_again(match)``: a second look at a
         match before it is acted on (:func:`scrapy_simhash.template.second_look`: None, the
         match stands; else whether the page is distinct and the fingerprint to go on with).
