@@ -154,7 +154,7 @@ def test_an_sqlite_host_costs_its_counters_on_disk(tmp_path: Path) -> None:
         _one_page_hosts(store, 10)
         before = path.stat().st_size + Path(f"{path}-wal").stat().st_size
         _one_page_hosts(store, 1000, first=10)
-        store._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        store.connection.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         after = path.stat().st_size
         assert HOST_BYTES <= (after - before) / 1000 <= 9_000  # 8.7 KB: overflow pages
     finally:

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scrapy_simhash.exceptions import IndexBackendError
+from scrapy_simhash.exceptions import IndexBackendError, StorageLost
 from scrapy_simhash.index.sqlite import sqlite_path
 from scrapy_simhash.reset import reset_namespace
 from scrapy_simhash.template import EMPTY, SLOTS, HostMemory
@@ -224,29 +224,46 @@ def test_clear_and_reset_touch_only_their_namespace(make: Make) -> None:
     assert stores["shop"].hosts() == 1
 
 
-@pytest.mark.parametrize("kind", backend_params(["redis"]))
+@pytest.mark.parametrize("kind", backend_params(["sqlite", "redis"]))
 def test_a_store_whose_backend_is_gone_raises_its_declared_error(
-    kind: str, request: pytest.FixtureRequest
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     """Every call of a store whose storage went away raises IndexBackendError (what the
-    guard counts as an outage), never the backend's own error; once the storage is back,
-    the same store works again. (A cluster's servers are the session's and stay up; a
-    Redis Cluster URL on a plain server is tested in test_template_store.py.)"""
-    server = request.getfixturevalue("own_redis")
-    store = RedisTemplateStore(server.url, "gone")
+    guard counts), never the backend's own error. SQLite: the file deleted under the
+    crawl is StorageLost (SQLite would go on writing to a file no one opens again), for
+    good; Redis: an outage, and once the server is back the same store works again. (A
+    cluster's servers are the session's and stay up; a Redis Cluster URL on a plain server
+    is tested in test_template_store.py.)"""
+    store: TemplateStore
+    if kind == "sqlite":
+        path = tmp_path / "gone.sqlite3"
+        store = SqliteTemplateStore(str(path), "gone")
+    else:
+        server = request.getfixturevalue("own_redis")
+        store = RedisTemplateStore(server.url, "gone")
     try:
         store.see("h.example", [1])
-        server.stop()
+        if kind == "sqlite":
+            for name in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+                name.unlink(missing_ok=True)
+        else:
+            server.stop()
         calls: list[Callable[[], object]] = [
             lambda: store.read("h.example"), lambda: store.see("h.example", [2]),
             lambda: store.learn("h.example", [2]), lambda: store.record([Count("h.example", (3,))]),
             store.hosts, store.clear,
         ]
         for call in calls:
-            with pytest.raises(IndexBackendError, match="Redis template store"):
+            with pytest.raises(IndexBackendError) as raised:
                 call()
-        server.start()
-        store.see("h.example", [2])  # the server came back empty (it saves nothing)
-        assert store.read("h.example").seen_pages == 1
+            if kind == "sqlite":
+                assert isinstance(raised.value, StorageLost)
+                assert "deleted or moved" in str(raised.value)
+            else:
+                assert "Redis template store" in str(raised.value)
+        if kind == "redis":
+            server.start()
+            store.see("h.example", [2])  # the server came back empty (it saves nothing)
+            assert store.read("h.example").seen_pages == 1
     finally:
         store.close()
