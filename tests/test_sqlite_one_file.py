@@ -2,21 +2,25 @@
 template memory and the URL rules keep their tables in the file the index URL names, so
 they must write it under one locking scheme. Each takes the file's one lock of this
 process before it asks SQLite for the write lock (a checkpoint, which holds that lock,
-sees none of them write), and each checks the file it opened is still the one at the path.
+sees none of them write), each checks the file it opened is still the one at the path,
+and the crawl opens each off its event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
+import sqlite3
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from scrapy_simhash.dust.store import SqliteRuleStore
 from scrapy_simhash.exceptions import IndexBackendError, StorageLost
-from scrapy_simhash.index import open_index
-from scrapy_simhash.recrawl import open_recrawl_store
+from scrapy_simhash.index import open_async_index, open_index
+from scrapy_simhash.recrawl import open_async_recrawl_store_off_loop, open_recrawl_store
 from scrapy_simhash.template.store import Count, SqliteTemplateStore
 
 #: Writes per store; each store's writes run in a thread of their own, all at once.
@@ -117,3 +121,40 @@ def test_a_loss_one_store_found_is_the_cause_every_store_of_the_file_gives(
         for store in (templates, rules, reopened):
             if store is not None:
                 store.close()
+
+
+@pytest.mark.parametrize("store", ["index", "recrawl"])
+def test_a_store_opens_off_the_event_loop(store: str, tmp_path: Path) -> None:
+    """Another process holds the file's write lock while the crawl opens a store (its
+    tables created, its rows migrated, in a write transaction). Opened off the loop, the
+    opening waits in a thread and the loop runs the task that lets the lock go; opened on
+    the loop, that task could not run until the busy timeout gave up: "database is
+    locked"."""
+    path = tmp_path / "crawl.sqlite3"
+    url = f"sqlite:///{path}"
+    open_index(url, namespace="ns").close()  # the file exists, in WAL mode
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    ran: list[str] = []
+
+    async def let_go() -> None:
+        ran.append("the other task")
+        other.execute("COMMIT")
+
+    async def scenario() -> None:
+        letting_go = asyncio.create_task(let_go())
+        opened: Any
+        if store == "index":
+            opened = await open_async_index(url, namespace="ns", options={"timeout": 5})
+        else:
+            opened = await open_async_recrawl_store_off_loop(
+                url, namespace="ns", options={"timeout": 5}
+            )
+        await letting_go
+        await opened.close()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        other.close()
+    assert ran == ["the other task"]
