@@ -1,4 +1,5 @@
-"""SQLite connection set-up shared by the index, the recrawl store and the URL rule store.
+"""SQLite connection set-up shared by the index, the recrawl store, the URL rule store and
+the hosts' template memory: one :class:`SharedConnection` each, under one lock per file.
 
 They keep their tables in the same embedded file, so they must agree on how it is opened:
 WAL mode lets readers run beside the single writer, the busy timeout makes concurrent
@@ -13,8 +14,8 @@ and raises :class:`~scrapy_simhash.exceptions.StorageLost`. And a ``-shm`` file 
 immutable or append-only (``chattr +i``): SQLite maps it into memory and writes it on
 every transaction, even a read, and writing a page of a file the kernel no longer lets
 anyone change kills the process with SIGBUS, with no line in any log. So before every call
-(and every statement of the stores that use plain connections) the ``-shm`` file's flags
-are read (``statx``, about a microsecond, no file opened), and a file that cannot be
+of a shared connection (:meth:`SharedConnection.run`, ``reading``, ``writing``) the
+``-shm`` file's flags are read (``statx``, about a microsecond, no file opened), and a file that cannot be
 written raises :class:`UnwritableFile` naming it; a connection whose ``-shm`` file cannot
 be written is never closed (closing writes it too): it is left open until the process
 exits, which releases it.
@@ -225,58 +226,21 @@ class Connection(sqlite3.Connection):
             pass
 
 
-class CheckedConnection(Connection):
-    """A connection that reads the ``-shm`` file's flags before each statement that starts
-    a transaction (every statement outside one: even a read writes the file), for the
-    stores that call SQLite directly (the URL rules, the hosts' templates)."""
-
-    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
-        if not self.in_transaction:
-            refuse_unwritable(self.simhash_path)
-        return super().execute(sql, parameters)
-
-    def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor:
-        if not self.in_transaction:
-            refuse_unwritable(self.simhash_path)
-        return super().executemany(sql, parameters)
-
-    def executescript(self, script: str, /) -> sqlite3.Cursor:
-        refuse_unwritable(self.simhash_path)
-        return super().executescript(script)
-
-
-def connect(
-    path: str, *, timeout_secs: float, synchronous: str = "NORMAL", checked: bool = False
-) -> sqlite3.Connection:
-    """Open ``path`` (creating its directory) for use from any one thread at a time.
-
-    ``checked``: refuse each statement that starts a transaction while the ``-shm`` file
-    cannot be written (see :class:`CheckedConnection`); a shared connection checks each of
-    its calls instead."""
+def connect(path: str, *, timeout_secs: float, synchronous: str = "NORMAL") -> sqlite3.Connection:
+    """Open ``path`` (creating its directory) for use from any one thread at a time (a
+    :class:`SharedConnection` checks the files before each of its calls)."""
     check_options(timeout_secs, synchronous)
     if path != ":memory:":
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         refuse_unwritable(path)
     db = sqlite3.connect(
         path, timeout=timeout_secs, isolation_level=None, check_same_thread=False,
-        factory=CheckedConnection if checked else Connection,
+        factory=Connection,
     )
     db.simhash_path = path if path == ":memory:" else os.path.abspath(path)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute(f"PRAGMA busy_timeout={int(timeout_secs * 1000)}")
     db.execute(f"PRAGMA synchronous={synchronous}")
-    return db
-
-
-def connect_with_schema(
-    path: str, schema: str, lock: threading.Lock | threading.RLock, *, timeout_secs: float
-) -> sqlite3.Connection:
-    """:func:`connect`, then create the tables of ``schema`` (statements split on ``;``) in
-    one transaction: what a store living next to the index's tables does when it opens."""
-    db = connect(path, timeout_secs=timeout_secs, checked=True)
-    with immediate(db, lock):
-        for statement in schema.split(";"):
-            db.execute(statement)
     return db
 
 
@@ -304,10 +268,19 @@ CHECKPOINT_EVERY = 256
 #: Size of the log from which a checkpoint also waits for other processes' writers and
 #: empties the file: a passive checkpoint cannot restart a log that is always written to.
 WAL_LIMIT_BYTES = 64 * 1024 * 1024
-# One lock per file in this process: the index and the recrawl store keep their tables in
-# one file through two connections, and a checkpoint must see neither of them write.
+# One lock per file in this process: the index, the recrawl store, the URL rules and the
+# hosts' templates keep their tables in one file through a connection each; each takes the
+# lock before it asks SQLite for the write lock (so they never meet in SQLite's busy
+# handler), and a checkpoint, holding it, sees none of them write.
 _FILE_LOCKS: dict[str, threading.RLock] = {}
 _FILE_LOCKS_GUARD = threading.Lock()
+
+
+# The loss each file opened in this process met, by path and the (device, inode) opened:
+# the first of its connections to find the file gone tells the others, which would
+# otherwise find, at their next look, the new file another store opened at the path and
+# call the deleted file replaced.
+_LOSSES: dict[tuple[str, tuple[int, int] | None], StorageLost] = {}
 
 
 def _file_lock(path: str) -> threading.RLock:
@@ -338,6 +311,9 @@ class SharedConnection:
         self.db = connect(self.path, timeout_secs=timeout_secs, synchronous=synchronous)
         #: The file opened (device, inode), compared with the one at the path by check().
         self._opened = self._identity()
+        # The file is at its path now: a loss recorded under the same inode was of a file
+        # moved back, or of one whose inode the file system gave again once it was freed.
+        _LOSSES.pop((self.path, self._opened), None)
         self._shm: int | None = None  # the -shm file's inode when last looked at
         self._next_check = time.monotonic() + CHECK_EVERY_SECS
         self._lost: StorageLost | None = None
@@ -381,6 +357,24 @@ class SharedConnection:
                 self._writes = 0
                 self._checkpoint_soon()
 
+    @contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        """The connection, holding the file, once the files are checked (:meth:`check`):
+        what a store called from a thread of its own (the URL rules, the hosts' templates)
+        reads through, as :meth:`run` checks before each call of the index."""
+        with self.lock:
+            self.check()
+            yield self.db
+
+    @contextmanager
+    def writing(self) -> Iterator[sqlite3.Connection]:
+        """:meth:`write` once the files are checked: a transaction of a store called from
+        a thread of its own (see :meth:`reading`)."""
+        with self.lock:
+            self.check()
+            with self.write() as db:
+                yield db
+
     async def run(self, func: Callable[..., T], *args: Any) -> T:
         """``func(*args)`` in the loop's thread when it needs no wait, else in the worker
         thread. ``func`` may read, then write in at most one transaction, and change nothing
@@ -423,6 +417,10 @@ class SharedConnection:
             raise self._lost
         if self.path == ":memory:":
             return
+        lost = _LOSSES.get((self.path, self._opened))
+        if lost is not None:  # another connection of this process found it gone
+            self._lost = lost
+            raise lost
         shm = refuse_unwritable(self.path, self._shm_name)
         inode = None if shm is None else shm[0]
         now = time.monotonic()
@@ -445,6 +443,7 @@ class SharedConnection:
                 "while the crawl had it open: what this connection wrote since then went to "
                 "a file no one will open again"
             )
+            _LOSSES.setdefault((self.path, self._opened), self._lost)
             raise self._lost
 
     @contextmanager
@@ -512,6 +511,22 @@ class SharedConnection:
             self._executor.shutdown(wait=True)
         with self.lock:
             self.db.close()
+
+
+def open_with_schema(path: str, schema: str, *, timeout_secs: float) -> SharedConnection:
+    """A :class:`SharedConnection` to ``path`` with the tables of ``schema`` (statements
+    split on ``;``) created in one transaction: what a store living next to the index's
+    tables does when it opens, so that it writes the file under the index's lock and
+    checkpoints and the index's busy timeout."""
+    connection = SharedConnection(path, timeout_secs=timeout_secs)
+    try:
+        with connection.writing() as db:
+            for statement in schema.split(";"):
+                db.execute(statement)
+    except BaseException:
+        connection.close()
+        raise
+    return connection
 
 
 def _would_wait(exc: BaseException | None) -> bool:

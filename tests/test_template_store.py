@@ -1,6 +1,7 @@
-"""The template stores' cost and contract: what a host costs in each store, one write per
-page, expiry and a bound on hosts in Redis, and the errors a store turns into the
-memory's own.
+"""The template stores' costs and Redis's own trades: what a host costs in each store, one
+write per page, a long first page in a small record, the default expiry, and the errors
+a store turns into the memory's own. The contract every store keeps (counting, the bound,
+expiry, reset, an outage) is tests/test_template_store_contract.py.
 
 Every store is real (memory, an SQLite file, a Redis server started for the tests); time
 moves by an injected clock, so nothing sleeps.
@@ -9,21 +10,18 @@ moves by an injected clock, so nothing sleeps.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import random
 import tracemalloc
 from pathlib import Path
-from typing import Any
 
 import pytest
 import redis
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from scrapy_simhash.exceptions import IndexBackendError
 from scrapy_simhash.fingerprint import Fingerprinter
 from scrapy_simhash.glue.templates import TemplateMemory
-from scrapy_simhash.reset import reset_namespace
 from scrapy_simhash.storage import open_template_store
 from scrapy_simhash.template import EMPTY, HOST_BYTES, SLOTS, HostMemory
 from scrapy_simhash.template.store import (
@@ -34,24 +32,10 @@ from scrapy_simhash.template.store import (
     RedisTemplateStore,
     SqliteTemplateStore,
     TemplateStore,
-    glob_escape,
     small_record,
     small_slots,
 )
-from tests.conftest import Clock
 from tests.redis_servers import RedisServer
-
-_namespaces = itertools.count()
-
-
-def _store(kind: str, tmp_path: Path, request: pytest.FixtureRequest, **options: Any) -> TemplateStore:
-    """An empty store of ``kind`` (a namespace of its own on the session's Redis)."""
-    if kind == "memory":
-        return MemoryTemplateStore(**options)
-    if kind == "sqlite":
-        return SqliteTemplateStore(str(tmp_path / f"t{next(_namespaces)}.sqlite3"), "ns", **options)
-    url = request.getfixturevalue("redis_url")
-    return RedisTemplateStore(url, f"ns{next(_namespaces)}", **options)
 
 
 def _exact(counts: list[Count]) -> dict[str, HostMemory]:
@@ -60,40 +44,6 @@ def _exact(counts: list[Count]) -> dict[str, HostMemory]:
     for count in counts:
         hosts[count.host] = count.apply(hosts.get(count.host, EMPTY))
     return hosts
-
-
-#: Pages of at most 20 lines: their small record holds every line (see the next test).
-_pages = st.lists(
-    st.tuples(st.sampled_from(["a.example", "b.example", "c.example:8080"]),
-              st.lists(st.integers(0, SLOTS - 1), min_size=1, max_size=20), st.booleans()),
-    max_size=12,
-)
-
-
-@pytest.mark.parametrize("kind", [
-    "memory", "sqlite", pytest.param("redis", marks=pytest.mark.redis),
-])
-def test_a_batch_counts_what_each_page_alone_counts(
-    kind: str, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
-    """Pages recorded in batches of any size read as the pure core counts them one by one,
-    in every store (in Redis: hosts of one page in small records, then their own)."""
-
-    @settings(max_examples=25, suppress_health_check=list(HealthCheck))
-    @given(pages=_pages, split=st.integers(1, 4))
-    def check(pages: list[tuple[str, list[int], bool]], split: int) -> None:
-        counts = [Count(host, tuple(slots), kept) for host, slots, kept in pages]
-        store = _store(kind, tmp_path, request)
-        try:
-            for at in range(0, len(counts), split):
-                store.record(counts[at : at + split])
-            for host, memory in _exact(counts).items():
-                assert store.read(host) == memory, host
-            assert store.hosts() == len({count.host for count in counts})
-        finally:
-            store.close()
-
-    check()
 
 
 @given(st.sets(st.integers(0, SLOTS - 1), max_size=300))
@@ -204,7 +154,7 @@ def test_an_sqlite_host_costs_its_counters_on_disk(tmp_path: Path) -> None:
         _one_page_hosts(store, 10)
         before = path.stat().st_size + Path(f"{path}-wal").stat().st_size
         _one_page_hosts(store, 1000, first=10)
-        store._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        store.connection.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         after = path.stat().st_size
         assert HOST_BYTES <= (after - before) / 1000 <= 9_000  # 8.7 KB: overflow pages
     finally:
@@ -224,29 +174,7 @@ def test_a_memory_host_costs_its_counters_in_the_process() -> None:
     assert HOST_BYTES <= grown / 1000 <= HOST_BYTES + 600
 
 
-# -- expiry and the bound in Redis -------------------------------------------------------
-
-
-@pytest.mark.redis
-def test_redis_hosts_expire_by_the_clock_and_stay_bounded(redis_url: str, clock: Clock) -> None:
-    ttl = 1000
-    store = RedisTemplateStore(redis_url, "bound", ttl_secs=ttl, max_hosts=3, clock=clock)
-    try:
-        for n in range(5):  # two pages each: counters of its own, for the first three only
-            store.record([Count(f"big{n}.example", (n,)), Count(f"big{n}.example", (n, 99))])
-        store.record([Count("small.example", (7,))])
-        assert [store.read(f"big{n}.example").seen_pages for n in range(5)] == [2, 2, 2, 1, 1]
-        assert store.hosts() == 3 + 2 + 1  # three with counters, three small records
-        clock.now += ttl + 1  # the counters' hosts have expired; small records live on
-        assert store.read("small.example").seen_pages == 1
-        store.record([Count("big3.example", (3,))])  # room again: its own counters
-        assert store.read("big3.example").seen_pages == 2
-        clock.now += 2 * ttl
-        assert store.read("small.example") == EMPTY
-        assert store.hosts() == 0  # big3's last page is 2 x ttl old too (Redis expires
-        # its key by its own clock, ttl after that page: client.ttl, tested above)
-    finally:
-        store.close()
+# -- expiry in Redis ------------------------------------------------------------------------
 
 
 @pytest.mark.redis
@@ -261,27 +189,6 @@ def test_a_host_memory_without_ttl_expires_after_the_default(redis_url: str) -> 
     finally:
         client.close()
         store.close()
-
-
-@pytest.mark.redis
-def test_reset_of_a_glob_namespace_leaves_the_others_hosts(redis_url: str) -> None:
-    """Hosts of one page (small records) and of two (counters) of namespaces a glob of
-    the reset one matches are left; the reset one's are all gone."""
-    names = ["sh?p", "shop", "sh*", "sh[o]p", "s"]
-    for name in names:
-        store = open_template_store(redis_url, name)
-        store.see("one.example", [1])
-        store.see("two.example", [1])
-        store.see("two.example", [2])
-        store.close()
-    reset_namespace(redis_url, "sh?p")
-    for name in names:
-        store = open_template_store(redis_url, name)
-        assert store.hosts() == (0 if name == "sh?p" else 2), name
-        store.close()
-    keys = redis.Redis.from_url(redis_url).keys(glob_escape("simhash:{sh?p}:") + "*")
-    assert [k for k in keys if b":tp" in k] == []
-    assert redis.Redis.from_url(redis_url).exists("simhash:{shop}:tph")
 
 
 # -- one write per page; the errors of a store --------------------------------------------

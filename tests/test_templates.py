@@ -120,17 +120,6 @@ def test_a_template_learned_by_one_process_is_used_by_another(redis_url: str) ->
     reset_namespace(redis_url, "shared-template")
 
 
-def test_reset_clears_the_template_memory(tmp_path: object) -> None:
-    url = f"sqlite:///{tmp_path}/index.sqlite3"
-    store = open_template_store(url, "ns")
-    store.learn("news.example:8080", [1, 2, 3])
-    assert store.hosts() == 1
-    cleared = reset_namespace(url, "ns")
-    assert any(item.what == "host templates" and item.count == 1 for item in cleared)
-    assert store.hosts() == 0
-    store.close()
-
-
 def test_apply_reads_the_page_own_text_once_the_template_is_known() -> None:
     fingerprinter = Fingerprinter()
     memory = EMPTY
@@ -319,22 +308,6 @@ def test_a_copy_judged_while_its_original_is_judged_elsewhere_stays_a_copy() -> 
     other = fingerprinter.fingerprint_page(article(2))
     assert second_look(fingerprinter, other, EMPTY.saw(learnable(original)).saw(
         learnable(other))).distinct
-
-
-@pytest.mark.cluster
-def test_a_redis_cluster_holds_the_template_memory(redis_cluster_url: str) -> None:
-    store = open_template_store(redis_cluster_url, "cluster-templates")
-    try:
-        store.see("news.example", [1, 2])
-        store.learn("news.example", [1, 2])
-        store.learn("shop.example", [3])
-        memory = store.read("news.example")
-        assert (memory.pages, memory.counts[1], memory.seen[2]) == (1, 1, 1)
-        assert store.hosts() == 2
-        assert store.clear() == 2
-        assert store.read("news.example") == EMPTY
-    finally:
-        store.close()
 
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite", "redis"])

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import xxhash
 
 from scrapy_simhash._redis import mask_url, redis_errors, sync_client
-from scrapy_simhash._sqlite import connect_with_schema, immediate
+from scrapy_simhash._sqlite import BUSY_TIMEOUT_SECS, open_with_schema
 from scrapy_simhash.exceptions import IndexBackendError
 
 if TYPE_CHECKING:
@@ -190,14 +190,18 @@ def _count_once(db: sqlite3.Connection, ns: str, digest: int, count: int) -> int
 
 class SqliteRuleStore(RuleStore):
     """Three tables next to the index's in the same file (checks passed in a table of their
-    own, which a file written before they were counted gains when opened)."""
+    own, which a file written before they were counted gains when opened), written through
+    a shared connection (:class:`~scrapy_simhash._sqlite.SharedConnection`): under the
+    file's one lock and checkpoints, as the index writes it, and raising ``StorageLost``
+    once the file was deleted or replaced."""
 
-    def __init__(self, path: str, namespace: str, *, timeout_secs: float = 30.0) -> None:
+    def __init__(
+        self, path: str, namespace: str, *, timeout_secs: float = BUSY_TIMEOUT_SECS
+    ) -> None:
         self.namespace = namespace
-        self._lock = threading.RLock()
         self._where = path
         try:
-            self._db = connect_with_schema(path, _SCHEMA, self._lock, timeout_secs=timeout_secs)
+            self.connection = open_with_schema(path, _SCHEMA, timeout_secs=timeout_secs)
         except sqlite3.Error as exc:
             raise self._error("open", exc) from exc
 
@@ -207,7 +211,7 @@ class SqliteRuleStore(RuleStore):
     def support(self, host: str, rule: str, copy: str, kept: str) -> int:
         ns = self.namespace
         try:
-            with immediate(self._db, self._lock) as db:
+            with self.connection.writing() as db:
                 row = db.execute(
                     "SELECT support FROM simhash_dust_rules WHERE ns=? AND host=? AND rule=?",
                     (ns, host, rule),
@@ -239,7 +243,7 @@ class SqliteRuleStore(RuleStore):
     def passed(self, host: str, rule: str, url: str, kept: str) -> int:
         ns = self.namespace
         try:
-            with immediate(self._db, self._lock) as db:
+            with self.connection.writing() as db:
                 if db.execute(
                     "SELECT 1 FROM simhash_dust_rules WHERE ns=? AND host=? AND rule=?",
                     (ns, host, rule),
@@ -265,7 +269,7 @@ class SqliteRuleStore(RuleStore):
 
     def kill(self, host: str, rule: str, example: str) -> None:
         try:
-            with immediate(self._db, self._lock) as db:
+            with self.connection.writing() as db:
                 db.execute(
                     "INSERT INTO simhash_dust_rules (ns, host, rule, counterexamples, example) "
                     "VALUES (?, ?, ?, 1, ?) ON CONFLICT (ns, host, rule) DO UPDATE SET "
@@ -278,8 +282,8 @@ class SqliteRuleStore(RuleStore):
 
     def rules(self) -> list[RuleState]:
         try:
-            with self._lock:
-                rows = self._db.execute(
+            with self.connection.reading() as db:
+                rows = db.execute(
                     "SELECT r.host, r.rule, r.support, r.counterexamples, r.example, "
                     "COALESCE(c.passed, 0) FROM simhash_dust_rules r LEFT JOIN "
                     "simhash_dust_checks c ON c.ns = r.ns AND c.host = r.host AND "
@@ -292,7 +296,7 @@ class SqliteRuleStore(RuleStore):
 
     def clear(self) -> int:
         try:
-            with immediate(self._db, self._lock) as db:
+            with self.connection.writing() as db:
                 count = db.execute(
                     "DELETE FROM simhash_dust_rules WHERE ns=?", (self.namespace,)
                 ).rowcount
@@ -304,7 +308,7 @@ class SqliteRuleStore(RuleStore):
 
     def close(self) -> None:
         with suppress(sqlite3.Error):
-            self._db.close()
+            self.connection.close()
 
 
 #: KEYS: rules hash, pairs hash. ARGV: field, pair field, MAX_PAIRS, MAX_RULES.

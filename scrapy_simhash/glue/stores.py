@@ -21,7 +21,6 @@ from scrapy_simhash.glue.wiring import (
     guarded,
     guarded_index,
     outage_log,
-    resolve,
     storage_options,
     validate_index,
 )
@@ -125,11 +124,12 @@ class CrawlStores:
 def _recrawl_opener(
     url: str, namespace: str, recrawl: RecrawlConfig, options: Mapping[str, Any]
 ) -> Callable[[], Any]:
-    from scrapy_simhash.recrawl import open_async_recrawl_store
+    from scrapy_simhash.recrawl import open_async_recrawl_store_off_loop
 
     async def opener() -> Any:
-        return await resolve(open_async_recrawl_store(
+        # In a thread, as the index opens: the SQLite file may make it wait and migrate.
+        return await open_async_recrawl_store_off_loop(
             url, namespace=namespace, config=recrawl, options=options
-        ))
+        )
 
     return opener

@@ -82,7 +82,9 @@ class TemplateMemory:
         """``guard`` (its retry pause and log interval; the defaults of the settings when
         None) and ``outages`` (the outage log of the storage ``url``, shared with the
         index's guard) put the store behind the guard the index and the schedule sit
-        behind: the same timeouts, retry pauses and outage lines."""
+        behind: the same timeouts, retry pauses and outage lines, and the same answer to
+        a file deleted under the crawl (SIMHASH_ON_INDEX_LOST: "close" opens no new one
+        where the lost file is to be restored)."""
         guard = guard if guard is not None else GuardConfig.from_settings({})
 
         async def open_store() -> StoreThread[TemplateStore]:
@@ -92,6 +94,7 @@ class TemplateMemory:
             "SimHash template store", url, open_store, timeout=timeout_secs,
             retry_after=guard.retry_after, log_interval=guard.log_interval,
             on_error=lambda: count("template/error"), outages=outages,
+            reopen_lost=guard.on_lost != "close",
             meanwhile="pages are judged without their host's template",
         )
         self.fingerprinter = fingerprinter

@@ -14,6 +14,7 @@ from scrapy_simhash.recrawl.store import (
     DueUrl,
     RecrawlStore,
     open_async_recrawl_store,
+    open_async_recrawl_store_off_loop,
     open_recrawl_store,
     register_backend,
 )
@@ -26,6 +27,7 @@ __all__ = [
     "RecrawlStore",
     "Visit",
     "open_async_recrawl_store",
+    "open_async_recrawl_store_off_loop",
     "open_recrawl_store",
     "register_backend",
 ]

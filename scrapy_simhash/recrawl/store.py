@@ -1,6 +1,7 @@
 """The recrawl store: per-URL change history, next visit times and a due queue.
 
-``open_recrawl_store`` / ``open_async_recrawl_store`` choose a backend from the same URL as
+``open_recrawl_store`` / ``open_async_recrawl_store`` (and, from a running event loop,
+``open_async_recrawl_store_off_loop``) choose a backend from the same URL as
 the near-duplicate index (so one SQLite file or one Redis holds both), wrap storage errors
 in :class:`IndexBackendError` with the password masked, and apply the scheduling rules of
 :func:`scrapy_simhash.recrawl.state.advance` atomically per URL.
@@ -8,6 +9,7 @@ in :class:`IndexBackendError` with the password masked, and apply the scheduling
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -454,3 +456,20 @@ def open_async_recrawl_store(
     else:
         backend = _opened(opener, url, namespace, config, options)
     return AsyncRecrawlStore(backend, url=url, namespace=namespace, config=config, clock=clock)
+
+
+async def open_async_recrawl_store_off_loop(
+    url: str | None = None,
+    *,
+    namespace: str = "default",
+    config: RecrawlConfig | None = None,
+    clock: Clock = time.time,
+    options: Mapping[str, Any] | None = None,
+) -> AsyncRecrawlStore:
+    """:func:`open_async_recrawl_store` run in a worker thread, as the index opens: opening
+    the SQLite file may wait for another process's write lock and migrate the file's rows,
+    and the event loop must run the crawl meanwhile. What the crawl opens its schedule with."""
+    return await asyncio.to_thread(
+        open_async_recrawl_store, url, namespace=namespace, config=config, clock=clock,
+        options=options,
+    )

@@ -44,7 +44,7 @@ from typing import Any
 import xxhash
 
 from scrapy_simhash._redis import mask_url, sync_client
-from scrapy_simhash._sqlite import connect_with_schema, immediate
+from scrapy_simhash._sqlite import BUSY_TIMEOUT_SECS, open_with_schema
 from scrapy_simhash.exceptions import IndexBackendError
 from scrapy_simhash.template import EMPTY, HALVE_AT, HOST_BYTES, SLOTS, HostMemory
 
@@ -146,19 +146,21 @@ CREATE TABLE IF NOT EXISTS simhash_template_hosts (
 
 
 class SqliteTemplateStore(TemplateStore):
-    """One row per host next to the index's tables in the same file."""
+    """One row per host next to the index's tables in the same file, written through a
+    shared connection (:class:`~scrapy_simhash._sqlite.SharedConnection`): under the
+    file's one lock and checkpoints, as the index and the recrawl store write it, and
+    raising ``StorageLost`` once the file was deleted or replaced."""
 
     def __init__(
-        self, path: str, namespace: str, *, timeout_secs: float = 30.0,
+        self, path: str, namespace: str, *, timeout_secs: float = BUSY_TIMEOUT_SECS,
         max_hosts: int = MAX_HOSTS, halve_at: int = HALVE_AT,
     ) -> None:
         self.namespace = namespace
         self.max_hosts = max_hosts
         self.halve_at = halve_at
-        self._lock = threading.RLock()
         self._where = path
         try:
-            self._db = connect_with_schema(path, _SCHEMA, self._lock, timeout_secs=timeout_secs)
+            self.connection = open_with_schema(path, _SCHEMA, timeout_secs=timeout_secs)
         except sqlite3.Error as exc:
             raise self._error("open", exc) from exc
 
@@ -167,8 +169,8 @@ class SqliteTemplateStore(TemplateStore):
 
     def read(self, host: str) -> HostMemory:
         try:
-            with self._lock:
-                row = self._db.execute(
+            with self.connection.reading() as db:
+                row = db.execute(
                     "SELECT memory FROM simhash_templates WHERE ns=? AND host=?",
                     (self.namespace, host),
                 ).fetchone()
@@ -184,7 +186,7 @@ class SqliteTemplateStore(TemplateStore):
         if not by_host:
             return
         try:
-            with immediate(self._db, self._lock) as db:
+            with self.connection.writing() as db:
                 for host, changes in by_host.items():
                     self._update(db, host, changes)
         except sqlite3.Error as exc:
@@ -218,14 +220,14 @@ class SqliteTemplateStore(TemplateStore):
 
     def hosts(self) -> int:
         try:
-            with self._lock:
-                return self._count(self._db)
+            with self.connection.reading() as db:
+                return self._count(db)
         except sqlite3.Error as exc:
             raise self._error("count", exc) from exc
 
     def clear(self) -> int:
         try:
-            with immediate(self._db, self._lock) as db:
+            with self.connection.writing() as db:
                 db.execute("DELETE FROM simhash_template_hosts WHERE ns=?", (self.namespace,))
                 return int(
                     db.execute(
@@ -237,7 +239,7 @@ class SqliteTemplateStore(TemplateStore):
 
     def close(self) -> None:
         with suppress(sqlite3.Error):
-            self._db.close()
+            self.connection.close()
 
 
 def glob_escape(text: str) -> str:
