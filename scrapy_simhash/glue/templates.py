@@ -8,13 +8,16 @@ verdict says what was set aside or found distinct, for the stats. A process keep
 short-lived copy of each host's memory (:data:`REFRESH_SECS`) and reads it again for
 every same-host match, the one answer that must see what other processes learned.
 
-**One store write per page.** Counting a page as seen is a write that cannot wait: a page
-judged at the same time in another process must find it. Counting a kept page can: it is
-queued and written with this process's next page, in the same call (write-behind of the
-kept part). The trade: another process sees a page kept here one page of this process
+**At most one store write per page.** Counting a page as seen is a write that cannot wait:
+a page judged at the same time in another process must find it. Counting a kept page can:
+it is queued and written with this process's next page, in the same call (write-behind of
+the kept part). The trade: another process sees a page kept here one page of this process
 late (at the close, the queue is written before the store is closed); this process's own
 copy, and every memory it reads, count its queued pages at once. A queue that could not
-be written is kept for the next write, up to :data:`MAX_QUEUED` pages.
+be written is kept for the next write, up to :data:`MAX_QUEUED` pages. Pages seen while a
+write is in flight wait for the next one and share it (group commit: concurrent pages make
+one store call, one thread hop and one transaction), each judged once its own counts are
+written.
 
 A store that fails costs only the memory: pages are judged as without it (the match
 stands, nothing is set aside). It sits behind the guard the index sits behind (timeouts,
@@ -24,6 +27,7 @@ retry pauses), its outages said in the storage's one outage log and counted as
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections import OrderedDict
@@ -111,6 +115,13 @@ class TemplateMemory:
         self._refused = False
         #: Kept pages not yet written (write-behind): they go with the next write.
         self._queued: list[Count] = []
+        #: Pages seen while a write was in flight, and the write that will carry them
+        #: (resolved once it is done): see() of concurrent pages share one store call.
+        self._waiting: list[Count] = []
+        self._next: asyncio.Future[None] | None = None
+        self._writing = False
+        #: The writes started for pages that waited (awaited at the close).
+        self._writes: set[asyncio.Future[None]] = set()
 
     @classmethod
     def open(
@@ -212,21 +223,53 @@ class TemplateMemory:
             self._cache[host] = (cached[0], count.apply(cached[1]))
 
     async def _write(self, counts: list[Count]) -> None:
-        """Write ``counts`` and every queued kept page in one store call; a failed call
-        keeps the kept pages queued for the next."""
+        """Return once ``counts`` are written, with every queued kept page, or the write
+        failed. Group commit: while a write is in flight, the pages seen meanwhile wait
+        for the next one and share it (one store call, one thread hop and one transaction
+        for all of them, not one each); each page still waits for its own counts."""
+        self._waiting.extend(counts)
+        if not self._writing:
+            await self._write_waiting()
+            return
+        if self._next is None:
+            self._next = asyncio.get_running_loop().create_future()
+        await asyncio.shield(self._next)
+
+    async def _write_waiting(self) -> None:
+        """Write what waits in one store call; then start the write of what came
+        meanwhile. A failed call keeps the kept pages queued for the next."""
+        counts, self._waiting = self._waiting, []
+        done, self._next = self._next, None
+        if not counts and not self._queued:
+            if done is not None:
+                done.set_result(None)
+            return
         queued, self._queued = self._queued, []
         batch = [*queued, *counts]
+
         def record(store: TemplateStore) -> bool:
             store.record(batch)
             return True
 
-        if await self._call(record) is None:
-            kept = [*queued, *(count for count in counts if count.kept)]
-            self._queued = [*kept, *self._queued][-MAX_QUEUED:]
+        self._writing = True
+        try:
+            if await self._call(record) is None:
+                kept = [*queued, *(count for count in counts if count.kept)]
+                self._queued = [*kept, *self._queued][-MAX_QUEUED:]
+        finally:
+            self._writing = False
+            if done is not None:
+                done.set_result(None)
+            if self._next is not None:
+                write = asyncio.ensure_future(self._write_waiting())
+                self._writes.add(write)
+                write.add_done_callback(self._writes.discard)
 
     async def flush(self) -> None:
-        """Write the kept pages still queued."""
-        if self._queued:
+        """Write the kept pages still queued (after the writes in flight)."""
+        while self._writes:
+            await asyncio.wait(set(self._writes))
+        if self._queued or self._waiting:
             await self._write([])
 
     async def aclose(self) -> None:
