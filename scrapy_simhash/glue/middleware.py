@@ -417,7 +417,8 @@ class SimhashDownloaderMiddleware:
         )
         await self._observed(request, response, info)
         url, kept, distance = response.url, str(verdict.duplicate_of), int(verdict.distance or 0)
-        copied = self._copied(url, kept)
+        # What it copies is worked out only for a line that is logged (most crawls log INFO).
+        copied = self._copied(url, kept) if logger.isEnabledFor(logging.DEBUG) else ""
         if not self.config.drop_duplicates:
             logger.debug(
                 "Near-duplicate %s %s (distance %d), kept (mark-only mode)", url, copied, distance

@@ -8,13 +8,16 @@ verdict says what was set aside or found distinct, for the stats. A process keep
 short-lived copy of each host's memory (:data:`REFRESH_SECS`) and reads it again for
 every same-host match, the one answer that must see what other processes learned.
 
-**One store write per page.** Counting a page as seen is a write that cannot wait: a page
-judged at the same time in another process must find it. Counting a kept page can: it is
-queued and written with this process's next page, in the same call (write-behind of the
-kept part). The trade: another process sees a page kept here one page of this process
+**At most one store write per page.** Counting a page as seen is a write that cannot wait:
+a page judged at the same time in another process must find it. Counting a kept page can:
+it is queued and written with this process's next page, in the same call (write-behind of
+the kept part). The trade: another process sees a page kept here one page of this process
 late (at the close, the queue is written before the store is closed); this process's own
 copy, and every memory it reads, count its queued pages at once. A queue that could not
-be written is kept for the next write, up to :data:`MAX_QUEUED` pages.
+be written is kept for the next write, up to :data:`MAX_QUEUED` pages. Pages seen while a
+write is in flight wait for the next one and share it (group commit: concurrent pages make
+one store call, one thread hop and one transaction), each judged once its own counts are
+written.
 
 A store that fails costs only the memory: pages are judged as without it (the match
 stands, nothing is set aside). It sits behind the guard the index sits behind (timeouts,
@@ -24,6 +27,7 @@ retry pauses), its outages said in the storage's one outage log and counted as
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections import OrderedDict
@@ -60,6 +64,12 @@ CACHED_HOSTS = 1024
 #: Kept pages queued at most for the next write (write-behind, see the module); beyond it,
 #: while the store fails, the oldest are forgotten.
 MAX_QUEUED = 1024
+#: Pages whose line buckets are remembered between :meth:`TemplateMemory.see` and
+#: :meth:`TemplateMemory.learn`: the pages judged at once in a crawl of up to 64 concurrent
+#: requests (one slot was not enough: another page's ``see`` came in between and every
+#: kept page's lines were hashed twice). A page not kept holds its entry until 64 later
+#: pages push it out: a few MB of page text at most, beside the bodies in flight.
+HASHED_PAGES = 64
 
 T = TypeVar("T")
 
@@ -101,12 +111,20 @@ class TemplateMemory:
         self._count = count
         self._clock = clock
         self._cache: OrderedDict[str, tuple[float, HostMemory]] = OrderedDict()
-        #: The last page whose lines were hashed: see() and learn() ask for the same page.
-        self._hashed: tuple[PageFingerprint | None, Sequence[int]] = (None, ())
+        #: Pages whose lines were hashed by see(), by identity, until learn() asks for the
+        #: same page (the page is held, so its id is not reused meanwhile).
+        self._hashed: OrderedDict[int, tuple[PageFingerprint, Sequence[int]]] = OrderedDict()
         #: Whether a store that cannot be used as configured was said.
         self._refused = False
         #: Kept pages not yet written (write-behind): they go with the next write.
         self._queued: list[Count] = []
+        #: Pages seen while a write was in flight, and the write that will carry them
+        #: (resolved once it is done): see() of concurrent pages share one store call.
+        self._waiting: list[Count] = []
+        self._next: asyncio.Future[None] | None = None
+        self._writing = False
+        #: The writes started for pages that waited (awaited at the close).
+        self._writes: set[asyncio.Future[None]] = set()
 
     @classmethod
     def open(
@@ -161,11 +179,15 @@ class TemplateMemory:
             self._cache.popitem(last=False)
         return memory
 
-    def _slots(self, page: PageFingerprint) -> Sequence[int]:
-        last, slots = self._hashed
-        if last is not page:
-            slots = learnable(page)
-            self._hashed = (page, slots)
+    def _slots(self, page: PageFingerprint, *, again: bool) -> Sequence[int]:
+        """The page's line buckets, hashed once per page: ``again`` True keeps them for
+        the page's next ask (see, then learn), False lets them go."""
+        known = self._hashed.pop(id(page), None)
+        slots = known[1] if known is not None and known[0] is page else learnable(page)
+        if again:
+            self._hashed[id(page)] = (page, slots)
+            while len(self._hashed) > HASHED_PAGES:
+                self._hashed.popitem(last=False)
         return slots
 
     async def apply(self, url: str, page: PageFingerprint) -> PageFingerprint:
@@ -185,7 +207,7 @@ class TemplateMemory:
         """Count a fetched page's lines before it is judged: a page judged at the same
         time in another process is then counted when either looks again at a match. The
         kept pages queued since the last write go with it (the page's one write)."""
-        slots = self._slots(page)
+        slots = self._slots(page, again=True)
         if slots:
             await self._write([Count(host_of(url), tuple(slots))])
 
@@ -193,7 +215,7 @@ class TemplateMemory:
         """Count a kept page's lines in its host's memory: in this process's copy now, in
         the store with this process's next write (see the module)."""
         host = host_of(url)
-        slots = self._slots(page)
+        slots = self._slots(page, again=False)
         if not slots:
             return
         count = Count(host, tuple(slots), kept=True)
@@ -204,21 +226,53 @@ class TemplateMemory:
             self._cache[host] = (cached[0], count.apply(cached[1]))
 
     async def _write(self, counts: list[Count]) -> None:
-        """Write ``counts`` and every queued kept page in one store call; a failed call
-        keeps the kept pages queued for the next."""
+        """Return once ``counts`` are written, with every queued kept page, or the write
+        failed. Group commit: while a write is in flight, the pages seen meanwhile wait
+        for the next one and share it (one store call, one thread hop and one transaction
+        for all of them, not one each); each page still waits for its own counts."""
+        self._waiting.extend(counts)
+        if not self._writing:
+            await self._write_waiting()
+            return
+        if self._next is None:
+            self._next = asyncio.get_running_loop().create_future()
+        await asyncio.shield(self._next)
+
+    async def _write_waiting(self) -> None:
+        """Write what waits in one store call; then start the write of what came
+        meanwhile. A failed call keeps the kept pages queued for the next."""
+        counts, self._waiting = self._waiting, []
+        done, self._next = self._next, None
+        if not counts and not self._queued:
+            if done is not None:
+                done.set_result(None)
+            return
         queued, self._queued = self._queued, []
         batch = [*queued, *counts]
+
         def record(store: TemplateStore) -> bool:
             store.record(batch)
             return True
 
-        if await self._call(record) is None:
-            kept = [*queued, *(count for count in counts if count.kept)]
-            self._queued = [*kept, *self._queued][-MAX_QUEUED:]
+        self._writing = True
+        try:
+            if await self._call(record) is None:
+                kept = [*queued, *(count for count in counts if count.kept)]
+                self._queued = [*kept, *self._queued][-MAX_QUEUED:]
+        finally:
+            self._writing = False
+            if done is not None:
+                done.set_result(None)
+            if self._next is not None:
+                write = asyncio.ensure_future(self._write_waiting())
+                self._writes.add(write)
+                write.add_done_callback(self._writes.discard)
 
     async def flush(self) -> None:
-        """Write the kept pages still queued."""
-        if self._queued:
+        """Write the kept pages still queued (after the writes in flight)."""
+        while self._writes:
+            await asyncio.wait(set(self._writes))
+        if self._queued or self._waiting:
             await self._write([])
 
     async def aclose(self) -> None:
