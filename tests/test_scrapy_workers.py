@@ -105,3 +105,22 @@ def test_identical_bodies_are_fingerprinted_once() -> None:
     assert hits == 2  # evicted, so computed again
     assert len(fingerprints) == 1
     assert None not in fingerprints
+
+
+def test_a_page_s_evidence_is_made_in_the_worker_and_comes_back_with_it() -> None:
+    """The second test's text and the sketch of the page's lines are made where the page
+    was read, not again in the crawl process."""
+    body = (SITE / "harbour.html").read_bytes()
+
+    async def scenario() -> Any:
+        runner = FingerprintRunner(CONFIG, workers=1, inline_max_bytes=0)
+        try:
+            return await runner.fingerprint(body, "text/html")
+        finally:
+            runner.close()
+
+    page = asyncio.run(scenario())
+    assert page.fingerprint is not None
+    assert "evidence" in vars(page)
+    assert page.evidence == Fingerprinter(CONFIG).fingerprint_page(body).evidence
+    assert page.evidence.sketch != 0

@@ -74,6 +74,8 @@ def _fingerprint_in_worker(
         raise RuntimeError("worker not initialised")
     started = time.thread_time()
     page = _worker_fingerprinter.fingerprint_page(body, content_type=content_type)
+    if page.fingerprint is not None:
+        page.evidence  # noqa: B018 - made here, not in the crawl process: it goes with the page
     return page, time.thread_time() - started
 
 
