@@ -309,14 +309,16 @@ def second_look(
     match stands.
     """
     template = memory.template()
-    novel = _novel(fingerprinter, page, memory, template)
+    counted = _counted_outside(page, template)
+    seen = memory.seen
+    novel = _fingerprint_lines(fingerprinter, page, (ln for ln, s in counted if seen[s] <= 1))
     if novel is not None:
-        return novel
+        return SecondLook(True, novel[0], novel[1])
     if sketch:
         widely = memory.widely_seen()
         rest = [
             line for line in lines_outside(page.page_text, page.text)
-            if (slot := line_slot(line)) not in template and memory.seen[slot] <= widely
+            if (slot := line_slot(line)) not in template and seen[slot] <= widely
         ]
         lacking = "\n".join(lines_not_in(sketch, rest))
         # Distinct when what the matched page lacks is text enough for a fingerprint; the
@@ -326,29 +328,8 @@ def second_look(
             found = _fingerprint_lines(fingerprinter, page, rest)
             if found is not None:
                 return SecondLook(True, found[0], found[1])
-    return _rare(fingerprinter, page, memory, template)
-
-
-def _novel(
-    fingerprinter: Fingerprinter, page: PageFingerprint, memory: HostMemory,
-    template: frozenset[int],
-) -> SecondLook | None:
-    """Distinct by the host's counters: enough text outside the main text that no other
-    page of the host showed."""
-    lines = _counted_outside(page, template)
-    seen = memory.seen
-    novel = _fingerprint_lines(fingerprinter, page, (ln for ln, s in lines if seen[s] <= 1))
-    return None if novel is None else SecondLook(True, novel[0], novel[1])
-
-
-def _rare(
-    fingerprinter: Fingerprinter, page: PageFingerprint, memory: HostMemory,
-    template: frozenset[int],
-) -> SecondLook | None:
-    """A copy of whichever page the lines of the page shown on at most one other match."""
-    seen = memory.seen
-    lines = _counted_outside(page, template)
-    rare = _fingerprint_lines(fingerprinter, page, (ln for ln, s in lines if seen[s] <= 2))
+    # A copy of whichever page its lines shown on at most one other page match.
+    rare = _fingerprint_lines(fingerprinter, page, (ln for ln, s in counted if seen[s] <= 2))
     if rare is not None and rare[0] != page.fingerprint:
         return SecondLook(False, rare[0], rare[1])
     return None
