@@ -28,7 +28,7 @@ from scrapy_simhash.template import (
     page_slots,
     second_look,
 )
-from tests.scrapy_inprocess import harness, random_story
+from tests.scrapy_inprocess import harness, random_story, story
 from tests.test_templates import article, urls
 
 FINGERPRINTER = Fingerprinter()
@@ -260,5 +260,25 @@ def test_a_desktop_copy_of_a_print_view_is_no_distinct_page() -> None:
     # On a host that never showed the footer, the desktop page is told apart by it.
     alone = EMPTY.saw(learnable(printed)).saw(learnable(desktop))
     look = second_look(FINGERPRINTER, desktop, alone, printed.evidence.sketch)
+    assert look is not None
+    assert look.distinct
+
+
+def test_an_article_teased_on_its_home_and_section_pages_is_still_its_own() -> None:
+    """A small host shows an article's text as the teaser of its home and section pages
+    before the article comes: three pages of the host have it, and it is still the
+    article's own text, not text the host shows widely."""
+    main = ARTICLES[1].text.split("\n")
+    # The article's own paragraph (the bio is what is read as its main text).
+    own = max((line for line in ARTICLES[1].page_text.split("\n") if line not in main), key=len)
+    assert "Ada Lindqvist" not in own
+    listings = [
+        FINGERPRINTER.fingerprint_page(story([own, *(f"Teaser {n} of the {name}." for n in range(4))]))
+        for name in ("home", "section")
+    ]
+    memory = EMPTY
+    for page in (*listings, ARTICLES[0], ARTICLES[1]):
+        memory = memory.saw(learnable(page))
+    look = second_look(FINGERPRINTER, ARTICLES[1], memory, ARTICLES[0].evidence.sketch)
     assert look is not None
     assert look.distinct

@@ -62,6 +62,9 @@ MIN_PAGES = 4
 #: bar (a tenth, tried) learns the teasers that listing pages share as template, and a
 #: listing whose main text is then read anew reads as changed at its next visit.
 SHARE = 0.2
+#: Pages a line must be seen on, at the least, to be set aside by the second look as shown
+#: widely by its host (:meth:`HostMemory.widely_seen`).
+WIDELY_AT_LEAST = 5.0
 #: Saturation of a counter.
 COUNTER_MAX = 0xFFFF
 #: A part's page count at which all its counters are halved. A line's counter is at most its
@@ -190,8 +193,10 @@ class HostMemory:
         bar four deviations above that mean is passed by one in a thousand at most. The
         second look sets such lines aside (a copy from another template of the host has the
         host's chrome and teasers that its original, a print view, lacks); it grows with
-        the host, so a page's own text stays its own on a host of any size."""
-        return _above_load(np.frombuffer(self.seen, dtype=np.uint16), own=2.0)
+        the host, so a page's own text stays its own on a host of any size. Never below
+        :data:`WIDELY_AT_LEAST` pages: on a small host an article's lede is often also the
+        teaser on its home and section pages."""
+        return max(WIDELY_AT_LEAST, _above_load(np.frombuffer(self.seen, dtype=np.uint16), own=2.0))
 
     def template(self) -> frozenset[int]:
         """The buckets of the host's template lines (worked out once per memory)."""
