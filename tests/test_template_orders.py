@@ -100,23 +100,37 @@ def test_a_redesign_mid_crawl_keeps_every_article_of_the_new_design() -> None:
     assert _judge(old + new) == set()
 
 
-@pytest.mark.redis
-def test_three_processes_sharing_redis_keep_every_article(redis_url: str) -> None:
-    """Three crawl processes take turns over one host's pages (three ordinary pages first),
-    sharing the namespace's index and template memory in Redis."""
-    settings = {"SIMHASH_INDEX_URL": redis_url, "SIMHASH_NAMESPACE": "three-orders"}
+def _three_processes(
+    redis_url: str, namespace: str, first: list[tuple[str, bytes]], seed: int
+) -> tuple[list[str], dict[str, object]]:
+    """Three crawl processes sharing Redis take turns over ``first`` (URL, body), then the
+    20 articles in an order drawn with ``seed``, then a print copy of the second article:
+    the articles dropped, and the print copy's meta."""
+    settings = {"SIMHASH_INDEX_URL": redis_url, "SIMHASH_NAMESPACE": namespace}
     order = list(range(20))
-    random.Random(7).shuffle(order)
+    random.Random(seed).shuffle(order)
     dropped: list[str] = []
     with harness(**settings) as a, harness(**settings) as b, harness(**settings) as c:
         processes = [a, b, c]
-        for n, name in enumerate(("", "city", "about")):
-            processes[n].fetch(f"http://news.example:8080/{name}", random_story(2000 + n))
+        for turn, (url, body) in enumerate(first):
+            processes[turn % 3].fetch(url, body)
         for turn, n in enumerate(order):
             _, meta = processes[turn % 3].fetch(urls()[n], article(n))
             if meta["duplicate_of"]:
                 dropped.append(urls()[n])
-    reset_namespace(redis_url, "three-orders")
+        _, printed = a.fetch(urls()[order[1]] + "?print=1", article(order[1], stamp="08:05"))
+    reset_namespace(redis_url, namespace)
+    printed["copied"] = urls()[order[1]]
+    return dropped, printed
+
+
+@pytest.mark.redis
+def test_three_processes_sharing_redis_keep_every_article(redis_url: str) -> None:
+    """Three crawl processes take turns over one host's pages (three ordinary pages first),
+    sharing the namespace's index and template memory in Redis."""
+    first = [(f"http://news.example:8080/{name}", random_story(2000 + n))
+             for n, name in enumerate(("", "city", "about"))]
+    dropped, _ = _three_processes(redis_url, "three-orders", first, seed=7)
     assert dropped == []
 
 
@@ -191,22 +205,11 @@ def test_no_article_is_dropped_after_any_number_of_section_pages(
 def test_three_processes_on_a_full_host_keep_every_article(redis_url: str) -> None:
     """The same through Redis: each page's sketch is stored with its entry and read back by
     whichever process meets the page's copy or its neighbour."""
-    settings = {"SIMHASH_INDEX_URL": redis_url, "SIMHASH_NAMESPACE": "full-host"}
-    order = list(range(20))
-    random.Random(11).shuffle(order)
-    dropped: list[str] = []
-    with harness(**settings) as a, harness(**settings) as b, harness(**settings) as c:
-        processes = [a, b, c]
-        for n in range(len(SECTIONS)):
-            processes[n % 3].fetch(f"http://news.example:8080/section/{n}", listing(4000 + n))
-        for turn, n in enumerate(order):
-            _, meta = processes[turn % 3].fetch(urls()[n], article(n))
-            if meta["duplicate_of"]:
-                dropped.append(urls()[n])
-        _, printed = a.fetch(urls()[order[1]] + "?print=1", article(order[1], stamp="08:05"))
-    reset_namespace(redis_url, "full-host")
+    first = [(f"http://news.example:8080/section/{n}", listing(4000 + n))
+             for n in range(len(SECTIONS))]
+    dropped, printed = _three_processes(redis_url, "full-host", first, seed=11)
     assert dropped == []
-    assert printed["duplicate_of"] == urls()[order[1]]
+    assert printed["duplicate_of"] == printed["copied"]
 
 
 def test_a_few_long_pages_make_no_template_of_their_own_lines() -> None:
