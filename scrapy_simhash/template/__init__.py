@@ -44,8 +44,7 @@ import numpy as np
 import xxhash
 
 from scrapy_simhash.confirm import Evidence
-from scrapy_simhash.features import normalize
-from scrapy_simhash.sketch import lines_not_in, lines_outside
+from scrapy_simhash.sketch import folded, lines_not_in, lines_outside
 from scrapy_simhash.text.readout import _drop_credits
 
 if TYPE_CHECKING:
@@ -87,8 +86,12 @@ def host_of(url: str) -> str:
 
 def line_slot(line: str) -> int:
     """The counter bucket of a line: case, width and whitespace folded as features are."""
-    folded = " ".join(normalize(line).split())
-    return xxhash.xxh3_64_intdigest(folded.encode("utf-8")) % SLOTS
+    return folded_slot(folded(line))
+
+
+def folded_slot(line: str) -> int:
+    """The counter bucket of a line already folded (:func:`scrapy_simhash.sketch.folded`)."""
+    return xxhash.xxh3_64_intdigest(line.encode("utf-8")) % SLOTS
 
 
 def page_slots(text: str) -> tuple[int, ...]:
@@ -323,7 +326,7 @@ def second_look(
         widely = memory.widely_seen()
         rest = [
             line for line in lines_outside(page.page_text, page.text)
-            if (slot := line_slot(line)) not in template and seen[slot] <= widely
+            if (slot := folded_slot(line)) not in template and seen[slot] <= widely
         ]
         lacking = "\n".join(lines_not_in(sketch, rest))
         # Distinct when what the matched page lacks is text enough for a fingerprint; the
