@@ -35,7 +35,7 @@ async def crawl_calls(mode: str, pages: int) -> float:
     with tempfile.TemporaryDirectory() as tmp:
         url = "memory://" if mode == "memory" else f"sqlite:///{tmp}/index.sqlite3"
         index: Any = await open_async_index(url, max_distance=4, exact_distance=3)
-        store: Any = open_async_recrawl_store(url)
+        store: Any = await open_async_recrawl_store(url)
         if mode == "sqlite, threads":
             index = AsyncIndexFacade(AsyncIndexAdapter(index.backend.backend, run=in_thread))
             store._backend._run = store._backend._scan = in_thread

@@ -41,7 +41,7 @@ class Stores:
         self.step = self.crawl()
 
     async def _open_recrawl(self) -> Any:
-        return open_async_recrawl_store(self.url, namespace=self.namespace, config=RecrawlConfig())
+        return await open_async_recrawl_store(self.url, namespace=self.namespace, config=RecrawlConfig())
 
     def crawl(self) -> VerdictStep:
         """A new crawl (or another process) over the same stores: nothing in memory."""

@@ -81,7 +81,7 @@ class Shared:
 
     @staticmethod
     async def _recrawl(url: str) -> Any:
-        return open_async_recrawl_store(url, namespace="lease", config=RecrawlConfig())
+        return await open_async_recrawl_store(url, namespace="lease", config=RecrawlConfig())
 
     def process(
         self, death: Death | None = None, *, sleep: Callable[[float], Awaitable[None]] | None = None

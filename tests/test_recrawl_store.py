@@ -216,7 +216,7 @@ def test_budget_policy_spends_the_budget(
 
 def test_async_store_matches_sync_contract(store_url: str, clock: Clock) -> None:
     async def scenario() -> list[object]:
-        store = open_async_recrawl_store(
+        store = await open_async_recrawl_store(
             store_url, namespace="async", config=RecrawlConfig(), clock=clock
         )
         try:

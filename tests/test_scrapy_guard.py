@@ -97,7 +97,7 @@ def test_an_outage_of_two_stores_in_one_redis_is_one_line_and_its_end_another(
         return await open_async_index(url, namespace="outage", options={"retries": 0})
 
     async def open_store() -> object:
-        return open_async_recrawl_store(url, namespace="outage")
+        return await open_async_recrawl_store(url, namespace="outage")
 
     async def scenario() -> None:
         index = Guarded("SimHash index", url, open_index, timeout=5, retry_after=2,

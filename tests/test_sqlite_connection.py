@@ -140,7 +140,7 @@ def test_a_pages_calls_run_inline_and_scans_in_a_thread(tmp_path: Path) -> None:
 
     async def scenario() -> None:
         index = await open_async_index(url)
-        store = open_async_recrawl_store(url)
+        store = await open_async_recrawl_store(url)
         spy(index.backend.backend, "observe")  # type: ignore[attr-defined]
         spy(index.backend.backend, "count")  # type: ignore[attr-defined]
         spy(store._backend._backend, "update")  # type: ignore[attr-defined]
@@ -187,7 +187,7 @@ def test_the_log_stays_small_while_pages_are_written_during_checkpoints(
 
     async def scenario() -> None:
         index = await open_async_index(url)
-        store = open_async_recrawl_store(url)
+        store = await open_async_recrawl_store(url)
         for n in range(3000):
             await index.observe(f"https://a.test/{n}", (n * 0x9E3779B97F4A7C15) % 2**64)
             await store.observe(f"https://a.test/{n}", n)

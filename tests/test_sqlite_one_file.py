@@ -20,7 +20,7 @@ import pytest
 from scrapy_simhash.dust.store import SqliteRuleStore
 from scrapy_simhash.exceptions import IndexBackendError, StorageLost
 from scrapy_simhash.index import open_async_index, open_index
-from scrapy_simhash.recrawl import open_async_recrawl_store_off_loop, open_recrawl_store
+from scrapy_simhash.recrawl import open_async_recrawl_store, open_recrawl_store
 from scrapy_simhash.template.store import Count, SqliteTemplateStore
 
 #: Writes per store; each store's writes run in a thread of their own, all at once.
@@ -126,7 +126,8 @@ def test_a_loss_one_store_found_is_the_cause_every_store_of_the_file_gives(
 @pytest.mark.parametrize("store", ["index", "recrawl"])
 def test_a_store_opens_off_the_event_loop(store: str, tmp_path: Path) -> None:
     """Another process holds the file's write lock while the crawl opens a store (its
-    tables created, its rows migrated, in a write transaction). Opened off the loop, the
+    tables created, in a write transaction). Opened off the loop (both openers are
+    coroutines that open in a worker thread), the
     opening waits in a thread and the loop runs the task that lets the lock go; opened on
     the loop, that task could not run until the busy timeout gave up: "database is
     locked"."""
@@ -147,7 +148,7 @@ def test_a_store_opens_off_the_event_loop(store: str, tmp_path: Path) -> None:
         if store == "index":
             opened = await open_async_index(url, namespace="ns", options={"timeout": 5})
         else:
-            opened = await open_async_recrawl_store_off_loop(
+            opened = await open_async_recrawl_store(
                 url, namespace="ns", options={"timeout": 5}
             )
         await letting_go

@@ -51,7 +51,7 @@ def test_a_storage_declared_once_opens_all_three_stores_sync_and_async() -> None
         assert async_index.backend._run is in_thread
         assert (await async_index.observe("https://a.test/y", 2**40)).stored
         await async_index.close()
-        async_store = open_async_recrawl_store("vault://one")
+        async_store = await open_async_recrawl_store("vault://one")
         assert isinstance(async_store._backend, AsyncBackendAdapter)
         assert async_store._backend._executor is not None
         assert (await async_store.observe("https://a.test/y", 5)).visits == 1

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -110,7 +110,11 @@ def test_the_recrawl_clients_take_the_index_client_options(
 @pytest.mark.parametrize("mode", MODES)
 def test_a_recrawl_client_option_redis_does_not_take_refuses_the_open(mode: str) -> None:
     url = f"redis://127.0.0.1:{free_port()}/0"  # refused before any connection
-    opener: Callable[..., Any] = open_async_recrawl_store if mode == "async" else open_recrawl_store
+    def opener(url: str, **kwargs: Any) -> Any:
+        if mode == "async":
+            return asyncio.run(open_async_recrawl_store(url, **kwargs))
+        return open_recrawl_store(url, **kwargs)
+
     with pytest.raises(ConfigurationError, match="socket_timeot"):
         opener(url, options={"socket_timeot": 5})
     with pytest.raises(ConfigurationError, match="socket_timeout"):
@@ -228,7 +232,7 @@ def test_the_asyncio_recrawl_store_is_not_bounded_by_the_index_connection_count(
     calls = DEFAULT_MAX_CONNECTIONS + 16
 
     async def main() -> int:
-        store = open_async_recrawl_store(redis_url, namespace="many", options={})
+        store = await open_async_recrawl_store(redis_url, namespace="many", options={})
         try:
             assert await store.count() == 0  # the namespace's layout recorded, as at a start
             await asyncio.gather(*(store.observe(f"http://x/{i}", A) for i in range(calls)))
@@ -247,7 +251,7 @@ def test_many_first_uses_of_a_new_recrawl_namespace_at_once_all_read_its_layout(
     another, whatever the order the server runs them in."""
 
     async def main() -> list[int]:
-        stores = [open_async_recrawl_store(redis_url, namespace="first-use") for _ in range(40)]
+        stores = [await open_async_recrawl_store(redis_url, namespace="first-use") for _ in range(40)]
         try:
             await asyncio.gather(*(s.observe(f"http://x/{n}", A) for n, s in enumerate(stores)))
             return [await s.count() for s in stores]

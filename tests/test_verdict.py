@@ -66,7 +66,7 @@ class Stores:
         )
 
     async def _open_recrawl(self) -> Any:
-        return open_async_recrawl_store(self.url, namespace="verdict", config=RecrawlConfig())
+        return await open_async_recrawl_store(self.url, namespace="verdict", config=RecrawlConfig())
 
     async def state(self, url: str) -> Any:
         assert self.recrawl is not None
@@ -372,8 +372,8 @@ def test_a_schedule_that_is_away_loses_the_visit_and_counts_it(tmp_path: Path) -
 
     async def scenario() -> None:
         stores = Stores("memory://")
-        stores.recrawl = guard(lambda: asyncio.sleep(0, open_async_recrawl_store(
-            dead, namespace="verdict", config=RecrawlConfig())))
+        stores.recrawl = guard(lambda: open_async_recrawl_store(
+            dead, namespace="verdict", config=RecrawlConfig()))
         stores.step.recrawl = stores.recrawl
         verdict = await stores.step.page("https://a.test/x", "https://a.test/x", A, OK)
         assert verdict.outcome == UNIQUE  # the page is checked; only its visit is lost

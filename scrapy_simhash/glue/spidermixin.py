@@ -17,7 +17,7 @@ from scrapy_simhash import settings as simhash_settings
 from scrapy_simhash._redis import mask_url
 from scrapy_simhash.exceptions import SimhashError
 from scrapy_simhash.glue import config
-from scrapy_simhash.recrawl import DueUrl, open_async_recrawl_store_off_loop
+from scrapy_simhash.recrawl import DueUrl, open_async_recrawl_store
 from scrapy_simhash.settings import RecrawlStartConfig, backend_options, recrawl_config
 
 logger = logging.getLogger("scrapy_simhash.spidermixin")  # the name users filter on
@@ -55,7 +55,7 @@ class RecrawlSpiderMixin:
         if not recrawl.enabled:
             return []
         url = config.index_url(settings)
-        store = await open_async_recrawl_store_off_loop(
+        store = await open_async_recrawl_store(
             url, namespace=simhash_settings.namespace(settings, self.name), config=recrawl,
             options=backend_options(settings),
         )

@@ -124,11 +124,11 @@ class CrawlStores:
 def _recrawl_opener(
     url: str, namespace: str, recrawl: RecrawlConfig, options: Mapping[str, Any]
 ) -> Callable[[], Any]:
-    from scrapy_simhash.recrawl import open_async_recrawl_store_off_loop
+    from scrapy_simhash.recrawl import open_async_recrawl_store
 
     async def opener() -> Any:
-        # In a thread, as the index opens: the SQLite file may make it wait and migrate.
-        return await open_async_recrawl_store_off_loop(
+        # Off the event loop, as the index opens: the SQLite file may make it wait.
+        return await open_async_recrawl_store(
             url, namespace=namespace, config=recrawl, options=options
         )
 

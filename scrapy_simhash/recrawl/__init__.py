@@ -14,7 +14,6 @@ from scrapy_simhash.recrawl.store import (
     DueUrl,
     RecrawlStore,
     open_async_recrawl_store,
-    open_async_recrawl_store_off_loop,
     open_recrawl_store,
     register_backend,
 )
@@ -27,7 +26,6 @@ __all__ = [
     "RecrawlStore",
     "Visit",
     "open_async_recrawl_store",
-    "open_async_recrawl_store_off_loop",
     "open_recrawl_store",
     "register_backend",
 ]

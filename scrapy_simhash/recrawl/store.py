@@ -1,7 +1,7 @@
 """The recrawl store: per-URL change history, next visit times and a due queue.
 
-``open_recrawl_store`` / ``open_async_recrawl_store`` (and, from a running event loop,
-``open_async_recrawl_store_off_loop``) choose a backend from the same URL as
+``open_recrawl_store`` / ``open_async_recrawl_store`` (a coroutine, which opens off the
+event loop) choose a backend from the same URL as
 the near-duplicate index (so one SQLite file or one Redis holds both), wrap storage errors
 in :class:`IndexBackendError` with the password masked, and apply the scheduling rules of
 :func:`scrapy_simhash.recrawl.state.advance` atomically per URL.
@@ -438,19 +438,12 @@ def open_recrawl_store(
     return RecrawlStore(backend, url=url, namespace=namespace, config=config, clock=clock)
 
 
-def open_async_recrawl_store(
-    url: str | None = None,
-    *,
-    namespace: str = "default",
-    config: RecrawlConfig | None = None,
-    clock: Clock = time.time,
-    options: Mapping[str, Any] | None = None,
+def _open_async(
+    url: str | None, namespace: str, config: RecrawlConfig, clock: Clock,
+    options: Mapping[str, Any] | None,
 ) -> AsyncRecrawlStore:
-    """Open the asyncio store at ``url``; Redis clients bind to the loop on first use.
-    ``options``: the storage's client options, the index's ``options``."""
     opener = storage_for(url, "recrawl").async_recrawl
     backend: AsyncBackend
-    config = config or RecrawlConfig()
     if opener is None:
         backend = AsyncBackendAdapter(_open_backend(url, namespace, config, options))
     else:
@@ -458,7 +451,7 @@ def open_async_recrawl_store(
     return AsyncRecrawlStore(backend, url=url, namespace=namespace, config=config, clock=clock)
 
 
-async def open_async_recrawl_store_off_loop(
+async def open_async_recrawl_store(
     url: str | None = None,
     *,
     namespace: str = "default",
@@ -466,10 +459,11 @@ async def open_async_recrawl_store_off_loop(
     clock: Clock = time.time,
     options: Mapping[str, Any] | None = None,
 ) -> AsyncRecrawlStore:
-    """:func:`open_async_recrawl_store` run in a worker thread, as the index opens: opening
-    the SQLite file may wait for another process's write lock and migrate the file's rows,
-    and the event loop must run the crawl meanwhile. What the crawl opens its schedule with."""
+    """Open the asyncio store at ``url``, off the event loop (in a worker thread), as the
+    index opens: opening the SQLite file may wait for another process's write lock, and
+    a Redis namespace's shard count is read with a blocking call, while the loop must run
+    the crawl meanwhile. Redis clients bind to the loop on first use. ``options``: the
+    storage's client options, the index's ``options``."""
     return await asyncio.to_thread(
-        open_async_recrawl_store, url, namespace=namespace, config=config, clock=clock,
-        options=options,
+        _open_async, url, namespace, config or RecrawlConfig(), clock, options
     )
