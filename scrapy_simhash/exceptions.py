@@ -35,6 +35,12 @@ class IndexMismatchError(ConfigurationError):
     """An existing index was built with another fingerprint scheme, width or band layout."""
 
 
+class OldStateError(IndexMismatchError):
+    """A store holds state an earlier release wrote, which this version does not read: it
+    is refused at open, unread and unchanged, naming ``scrapy simhash upgrade``
+    (:mod:`scrapy_simhash.old_state`)."""
+
+
 def __getattr__(name: str) -> object:
     """``NearDuplicate`` and ``KnownCopy`` subclass Scrapy's ``IgnoreRequest``: imported on
     first use only."""

@@ -198,6 +198,8 @@ def test_a_recrawl_schedule_of_0_2_0_refuses_the_crawl_at_start_with_the_way_out
     refused_at_start(result, http_site, "ConfigurationError")
     assert "recrawl store at redis://" in result.errors[0]
     assert "0.2.0's layout" in result.errors[0]
+    assert "written by scrapy-simhash 0.2.0" in result.errors[0]
+    assert "`scrapy simhash upgrade`" in result.errors[0]
     assert "scrapy simhash reset --namespace pages" in result.errors[0]
     assert client.hgetall("simhash:recrawl:{pages}:state") == {b"https://old.test/": b"\x01\x00\x00"}
     assert not client.exists("simhash:recrawl:{pages}:m")

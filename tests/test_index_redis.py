@@ -12,7 +12,12 @@ import pytest
 import redis
 
 from scrapy_simhash._redis import sync_client
-from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError, IndexMismatchError
+from scrapy_simhash.exceptions import (
+    ConfigurationError,
+    IndexBackendError,
+    IndexMismatchError,
+    OldStateError,
+)
 from scrapy_simhash.index import Match, Observation, open_index
 from scrapy_simhash.settings import index_options
 from tests.conftest import backend_params, backend_url
@@ -72,14 +77,17 @@ def test_an_index_in_an_older_redis_layout_is_refused(redis_url: str) -> None:
             "config",
             '{"bits": 64, "entry_bits": 14, "format": 1, "layout": "4x1", "scheme": ""}',
         )
-        with pytest.raises(IndexMismatchError, match=r"index format 1.*reset=True"):
+        # Written by a release (0.1: Redis layout 1): refused as old state, with the upgrade.
+        with pytest.raises(OldStateError, match=r"Redis layout 1, written by scrapy-simhash "
+                           r"0\.1.*scrapy simhash upgrade"):
             open_index(redis_url, namespace="old")
         with open_index(redis_url, namespace="old", reset=True) as index:
             assert index.observe("a", 5).stored
-        # Today's record over the Redis layout before entries carried signatures.
+        # Today's record over the Redis layout before entries carried signatures (3, in
+        # 0.3.0's development): a mismatch, with the reset.
         record = json.loads(admin.hget("simhash:{old}:m", "config"))
-        admin.hset("simhash:{old}:m", "config", json.dumps({**record, "redis_format": 2}))
-        with pytest.raises(IndexMismatchError, match=r"Redis layout 2.*reset=True"):
+        admin.hset("simhash:{old}:m", "config", json.dumps({**record, "redis_format": 3}))
+        with pytest.raises(IndexMismatchError, match=r"Redis layout 3.*reset=True"):
             open_index(redis_url, namespace="old")
     finally:
         admin.close()

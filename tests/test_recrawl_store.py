@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -25,7 +24,6 @@ from scrapy_simhash.recrawl import (
 )
 from scrapy_simhash.recrawl.packing import as_float32, quantize_interval
 from scrapy_simhash.recrawl.redisstore import stored_shards
-from scrapy_simhash.recrawl.sqlite import url_id
 from tests.conftest import MODES, Clock, backend_params, backend_url
 from tests.index_helpers import Blocking
 from tests.redis_servers import RedisServer
@@ -445,61 +443,6 @@ def test_packed_state_reads_back_exactly(
     assert PageState.from_bytes("u", state.to_bytes()) == state
 
 
-def test_states_of_earlier_versions_are_read_and_migrated(tmp_path: Path, clock: Clock) -> None:
-    path = tmp_path / "old.sqlite3"
-    db = sqlite3.connect(path)
-    db.execute(
-        "CREATE TABLE simhash_recrawl (namespace TEXT NOT NULL, url TEXT NOT NULL, "
-        "due REAL NOT NULL, bucket INTEGER, state TEXT NOT NULL, PRIMARY KEY (namespace, url))"
-    )
-    legacy = (
-        '{"u":"http://x/a","fp":"123abc","ff":10.0,"lf":20.0,"lc":20.0,"v":2,"c":1,'
-        '"i":3600.0,"d":3620.0,"r":1e-05,"e":"\\"t\\"","m":null,"s":200,"h":[[10.0,1]]}'
-    )
-    db.execute("INSERT INTO simhash_recrawl VALUES ('old', 'http://x/a', 3620.0, 1, ?)", (legacy,))
-    db.commit()
-    db.close()
-    with open_recrawl_store(f"sqlite:///{path}", namespace="old", clock=clock) as store:
-        state = store.get("http://x/a")
-        assert [(d.url, d.due, d.etag) for d in store.due()] == [("http://x/a", 3620.0, '"t"')]
-    assert state is not None
-    assert (state.fingerprint, state.visits, state.etag, state.history) == (
-        0x123ABC, 2, '"t"', ((quantize_interval(10.0), True),)
-    )
-
-
-def test_rows_of_0_2_0_are_moved_to_this_layout(tmp_path: Path, clock: Clock) -> None:
-    """0.2.0's table held each URL whole and queue times in seconds; the rows keep their
-    ids and states, and are found, listed and claimed as before."""
-    path = tmp_path / "old.sqlite3"
-    db = sqlite3.connect(path)
-    db.executescript(
-        "CREATE TABLE simhash_recrawl_namespaces (id INTEGER PRIMARY KEY, name TEXT NOT NULL "
-        "UNIQUE); CREATE TABLE simhash_recrawl_pages (id INTEGER PRIMARY KEY, ns INTEGER NOT "
-        "NULL, url TEXT NOT NULL, due REAL NOT NULL, bucket INTEGER, state BLOB NOT NULL); "
-        "CREATE INDEX simhash_recrawl_pages_due ON simhash_recrawl_pages (ns, due); "
-        "INSERT INTO simhash_recrawl_namespaces VALUES (1, 'old')"
-    )
-    states = [PageState("http://x/a", visits=3, next_due=500.25), PageState("key b", visits=1)]
-    for state, due in zip(states, (500.25, 100.5), strict=True):
-        db.execute(
-            "INSERT INTO simhash_recrawl_pages VALUES (?, 1, ?, ?, NULL, ?)",
-            (url_id("old", state.url), state.url, due, state.to_bytes()),
-        )
-    db.commit()
-    db.close()
-    with open_recrawl_store(f"sqlite:///{path}", namespace="old", clock=clock) as store:
-        assert store.get("http://x/a") == states[0]
-        assert [(d.url, d.due) for d in store.due(within=1e6)] == [("key b", 100.5),
-                                                                    ("http://x/a", 500.25)]
-        store.add(["http://x/c"], due=200.0)
-        assert [d.url for d in store.claim_due(3, within=1e6)] == ["key b", "http://x/c",
-                                                                  "http://x/a"]
-    with sqlite3.connect(path) as db:
-        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_schema")}
-    assert "simhash_recrawl_pages_020" not in tables
-
-
 @pytest.mark.cluster
 def test_sharded_recrawl_state_spreads_and_refuses_another_count(
     redis_cluster6_url: str, redis_cluster6_servers: list[RedisServer], clock: Clock
@@ -537,28 +480,21 @@ def test_sharded_recrawl_state_spreads_and_refuses_another_count(
                            config=RecrawlConfig(shards=3))
 
 
-@pytest.mark.parametrize("written", [None, b"4"])
-def test_recrawl_state_of_another_layout_is_refused_with_the_way_out(
-    redis_url: str, written: bytes | None
-) -> None:
-    """0.2.0 kept a URL-keyed hash with no format record; a later version records another
-    format. Neither is misread: the store refuses with the reset command, and a reset
-    (which clears either layout) lets it start afresh."""
+def test_recrawl_state_of_another_format_is_refused_with_the_way_out(redis_url: str) -> None:
+    """A later version records another format: never misread, the store refuses with the
+    reset command, and a reset lets it start afresh. (0.2.0's layout: test_old_state.)"""
     client = redis.Redis.from_url(redis_url)
-    client.hset("simhash:recrawl:{old}:state", "https://a.test/", b"\x01\x00\x00")
-    if written is not None:
-        client.hset("simhash:recrawl:{old}:m", "format", written)
+    client.hset("simhash:recrawl:{old}:m", "format", b"4")
     store = open_recrawl_store(redis_url, namespace="old")
     with pytest.raises(ConfigurationError, match=r"scrapy simhash reset --namespace old"):
         store.count()
-    with pytest.raises(ConfigurationError, match="was written in"):
+    with pytest.raises(ConfigurationError, match="was written in format 4"):
         store.observe("https://a.test/", A)
     store.clear()
     assert store.count() == 0
     store.observe("https://a.test/", A)
     assert store.get("https://a.test/") is not None
     assert client.hget("simhash:recrawl:{old}:m", "format") == b"3"
-    assert not client.exists("simhash:recrawl:{old}:state")
     store.close()
     client.close()
 

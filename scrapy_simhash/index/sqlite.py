@@ -41,6 +41,7 @@ from scrapy_simhash.index.drops import DropRecord, pack_distances, unpack_distan
 from scrapy_simhash.index.inflight import FREE, Hold, check_lease, check_owner, decide
 from scrapy_simhash.index.keys import check_key
 from scrapy_simhash.index.layout import BandLayout
+from scrapy_simhash.old_state import refuse_old_sqlite
 
 logger = logging.getLogger(__name__)
 
@@ -75,8 +76,6 @@ CREATE TABLE IF NOT EXISTS simhash_in_flight (
     ns INTEGER NOT NULL, key TEXT NOT NULL, owner TEXT NOT NULL, since REAL NOT NULL,
     PRIMARY KEY (ns, key)) WITHOUT ROWID;
 """
-#: The table of 0.2.0's layout whose presence refuses the file.
-_OLD_TABLE = "simhash_entries"
 
 _BUCKET = "SELECT ids FROM simhash_index_buckets WHERE ns = ? AND tbl = ? AND band = ?"
 #: Bytes of an entry's row id in a bucket (ids are 47-bit hashes plus a probe offset).
@@ -183,18 +182,12 @@ class SqliteIndex(NearDuplicateIndex):
 
     def _refuse_old_layout(self, path: str) -> None:
         """A file written by 0.2.0 is never misread: it is refused, with the way out."""
-        with self._lock:
-            old = self._db.execute(
-                "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?", (_OLD_TABLE,)
-            ).fetchone()
-        if old:
+        try:
+            with self._lock:
+                refuse_old_sqlite(self._db, path, "index")
+        except ConfigurationError:
             self.connection.close()
-            raise ConfigurationError(
-                f"the SQLite file {path} holds a near-duplicate index in 0.2.0's layout "
-                "(band rows naming URLs), which this version does not read; delete the file "
-                "to start afresh (it holds every namespace's index, drop records and recrawl "
-                "schedule), or point `url` at another file"
-            )
+            raise
 
     def _open_namespace(self) -> tuple[int, BandLayout]:
         config = self.config

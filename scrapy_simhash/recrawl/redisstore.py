@@ -26,9 +26,16 @@ import redis
 import redis.exceptions
 import xxhash
 
-from scrapy_simhash._redis import async_client, redis_errors, shard_namespace, sync_client
+from scrapy_simhash._redis import (
+    async_client,
+    mask_url,
+    redis_errors,
+    shard_namespace,
+    sync_client,
+)
 from scrapy_simhash.exceptions import ConfigurationError, InvalidKeyError
 from scrapy_simhash.index.base import reset_hint
+from scrapy_simhash.old_state import Found, refuse_old_redis
 from scrapy_simhash.recrawl.backend import Step, queue_ms, queue_seconds, rate_bucket
 from scrapy_simhash.recrawl.state import PageState
 
@@ -39,6 +46,9 @@ _RETRIES = 50
 #: of another layout is refused, never misread. 3: buckets of URL records (0.3.0); the
 #: URL-keyed hash and sorted set of 0.2.0 had no record.
 FORMAT = 3
+#: What 0.2.0's keys are, in the refusal.
+_OLD_SCHEDULE = Found("a recrawl schedule in 0.2.0's layout (a hash and a sorted set keyed by URL)",
+                      "0.2.0")
 #: Buckets are sized for ~:data:`URLS_PER_BUCKET` URLs: a bucket (a key and a sorted-set
 #: entry) costs ~250 bytes of Redis' own, and an update or a claim reads its slots, 16
 #: bytes a URL. Without an expected size, 2^14 buckets: ~60 URLs each at a million.
@@ -71,6 +81,18 @@ def _keys(namespace: str) -> list[str]:
 def _old_state_key(namespace: str) -> str:
     """The URL-keyed hash of 0.2.0's layout, whose presence refuses the namespace."""
     return f"{_prefix(namespace)}state"
+
+
+def _staged_keys(namespace: str) -> list[str]:
+    """Where ``upgrade`` sets 0.2.0's hash and sorted set aside while it carries them over
+    (0.2.0's sorted set had the name this layout's has): they refuse the namespace too."""
+    prefix = _prefix(namespace)
+    return [f"{prefix}state020", f"{prefix}due020"]
+
+
+def _old_keys(namespace: str) -> list[str]:
+    """Keys whose presence says the namespace holds 0.2.0's schedule (or its upgrade's)."""
+    return [_old_state_key(namespace), _staged_keys(namespace)[0]]
 
 
 def _url_bytes(url: str) -> bytes:
@@ -141,25 +163,31 @@ class _Layout:
     """The script arguments of one namespace, once its bucket bits are read or recorded;
     shared by the blocking and asyncio backends."""
 
-    def __init__(self, namespace: str, requested_bits: int) -> None:
+    def __init__(self, namespace: str, requested_bits: int, url: str = "") -> None:
         self.namespace = namespace
+        self.url = url
         self.keys = _keys(namespace)
         self.prefix = _prefix(namespace)
         self.requested_bits = requested_bits
         self.bits: int | None = None  # known once the meta hash was read
 
     def read(self, recorded: list[Any], old_state: int) -> bool:
-        """Take the meta hash's ``format, bits``; return whether to record ours. A
-        namespace of another layout refuses, with the way out."""
+        """Take the meta hash's ``format, bits`` and whether 0.2.0's keys are there; return
+        whether to record ours. A namespace of another layout refuses, with the way out."""
         written, bits = recorded
-        if written is None and not old_state:
+        if old_state:
+            raise refuse_old_redis(
+                f"namespace {self.namespace!r} on {mask_url(self.url)}", _OLD_SCHEDULE,
+                self.url, self.namespace,
+            )
+        if written is None:
             self.bits = self.requested_bits
             return True
-        if written is None or int(written) != FORMAT:
-            layout = "0.2.0's layout" if written is None else f"format {int(written)}"
+        if int(written) != FORMAT:
             raise ConfigurationError(
-                f"the recrawl state of namespace {self.namespace!r} was written in {layout}, "
-                f"and this version reads format {FORMAT} only; {reset_hint(self.namespace)}"
+                f"the recrawl state of namespace {self.namespace!r} was written in format "
+                f"{int(written)}, and this version reads format {FORMAT} only; "
+                f"{reset_hint(self.namespace)}"
             )
         self.bits = int(bits)
         return False
@@ -201,7 +229,8 @@ class _Layout:
     def every_key(self, members: list[bytes]) -> list[str]:
         """What a reset deletes: the buckets, and both layouts' other keys."""
         buckets = [key for member in members for key in self.bucket_keys(member)]
-        return [*buckets, *self.keys, _old_state_key(self.namespace)]
+        return [*buckets, *self.keys, _old_state_key(self.namespace),
+                *_staged_keys(self.namespace)]
 
 
 #: What a failing Redis or Redis Cluster client raises (the tuple every Redis store catches).
@@ -225,7 +254,7 @@ class RedisBackend:
         self._client: Any = client if client is not None else cast(
             Any, sync_client(url, **dict(options or {}))
         )
-        self.layout = _Layout(namespace, bits)
+        self.layout = _Layout(namespace, bits, url)
         self._script = self._client.register_script(_SCRIPT)
 
     def _run(self, args: Callable[[], list[Any]]) -> Any:
@@ -238,7 +267,7 @@ class RedisBackend:
             return
         layout = self.layout
         recorded = self._client.hmget(layout.keys[0], ["format", "bits"])
-        old = self._client.exists(_old_state_key(layout.namespace)) if recorded[0] is None else 0
+        old = self._client.exists(*_old_keys(layout.namespace))
         if layout.read(recorded, old):
             self._client.eval(_RECORD_LAYOUT, 1, layout.keys[0], FORMAT, layout.requested_bits)
             layout.bits = None
@@ -307,6 +336,70 @@ class RedisBackend:
         self._client.close()
 
 
+#: Sets 0.2.0's keys aside for an upgrade, at once. Its sorted set has the name of this
+#: layout's (``due``) and its histogram counts what the carried states count again: both
+#: only when the namespace records no layout (else they are this layout's own).
+_STAGE = (
+    "if redis.call('EXISTS', KEYS[1]) == 1 and redis.call('EXISTS', KEYS[5]) == 0 then "
+    "redis.call('RENAME', KEYS[1], KEYS[5]) "
+    "if redis.call('HEXISTS', KEYS[4], 'format') == 0 then "
+    "if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('RENAME', KEYS[2], KEYS[6]) end "
+    "redis.call('DEL', KEYS[3]) end end"
+)
+
+
+def carry_over(
+    client: Any, namespace: str, batch: int, moved: int, report: Callable[[int], None]
+) -> int:
+    """Carry a namespace's 0.2.0 schedule over to this layout (``scrapy_simhash.upgrade``):
+    each URL's state and queue time, ``batch`` URLs a script call, each batch deleted from
+    the old keys once written (an upgrade cut short goes on where it stopped; a state
+    written twice is added once). Returns ``moved`` plus the URLs carried over."""
+    old, staged = _old_state_key(namespace), _staged_keys(namespace)
+    meta, due, hist = _keys(namespace)
+    client.eval(_STAGE, 6, old, due, hist, meta, *staged)
+    if not client.exists(staged[0]):
+        return moved
+    backend = RedisBackend("", namespace, client, bits=bucket_bits(client.hlen(staged[0])))
+    layout = backend.layout
+    # This layout's record, written past the refusal the staged keys make to everyone else.
+    client.eval(_RECORD_LAYOUT, 1, meta, FORMAT, layout.requested_bits)
+    written, bits = client.hmget(meta, ["format", "bits"])
+    if int(written) != FORMAT:
+        raise ConfigurationError(
+            f"namespace {namespace!r} records recrawl format {int(written)}, not {FORMAT}: "
+            "not upgraded"
+        )
+    layout.bits = int(bits)
+    cursor = 0
+    while True:
+        cursor, scanned = client.hscan(staged[0], cursor, count=batch)
+        items = list(scanned.items())  # a small hash comes whole, whatever the count
+        for start in range(0, len(items), batch):
+            fields = dict(items[start : start + batch])
+            urls = list(fields)
+            pipe = client.pipeline(transaction=False)
+            for url in urls:
+                pipe.zscore(staged[1], url)
+            scores = pipe.execute()
+            placed = []
+            for url, score in zip(urls, scores, strict=True):
+                state = PageState.from_bytes(url.decode("utf-8", "surrogatepass"), fields[url])
+                placed.append((state, state.next_due if score is None else float(score)))
+            backend.place(placed)
+            pipe = client.pipeline(transaction=False)
+            pipe.hdel(staged[0], *urls)
+            pipe.zrem(staged[1], *urls)
+            pipe.execute()
+            moved += len(urls)
+            report(moved)
+        if cursor == 0 and not client.hlen(staged[0]):
+            break
+    for key in staged:
+        client.delete(key)
+    return moved
+
+
 class AsyncRedisBackend:
     """The asyncio twin of :class:`RedisBackend`; the client binds to the running loop."""
 
@@ -319,7 +412,7 @@ class AsyncRedisBackend:
         self._client: Any = client if client is not None else cast(
             Any, async_client(url, **dict(options or {}))
         )
-        self.layout = _Layout(namespace, bits)
+        self.layout = _Layout(namespace, bits, url)
         self._script = self._client.register_script(_SCRIPT)
 
     async def _run(self, args: Callable[[], list[Any]]) -> Any:
@@ -331,9 +424,7 @@ class AsyncRedisBackend:
             return
         layout = self.layout
         recorded = await self._client.hmget(layout.keys[0], ["format", "bits"])
-        old = 0
-        if recorded[0] is None:
-            old = await self._client.exists(_old_state_key(layout.namespace))
+        old = await self._client.exists(*_old_keys(layout.namespace))
         if layout.read(recorded, old):
             await self._client.eval(_RECORD_LAYOUT, 1, layout.keys[0], FORMAT, layout.requested_bits)
             layout.bits = None
@@ -402,7 +493,8 @@ class AsyncRedisBackend:
 # claimer can only take URLs before ours in that time. The rate histogram is summed.
 
 
-def _shards_key(namespace: str) -> str:
+def shards_key(namespace: str) -> str:
+    """Holds the shard count of a sharded namespace (none: one shard)."""
     return f"simhash:recrawl:{{{namespace}}}:shards"
 
 
@@ -419,7 +511,7 @@ def stored_shards(
     opts = {"socket_timeout": 5.0, "socket_connect_timeout": 5.0, **(options or {})}
     client: Any = cast(Any, sync_client(url, **opts))
     try:
-        key = _shards_key(namespace)
+        key = shards_key(namespace)
         if requested is not None and requested > 1:
             client.set(key, requested, nx=True)
         raw = client.get(key)
@@ -648,9 +740,9 @@ def regroup(url: str, namespace: str, shards: int, new_shards: int) -> int:
         for source in sources:
             source.clear()
         if new_shards > 1:
-            client.set(_shards_key(namespace), new_shards)
+            client.set(shards_key(namespace), new_shards)
         else:
-            client.delete(_shards_key(namespace))
+            client.delete(shards_key(namespace))
     finally:
         client.close()
     return moved

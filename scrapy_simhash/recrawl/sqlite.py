@@ -19,6 +19,7 @@ from scrapy_simhash._sqlite import BUSY_TIMEOUT_SECS, SharedConnection
 from scrapy_simhash._sqlite_origins import SCHEMA as ORIGINS_SCHEMA
 from scrapy_simhash._sqlite_origins import UrlOrigins
 from scrapy_simhash.index.sqlite import DEFAULT_URL, sqlite_path
+from scrapy_simhash.old_state import refuse_old_sqlite
 from scrapy_simhash.recrawl.backend import Step, queue_ms, queue_seconds, rate_bucket
 from scrapy_simhash.recrawl.state import PageState
 
@@ -44,17 +45,17 @@ CREATE INDEX IF NOT EXISTS simhash_recrawl_pages_due ON simhash_recrawl_pages (n
 #: Rows a URL's id may be probed over when its hash collides with another URL's.
 _PROBES = 16
 
-_WRITE = (
+WRITE = (
     "INSERT OR REPLACE INTO simhash_recrawl_pages (id, ns, origin, rest, due_ms, bucket, state) "
     "VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
 
 
-def _row(
+def row(
     origins: UrlOrigins, row_id: int, ns: int, url: str, due: float, bucket: int | None,
     state: bytes,
 ) -> tuple[Any, ...]:
-    """The values of :data:`_WRITE` for a URL queued at ``due`` (seconds)."""
+    """The values of :data:`WRITE` for a URL queued at ``due`` (seconds)."""
     return (row_id, ns, *origins.add(url), queue_ms(due), bucket, state)
 
 
@@ -91,15 +92,16 @@ class SqliteBackend:
         self._db = self.connection.db
         self._lock = self.connection.lock
         self._origins = UrlOrigins(self.connection)
-        with self._write() as db:
-            earlier = _set_020_rows_aside(db)
-            for statement in (*_SCHEMA.split(";"), ORIGINS_SCHEMA):
-                if statement.strip():
-                    db.execute(statement)
-            if earlier:
-                _migrate_020_rows(db, self._origins)
-            self._ns = _namespace_id(db, namespace)
-            _migrate_json_table(db, self._origins)
+        try:
+            with self._lock:
+                # Nothing of an earlier release's is read or changed: `upgrade` moves it.
+                refuse_old_sqlite(self._db, path, "recrawl")
+            with self._write() as db:
+                create_schema(db)
+                self._ns = _namespace_id(db, namespace)
+        except BaseException:
+            self.connection.close()
+            raise
         logger.debug("recrawl store in SQLite file %s, namespace %r", path, namespace)
 
     def _write(self) -> AbstractContextManager[sqlite3.Connection]:
@@ -109,7 +111,7 @@ class SqliteBackend:
         return _find(self._db, self._origins, self._namespace, self._ns, url)
 
     def _write_row(self, row_id: int, state: PageState) -> None:
-        self._db.execute(_WRITE, _row(
+        self._db.execute(WRITE, row(
             self._origins, row_id, self._ns, state.url, state.next_due, rate_bucket(state.rate),
             state.to_bytes(),
         ))
@@ -223,41 +225,20 @@ def _find(
     raise sqlite3.IntegrityError(f"{_PROBES} stored URLs share the hash of {url}")
 
 
-def _set_020_rows_aside(db: sqlite3.Connection) -> bool:
-    """Rename a table of 0.2.0's rows (the URL whole, queue times in seconds), freeing its
-    names for this layout's; whether there was one."""
-    columns = {row[1] for row in db.execute("PRAGMA table_info(simhash_recrawl_pages)")}
-    if "url" not in columns:
-        return False
-    db.execute("DROP INDEX IF EXISTS simhash_recrawl_pages_due")
-    db.execute("ALTER TABLE simhash_recrawl_pages RENAME TO simhash_recrawl_pages_020")
-    return True
+def create_schema(db: sqlite3.Connection) -> None:
+    """This layout's tables (none of them changed where they exist)."""
+    for statement in (*_SCHEMA.split(";"), ORIGINS_SCHEMA):
+        if statement.strip():
+            db.execute(statement)
 
 
-def _migrate_020_rows(db: sqlite3.Connection, origins: UrlOrigins) -> None:
-    """Move the rows set aside by :func:`_set_020_rows_aside` to this layout (same ids)."""
-    rows = db.execute("SELECT id, ns, url, due, bucket, state FROM simhash_recrawl_pages_020")
-    db.executemany(_WRITE, [_row(origins, *row) for row in rows.fetchall()])
-    db.execute("DROP TABLE simhash_recrawl_pages_020")
-    logger.info("recrawl store: moved the rows of 0.2.0's layout to this version's")
-
-
-def _migrate_json_table(db: sqlite3.Connection, origins: UrlOrigins) -> None:
-    """Move the JSON rows of versions before 0.2 (table ``simhash_recrawl``) to packed rows."""
-    old = db.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'simhash_recrawl'"
-    ).fetchone()
-    if old is None:
-        return
-    for name, url, due, text in db.execute(
-        "SELECT namespace, url, due, state FROM simhash_recrawl"
-    ).fetchall():
-        ns = _namespace_id(db, name)
-        found, row_id, _ = _find(db, origins, name, ns, url)
-        if found is None:
-            state = PageState.from_json(text)
-            db.execute(_WRITE, _row(
-                origins, row_id, ns, url, due, rate_bucket(state.rate), state.to_bytes()
-            ))
-    db.execute("DROP TABLE simhash_recrawl")
-    logger.info("recrawl store: moved the JSON states of an earlier version to packed rows")
+def write_json_state(
+    db: sqlite3.Connection, origins: UrlOrigins, namespace: str, url: str, due: float, text: str
+) -> None:
+    """Write a JSON state of 0.1 as a packed row, unless the URL has a row already."""
+    ns = _namespace_id(db, namespace)
+    found, row_id, _ = _find(db, origins, namespace, ns, url)
+    if found is None:
+        state = PageState.from_json(text)
+        db.execute(WRITE, row(origins, row_id, ns, url, due, rate_bucket(state.rate),
+                              state.to_bytes()))

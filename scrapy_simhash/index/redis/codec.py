@@ -3,6 +3,7 @@ by the sync, async and sharded clients (see ``resources/simhash_index.lua`` for 
 
 from __future__ import annotations
 
+import json
 import math
 import uuid
 from collections.abc import Iterable, Iterator
@@ -30,6 +31,7 @@ from scrapy_simhash.index.inflight import SCRIPT as IN_FLIGHT_SCRIPT
 from scrapy_simhash.index.inflight import Hold, check_lease, check_owner
 from scrapy_simhash.index.layout import BandLayout
 from scrapy_simhash.index.redis.connection import logger
+from scrapy_simhash.old_state import redis_index_old_state, refuse_old_redis
 
 SCRIPT = resources.files("scrapy_simhash.resources").joinpath("simhash_index.lua").read_text()
 #: Records a dropped near-duplicate (sent with EVAL: drops are rare next to pages, and the
@@ -154,6 +156,13 @@ class _Codec:
                 f"{self.config.namespace!r} vanished while opening; retry"
             )
         where = f"namespace {self.config.namespace!r} on {mask_url(self.url)}"
+        try:
+            record = json.loads(stored)
+        except ValueError:
+            record = None
+        found = redis_index_old_state(record) if isinstance(record, dict) else None
+        if found is not None:
+            raise refuse_old_redis(where, found, self.url, self.config.namespace)
         layout, data = self.config.adopt(stored.decode(), where)
         # The digest of the record in place, which every script call names (see the script).
         self.record_id = xxhash.xxh3_64_hexdigest(stored).encode()
