@@ -20,11 +20,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = [
-    "tests/test_scrapy_crawl.py",
-    "tests/test_recrawl_crawl.py",
-    "tests/test_crawl_failures.py",
-    "tests/test_scrapy_follow.py",
-    "tests/test_dust_crawl.py",
+    "tests/crawl/test_scrapy_crawl.py",
+    "tests/crawl/test_recrawl_crawl.py",
+    "tests/crawl/test_crawl_failures.py",
+    "tests/crawl/test_scrapy_follow.py",
+    "tests/crawl/test_dust_crawl.py",
 ]
 TEST_DEPS = [
     "pytest>=8", "pytest-twisted>=1.14", "pytest-timeout>=2.3", "hypothesis>=6.100", "rjieba>=0.2",

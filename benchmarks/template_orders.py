@@ -5,7 +5,7 @@ Run by hand from the repository root (needs ../shared/data/pages, or SIMHASH_BEN
     python3 benchmarks/template_orders.py                 # 0, 3, 10, 30, 100, 300 pages first
     python3 benchmarks/template_orders.py --first 3 25 --orders 20
 
-The site is the one of ``tests/test_templates.py``: 20 short articles whose long shared author
+The site is the one of ``tests/crawl/test_templates.py``: 20 short articles whose long shared author
 bio is what the extractor reads as each page's main text, so every article matches every
 other through the bio until the host's memory says which text is the page's own. Before them,
 ``first`` real pages of the dev corpus are fetched under the same host (the noise of a real
@@ -39,7 +39,7 @@ from scrapy_simhash.cli._documents import Document
 from scrapy_simhash.cli.dedup import Grouping
 from scrapy_simhash.fingerprint import Fingerprinter, PageFingerprint
 from scrapy_simhash.template import LocalMemory
-from tests.test_templates import article
+from tests.crawl.test_templates import article
 
 HOST = "news.example"
 

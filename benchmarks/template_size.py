@@ -19,7 +19,7 @@ shares), with lines of three kinds:
 At each checkpoint: whether every template line's bucket is template, whether any bucket
 holding only lines of under 5% of the pages is (a line sharing a bucket with a template
 line is counted apart: the memory cannot tell them apart by design), and the page counts.
-Then the second look at that size: the 20 articles of ``tests/test_templates.py`` (a shared
+Then the second look at that size: the 20 articles of ``tests/crawl/test_templates.py`` (a shared
 bio read as every one's main text) are each matched with the one before, and a print copy
 of each with its original, on the memory as it stands: how many articles are told distinct
 by the host's counters alone and with the matched page's sketch, and how many copies are
@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from scrapy_simhash.fingerprint import Fingerprinter
 from scrapy_simhash.template import SLOTS, HostMemory, learnable, line_slot, second_look
-from tests.test_templates import article as bio_article
+from tests.crawl.test_templates import article as bio_article
 
 CHECKPOINTS = (1_000, 10_000, 100_000, 1_000_000, 10_000_000)
 

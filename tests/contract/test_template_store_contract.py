@@ -6,7 +6,7 @@ its hosts per namespace, forget only its own namespace and fail with the declare
 Where a store differs by design (a Redis host of one page lives in a small record and
 expires; memory and SQLite keep hosts for good) the test says so. Time moves by the
 injected clock; nothing sleeps. What a host costs in each store is measured in
-``tests/test_template_store.py``.
+``tests/unit/test_template_store.py``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The command line's ``dedup`` and a crawl judge the same pages alike.
 
 One folder (a host's ordinary pages, a copy of one with an edit, the 20 articles of the
-template site of :mod:`tests.test_templates` in a random order and a print copy of one) is
+template site of :mod:`tests.crawl.test_templates` in a random order and a print copy of one) is
 judged by ``scrapy simhash dedup`` and fetched, file by file in the same order, by a crawl:
 every page one keeps the other keeps, and every page one drops the other drops as the copy
 of the same page.
@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from tests.scrapy_inprocess import harness, random_story
-from tests.test_templates import article
+from tests.crawl.test_templates import article
 
 
 def _site(root: Path) -> list[Path]:

@@ -14,7 +14,7 @@ import pytest
 from scrapy_simhash.cli import main as cli_main
 from tests.scrapy_inprocess import WORDS, random_story
 from tests.scrapy_runner import finish_crawl, run_crawl, start_crawl
-from tests.test_scrapy_crawl import command, no_errors
+from tests.crawl.test_scrapy_crawl import command, no_errors
 
 if TYPE_CHECKING:
     from tests.http_site import SiteServer

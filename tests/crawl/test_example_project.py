@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "example_project"
+EXAMPLE = Path(__file__).resolve().parents[2] / "example_project"
 README = EXAMPLE.parent / "README.md"
 sys.path.insert(0, str(EXAMPLE))
 

@@ -22,7 +22,7 @@ from twisted.internet.error import TimeoutError as DownloadTimeout
 
 from scrapy_simhash import SimhashDownloaderMiddleware
 
-PAGE = (Path(__file__).parent / "site" / "harbour.html").read_bytes()
+PAGE = (Path(__file__).parents[1] / "site" / "harbour.html").read_bytes()
 URL = "http://example.test/page"
 
 

@@ -1,7 +1,7 @@
 """A template block read as every page's article never makes a host's distinct pages copies,
 whatever came before them on the host.
 
-The site of :mod:`tests.test_templates` (20 short articles whose long shared author bio is
+The site of :mod:`tests.crawl.test_templates` (20 short articles whose long shared author bio is
 what the extractor reads as each one's main text), now after ordinary pages of the same host
 (a home page, sections, an "about" page, as any crawl of a real site fetches first), after a
 redesign, and judged by three processes sharing Redis. Before the second look read only the
@@ -29,7 +29,7 @@ from scrapy_simhash.template import (
     second_look,
 )
 from tests.scrapy_inprocess import harness, random_story, story
-from tests.test_templates import article, urls
+from tests.crawl.test_templates import article, urls
 
 FINGERPRINTER = Fingerprinter()
 ARTICLES = [FINGERPRINTER.fingerprint_page(article(n)) for n in range(20)]

@@ -6,7 +6,7 @@ link is never fetched again: every other URL of the page used to be its copy, an
 had no item. The canonical URL, which the URL rules rank better (fewer parameters: no
 tracking ones), now takes its page's name back when fetched before the holder in a later
 crawl, as a preferred host's URL does; the holder fetched after it is its copy, and the name
-stays (a print view keeps its page: tests/test_scrapy_canonical.py). Within one crawl the
+stays (a print view keeps its page: tests/crawl/test_scrapy_canonical.py). Within one crawl the
 page still reaches the spider once. Verdict steps over every backend.
 """
 

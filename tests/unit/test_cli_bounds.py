@@ -3,8 +3,8 @@
 ``due --add /dev/zero`` grew to 9 GB looking for the end of its first line, ``simulate
 --pages 50000000`` took 3.7 GB, ``fingerprint`` waited forever on a FIFO, ``simulate
 --fetches-per-page-per-day nan`` printed a table of zeros and ``due --add`` queued the line
-``not a url``. Messages are checked in-process (as tests/test_recrawl_cli.py does); what a
-command holds is measured on a real process (as tests/test_cli.py runs them), whose peak
+``not a url``. Messages are checked in-process (as tests/unit/test_recrawl_cli.py does); what a
+command holds is measured on a real process (as tests/unit/test_cli.py runs them), whose peak
 resident memory must stay under 512 MB whatever it is given.
 """
 

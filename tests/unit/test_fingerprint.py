@@ -479,9 +479,9 @@ def test_an_extractor_of_ones_own_by_import_path_enters_the_scheme() -> None:
     page = f"<html><body><div>{'menu ' * 50}</div><p>{article}</p></body></html>"
     builtin = Fingerprinter(FingerprintConfig())
     own = Fingerprinter(fingerprint_config(
-        {"SIMHASH_EXTRACTOR": "tests.test_fingerprint.paragraphs_only"}))
+        {"SIMHASH_EXTRACTOR": "tests.unit.test_fingerprint.paragraphs_only"}))
     assert own.fingerprint_page(page).fingerprint == own.fingerprint_text(article)
     assert own.scheme != builtin.scheme
     assert builtin.scheme == Fingerprinter(fingerprint_config({"SIMHASH_EXTRACTOR": ""})).scheme
     with pytest.raises(ConfigurationError, match="cannot be loaded"):
-        fingerprint_config({"SIMHASH_EXTRACTOR": "tests.test_fingerprint.no_such_function"})
+        fingerprint_config({"SIMHASH_EXTRACTOR": "tests.unit.test_fingerprint.no_such_function"})

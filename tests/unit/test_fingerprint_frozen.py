@@ -12,7 +12,7 @@ today with the values the code gave when the file ``frozen_fingerprints.json`` w
 written.
 
 When fingerprints are *meant* to change (a new ``FORMAT_VERSION``), write the file anew:
-``python3 tests/test_fingerprint_frozen.py --write``.
+``python3 tests/unit/test_fingerprint_frozen.py --write``.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ def test_built_in_policies_are_objects_by_name() -> None:
 
 def test_a_policy_of_ones_own_schedules_the_store(clock: Clock) -> None:
     config = recrawl_config(
-        {"SIMHASH_RECRAWL_POLICY": "tests.test_recrawl_policies.EveryTwoHours"}
+        {"SIMHASH_RECRAWL_POLICY": "tests.unit.test_recrawl_policies.EveryTwoHours"}
     )
     assert isinstance(config.schedule, EveryTwoHours)
     with open_recrawl_store("memory://", config=config, clock=clock) as store:
@@ -51,9 +51,9 @@ def test_a_policy_of_ones_own_schedules_the_store(clock: Clock) -> None:
     ("name", "message"),
     [
         ("weekly", "must be one of auto, budget"),
-        ("tests.test_recrawl_policies.Missing", "cannot be loaded"),
+        ("tests.unit.test_recrawl_policies.Missing", "cannot be loaded"),
         ("no_such_module_anywhere.Policy", "cannot be loaded"),
-        ("tests.test_recrawl_policies.NotAPolicy", "is not a policy"),
+        ("tests.unit.test_recrawl_policies.NotAPolicy", "is not a policy"),
     ],
 )
 def test_a_policy_that_cannot_work_refuses_with_the_reason(name: str, message: str) -> None:
@@ -92,7 +92,7 @@ class HalfTheBudget:
 
 
 def test_a_budget_policy_of_ones_own_gets_the_solved_multiplier(clock: Clock) -> None:
-    name = "tests.test_recrawl_policies.HalfTheBudget"
+    name = "tests.unit.test_recrawl_policies.HalfTheBudget"
     with pytest.raises(ConfigurationError, match="needs SIMHASH_RECRAWL_BUDGET_PER_DAY > 0"):
         recrawl_config({"SIMHASH_RECRAWL_POLICY": name})
     config = recrawl_config({"SIMHASH_RECRAWL_POLICY": name,

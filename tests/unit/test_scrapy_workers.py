@@ -13,7 +13,7 @@ from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
 from scrapy_simhash.glue.workers import FingerprintRunner
 from scrapy_simhash.text import MainText, extract_main_text
 
-SITE = Path(__file__).parent / "site"
+SITE = Path(__file__).parents[1] / "site"
 CONFIG = FingerprintConfig(tokenizer="rjieba")
 
 
@@ -38,7 +38,7 @@ def test_a_huge_body_is_cut_before_it_leaves_the_crawl_process() -> None:
 
     async def scenario() -> list[Any]:
         runner = FingerprintRunner(
-            replace(config, extractor="tests.test_scrapy_workers.body_size_extractor"),
+            replace(config, extractor="tests.unit.test_scrapy_workers.body_size_extractor"),
             workers=1, inline_max_bytes=0,
         )
         plain = FingerprintRunner(config, workers=1, inline_max_bytes=0, cache_size=8)

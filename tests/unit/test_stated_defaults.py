@@ -15,7 +15,7 @@ from scrapy_simhash import settings as simhash_settings
 from scrapy_simhash.fingerprint import FingerprintConfig
 from scrapy_simhash.index.defaults import default_distances
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text(encoding="utf-8")
 
 

@@ -1,7 +1,7 @@
 """The template stores' costs and Redis's own trades: what a host costs in each store, one
 write per page, a long first page in a small record, the default expiry, and the errors
 a store turns into the memory's own. The contract every store keeps (counting, the bound,
-expiry, reset, an outage) is tests/test_template_store_contract.py.
+expiry, reset, an outage) is tests/contract/test_template_store_contract.py.
 
 Every store is real (memory, an SQLite file, a Redis server started for the tests); time
 moves by an injected clock, so nothing sleeps.
