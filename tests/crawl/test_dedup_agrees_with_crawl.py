@@ -15,8 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.scrapy_inprocess import harness, random_story
 from tests.crawl.test_templates import article
+from tests.scrapy_inprocess import harness, random_story
 
 
 def _site(root: Path) -> list[Path]:

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import pytest
 
 from scrapy_simhash.cli import main as cli_main
+from tests.crawl.test_scrapy_crawl import command, no_errors
 from tests.scrapy_inprocess import WORDS, random_story
 from tests.scrapy_runner import finish_crawl, run_crawl, start_crawl
-from tests.crawl.test_scrapy_crawl import command, no_errors
 
 if TYPE_CHECKING:
     from tests.http_site import SiteServer

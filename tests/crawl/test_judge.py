@@ -23,8 +23,8 @@ from scrapy_simhash.settings import index_kwargs
 from scrapy_simhash.storage import open_template_store
 from scrapy_simhash.template import LocalMemory, host_of
 from scrapy_simhash.verdict import DUPLICATE, UNCHECKED, UNIQUE, Answer, Unguarded, VerdictStep
-from tests.scrapy_inprocess import harness, random_story
 from tests.crawl.test_dedup_agrees_with_crawl import _site
+from tests.scrapy_inprocess import harness, random_story
 
 FINGERPRINTER = Fingerprinter()
 #: The stats a crawl counts from a verdict's facts, by the fact's name.

@@ -28,8 +28,8 @@ from scrapy_simhash.template import (
     page_slots,
     second_look,
 )
-from tests.scrapy_inprocess import harness, random_story, story
 from tests.crawl.test_templates import article, urls
+from tests.scrapy_inprocess import harness, random_story, story
 
 FINGERPRINTER = Fingerprinter()
 ARTICLES = [FINGERPRINTER.fingerprint_page(article(n)) for n in range(20)]
