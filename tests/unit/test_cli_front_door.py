@@ -1,7 +1,7 @@
 """What a new user meets at the command line: each command's own help under ``scrapy
 simhash``, hints that are true, a reset of a shared namespace that asks first, the text a
-page was read as, Redis URLs whose parameters are read as written, and a warning when a
-crawl of several processes would fetch every page twice."""
+page was read as, Redis URLs whose parameters are read as written, and a radius the index
+cannot serve refused (the crawls that meet these: tests/crawl/test_front_door_crawls.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 
@@ -20,12 +19,7 @@ from scrapy_simhash.cli import command_names, main
 from scrapy_simhash.exceptions import ConfigurationError
 from scrapy_simhash.index import open_index
 from scrapy_simhash.recrawl import open_recrawl_store
-from tests.scrapy_runner import REPO, run_crawl
-
-if TYPE_CHECKING:
-    from tests.http_site import SiteServer
-
-pytest_plugins = ["tests.http_site"]
+from tests.scrapy_runner import REPO
 
 
 def scrapy_simhash(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -202,44 +196,6 @@ def test_a_redis_url_with_known_parameters_is_read(redis_url: str) -> None:
         assert len(index) == 1
 
 
-@pytest.mark.crawl
-def test_a_crawl_refuses_a_redis_url_with_an_unknown_parameter(
-    http_site: SiteServer, tmp_path: Path
-) -> None:
-    settings = {"ADDONS": {"scrapy_simhash.Addon": 0},
-                "SIMHASH_INDEX_URL": "redis://127.0.0.1:1/0?foo"}
-    result = run_crawl(tmp_path, {"requests": [{"url": http_site.url("harbour.html")}],
-                                  "settings": settings})
-    said = " ".join(result.errors) + result.log
-    assert "unknown query parameter(s) 'foo'" in said
-    assert "SIMHASH_INDEX_URL" in said
-    assert result.items == []
-
-
-@pytest.mark.crawl
-@pytest.mark.redis
-def test_a_shared_queue_that_does_not_persist_is_said_at_start(
-    http_site: SiteServer, redis_url: str, tmp_path: Path
-) -> None:
-    """scrapy-redis's scheduler without SCHEDULER_PERSIST: several processes would each
-    fetch every page (the first to finish clears the queue): a WARNING names the setting."""
-    shared = {
-        "ADDONS": {"scrapy_simhash.Addon": 0},
-        "SIMHASH_WORKERS": 0,
-        "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
-        "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
-        "REDIS_URL": redis_url,
-    }
-    spec = {"requests": [{"url": http_site.url("harbour.html")}]}
-    for persist, warned in ((False, True), (True, False)):
-        result = run_crawl(tmp_path, {**spec, "settings": {**shared, "SCHEDULER_PERSIST": persist}},
-                           name=f"persist-{persist}")
-        assert result.errors == []
-        assert ("WARNING: SimHash: SCHEDULER_PERSIST is False with scrapy-redis's scheduler"
-                in result.log) is warned, result.log[-3000:]
-        assert len(result.items) == 1
-
-
 # -- a candidate radius the index cannot serve ----------------------------------------------
 
 
@@ -295,15 +251,3 @@ def test_a_radius_beyond_the_stated_recall_is_refused_naming_the_largest_served(
     assert main(["stats", "--index-url", url, "--namespace", "n",
                  "-s", "SIMHASH_MAX_DISTANCE=20"]) == 2
     assert "Set SIMHASH_MAX_DISTANCE to 13 or less" in capsys.readouterr().err
-
-
-@pytest.mark.crawl
-def test_a_crawl_with_a_radius_beyond_the_stated_recall_does_not_start(
-    http_site: SiteServer, tmp_path: Path
-) -> None:
-    settings = {"ADDONS": {"scrapy_simhash.Addon": 0}, "SIMHASH_MAX_DISTANCE": 20}
-    result = run_crawl(tmp_path, {"requests": [{"url": http_site.url("harbour.html")}],
-                                  "settings": settings})
-    said = " ".join(result.errors) + result.log
-    assert "Set SIMHASH_MAX_DISTANCE to 13 or less" in said
-    assert result.items == []
