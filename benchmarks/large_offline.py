@@ -5,11 +5,10 @@ Run by hand from the repository root (needs ../shared/data/large, or SIMHASH_BEN
 
     python3 benchmarks/large_offline.py [--bits 64|128] [--seeds 1 2 3]
 
-Every URL of every host is judged in a seeded random order by the product's own core steps
-(:class:`scrapy_simhash.template.LocalMemory`, as the command line uses them) over an
-exact in-memory index at the default distance: a page is dropped when within k of a page
-kept before it (on any host) whose signature confirms it (the second test), after the
-second look for a same-host match. It is not a crawl:
+Every URL of every host is judged in a seeded random order by the crawl's own judge
+(:class:`scrapy_simhash.judge.Judge`, through ``scrapy-simhash dedup``'s grouping: the
+in-memory index at the default distance, both tests, each host's template memory and its
+second look at a same-host match), the host named by the URL. It is not a crawl:
 it measures the decision rules, one process, no concurrency. A real crawl of every host on its
 own port, in 1 and 3 processes, is ``large_crawl.py``.
 """
@@ -27,11 +26,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._pages import data_dir
-from scrapy_simhash import template as tp
-from scrapy_simhash.confirm import CONFIRM_DISTANCE, Evidence, Signer, confirms, new_key
+from scrapy_simhash.cli._documents import Document
+from scrapy_simhash.cli.dedup import Grouping
 from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
 from scrapy_simhash.index.defaults import default_distances
-from scrapy_simhash.simhash import hamming
+from scrapy_simhash.settings import index_options
+from scrapy_simhash.template import LocalMemory
 
 
 def run(site: dict, data: Path, fingerprinter: Fingerprinter, k: int, seed: int,
@@ -43,51 +43,24 @@ def run(site: dict, data: Path, fingerprinter: Fingerprinter, k: int, seed: int,
 
     urls = [(h, u, p) for h, host in site["hosts"].items() for u, p in host["pages"].items()]
     random.Random(seed).shuffle(urls)
-    memory = tp.LocalMemory(fingerprinter)
-    signer = Signer(new_key())
-    index: dict[str, tuple[int, str, str]] = {}
+    memory = LocalMemory(fingerprinter) if templates else None
+    exact = min(int(index_options({"SIMHASH_BITS": fingerprinter.bits})["exact_distance"]), k)
+    grouping = Grouping(fingerprinter, k, memory, exact)
+    for host, url, meta in urls:
+        grouping.add(Document(host + url, page_of(meta["file"]), host=host))
+    grouping.close()
+    # Grouping keys files by their number in the order they were added.
     kept: dict[tuple[str, str], int] = Counter()
     wrong = unchecked = 0
-
-    def closest(fp: int, evidence: Evidence, exclude: str):
-        best = None
-        signature = signer.sign(evidence)
-        for key, (other, host, cluster, stored) in index.items():
-            d = hamming(fp, other)
-            if (key != exclude and d <= k and (best is None or d < best[0])
-                    and confirms(signature, stored, CONFIRM_DISTANCE, d)):
-                best = (d, key, host, cluster)
-        return best
-
-    for host, url, meta in urls:
-        key, cluster = host + url, meta["cluster"]
-        page = page_of(meta["file"])
-        if templates:
-            page = memory.apply(host, page)
-            memory.see(host, page)
-        fp = page.fingerprint
-        if fp is None:
-            unchecked += 1
-            kept[(host, cluster)] += 1
-            if templates:
-                memory.learn(host, page)
-            continue
-        evidence = page.evidence
-        match = closest(fp, evidence, key)
-        if match is not None and templates and match[2] == host:
-            look = memory.second_look(host, page)
-            if look is not None and look.distinct:
-                fp, evidence = look.fingerprint, look.evidence
-                match = closest(fp, evidence, key)
-            elif look is not None:
-                match = closest(look.fingerprint, evidence, key) or match
-        if match is not None:
-            wrong += match[3] != cluster
-            continue
-        index[key] = (fp, host, cluster, signer.sign(evidence))
-        kept[(host, cluster)] += 1
-        if templates:
-            memory.learn(host, page)
+    for number, (host, _, meta) in enumerate(urls):
+        leader = grouping.leader_of.get(str(number))
+        if leader is None:
+            unchecked += 1  # no fingerprint: never dropped
+            kept[(host, meta["cluster"])] += 1
+        elif leader == str(number):
+            kept[(host, meta["cluster"])] += 1
+        else:
+            wrong += urls[int(leader)][2]["cluster"] != meta["cluster"]
     clusters = {(h, p["cluster"]) for h, _, p in urls}
     copies: Counter[str] = Counter()
     extra: Counter[str] = Counter()
