@@ -4,6 +4,7 @@ asyncio facade."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import sqlite3
 from collections.abc import Callable, Iterator
@@ -23,7 +24,7 @@ from scrapy_simhash.recrawl import (
     open_async_recrawl_store,
     open_recrawl_store,
 )
-from scrapy_simhash.recrawl.packing import as_float32, quantize_interval
+from scrapy_simhash.recrawl.packing import FIELDS, as_float32, quantize_interval
 from scrapy_simhash.recrawl.redisstore import stored_shards
 from scrapy_simhash.recrawl.sqlite import url_id
 from tests.conftest import MODES, Clock, backend_params, backend_url
@@ -444,6 +445,13 @@ def test_packed_state_reads_back_exactly(
     )
     assert PageState.from_bytes("u", state.to_bytes()) == state
 
+
+
+def test_packed_fields_are_read_in_the_order_of_the_state() -> None:
+    """``from_bytes`` sets the fields ``packing.fields`` reads by position."""
+    assert ("url", *FIELDS) == tuple(f.name for f in dataclasses.fields(PageState))
+    state = PageState(url="u", fingerprint=7, visits=3, etag="e", status=304, misses=1)
+    assert vars(PageState.from_bytes("u", state.to_bytes())) == vars(state)
 
 def test_states_of_earlier_versions_are_read_and_migrated(tmp_path: Path, clock: Clock) -> None:
     path = tmp_path / "old.sqlite3"
