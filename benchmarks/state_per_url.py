@@ -47,7 +47,8 @@ its page's). Sizes and time: 100,000 URLs take a few minutes on 2 cores; 1,000,0
 ten times that. Nothing is timed, except with ``--claims N``: N URLs are scheduled in
 0.2.0's Redis layout (``_recrawl_020.py``: a hash and a sorted set keyed by URL) and in
 this version's (buckets), half of them due, on one server; then ``claim(now, 100)`` is
-timed in both, rounds interleaved, each claim taking 100 URLs not yet leased. With
+timed in both, rounds interleaved, each claim taking 100 URLs not yet leased; then 50 more
+claims of each alone give the server's time a claim (``INFO commandstats``). With
 ``--schedule N``, the Redis recrawl store alone is filled with N URLs by its batched
 ``add`` and measured (bytes per URL, claim time), with the default bucket count and with
 buckets sized for N.
@@ -433,15 +434,30 @@ def claim_figures(args: argparse.Namespace) -> None:
                 claimed = backend.claim(43200.0, 100, 1e9)
                 times[name].append(time.perf_counter() - started)
                 check(len(claimed) == 100, f"{name}: claimed {len(claimed)}")
+        server_ms = {name: server_time(server.url, backend) for name, backend in backends.items()}
         for backend in backends.values():
             backend.close()
     print(f"\nclaim of 100 due URLs among {args.claims:,} scheduled (half due), "
           f"{args.claim_rounds} rounds each, interleaved, one client round trip included:")
     medians = {name: statistics.median(t) * 1000 for name, t in times.items()}
     for name, t in times.items():
-        print(f"  {name:<28} median {medians[name]:.2f} ms, mean {statistics.mean(t) * 1000:.2f} ms")
+        print(f"  {name:<28} median {medians[name]:.2f} ms, mean {statistics.mean(t) * 1000:.2f} ms"
+              f" (server {server_ms[name]:.2f} ms a claim)")
     old, new = medians.values()
     print(f"  ratio this version / 0.2.0: {new / old:.2f}")
+
+
+def server_time(url: str, backend: Any, claims: int = 50) -> float:
+    """The server's time a ``claim(now, 100)`` (``INFO commandstats``, its script call),
+    over ``claims`` more claims after the timed rounds, this layout's alone."""
+    client = redis.Redis.from_url(url)
+    client.config_resetstat()
+    for _ in range(claims):
+        check(len(backend.claim(43200.0, 100, 1e9)) == 100, "claimed fewer than 100")
+    stats = client.info("commandstats")
+    client.close()
+    return sum(stats.get(f"cmdstat_{cmd}", {}).get("usec", 0)
+               for cmd in ("evalsha", "eval")) / claims / 1000
 
 
 def schedule_figures(args: argparse.Namespace) -> None:

@@ -8,7 +8,9 @@ log scale (from 1 s to 90 years, within 9% of the true interval; the rate estima
 own noise at 32 observations is several times that, and freshness in the simulation moved
 by less than 0.002). ``advance`` rounds rates, intervals and observations to these grids
 before it uses them, so a state reads back exactly as it was written and every backend
-schedules identically. States of version 1 (16-bit observations, 0.2.0) are still read.
+schedules identically. States of version 1 (16-bit observations, 0.2.0) are still read. Reading is one pass
+over local offsets, observations by a table of their 256 bytes (``fields``): a claim
+reads a hundred states at a time.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import email.utils
 import math
 import struct
 from collections.abc import Iterable
+from typing import Any
 
 #: First byte of every packed state; bumped when the layout changes. 2: one byte an
 #: observation; 1 (read only): two.
@@ -94,36 +97,6 @@ def _varint(value: int) -> bytes:
         else:
             out.append(low)
             return bytes(out)
-
-
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.pos = 0
-
-    def take(self, fmt: struct.Struct) -> float:
-        (value,) = fmt.unpack_from(self.data, self.pos)
-        self.pos += fmt.size
-        return float(value)
-
-    def raw(self, size: int) -> bytes:
-        chunk = self.data[self.pos : self.pos + size]
-        if len(chunk) != size:
-            raise ValueError("truncated recrawl state")
-        self.pos += size
-        return chunk
-
-    def varint(self) -> int:
-        shift = value = 0
-        while True:
-            byte = self.raw(1)[0]
-            value |= (byte & 0x7F) << shift
-            if byte < 0x80:
-                return value
-            shift += 7
-
-    def text(self) -> str:
-        return self.raw(self.varint()).decode("utf-8", "surrogateescape")
 
 
 def _text(value: str) -> bytes:
@@ -221,61 +194,138 @@ def pack(
     return _HEAD.pack(VERSION, flags) + bytes(body)
 
 
-def unpack(data: bytes) -> dict[str, object]:
-    """Return the fields :func:`pack` was given, by name."""
+#: What a version 2 observation's byte stands for, ``(interval, changed)``, by byte: a
+#: history is read by table, 32 observations in one pass.
+_OBSERVATIONS = tuple(
+    (_interval_secs(c & _MAX_CODE), bool(c & _CHANGED8)) for c in range(256)
+)
+#: The names of :func:`fields`, in order (a page state's fields after its URL).
+FIELDS = (
+    "fingerprint", "first_fetch", "last_fetch", "last_compared", "visits", "changes",
+    "interval_secs", "next_due", "rate", "etag", "last_modified", "status", "history",
+    "misses", "failures", "retired",
+)
+_F64_AT, _F32_AT, _U16_AT, _U32_AT = (s.unpack_from for s in (_F64, _F32, _U16, _U32))
+_U64_AT = struct.Struct("<Q").unpack_from
+
+
+def _varint_at(data: bytes, pos: int) -> tuple[int, int]:
+    """The varint at ``pos`` and the position after it."""
+    shift = value = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+
+
+def _chunk(data: bytes, pos: int, size: int) -> bytes:
+    chunk = data[pos : pos + size]
+    if len(chunk) != size:
+        raise ValueError("truncated recrawl state")
+    return chunk
+
+
+def fields(data: bytes) -> tuple[Any, ...]:
+    """The fields :func:`pack` was given, in the order of :data:`FIELDS`.
+
+    Read in one pass with local offsets (a claim decodes a hundred states at a time)."""
     if not data or data[0] not in (1, VERSION):
         raise ValueError(f"unknown recrawl state version {data[:1]!r}")
-    _, flags = _HEAD.unpack_from(data)
-    r = _Reader(data)
-    r.pos = _HEAD.size
-    fields: dict[str, object] = {}
-    fingerprint = None
-    if flags & (_FP64 | _FP128):
-        fingerprint = int.from_bytes(r.raw(16 if flags & _FP128 else 8), "little")
-    fields["fingerprint"] = fingerprint
-    last_fetch = first_fetch = last_compared = None
+    try:
+        return _fields(data)
+    except (IndexError, struct.error):  # a field past the end
+        raise ValueError("truncated recrawl state") from None
+
+
+def _fields(data: bytes) -> tuple[Any, ...]:
+    flags = data[1] | data[2] << 8
+    pos = 3
+    fingerprint = last_fetch = first_fetch = last_compared = None
+    if flags & _FP128:
+        fingerprint = int.from_bytes(_chunk(data, pos, 16), "little")
+        pos += 16
+    elif flags & _FP64:
+        (fingerprint,) = _U64_AT(data, pos)
+        pos += 8
     if flags & _LAST:
-        last_fetch = r.take(_F64)
+        (last_fetch,) = _F64_AT(data, pos)
+        pos += 8
         last_compared = last_fetch
         if flags & _FIRST:
-            first_fetch = last_fetch - r.varint()
+            age, pos = _varint_at(data, pos)
+            first_fetch = last_fetch - age
         elif flags & _FIRST_RAW:
-            first_fetch = r.take(_F64)
+            (first_fetch,) = _F64_AT(data, pos)
+            pos += 8
         if flags & _UNCOMPARED:
             last_compared = None
         elif flags & _COMPARED_APART:
-            last_compared = r.take(_F64)
-    fields.update(first_fetch=first_fetch, last_fetch=last_fetch, last_compared=last_compared)
-    fields["visits"] = r.varint()
-    fields["changes"] = r.varint()
-    interval = r.take(_F32)
-    fields["interval_secs"] = interval
-    fields["rate"] = r.take(_F32)
-    fields["next_due"] = (
-        r.take(_F64) if flags & _DUE_APART else (last_fetch or 0.0) + interval
-    )
-    fields["status"] = int(r.take(_U16)) if flags & _STATUS else None
-    fields["misses"] = r.varint() if flags & _MISSES else 0
-    fields["failures"] = r.varint() if flags & _FAILURES else 0
-    fields["retired"] = bool(flags & _RETIRED)
-    fields["etag"] = r.text() if flags & _ETAG else None
-    modified = None
+            (last_compared,) = _F64_AT(data, pos)
+            pos += 8
+    visits = data[pos]  # a varint, most often of one byte
+    if visits < 0x80:
+        pos += 1
+    else:
+        visits, pos = _varint_at(data, pos)
+    changes = data[pos]
+    if changes < 0x80:
+        pos += 1
+    else:
+        changes, pos = _varint_at(data, pos)
+    (interval,) = _F32_AT(data, pos)
+    (rate,) = _F32_AT(data, pos + 4)
+    pos += 8
+    if flags & _DUE_APART:
+        (next_due,) = _F64_AT(data, pos)
+        pos += 8
+    else:
+        next_due = (last_fetch or 0.0) + interval
+    status: int | None = None
+    misses = failures = 0
+    etag = modified = None
+    if flags & _STATUS:
+        (status,) = _U16_AT(data, pos)
+        pos += 2
+    if flags & _MISSES:
+        misses, pos = _varint_at(data, pos)
+    if flags & _FAILURES:
+        failures, pos = _varint_at(data, pos)
+    if flags & _ETAG:
+        size, pos = _varint_at(data, pos)
+        etag = _chunk(data, pos, size).decode("utf-8", "surrogateescape")
+        pos += size
     if flags & _MODIFIED:
-        modified = email.utils.formatdate(r.take(_U32), usegmt=True)
+        (stamp,) = _U32_AT(data, pos)
+        pos += 4
+        modified = email.utils.formatdate(stamp, usegmt=True)
     elif flags & _MODIFIED_RAW:
-        modified = r.text()
-    fields["last_modified"] = modified
+        size, pos = _varint_at(data, pos)
+        modified = _chunk(data, pos, size).decode("utf-8", "surrogateescape")
+        pos += size
     history: tuple[tuple[float, bool], ...] = ()
     if flags & _HISTORY:
-        count = r.varint()
+        count = data[pos]
+        if count < 0x80:
+            pos += 1
+        else:
+            count, pos = _varint_at(data, pos)
         if data[0] == 1:
-            words = struct.unpack_from(f"<{count}H", r.raw(2 * count))
+            words = struct.unpack_from(f"<{count}H", _chunk(data, pos, 2 * count))
             history = tuple(
                 (_old_interval_secs(w & ~_CHANGED), bool(w & _CHANGED)) for w in words
             )
         else:
-            history = tuple(
-                (_interval_secs(c & _MAX_CODE), bool(c & _CHANGED8)) for c in r.raw(count)
-            )
-    fields["history"] = history
-    return fields
+            history = tuple(map(_OBSERVATIONS.__getitem__, _chunk(data, pos, count)))
+    return (
+        fingerprint, first_fetch, last_fetch, last_compared, visits, changes, interval,
+        next_due, rate, etag, modified, status, history, misses, failures,
+        bool(flags & _RETIRED),
+    )
+
+
+def unpack(data: bytes) -> dict[str, object]:
+    """Return the fields :func:`pack` was given, by name."""
+    return dict(zip(FIELDS, fields(data), strict=True))

@@ -220,7 +220,7 @@ class _Layout:
 
     def claim(self, now: float, limit: int, lease_until: float | None) -> list[Any]:
         lease = "" if lease_until is None else queue_ms(lease_until)
-        return ["claim", self.prefix, queue_ms(now), limit, lease, self.bits]
+        return ["claim", self.prefix, queue_ms(now), limit, lease]
 
     def bucket_keys(self, member: bytes) -> tuple[str, str]:
         """A bucket's list of ids and records, and its sorted set of queue times."""

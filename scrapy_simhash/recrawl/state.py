@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from scrapy_simhash.recrawl.config import RecrawlConfig
 from scrapy_simhash.recrawl.estimate import Observation, estimate_rate
-from scrapy_simhash.recrawl.packing import as_float32, pack, quantize_interval, unpack
+from scrapy_simhash.recrawl.packing import FIELDS, as_float32, fields, pack, quantize_interval
 from scrapy_simhash.simhash import hamming
 
 
@@ -74,7 +74,11 @@ class PageState:
             data = data.encode("utf-8", "surrogateescape")
         if data[:1] == b"{":
             return cls.from_json(data)
-        return cls(url=url, **unpack(data))  # type: ignore[arg-type]
+        # The packed fields, set as the frozen dataclass' __init__ would, without its call
+        # a field (a claim reads a hundred states at a time); every field is set.
+        state = object.__new__(cls)
+        state.__dict__.update(zip(_NAMES, (url, *fields(data)), strict=True))
+        return state
 
     @classmethod
     def from_json(cls, text: str | bytes) -> PageState:
@@ -99,6 +103,10 @@ class PageState:
                 (quantize_interval(float(t)), bool(c)) for t, c in data.get("h", ())
             ),
         )
+
+
+#: A state's fields in order: its URL, then what ``packing.fields`` reads.
+_NAMES = ("url", *FIELDS)
 
 
 #: What one recorded response meant for the schedule (``Visit.outcome``, stats names).

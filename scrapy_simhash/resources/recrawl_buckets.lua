@@ -28,7 +28,7 @@
 --           record changed since it was read
 --   add     3.. (bucket, id, url, record, queue time, rate bucket) each -> URLs added
 --   remove  3 bucket, 4 id, 5 url, 6 rate bucket -> 1 if it was stored
---   claim   3 now, 4 limit, 5 lease until ('' = look only), 6 bucket bits -> flat
+--   claim   3 now, 4 limit, 5 lease until ('' = look only) -> flat
 --           (record, queue time) of the earliest due, earliest first, ties in id order
 
 local ID = 8
@@ -182,110 +182,78 @@ if mode == 'remove' then
 end
 
 if mode == 'claim' then
-  -- The earliest due first, ties in URL-id order: a merge of the buckets' queues (each a
-  -- sorted set, read two entries at a time), whose heads the due set gives in order of
-  -- queue time, then of bucket name (as their ids sort). Nothing is written until the
-  -- merge is done (a lease moves entries, hence ranks); a bucket's new place in the due
-  -- set is the earlier of the lease and its first entry not handed out, already read.
+  -- The earliest due first, ties in URL-id order. The due set orders the buckets by their
+  -- first queue time, ties by name (as their ids sort), so its first `limit` rows due,
+  -- up to the time `cutoff` of the last, hold every URL a claim can take: `limit` heads
+  -- at or before the cutoff, and any bucket after those rows starts after them. Of the
+  -- k-th row's bucket, only entries up to the cutoff and of rank limit - k at most can
+  -- be taken (k - 1 heads come before them): those are read with the entry after them,
+  -- a window of two first, then sorted once by (queue time, bucket, rank). Nothing is
+  -- written until then (a lease moves entries, hence ranks); a bucket's new place in the
+  -- due set is the earlier of the lease and its first entry not handed out, already read.
   local now, limit, lease = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
-  local bits = tonumber(ARGV[6])
-  local name = '%0' .. math.floor((bits + 3) / 4) .. 'x'
-  local function bucket_of(id)
-    local b1, b2, b3 = string.byte(id, 1, 3)
-    return string.format(name, math.floor((b1 * 65536 + b2 * 256 + b3) / 2 ^ (24 - bits)))
+  local rows = redis.call('ZRANGEBYSCORE', due, '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
+  local count = #rows / 2
+  if count == 0 then
+    return {}
   end
-  local function before(a, b)
-    if a[1] ~= b[1] then return a[1] < b[1] end
-    return a[3] < b[3]
-  end
-  -- A binary heap of cursors {queue time, bucket, member, time text, rank, next}, where
-  -- next is the entry after (member, time text), false at the end, nil when not read.
-  local heap = {}
-  local function push(c)
-    heap[#heap + 1] = c
-    local i = #heap
-    while i > 1 do
-      local up = math.floor(i / 2)
-      if not before(heap[i], heap[up]) then break end
-      heap[i], heap[up] = heap[up], heap[i]
-      i = up
+  local cutoff = count == limit and tonumber(rows[#rows]) or now
+  -- found: {queue time, bucket row, rank, member, time text}; times[k]: the time texts
+  -- read of row k's bucket, by rank from 1.
+  local found, times = {}, {}
+  for k = 1, count do
+    local queue, last = prefix .. 'q' .. rows[2 * k - 1], limit - k
+    local read, rank, width = {}, 0, 2
+    times[k] = read
+    local more = true
+    while more do
+      local stop = math.min(rank + width - 1, last + 1)
+      local e = redis.call('ZRANGE', queue, rank, stop, 'WITHSCORES')
+      more = #e == 2 * (stop - rank + 1)
+      for i = 1, #e, 2 do
+        local text = e[i + 1]
+        read[rank + 1] = text
+        local time = tonumber(text)
+        if rank > last or time > cutoff then
+          more = false
+          break
+        end
+        found[#found + 1] = { time, k, rank, e[i], text }
+        rank = rank + 1
+      end
+      width = width * 2
     end
   end
-  local function pop()
-    local top = heap[1]
-    heap[1] = heap[#heap]
-    heap[#heap] = nil
-    local i = 1
-    while true do
-      local l, r, m = 2 * i, 2 * i + 1, i
-      if l <= #heap and before(heap[l], heap[m]) then m = l end
-      if r <= #heap and before(heap[r], heap[m]) then m = r end
-      if m == i then break end
-      heap[i], heap[m] = heap[m], heap[i]
-      i = m
+  -- Rows of one queue time are in bucket order already, and a bucket's entries in rank
+  -- order: sort only when some bucket gave more than its head.
+  if #found > count then
+    local number = {}
+    for k = 1, count do
+      number[k] = tonumber(rows[2 * k - 1], 16)
     end
-    return top
+    table.sort(found, function(a, b)
+      if a[1] ~= b[1] then return a[1] < b[1] end
+      if a[2] ~= b[2] then return number[a[2]] < number[b[2]] end
+      return a[3] < b[3]
+    end)
   end
-  -- rest[bucket]: the time text of its first entry not handed out (false: none left).
-  local rest = {}
-  -- Continue `bucket`'s queue at `rank` with `entry` ({member, time text}; nil: read it
-  -- and the next; false: the queue ends): a cursor if it is due, else where it stops.
-  local function follow(bucket, rank, entry, after)
-    if entry == nil then
-      local e = redis.call('ZRANGE', prefix .. 'q' .. bucket, rank, rank + 1, 'WITHSCORES')
-      entry = e[1] and { e[1], e[2] } or false
-      after = e[3] and { e[3], e[4] } or false
-    end
-    if not entry then
-      rest[bucket] = false
-      return
-    end
-    local time = tonumber(entry[2])
-    if time > now then
-      rest[bucket] = entry[2]
-      return
-    end
-    push({ time, bucket, entry[1], entry[2], rank, after })
-  end
-  local found, rows, row, offset = {}, {}, 1, 0
-  while #found < limit do
-    if row > #rows and offset >= 0 then
-      rows = redis.call('ZRANGEBYSCORE', due, '-inf', now, 'WITHSCORES', 'LIMIT', offset, limit)
-      row = 1
-      offset = #rows == 0 and -1 or offset + #rows / 2
-    end
-    local top = heap[1]
-    local head = rows[row]
-    if head and (not top or tonumber(rows[row + 1]) < top[1] or
-        (tonumber(rows[row + 1]) == top[1] and head < bucket_of(top[3]))) then
-      follow(head, 0, nil)
-      row = row + 2
-    elseif top then
-      pop()
-      found[#found + 1] = top
-      follow(top[2], top[5] + 1, top[6], nil)
-    else
-      break
-    end
-  end
-  for _, c in ipairs(heap) do
-    rest[c[2]] = c[4]
-  end
-  local out, places = {}, {}
-  for _, f in ipairs(found) do
-    local bucket, entry = f[2], f[3]
+  local out, taken = {}, {}
+  for i = 1, math.min(limit, #found) do
+    local f = found[i]
+    local k, entry = f[2], f[4]
+    local bucket = rows[2 * k - 1]
     out[#out + 1] = redis.call('LINDEX', prefix .. 'b' .. bucket, (unpack('>H', entry, ID + 1)))
-    out[#out + 1] = f[4]
+    out[#out + 1] = f[5]
     if lease ~= '' then
       redis.call('ZADD', prefix .. 'q' .. bucket, lease, entry)
-      places[bucket] = true
+      taken[k] = (taken[k] or 0) + 1
     end
   end
   local moved = {}
-  for bucket in pairs(places) do
-    local left = rest[bucket]
+  for k, n in pairs(taken) do
+    local left = times[k][n + 1]
     moved[#moved + 1] = (left and tonumber(left) < tonumber(lease)) and left or lease
-    moved[#moved + 1] = bucket
+    moved[#moved + 1] = rows[2 * k - 1]
   end
   for i = 1, #moved, 1000 do  -- within Lua's limit of arguments to one call
     redis.call('ZADD', due, spread(moved, i, math.min(i + 999, #moved)))

@@ -4,6 +4,7 @@ asyncio facade."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,7 +23,7 @@ from scrapy_simhash.recrawl import (
     open_async_recrawl_store,
     open_recrawl_store,
 )
-from scrapy_simhash.recrawl.packing import as_float32, quantize_interval
+from scrapy_simhash.recrawl.packing import FIELDS, as_float32, quantize_interval
 from scrapy_simhash.recrawl.redisstore import stored_shards
 from tests.conftest import MODES, Clock, backend_params, backend_url
 from tests.index_helpers import Blocking
@@ -441,6 +442,13 @@ def test_packed_state_reads_back_exactly(
         retired=retired,
     )
     assert PageState.from_bytes("u", state.to_bytes()) == state
+
+
+def test_packed_fields_are_read_in_the_order_of_the_state() -> None:
+    """``from_bytes`` sets the fields ``packing.fields`` reads by position."""
+    assert ("url", *FIELDS) == tuple(f.name for f in dataclasses.fields(PageState))
+    state = PageState(url="u", fingerprint=7, visits=3, etag="e", status=304, misses=1)
+    assert vars(PageState.from_bytes("u", state.to_bytes())) == vars(state)
 
 
 @pytest.mark.cluster
