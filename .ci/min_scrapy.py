@@ -27,7 +27,11 @@ TESTS = [
     "tests/crawl/test_dust_crawl.py",
 ]
 TEST_DEPS = [
-    "pytest>=8", "pytest-twisted>=1.14", "pytest-timeout>=2.3", "hypothesis>=6.100", "rjieba>=0.2",
+    "pytest>=8",
+    "pytest-twisted>=1.14",
+    "pytest-timeout>=2.3",
+    "hypothesis>=6.100",
+    "rjieba>=0.2",
 ]
 #: Scrapy 2.13 predates Twisted 26, which removed a private API it imports: an environment
 #: that pins the old Scrapy runs the Twisted of its time.
@@ -43,8 +47,9 @@ def minimum_scrapy() -> str:
 
 def requirements() -> str:
     """The install_requires block of setup.cfg (the environment is built once per block)."""
-    match = re.search(r"^install_requires =\n((?:[ \t]+\S.*\n)+)", (REPO / "setup.cfg").read_text(),
-                      re.MULTILINE)
+    match = re.search(
+        r"^install_requires =\n((?:[ \t]+\S.*\n)+)", (REPO / "setup.cfg").read_text(), re.MULTILINE
+    )
     return match.group(1) if match else ""
 
 
@@ -65,7 +70,9 @@ def main() -> int:
         subprocess.run([*pip, "--no-deps", "--force-reinstall", str(REPO)], check=True)
     found = subprocess.run(
         [str(python), "-c", "import scrapy; print(scrapy.__version__)"],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.strip()
     if found != version:
         sys.exit(f"the minimum-Scrapy environment has Scrapy {found}, not {version}")

@@ -63,12 +63,8 @@ STAGES: dict[str, tuple[tuple[str, str], ...]] = {
         ("scrapy_simhash/glue/templates.py", "second_look"),
         ("scrapy_simhash/glue/templates.py", "learn"),
     ),
-    "verdict (index, filing lease, recrawl)": (
-        ("scrapy_simhash/verdict.py", "page"),
-    ),
-    "filing settle (delivered)": (
-        ("scrapy_simhash/filings.py", "delivered"),
-    ),
+    "verdict (index, filing lease, recrawl)": (("scrapy_simhash/verdict.py", "page"),),
+    "filing settle (delivered)": (("scrapy_simhash/filings.py", "delivered"),),
     "spider middleware": (
         ("scrapy_simhash/glue/follow.py", "process_spider_output"),
         ("scrapy_simhash/glue/follow.py", "process_spider_output_async"),
@@ -86,10 +82,8 @@ COUNTS: tuple[tuple[str, str, str], ...] = (
     ("store calls through the guard (answered)", "scrapy_simhash/glue/guard.py", "_recovered"),
     ("thread hops, all (run_in_executor)", "asyncio/base_events.py", "run_in_executor"),
     ("  of which: SQLite calls sent to its thread", "scrapy_simhash/_sqlite.py", "_checked"),
-    ("  of which: template store calls (its thread)", "scrapy_simhash/_runners.py",
-     "_with_store"),
-    ("  of which: pages sent to a fingerprint worker", "concurrent/futures/process.py",
-     "submit"),
+    ("  of which: template store calls (its thread)", "scrapy_simhash/_runners.py", "_with_store"),
+    ("  of which: pages sent to a fingerprint worker", "concurrent/futures/process.py", "submit"),
     ("SQLite statements (execute)", "~", "<method 'execute' of 'sqlite3.Connection' objects>"),
     ("SQLite executemany", "~", "<method 'executemany' of 'sqlite3.Connection' objects>"),
     ("index observe or claim (SQLite)", "scrapy_simhash/index/sqlite.py", "_observe"),
@@ -172,16 +166,29 @@ def report(prof: Path, responses: int, pages_kept: int) -> dict[str, Any]:
     per = 1e6 / responses
     stages = {label: cumulative(raw, names) * per for label, names in STAGES.items()}
     counts = {label: calls(raw, where, name) / responses for label, where, name in COUNTS}
-    return {"total_us": total * per, "stages_us": stages, "counts": counts,
-            "responses": responses, "kept": pages_kept}
+    return {
+        "total_us": total * per,
+        "stages_us": stages,
+        "counts": counts,
+        "responses": responses,
+        "kept": pages_kept,
+    }
 
 
 def _valgrind(command: list[str], workdir: Path) -> int:
     out = workdir / "cachegrind.out"
     done = subprocess.run(
-        ["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out}",
-         *command],
-        cwd=workdir, capture_output=True, text=True, check=False,
+        [
+            "valgrind",
+            "--tool=cachegrind",
+            "--cache-sim=no",
+            f"--cachegrind-out-file={out}",
+            *command,
+        ],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
     if done.returncode != 0 or found is None:
@@ -206,8 +213,14 @@ def run(
         command = [*env_python, "-m", "tests.scrapy_runner", str(spec_path), str(out_path)]
         refs: int | None = _valgrind(command, workdir)
     else:
-        command = [*env_python, str(Path(__file__).resolve()), "--child",
-                   str(spec_path), str(out_path), str(prof)]
+        command = [
+            *env_python,
+            str(Path(__file__).resolve()),
+            "--child",
+            str(spec_path),
+            str(out_path),
+            str(prof),
+        ]
         subprocess.run(command, cwd=workdir, check=True)
         refs = None
     return json.loads(out_path.read_text()), refs
@@ -219,11 +232,19 @@ def main() -> int:
     parser.add_argument("--variants", type=int, default=1)
     parser.add_argument("--workers", type=int, default=0, help="SIMHASH_WORKERS (default 0)")
     parser.add_argument("--off", action="store_true", help="the same crawl without the add-on")
-    parser.add_argument("--instructions", action="store_true",
-                        help="count instructions under valgrind instead of profiling")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count instructions under valgrind instead of profiling",
+    )
     parser.add_argument("--save", help="keep the profile at this path")
-    parser.add_argument("-s", "--set", action="append", default=[],
-                        help="a setting NAME=VALUE (JSON value, else a string)")
+    parser.add_argument(
+        "-s",
+        "--set",
+        action="append",
+        default=[],
+        help="a setting NAME=VALUE (JSON value, else a string)",
+    )
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -252,11 +273,13 @@ def main() -> int:
         "LOG_LEVEL": "INFO",
     }
     if not args.off:
-        settings.update({
-            "ADDONS": {"scrapy_simhash.Addon": 0},
-            "SIMHASH_RECRAWL_ENABLED": True,
-            "SIMHASH_WORKERS": args.workers,
-        })
+        settings.update(
+            {
+                "ADDONS": {"scrapy_simhash.Addon": 0},
+                "SIMHASH_RECRAWL_ENABLED": True,
+                "SIMHASH_WORKERS": args.workers,
+            }
+        )
     for item in args.set:
         name, _, value = item.partition("=")
         try:
@@ -274,17 +297,22 @@ def main() -> int:
                 half = len(paths_of) // 2
                 figures = []
                 for count in (half, len(paths_of)):
-                    result, refs = run(site, paths(count), settings, Path(tmp) / str(count),
-                                       instructions=True)
+                    result, refs = run(
+                        site, paths(count), settings, Path(tmp) / str(count), instructions=True
+                    )
                     responses = result["stats"].get("downloader/response_count", 0)
                     figures.append((responses, refs or 0))
-                    print(f"{responses} responses: {refs:,} instructions "
-                          f"({(refs or 0) / responses / 1e6:.2f} M a response, start-up "
-                          "included)")
+                    print(
+                        f"{responses} responses: {refs:,} instructions "
+                        f"({(refs or 0) / responses / 1e6:.2f} M a response, start-up "
+                        "included)"
+                    )
                 (r1, i1), (r2, i2) = figures
-                print(f"per response, start-up left out: {(i2 - i1) / (r2 - r1) / 1e6:.2f} M "
-                      f"instructions ({'off' if args.off else 'add-on on'}, "
-                      f"SIMHASH_WORKERS={args.workers})")
+                print(
+                    f"per response, start-up left out: {(i2 - i1) / (r2 - r1) / 1e6:.2f} M "
+                    f"instructions ({'off' if args.off else 'add-on on'}, "
+                    f"SIMHASH_WORKERS={args.workers})"
+                )
                 return 0
             result, _ = run(site, paths(len(paths_of)), settings, Path(tmp), instructions=False)
             prof = Path(tmp) / "crawl.prof"
@@ -295,13 +323,17 @@ def main() -> int:
             figures_of = report(prof, responses, len(result["items"]))
     finally:
         site.stop()
-    print(f"{responses} responses ({len(pages)} pages x {args.variants} URLs), "
-          f"{figures_of['kept']} reached the spider; simhash stats: "
-          + ", ".join(f"{k[8:]}={v}" for k, v in sorted(stats.items())
-                      if k.startswith("simhash/") and isinstance(v, int)))
+    print(
+        f"{responses} responses ({len(pages)} pages x {args.variants} URLs), "
+        f"{figures_of['kept']} reached the spider; simhash stats: "
+        + ", ".join(
+            f"{k[8:]}={v}"
+            for k, v in sorted(stats.items())
+            if k.startswith("simhash/") and isinstance(v, int)
+        )
+    )
     total = figures_of["total_us"]
-    print(f"\nprofiled CPU per response: {total:,.0f} µs (all threads, cProfile overhead "
-          "included)")
+    print(f"\nprofiled CPU per response: {total:,.0f} µs (all threads, cProfile overhead included)")
     for label, us in figures_of["stages_us"].items():
         print(f"  {label:<52}{us:>9,.0f} µs {us / total:>6.1%}")
     print("\ncounts per response")

@@ -67,8 +67,10 @@ def main() -> int:
     for _ in range(args.rounds):
         for mode in modes:
             best[mode] = min(best[mode], asyncio.run(crawl_calls(mode, args.pages)))
-    print(f"{args.pages} pages x {VARIANTS} URLs, store calls as a crawl makes them; "
-          f"CPU per response, fastest of {args.rounds} rounds")
+    print(
+        f"{args.pages} pages x {VARIANTS} URLs, store calls as a crawl makes them; "
+        f"CPU per response, fastest of {args.rounds} rounds"
+    )
     for mode in modes:
         print(f"  {mode:<26}{best[mode] * 1e6:8.1f} µs")
     return 0

@@ -124,9 +124,11 @@ def print_round(
     """Print one round's table; return each mode's (ratio, CPU ratio) against "off"."""
     ratios: dict[str, tuple[float, float]] = {}
     off = results.get("off")
-    print(f"\n{'mode':<15}{'pages/s':>9}{'ratio':>7}{'CPU ratio':>10}{'crawl CPU':>11}"
-          f"{'worker CPU':>12}"
-          f"{'kept once':>11}{'kept 2+':>9}{'never':>7}{'cache hits':>12}")
+    print(
+        f"\n{'mode':<15}{'pages/s':>9}{'ratio':>7}{'CPU ratio':>10}{'crawl CPU':>11}"
+        f"{'worker CPU':>12}"
+        f"{'kept once':>11}{'kept 2+':>9}{'never':>7}{'cache hits':>12}"
+    )
     for mode, r in results.items():
         ratio = f"{r['pages_per_sec'] / off['pages_per_sec']:.2f}" if off else "-"
         once: Any = "-"
@@ -145,9 +147,11 @@ def print_round(
             cpu_ratio = f"{cpu:.2f}"
             if mode != "off":
                 ratios[mode] = (r["pages_per_sec"] / off["pages_per_sec"], cpu)
-        print(f"{mode:<15}{r['pages_per_sec']:>9.1f}{ratio:>7}{cpu_ratio:>10}"
-              f"{r['crawl_cpu_ms']:>8.1f} ms"
-              f"{r['worker_cpu_ms']:>9.1f} ms{once!s:>11}{more!s:>9}{never!s:>7}{hits!s:>12}")
+        print(
+            f"{mode:<15}{r['pages_per_sec']:>9.1f}{ratio:>7}{cpu_ratio:>10}"
+            f"{r['crawl_cpu_ms']:>8.1f} ms"
+            f"{r['worker_cpu_ms']:>9.1f} ms{once!s:>11}{more!s:>9}{never!s:>7}{hits!s:>12}"
+        )
     return ratios
 
 
@@ -157,21 +161,28 @@ def main() -> int:
     parser.add_argument("--variants", type=int, default=3, help="URLs per page (default 3)")
     parser.add_argument("--concurrency", type=int, default=32, help="CONCURRENT_REQUESTS")
     parser.add_argument(
-        "--per-domain", type=int, default=0,
+        "--per-domain",
+        type=int,
+        default=0,
         help="CONCURRENT_REQUESTS_PER_DOMAIN (default: the same as --concurrency). Scrapy's "
         "own defaults are 16 and 8; a response being fingerprinted holds only a global slot",
     )
     parser.add_argument(
-        "--latency", type=float, default=0.0,
+        "--latency",
+        type=float,
+        default=0.0,
         help="seconds the server waits before each answer, standing in for the network "
         "(default 0: a CPU-bound crawl, the worst case for the add-on)",
     )
     parser.add_argument(
-        "--repeat", type=int, default=1,
+        "--repeat",
+        type=int,
+        default=1,
         help="rounds of all modes, interleaved; more than one also prints the medians",
     )
     parser.add_argument(
-        "--modes", default="off,rjieba,jieba,rjieba-inline",
+        "--modes",
+        default="off,rjieba,jieba,rjieba-inline",
         help="comma-separated crawls: off, default, memory, templates, notemplates, nolease, rjieba, jieba, rjieba-inline, "
         "jieba-inline, rjieba-nocache, jieba-nocache, rjieba-w2, jieba-w2",
     )
@@ -191,18 +202,23 @@ def main() -> int:
     # Interleave variants so copies of a page arrive at different times, as in a real crawl.
     urls.sort(key=lambda u: (u.rsplit("/", 1)[-1], u))
     mb = sum(len(b) for _, b in pages) / 1e6
-    print(f"{len(pages)} pages ({mb:.1f} MB) x {args.variants} URLs = {len(urls)} requests, "
-          f"CONCURRENT_REQUESTS={args.concurrency}, "
-          f"CONCURRENT_REQUESTS_PER_DOMAIN={args.per_domain or args.concurrency}, latency {args.latency * 1000:.0f} ms, "
-          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(
+        f"{len(pages)} pages ({mb:.1f} MB) x {args.variants} URLs = {len(urls)} requests, "
+        f"CONCURRENT_REQUESTS={args.concurrency}, "
+        f"CONCURRENT_REQUESTS_PER_DOMAIN={args.per_domain or args.concurrency}, latency {args.latency * 1000:.0f} ms, "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    )
     costs = {tok: fingerprint_pass(pages, tok) for tok in ("rjieba", "jieba")}
-    print("fingerprint cost in one process (CPU ms per page): " + ", ".join(
-        f"{tok} {cost * 1000:.1f}" for tok, (cost, _) in costs.items()
-    ))
+    print(
+        "fingerprint cost in one process (CPU ms per page): "
+        + ", ".join(f"{tok} {cost * 1000:.1f}" for tok, (cost, _) in costs.items())
+    )
     fps = costs["rjieba"][1]
     with_text = {str(n) for n, fp in enumerate(fps) if fp is not None}
-    print(f"pages with text: {len(with_text)}; near-duplicates of another page of the corpus "
-          f"(k=3, never kept by design): {near_duplicates_in_corpus(fps)}")
+    print(
+        f"pages with text: {len(with_text)}; near-duplicates of another page of the corpus "
+        f"(k=3, never kept by design): {near_duplicates_in_corpus(fps)}"
+    )
 
     base = {
         "CONCURRENT_REQUESTS": args.concurrency,
@@ -249,11 +265,14 @@ def main() -> int:
         for mode, pair in print_round(results, modes, with_text).items():
             ratios.setdefault(mode, []).append(pair)
     if len(rounds) > 1 and ratios:
-        print(f"\nmedian of {len(rounds)} rounds (modes interleaved): " + "; ".join(
-            f"{mode} ratio {statistics.median(r for r, _ in pairs):.2f}, "
-            f"CPU ratio {statistics.median(c for _, c in pairs):.2f}"
-            for mode, pairs in ratios.items()
-        ))
+        print(
+            f"\nmedian of {len(rounds)} rounds (modes interleaved): "
+            + "; ".join(
+                f"{mode} ratio {statistics.median(r for r, _ in pairs):.2f}, "
+                f"CPU ratio {statistics.median(c for _, c in pairs):.2f}"
+                for mode, pairs in ratios.items()
+            )
+        )
     print(
         "\nratio = pages/s with the add-on / pages/s without it (targets: >= 0.95 rjieba, "
         ">= 0.75 jieba), measured on this machine as loaded now. crawl/worker CPU = CPU time "

@@ -70,7 +70,9 @@ def sqlite_cost(size: int) -> dict[str, float]:
     return _figures(size, stored, delta, records)
 
 
-def _figures(size: int, stored: int, delta: int, records: list[tuple[str, str]]) -> dict[str, float]:
+def _figures(
+    size: int, stored: int, delta: int, records: list[tuple[str, str]]
+) -> dict[str, float]:
     url_bytes = sum(len(a) + len(b) for a, b in records)
     return {
         "drops": size,

@@ -67,8 +67,14 @@ SAME_PAGE = {
     ("wcxb/0648", "wcxb/2927"): "one IKEA sofa listing under two category URLs (97% of the "
     "page's words shared; the annotated main texts differ in what they mark)",
     ("gne_zh/tests/thepaper/2", "gne_zh/tests/thepaper/4"): "the same article (data README)",
-    ("gne_zh/tests/thepaper/2", "gne_zh/visiable_test/thepaper/1"): "the same article (data README)",
-    ("gne_zh/tests/thepaper/4", "gne_zh/visiable_test/thepaper/1"): "the same article (data README)",
+    (
+        "gne_zh/tests/thepaper/2",
+        "gne_zh/visiable_test/thepaper/1",
+    ): "the same article (data README)",
+    (
+        "gne_zh/tests/thepaper/4",
+        "gne_zh/visiable_test/thepaper/1",
+    ): "the same article (data README)",
 }
 _WORD = re.compile(r"\w+")
 
@@ -141,11 +147,17 @@ def candidates(reads: list[Read], radius: int, bits: int) -> Pairs:
             rows_j.append(have[a + 1 + b])
             dist.append(int(d[b]))
             banded.append(any((fps[a] & m) == (other & m) for m in masks))
-    return Pairs(np.array(rows_i, dtype=np.intp), np.array(rows_j, dtype=np.intp),
-                 np.array(dist), np.array(banded, dtype=bool))
+    return Pairs(
+        np.array(rows_i, dtype=np.intp),
+        np.array(rows_j, dtype=np.intp),
+        np.array(dist),
+        np.array(banded, dtype=bool),
+    )
 
 
-def signature_distance(sig: tuple[np.ndarray, np.ndarray], i: np.ndarray, j: np.ndarray) -> np.ndarray:
+def signature_distance(
+    sig: tuple[np.ndarray, np.ndarray], i: np.ndarray, j: np.ndarray
+) -> np.ndarray:
     hi, lo = sig
     return np.bitwise_count(hi[i] ^ hi[j]) + np.bitwise_count(lo[i] ^ lo[j])
 
@@ -166,7 +178,9 @@ def fewest_bits_apart(
 ) -> tuple[int, str]:
     """The fewest signature bits by which any distinct pair of near signatures differs,
     over every pair of the corpus (not only candidates), and that pair."""
-    have = np.array([n for n, r in enumerate(reads) if r.evidence is not None and not r.evidence.exact])
+    have = np.array(
+        [n for n, r in enumerate(reads) if r.evidence is not None and not r.evidence.exact]
+    )
     best, names = 128, ""
     for a in range(len(have) - 1):
         rest = have[a + 1 :]
@@ -196,13 +210,23 @@ def upper_bound(accepted_count: int, n: int) -> float:
 
 
 def report_corpus(
-    name: str, reads: list[Read], distinct, sig, limit: int, bits: int, pairs_total: int,
+    name: str,
+    reads: list[Read],
+    distinct,
+    sig,
+    limit: int,
+    bits: int,
+    pairs_total: int,
     default_radius: int,
 ) -> dict:
     stress = candidates(reads, STRESS, bits)
     ok = accepted(sig, stress, limit)
-    is_distinct = np.array([distinct(int(a), int(b)) for a, b in zip(stress.i, stress.j, strict=True)], dtype=bool)
-    at_default = (stress.distance <= default_radius) & (stress.banded | (stress.distance <= default_distances(bits)[1]))
+    is_distinct = np.array(
+        [distinct(int(a), int(b)) for a, b in zip(stress.i, stress.j, strict=True)], dtype=bool
+    )
+    at_default = (stress.distance <= default_radius) & (
+        stress.banded | (stress.distance <= default_distances(bits)[1])
+    )
     bad_default = ok & at_default & is_distinct
     bad_stress = ok & is_distinct
     margin, margin_pair = fewest_bits_apart(sig, reads, distinct)
@@ -248,8 +272,10 @@ def dev_pages(jobs: int) -> tuple[list[Read], callable, int]:
                 same[(group[x], group[y])] = "the same bytes"
     for (a, b), why in SAME_PAGE.items():
         same[tuple(sorted((index[a], index[b])))] = why
-    reads = [Read(names[n], r.fingerprint, r.evidence if r.fingerprint is not None else None)
-             for n, r in enumerate(read)]
+    reads = [
+        Read(names[n], r.fingerprint, r.evidence if r.fingerprint is not None else None)
+        for n, r in enumerate(read)
+    ]
     # Pairs of true main texts with word Jaccard >= 0.8 (the rule fixed before thresholds).
     with_truth = [n for n, w in enumerate(words) if w]
     for x in range(len(with_truth)):
@@ -260,7 +286,9 @@ def dev_pages(jobs: int) -> tuple[list[Read], callable, int]:
             if len(small) < 0.8 * len(large):
                 continue
             if len(wa & wb) >= 0.8 * len(wa | wb):
-                same.setdefault((a, b), f"true main texts' word Jaccard {len(wa & wb) / len(wa | wb):.2f}")
+                same.setdefault(
+                    (a, b), f"true main texts' word Jaccard {len(wa & wb) / len(wa | wb):.2f}"
+                )
     print(f"pages/: {len(pages)} pages; {len(same)} pairs removed as the corpus's own duplicates:")
     for (a, b), why in sorted(same.items()):
         print(f"   {names[a]}  {names[b]}: {why}")
@@ -273,16 +301,21 @@ def pair_cases(jobs: int) -> tuple[list[Read], list[dict], dict[str, int]]:
     rows = [json.loads(line) for line in (root / "labels.jsonl").read_text().splitlines()]
     files = sorted({r["a"] for r in rows} | {r["b"] for r in rows})
     read = read_all([root / f for f in files], jobs)
-    reads = [Read(f, r.fingerprint, r.evidence if r.fingerprint is not None else None)
-             for f, r in zip(files, read, strict=True)]
+    reads = [
+        Read(f, r.fingerprint, r.evidence if r.fingerprint is not None else None)
+        for f, r in zip(files, read, strict=True)
+    ]
     return reads, rows, {f: n for n, f in enumerate(files)}
 
 
 def large_pages(jobs: int) -> tuple[list[Read], callable, int]:
     root = data_dir() / "large"
     site = json.loads((root / "site.json").read_text())
-    entries = [(h, meta["file"], f"{h}:{meta['cluster']}")
-               for h, host in site["hosts"].items() for meta in host["pages"].values()]
+    entries = [
+        (h, meta["file"], f"{h}:{meta['cluster']}")
+        for h, host in site["hosts"].items()
+        for meta in host["pages"].values()
+    ]
     read = read_all([data_dir() / e[1] for e in entries], jobs)
     fingerprinter = Fingerprinter()
     memory = tp.LocalMemory(fingerprinter)
@@ -291,7 +324,9 @@ def large_pages(jobs: int) -> tuple[list[Read], callable, int]:
     reads, clusters = [], []
     for (host, file, cluster), page in zip(entries, read, strict=True):
         page = memory.apply(host, page)
-        reads.append(Read(file, page.fingerprint, page.evidence if page.fingerprint is not None else None))
+        reads.append(
+            Read(file, page.fingerprint, page.evidence if page.fingerprint is not None else None)
+        )
         clusters.append(cluster)
     n = len(reads)
     copies = sum(1 for a in range(n) for b in range(a + 1, n) if clusters[a] == clusters[b])
@@ -315,7 +350,9 @@ def crafted_check(reads: list[Read], key: int, count: int, limit: int) -> tuple[
         tried += 1
         page = fingerprinter.fingerprint_document(text)
         assert page.fingerprint == victim.fingerprint
-        apart = ((signer.sign(page.evidence) ^ signer.sign(victim.evidence)) & NO_SIGNATURE).bit_count()
+        apart = (
+            (signer.sign(page.evidence) ^ signer.sign(victim.evidence)) & NO_SIGNATURE
+        ).bit_count()
         closest = min(closest, apart)
         hits += apart <= limit
     return tried, hits, closest
@@ -340,8 +377,15 @@ def craft(fingerprinter: Fingerprinter, target: int, avoid: set[str]) -> str | N
     return None
 
 
-def labelled(rows: list[dict], index: dict[str, int], reads: list[Read], sig, limit: int,
-             bits: int, radius: int) -> dict:
+def labelled(
+    rows: list[dict],
+    index: dict[str, int],
+    reads: list[Read],
+    sig,
+    limit: int,
+    bits: int,
+    radius: int,
+) -> dict:
     masks = choose_layout(bits, default_distances(bits)[1]).masks
     exact = default_distances(bits)[1]
     tp_ = fp_ = tp_stress = fp_stress = 0
@@ -374,10 +418,13 @@ def labelled(rows: list[dict], index: dict[str, int], reads: list[Read], sig, li
     precision = tp_ / max(tp_ + fp_, 1)
     recall = tp_ / positives
     return {
-        "precision": precision, "recall": recall,
+        "precision": precision,
+        "recall": recall,
         "f1": 2 * precision * recall / max(precision + recall, 1e-9),
-        "negatives_accepted_default": fp_, "negatives_accepted_stress": fp_stress,
-        "wrong": wrong, "negatives": len(rows) - positives,
+        "negatives_accepted_default": fp_,
+        "negatives_accepted_stress": fp_stress,
+        "wrong": wrong,
+        "negatives": len(rows) - positives,
     }
 
 
@@ -395,41 +442,54 @@ def main(argv: Iterable[str] | None = None) -> None:
     cases, rows, case_index = pair_cases(args.jobs)
     large, large_distinct, large_total = large_pages(args.jobs)
     keys = [new_key() for _ in range(args.keys)]
-    print(f"\nboth tests at the defaults ({radius} bits, found as a {bits}-bit index with its "
-          f"layout finds them) and at a stress radius of {STRESS} bits (every pair within "
-          f"it); signatures confirm within {limit} bits\n")
-    header = (f"{'corpus':<8} {'key':>4} {'distinct pairs':>14} {'cand.':>6} {'acc.':>5} "
-              f"{'95% ub':>9} {'cand.12':>7} {'acc.12':>6} {'95% ub 12':>9} {'margin':>7} "
-              f"{'P(pass)':>9}")
+    print(
+        f"\nboth tests at the defaults ({radius} bits, found as a {bits}-bit index with its "
+        f"layout finds them) and at a stress radius of {STRESS} bits (every pair within "
+        f"it); signatures confirm within {limit} bits\n"
+    )
+    header = (
+        f"{'corpus':<8} {'key':>4} {'distinct pairs':>14} {'cand.':>6} {'acc.':>5} "
+        f"{'95% ub':>9} {'cand.12':>7} {'acc.12':>6} {'95% ub 12':>9} {'margin':>7} "
+        f"{'P(pass)':>9}"
+    )
     print(header)
     for number, key in enumerate(keys, 1):
         for name, reads, distinct, total in (
-            ("pages", pages, page_distinct, page_total), ("large", large, large_distinct, large_total),
+            ("pages", pages, page_distinct, page_total),
+            ("large", large, large_distinct, large_total),
         ):
             sig = signatures(reads, key)
             row = report_corpus(name, reads, distinct, sig, limit, bits, total, radius)
-            print(f"{name:<8} {number:>4} {total:>14,} {row['candidates_default']:>6} "
-                  f"{row['accepted_default']:>5} {row['upper_bound_default']:>9.2e} "
-                  f"{row['candidates_stress']:>7} {row['accepted_stress']:>6} "
-                  f"{row['upper_bound_stress']:>9.2e} {row['margin_bits']:>4}/{limit} "
-                  f"{row['pass_at_margin']:>9.1e}")
+            print(
+                f"{name:<8} {number:>4} {total:>14,} {row['candidates_default']:>6} "
+                f"{row['accepted_default']:>5} {row['upper_bound_default']:>9.2e} "
+                f"{row['candidates_stress']:>7} {row['accepted_stress']:>6} "
+                f"{row['upper_bound_stress']:>9.2e} {row['margin_bits']:>4}/{limit} "
+                f"{row['pass_at_margin']:>9.1e}"
+            )
             for a, b, d in row["accepted_pairs"]:
                 print(f"   accepted: {a}  {b}  (distance {d})")
-            print(f"   closest distinct pair of all: {row['margin_pair']}; closest within "
-                  f"{STRESS} bits: {row['candidate_margin_bits']}/{limit} signature bits, "
-                  f"P(pass) {row['pass_at_candidate_margin']:.1e}")
+            print(
+                f"   closest distinct pair of all: {row['margin_pair']}; closest within "
+                f"{STRESS} bits: {row['candidate_margin_bits']}/{limit} signature bits, "
+                f"P(pass) {row['pass_at_candidate_margin']:.1e}"
+            )
         sig = signatures(cases, key)
         result = labelled(rows, case_index, cases, sig, limit, bits, radius)
-        print(f"pairs    {number:>4} {result['negatives']:>14,} labelled distinct: accepted "
-              f"{result['negatives_accepted_default']} at the defaults, "
-              f"{result['negatives_accepted_stress']} at {STRESS} bits; as the index decides: "
-              f"P {result['precision']:.4f} R {result['recall']:.4f} F1 {result['f1']:.4f}")
+        print(
+            f"pairs    {number:>4} {result['negatives']:>14,} labelled distinct: accepted "
+            f"{result['negatives_accepted_default']} at the defaults, "
+            f"{result['negatives_accepted_stress']} at {STRESS} bits; as the index decides: "
+            f"P {result['precision']:.4f} R {result['recall']:.4f} F1 {result['f1']:.4f}"
+        )
         for line in result["wrong"]:
             print(f"   accepted: {line}")
     tried, hits, closest = crafted_check(pages, keys[0], args.crafted, limit)
-    print(f"\ncrafted pages: {tried} pages built onto a victim's fingerprint with none of its "
-          f"words, {hits} accepted; the closest was {closest} signature bits from its victim "
-          f"({limit} confirm; P(pass) of an unrelated pair {pass_probability(0.0, limit):.1e})")
+    print(
+        f"\ncrafted pages: {tried} pages built onto a victim's fingerprint with none of its "
+        f"words, {hits} accepted; the closest was {closest} signature bits from its victim "
+        f"({limit} confirm; P(pass) of an unrelated pair {pass_probability(0.0, limit):.1e})"
+    )
 
 
 if __name__ == "__main__":

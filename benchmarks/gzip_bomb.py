@@ -29,7 +29,9 @@ from tests.http_site import SiteServer
 from tests.scrapy_runner import run_crawl
 
 SETTINGS = {
-    "ROBOTSTXT_OBEY": False, "LOG_LEVEL": "WARNING", "TELNETCONSOLE_ENABLED": False,
+    "ROBOTSTXT_OBEY": False,
+    "LOG_LEVEL": "WARNING",
+    "TELNETCONSOLE_ENABLED": False,
 }
 
 
@@ -68,14 +70,17 @@ def main() -> None:
         return status, headers, data
 
     server.resolve = resolve  # type: ignore[method-assign]
-    print(f"# a {len(body) / 1e6:.1f} MB gzip body inflating to {args.mib} MiB; "
-          f"median of {args.runs} crawls")
+    print(
+        f"# a {len(body) / 1e6:.1f} MB gzip body inflating to {args.mib} MiB; "
+        f"median of {args.runs} crawls"
+    )
     rows = {}
     try:
         with tempfile.TemporaryDirectory(prefix="gzip-bomb-") as tmp:
             for name, addon in (("scrapy alone", False), ("with the add-on", True)):
-                runs = [crawl(server, Path(tmp) / f"{name[:4]}{n}", addon)
-                        for n in range(args.runs)]
+                runs = [
+                    crawl(server, Path(tmp) / f"{name[:4]}{n}", addon) for n in range(args.runs)
+                ]
                 rows[name] = [statistics.median(column) for column in zip(*runs, strict=True)]
     finally:
         server.stop()
@@ -83,8 +88,10 @@ def main() -> None:
     for name, (wall, rss, workers) in rows.items():
         print(f"{name:18} {wall:8.2f} {rss:13.0f} {workers:14.0f}")
     base, ours = rows["scrapy alone"], rows["with the add-on"]
-    print(f"{'added by the add-on':18} {ours[0] - base[0]:8.2f} {ours[1] - base[1]:13.0f} "
-          f"{ours[2] - base[2]:14.0f}   (target: <= 1 s, <= 64 MB)")
+    print(
+        f"{'added by the add-on':18} {ours[0] - base[0]:8.2f} {ours[1] - base[1]:13.0f} "
+        f"{ours[2] - base[2]:14.0f}   (target: <= 1 s, <= 64 MB)"
+    )
 
 
 if __name__ == "__main__":

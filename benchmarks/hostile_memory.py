@@ -33,9 +33,7 @@ def page(rng: random.Random, names: int, name_chars: int) -> bytes:
     def name() -> str:
         return "".join(rng.choices(string.ascii_lowercase + "-", k=name_chars))
 
-    words = [
-        "".join(rng.choices(string.ascii_lowercase, k=rng.randint(3, 9))) for _ in range(400)
-    ]
+    words = ["".join(rng.choices(string.ascii_lowercase, k=rng.randint(3, 9))) for _ in range(400)]
     parts = [
         f'<div class="{name()} {name()[:40]}" id="{name()}"><p>{" ".join(words[i::7])}.</p></div>'
         for i in range(names)

@@ -109,20 +109,28 @@ def main() -> None:
     parser.add_argument("--tables", type=int, default=4, help="4 = basic k+1 layout")
     args = parser.parse_args()
     lsh = datasketch_lsh(args.lsh)
-    print(f"datasketch MinHashLSH (redis, 64 perm, b/r auto) at {lsh['pages']:,} pages: "
-          f"{lsh['bytes_per_page']:.0f} B/page ({lsh['load_secs']:.1f}s)")
-    print(f"{'pages':>10} {'layout':>6} {'B/page':>8} {'B/page w/o keys':>16} "
-          f"{'vs LSH':>7} {'target<=100':>11} {'load s':>7}")
+    print(
+        f"datasketch MinHashLSH (redis, 64 perm, b/r auto) at {lsh['pages']:,} pages: "
+        f"{lsh['bytes_per_page']:.0f} B/page ({lsh['load_secs']:.1f}s)"
+    )
+    print(
+        f"{'pages':>10} {'layout':>6} {'B/page':>8} {'B/page w/o keys':>16} "
+        f"{'vs LSH':>7} {'target<=100':>11} {'load s':>7}"
+    )
     for size in (int(s) for s in args.sizes.split(",")):
         r = simhash_index(size, args.tables)
-        print(f"{r['pages']:>10,} {r['layout']:>6} {r['bytes_per_page']:>8.1f} "
-              f"{r['bytes_per_page_without_keys']:>16.1f} "
-              f"{r['bytes_per_page'] / lsh['bytes_per_page']:>7.2f} "
-              f"{'met' if r['bytes_per_page_without_keys'] <= 100 else 'missed':>11} "
-              f"{r['load_secs']:>7.1f}")
-        print("           MEMORY USAGE per page by kind: "
-              + ", ".join(f"{kind} {value:.1f}" for kind, value in sorted(r["kinds"].items()))
-              + "  (b band groups, e entry records, u key texts, m meta)")
+        print(
+            f"{r['pages']:>10,} {r['layout']:>6} {r['bytes_per_page']:>8.1f} "
+            f"{r['bytes_per_page_without_keys']:>16.1f} "
+            f"{r['bytes_per_page'] / lsh['bytes_per_page']:>7.2f} "
+            f"{'met' if r['bytes_per_page_without_keys'] <= 100 else 'missed':>11} "
+            f"{r['load_secs']:>7.1f}"
+        )
+        print(
+            "           MEMORY USAGE per page by kind: "
+            + ", ".join(f"{kind} {value:.1f}" for kind, value in sorted(r["kinds"].items()))
+            + "  (b band groups, e entry records, u key texts, m meta)"
+        )
 
 
 if __name__ == "__main__":

@@ -63,7 +63,11 @@ def main() -> None:
     layouts = [BandLayout(64, 4, 1), BandLayout(64, 5, 2)]
     sizes = [int(s) for s in args.sizes.split(",")]
     print(f"k={K}, 64 bits; candidates/probe (predicted) and µs/query")
-    print(f"{'pages':>11} " + " ".join(f"{l.name + ' (' + str(l.tables) + ' tables)':>34}" for l in layouts) + f" {'ratio µs':>9}")
+    print(
+        f"{'pages':>11} "
+        + " ".join(f"{l.name + ' (' + str(l.tables) + ' tables)':>34}" for l in layouts)
+        + f" {'ratio µs':>9}"
+    )
     for size in sizes:
         fps = rng.integers(0, 2**64, size=size, dtype=np.uint64, endpoint=False)
         # Half the probes are near-duplicates of stored pages, half random.
@@ -75,8 +79,12 @@ def main() -> None:
         for layout in layouts:
             cands, micros = measure(layout, fps, probes)
             times.append(micros)
-            cells.append(f"{cands:>8.1f} ({layout.candidates_per_probe(size):>7.1f}) {micros:>9.1f} µs")
-        print(f"{size:>11,} " + " ".join(f"{c:>34}" for c in cells) + f" {times[0] / times[1]:>9.2f}")
+            cells.append(
+                f"{cands:>8.1f} ({layout.candidates_per_probe(size):>7.1f}) {micros:>9.1f} µs"
+            )
+        print(
+            f"{size:>11,} " + " ".join(f"{c:>34}" for c in cells) + f" {times[0] / times[1]:>9.2f}"
+        )
         del fps
     size = sizes[0]
     with open_index("memory://", max_distance=K) as index:

@@ -83,22 +83,28 @@ def main() -> None:
     args = parser.parse_args()
 
     rate, calls = bench_redis(args.redis, args.in_flight)
-    print(f"redis asyncio ({args.in_flight} in flight), {args.redis:,} pages: {rate:,.0f}/s "
-          f"[target >= 10,000: {'met' if rate >= 10_000 else 'missed'}]; "
-          f"EVALSHA calls {calls:,} = {calls / args.redis:.2f} round trips/page")
+    print(
+        f"redis asyncio ({args.in_flight} in flight), {args.redis:,} pages: {rate:,.0f}/s "
+        f"[target >= 10,000: {'met' if rate >= 10_000 else 'missed'}]; "
+        f"EVALSHA calls {calls:,} = {calls / args.redis:.2f} round trips/page"
+    )
 
     data = with_duplicates(args.memory)
     memory = bench_sync("memory://", data)
     library = bench_simhash_library(data)
-    print(f"memory://, {args.memory:,} pages: {memory:,.0f}/s "
-          f"[target >= 100,000: {'met' if memory >= 100_000 else 'missed'}]; "
-          f"simhash.SimhashIndex {library:,.0f}/s; ratio {memory / library:.1f}x")
+    print(
+        f"memory://, {args.memory:,} pages: {memory:,.0f}/s "
+        f"[target >= 100,000: {'met' if memory >= 100_000 else 'missed'}]; "
+        f"simhash.SimhashIndex {library:,.0f}/s; ratio {memory / library:.1f}x"
+    )
 
     with tempfile.TemporaryDirectory() as workdir:
         sqlite = bench_sync(f"sqlite:///{workdir}/bench.sqlite3", with_duplicates(args.sqlite))
-    print(f"sqlite (WAL, file), {args.sqlite:,} pages: {sqlite:,.0f}/s "
-          f"[target >= 5,000: {'met' if sqlite >= 5_000 else 'missed'}]; "
-          f"vs memory {sqlite / memory:.2f}x, vs SimhashIndex {sqlite / library:.2f}x")
+    print(
+        f"sqlite (WAL, file), {args.sqlite:,} pages: {sqlite:,.0f}/s "
+        f"[target >= 5,000: {'met' if sqlite >= 5_000 else 'missed'}]; "
+        f"vs memory {sqlite / memory:.2f}x, vs SimhashIndex {sqlite / library:.2f}x"
+    )
 
 
 if __name__ == "__main__":

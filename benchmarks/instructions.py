@@ -46,8 +46,18 @@ _WARM_UP = 20  # files run once before counting: caches as in a crawl
 
 # The cumulative stages of --stages, in the product's order; "ours" adds what the stages'
 # glue leaves out (notes, the page record).
-_STAGES = ("decode", "parse", "prepare", "walk", "choose", "read-out", "length check",
-           "features", "simhash", "signature")
+_STAGES = (
+    "decode",
+    "parse",
+    "prepare",
+    "walk",
+    "choose",
+    "read-out",
+    "length check",
+    "features",
+    "simhash",
+    "signature",
+)
 
 
 def _stage_runners(settings: dict[str, str]) -> dict[str, Callable[[bytes], object]]:
@@ -132,9 +142,19 @@ def _child(name: str, passes: int, count: int, settings: dict[str, str]) -> None
 
 def _count(name: str, passes: int, count: int, settings: list[str]) -> int:
     command = [
-        "valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
-        sys.executable, __file__, "--child", name, "--passes", str(passes),
-        "--cases", str(count), *(arg for setting in settings for arg in ("-s", setting)),
+        "valgrind",
+        "--tool=cachegrind",
+        "--cache-sim=no",
+        "--cachegrind-out-file=/dev/null",
+        sys.executable,
+        __file__,
+        "--child",
+        name,
+        "--passes",
+        str(passes),
+        "--cases",
+        str(count),
+        *(arg for setting in settings for arg in ("-s", setting)),
     ]
     # A fixed hash seed: dict and set orders, and so the instructions, repeat run to run.
     env = {**os.environ, "PYTHONHASHSEED": "0"}
@@ -148,14 +168,27 @@ def _count(name: str, passes: int, count: int, settings: list[str]) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=300, help="files of pairs/cases")
-    parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE",
-                        help="override a SIMHASH_* setting (repeatable)")
-    parser.add_argument("--ours-only", action="store_true",
-                        help="count ours alone (half the time: for comparing two versions)")
-    parser.add_argument("--stages", action="store_true",
-                        help="where our instructions go, stage by stage, beside bare parses")
-    parser.add_argument("--jobs", type=int, default=1,
-                        help="valgrind runs at once (the counts do not depend on it)")
+    parser.add_argument(
+        "-s",
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a SIMHASH_* setting (repeatable)",
+    )
+    parser.add_argument(
+        "--ours-only",
+        action="store_true",
+        help="count ours alone (half the time: for comparing two versions)",
+    )
+    parser.add_argument(
+        "--stages",
+        action="store_true",
+        help="where our instructions go, stage by stage, beside bare parses",
+    )
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="valgrind runs at once (the counts do not depend on it)"
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--passes", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -169,16 +202,22 @@ def main() -> None:
     if shutil.which("valgrind") is None:
         print("skipped: valgrind is not installed (apt-get install valgrind)")
         return
-    print(f"one warm pass over {args.cases} files of pairs/cases, instructions per page "
-          "(valgrind, cachegrind without cache model)")
+    print(
+        f"one warm pass over {args.cases} files of pairs/cases, instructions per page "
+        "(valgrind, cachegrind without cache model)"
+    )
     names = ["ours"] if args.ours_only else list(_contenders(settings))
     if args.stages:
         names = [*_STAGES, "ours", "lexbor parse", "lxml parse"]
     runs = [(name, passes) for name in names for passes in (1, 2)]
     with ThreadPoolExecutor(max(args.jobs, 1)) as pool:
-        counts = dict(zip(runs, pool.map(
-            lambda run: _count(run[0], run[1], args.cases, args.set), runs
-        ), strict=True))
+        counts = dict(
+            zip(
+                runs,
+                pool.map(lambda run: _count(run[0], run[1], args.cases, args.set), runs),
+                strict=True,
+            )
+        )
     per_page = {name: (counts[name, 2] - counts[name, 1]) / args.cases for name in names}
     if args.stages:
         _print_stages(per_page)
@@ -200,8 +239,10 @@ def _print_stages(per_page: dict[str, float]) -> None:
         print(f"  {label:<16}{own / 1e6:>12.2f}{own / total:>8.1%}")
     print(f"  {'total':<16}{total / 1e6:>12.2f}")
     for name in ("lexbor parse", "lxml parse"):
-        print(f"  {name:<16}{per_page[name] / 1e6:>12.2f}{per_page[name] / total:>8.1%}"
-              "  (bare parse of the same pages, for comparison)")
+        print(
+            f"  {name:<16}{per_page[name] / 1e6:>12.2f}{per_page[name] / total:>8.1%}"
+            "  (bare parse of the same pages, for comparison)"
+        )
 
 
 if __name__ == "__main__":

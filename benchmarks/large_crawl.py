@@ -85,7 +85,14 @@ FIRST = re.compile(r"first-(\d+)$")
 #: Dev corpus page types taken as a host's other pages, in order of preference (articles of
 #: other sites only when the rest run out: "pages an outsider published").
 OTHER_TYPES = (
-    "listing", "collection", "service", "forum", "product", "documentation", None, "article",
+    "listing",
+    "collection",
+    "service",
+    "forum",
+    "product",
+    "documentation",
+    None,
+    "article",
 )
 
 
@@ -111,7 +118,8 @@ def other_pages(
         return {}
     articles = [
         fingerprinter.fingerprint_page(gzip.decompress((root / page["file"]).read_bytes()))
-        for info in site["hosts"].values() for page in info["pages"].values()
+        for info in site["hosts"].values()
+        for page in info["pages"].values()
         if page["kind"] == "article"
     ]
     prints = [a.fingerprint for a in articles if a.fingerprint is not None]
@@ -133,8 +141,10 @@ def other_pages(
             body = page.body()
             fp = fingerprinter.fingerprint_page(body)
             windows = [
-                text[i:i + 40] for text in (" ".join(t.split()) for t in (fp.text, fp.page_text))
-                for i in (len(text) // 4, len(text) // 2, 3 * len(text) // 4) if len(text) >= 80
+                text[i : i + 40]
+                for text in (" ".join(t.split()) for t in (fp.text, fp.page_text))
+                for i in (len(text) // 4, len(text) // 2, 3 * len(text) // 4)
+                if len(text) >= 80
             ]
             if any(w in texts for w in windows):
                 continue
@@ -145,7 +155,7 @@ def other_pages(
             pool.append((page.id, body))
     if len(pool) < need:
         sys.exit(f"only {len(pool)} dev pages fit as other pages, {need} needed")
-    return {host: pool[i::len(hosts)] for i, host in enumerate(hosts)}
+    return {host: pool[i :: len(hosts)] for i, host in enumerate(hosts)}
 
 
 class Layout:
@@ -199,8 +209,12 @@ class Layout:
 
 
 def shares(
-    site: dict[str, Any], processes: int, seed: int, order: str = "random",
-    others: dict[str, list[Page]] | None = None, pairs: list[tuple[str, str]] | None = None,
+    site: dict[str, Any],
+    processes: int,
+    seed: int,
+    order: str = "random",
+    others: dict[str, list[Page]] | None = None,
+    pairs: list[tuple[str, str]] | None = None,
 ) -> list[list[Page]]:
     """Shuffled, disjoint shares of every URL; a cluster's URLs go to different processes;
     each share then put in ``order`` (stable sorts keep the shuffle within)."""
@@ -218,8 +232,11 @@ def shares(
             share.sort(key=lambda url: kinds[url] == "article")
     if first_count(order):
         n = first_count(order)
-        lead = deal([[page] for host in sorted(others or {}) for page in (others or {})[host][:n]],
-                    processes, seed + 1)
+        lead = deal(
+            [[page] for host in sorted(others or {}) for page in (others or {})[host][:n]],
+            processes,
+            seed + 1,
+        )
         dealt = [first + share for first, share in zip(lead, dealt, strict=True)]
     elif order == "template-last":
         rng = random.Random(seed)
@@ -230,14 +247,20 @@ def shares(
 
 
 def crawl(
-    layout: Layout, hub: SiteServer, parts: list[list[Page]], order: str,
-    settings: dict[str, Any], workdir: Path, timeout: float,
+    layout: Layout,
+    hub: SiteServer,
+    parts: list[list[Page]],
+    order: str,
+    settings: dict[str, Any],
+    workdir: Path,
+    timeout: float,
 ) -> list[CrawlResult]:
     running = []
     for n, pages in enumerate(parts):
         index = f"/index-{len(parts)}-{n}.html"
         hub.pages[index] = (
-            "text/html; charset=utf-8", index_page([layout.url(p, order) for p in pages])
+            "text/html; charset=utf-8",
+            index_page([layout.url(p, order) for p in pages]),
         )
         spec = {"spider": "links", "start_urls": [hub.url(index)], "settings": settings}
         running.append(start_crawl(workdir / f"p{n}", spec))
@@ -250,12 +273,16 @@ def first_words(text: str, chars: int = 70) -> str:
 
 
 def summarise(
-    site: dict[str, Any], layout: Layout, parts: list[list[Page]], results: list[CrawlResult],
+    site: dict[str, Any],
+    layout: Layout,
+    parts: list[list[Page]],
+    results: list[CrawlResult],
     fingerprinter: Fingerprinter,
 ) -> dict[str, Any]:
     cluster = {
         (h, p): info["cluster"]
-        for h, host in site["hosts"].items() for p, info in host["pages"].items()
+        for h, host in site["hosts"].items()
+        for p, info in host["pages"].items()
     }
     kept: Counter[Page] = Counter()
     others_kept: set[Page] = set()
@@ -294,14 +321,16 @@ def summarise(
     for (host, _), c in cluster.items():
         clusters_of_host[host].add(c)
         urls_of_host[host] += 1
-    lost = sorted((h, c) for h, cs in clusters_of_host.items() for c in cs
-                  if not kept_per_cluster[(h, c)])
+    lost = sorted(
+        (h, c) for h, cs in clusters_of_host.items() for c in cs if not kept_per_cluster[(h, c)]
+    )
     copies = {h: urls_of_host[h] - len(cs) for h, cs in clusters_of_host.items()}
     extra: Counter[str] = Counter()
     for (h, _), n in kept_per_cluster.items():
         extra[h] += max(0, n - 1)
-    lost_share = {h: sum(1 for x, _ in lost if x == h) / len(cs)
-                  for h, cs in clusters_of_host.items()}
+    lost_share = {
+        h: sum(1 for x, _ in lost if x == h) / len(cs) for h, cs in clusters_of_host.items()
+    }
     copy_share = {h: 1 - extra[h] / copies[h] for h in copies if copies[h]}
     details = []
     for host, c in lost:
@@ -309,11 +338,16 @@ def summarise(
             of = dropped_as.get(page)
             mine = fingerprinter.fingerprint_page(layout.body[page]).text
             if isinstance(of, tuple):
-                name = (f"other page {'/'.join(of)} ({layout.other_id[of]})"
-                        if of in layout.other_id else f"{'/'.join(of)} ({cluster[of]})")
+                name = (
+                    f"other page {'/'.join(of)} ({layout.other_id[of]})"
+                    if of in layout.other_id
+                    else f"{'/'.join(of)} ({cluster[of]})"
+                )
                 theirs = first_words(fingerprinter.fingerprint_page(layout.body[of]).text)
-                details.append(f"{'/'.join(page)}: near-duplicate of {name}; "
-                               f"own {first_words(mine)}; of {theirs}")
+                details.append(
+                    f"{'/'.join(page)}: near-duplicate of {name}; "
+                    f"own {first_words(mine)}; of {theirs}"
+                )
             else:
                 how = f"near-duplicate of {of}" if of else "no item, no near_duplicate signal"
                 details.append(f"{'/'.join(page)}: {how}; own {first_words(mine)}")
@@ -335,14 +369,25 @@ def summarise(
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("-s", "--set", dest="settings", action="append", default=[],
-                        type=parse_setting, metavar="NAME=VALUE")
+    parser.add_argument(
+        "-s",
+        "--set",
+        dest="settings",
+        action="append",
+        default=[],
+        type=parse_setting,
+        metavar="NAME=VALUE",
+    )
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--modes", default="1,3")
     parser.add_argument("--timeout", type=float, default=1800)
-    parser.add_argument("--order", type=order_name, nargs="+", default=["random"],
-                        help="each process's order of its URLs: "
-                             f"{', '.join(ORDERS)} or first-N (see ORDERS)")
+    parser.add_argument(
+        "--order",
+        type=order_name,
+        nargs="+",
+        default=["random"],
+        help=f"each process's order of its URLs: {', '.join(ORDERS)} or first-N (see ORDERS)",
+    )
     args = parser.parse_args()
     site = load()
     if site is None:
@@ -353,21 +398,35 @@ def main() -> int:
     most = max(first_count(order) for order in args.order)
     others = other_pages(site, root, most, 20261128, fingerprinter)
     layout = Layout(site, root, others)
-    other_urls = {host: sorted(p for p in layout.other_id if p[0] == host)
-                  for host in site["hosts"]}
+    other_urls = {
+        host: sorted(p for p in layout.other_id if p[0] == host) for host in site["hosts"]
+    }
     hub = SiteServer().start()
     overrides = dict(args.settings)
     modes = [int(m) for m in args.modes.split(",") if m.strip()]
-    print(f"# crawl of large/: {sum(len(h['pages']) for h in site['hosts'].values())} URLs on "
-          f"{len(layout.servers)} hosts, overrides {overrides or 'none'}"
-          + (f"; up to {most} other pages a host (dev pages: "
-             + ", ".join(f"{k} {v}" for k, v in Counter(
-                 next(p.page_type for p in load_pages() if p.id == i) or "untyped"
-                 for pages in others.values() for i, _ in pages).most_common()) + ")"
-             if most else ""))
-    print("order          mode  seed  articles lost  copies dropped  worst host lost  "
-          "worst host copies  other cluster's copy  other page's copy  others dropped  "
-          "kept unchecked  drift  secs")
+    print(
+        f"# crawl of large/: {sum(len(h['pages']) for h in site['hosts'].values())} URLs on "
+        f"{len(layout.servers)} hosts, overrides {overrides or 'none'}"
+        + (
+            f"; up to {most} other pages a host (dev pages: "
+            + ", ".join(
+                f"{k} {v}"
+                for k, v in Counter(
+                    next(p.page_type for p in load_pages() if p.id == i) or "untyped"
+                    for pages in others.values()
+                    for i, _ in pages
+                ).most_common()
+            )
+            + ")"
+            if most
+            else ""
+        )
+    )
+    print(
+        "order          mode  seed  articles lost  copies dropped  worst host lost  "
+        "worst host copies  other cluster's copy  other page's copy  others dropped  "
+        "kept unchecked  drift  secs"
+    )
     try:
         for order in args.order:
             for processes in modes:
@@ -388,20 +447,24 @@ def main() -> int:
                             redis_server = RedisServer(Path(tmp) / "redis").start()
                             settings["SIMHASH_INDEX_URL"] = redis_server.url
                         try:
-                            results = crawl(layout, hub, parts, order, settings, Path(tmp),
-                                            args.timeout)
+                            results = crawl(
+                                layout, hub, parts, order, settings, Path(tmp), args.timeout
+                            )
                         finally:
                             if redis_server is not None:
                                 redis_server.stop()
                     s = summarise(site, layout, parts, results, fingerprinter)
                     secs = time.perf_counter() - started
-                    print(f"{order:<14} {processes:<5} {seed:<5} "
-                          f"{len(s['lost'])}/{s['articles']:<10} "
-                          f"{s['copies_dropped']:<15.4f} {s['worst_lost'][0]:.3f} "
-                          f"{s['worst_lost'][1]:<10} {s['worst_copies'][0]:.3f} "
-                          f"{s['worst_copies'][1]:<12} {s['cross_cluster_drops']:<21} "
-                          f"{s['of_other']:<18} {s['others'][0]}/{s['others'][1]:<12} "
-                          f"{s['kept_unchecked']:<15} {s['drift']:<6} {secs:.0f}", flush=True)
+                    print(
+                        f"{order:<14} {processes:<5} {seed:<5} "
+                        f"{len(s['lost'])}/{s['articles']:<10} "
+                        f"{s['copies_dropped']:<15.4f} {s['worst_lost'][0]:.3f} "
+                        f"{s['worst_lost'][1]:<10} {s['worst_copies'][0]:.3f} "
+                        f"{s['worst_copies'][1]:<12} {s['cross_cluster_drops']:<21} "
+                        f"{s['of_other']:<18} {s['others'][0]}/{s['others'][1]:<12} "
+                        f"{s['kept_unchecked']:<15} {s['drift']:<6} {secs:.0f}",
+                        flush=True,
+                    )
                     for line in s["details"]:
                         print("      lost:", line)
                     if s["errors"]:

@@ -34,11 +34,20 @@ from scrapy_simhash.settings import index_options
 from scrapy_simhash.template import LocalMemory
 
 
-def run(site: dict, data: Path, fingerprinter: Fingerprinter, k: int, seed: int,
-        templates: bool, cache: dict) -> dict:
+def run(
+    site: dict,
+    data: Path,
+    fingerprinter: Fingerprinter,
+    k: int,
+    seed: int,
+    templates: bool,
+    cache: dict,
+) -> dict:
     def page_of(file: str):
         if file not in cache:
-            cache[file] = fingerprinter.fingerprint_page(gzip.decompress((data / file).read_bytes()))
+            cache[file] = fingerprinter.fingerprint_page(
+                gzip.decompress((data / file).read_bytes())
+            )
         return cache[file]
 
     urls = [(h, u, p) for h, host in site["hosts"].items() for u, p in host["pages"].items()]
@@ -75,10 +84,14 @@ def run(site: dict, data: Path, fingerprinter: Fingerprinter, k: int, seed: int,
     worst_lost = max((sum(1 for c in lost if c[0] == h) / articles[h], h) for h in articles)
     worst_copies = min((1 - extra[h] / copies[h], h) for h in copies if copies[h])
     return {
-        "lost": len(lost), "articles": len(clusters), "lost_clusters": lost,
+        "lost": len(lost),
+        "articles": len(clusters),
+        "lost_clusters": lost,
         "copies_dropped": 1 - sum(extra.values()) / sum(copies.values()),
-        "worst_host_lost": worst_lost, "worst_host_copies": worst_copies,
-        "wrong_cluster": wrong, "unchecked": unchecked,
+        "worst_host_lost": worst_lost,
+        "worst_host_copies": worst_copies,
+        "wrong_cluster": wrong,
+        "unchecked": unchecked,
     }
 
 
@@ -93,8 +106,10 @@ def main() -> None:
     k = default_distances(args.bits)[0]
     cache: dict = {}
     print(f"{args.bits} bits, k = {k}")
-    print("seed  memory  lost     copies dropped  worst host (lost)  worst host (copies)  "
-          "wrong cluster  kept unchecked")
+    print(
+        "seed  memory  lost     copies dropped  worst host (lost)  worst host (copies)  "
+        "wrong cluster  kept unchecked"
+    )
     for seed in args.seeds:
         for templates in (False, True):
             r = run(site, data, fingerprinter, k, seed, templates, cache)

@@ -91,9 +91,7 @@ def load_site() -> Site | None:
     clusters: dict[str, str] = json.loads((site_dir / "clusters.json").read_text("utf-8"))
     groups = json.loads((site_dir / "same_text_clusters.json").read_text("utf-8"))
     merged = {c: "+".join(sorted(group)) for group in groups for c in group}
-    hard = {
-        merged.get(c, c) for c, info in meta["clusters"].items() if info.get("hard_negative")
-    }
+    hard = {merged.get(c, c) for c, info in meta["clusters"].items() if info.get("hard_negative")}
     return Site(
         root=root,
         url_to_file=meta["url_to_file"],
@@ -104,7 +102,9 @@ def load_site() -> Site | None:
 
 def index_page(paths: list[str]) -> bytes:
     links = "\n".join(f'<li><a href="{html.escape(p)}">{html.escape(p)}</a></li>' for p in paths)
-    return f"<html><head><title>Index</title></head><body><ul>\n{links}\n</ul></body></html>".encode()
+    return (
+        f"<html><head><title>Index</title></head><body><ul>\n{links}\n</ul></body></html>".encode()
+    )
 
 
 def shares(site: Site, processes: int, seed: int) -> list[list[str]]:
@@ -185,8 +185,11 @@ def outcome(site: Site, server: SiteServer, results: list[CrawlResult]) -> Outco
 
 
 def page_info(site: Site, path: str) -> dict[str, str]:
-    return {"url": path, "cluster": site.cluster_of.get(path, "?"),
-            "file": site.url_to_file.get(path, "?")}
+    return {
+        "url": path,
+        "cluster": site.cluster_of.get(path, "?"),
+        "file": site.url_to_file.get(path, "?"),
+    }
 
 
 def rule_shaped_copies(site: Site, min_support: int = 3) -> int:
@@ -205,7 +208,8 @@ def rule_shaped_copies(site: Site, min_support: int = 3) -> int:
     total = 0
     for paths in site.members().values():
         related = {
-            a for (a, b), rules in pairs.items()
+            a
+            for (a, b), rules in pairs.items()
             if a in paths and rules and all(support[r] >= 2 * min_support for r in rules)
         }
         total += max(0, len(related) - 1)
@@ -244,15 +248,15 @@ def summarise(site: Site, out: Outcome, settings: dict[str, Any] | None = None) 
     more = [c for c in members if kept[c] > 1]
     hard_dropped = [c for c in none if c in site.hard_negative]
     cross = {
-        page: of for page, of in out.dropped.items()
+        page: of
+        for page, of in out.dropped.items()
         if site.cluster_of.get(page) != site.cluster_of.get(of)
     }
     cross_other = {p: of for p, of in cross.items() if site.cluster_of[p] not in site.hard_negative}
     seen = set(out.kept) | set(out.dropped) | set(out.skipped)
     lost = sorted(p for p in site.cluster_of if p not in seen)
     wrong_skips = {
-        p: of for p, of in out.skipped.items()
-        if site.cluster_of.get(p) != site.cluster_of.get(of)
+        p: of for p, of in out.skipped.items() if site.cluster_of.get(p) != site.cluster_of.get(of)
     }
     copies = len(site.cluster_of) - len(members)
 
@@ -268,8 +272,13 @@ def summarise(site: Site, out: Outcome, settings: dict[str, Any] | None = None) 
             else:
                 entry["kept"] = "neither kept nor dropped as a copy"
             pages.append(entry)
-        return {"cluster": cluster, "kept": kept[cluster], "size": len(members[cluster]),
-                "hard_negative": cluster in site.hard_negative, "pages": pages}
+        return {
+            "cluster": cluster,
+            "kept": kept[cluster],
+            "size": len(members[cluster]),
+            "hard_negative": cluster in site.hard_negative,
+            "pages": pages,
+        }
 
     total = len(members)
     return {
@@ -314,14 +323,20 @@ def summarise(site: Site, out: Outcome, settings: dict[str, Any] | None = None) 
                 cluster_entry(c) for c in sorted(more, key=lambda c: (-kept[c], c))[:WORST]
             ],
             "cross_cluster_drops": [
-                {**page_info(site, p), "dropped_as_copy_of": of,
-                 "of_cluster": site.cluster_of.get(of, "?")}
+                {
+                    **page_info(site, p),
+                    "dropped_as_copy_of": of,
+                    "of_cluster": site.cluster_of.get(of, "?"),
+                }
                 for p, of in sorted(cross_other.items())[:WORST]
             ],
             "lost_otherwise": [page_info(site, p) for p in lost[:WORST]],
             "distinct_pages_skipped": [
-                {**page_info(site, p), "skipped_as_copy_of": of,
-                 "of_cluster": site.cluster_of.get(of, "?")}
+                {
+                    **page_info(site, p),
+                    "skipped_as_copy_of": of,
+                    "of_cluster": site.cluster_of.get(of, "?"),
+                }
                 for p, of in sorted(wrong_skips.items())[:WORST]
             ],
         },
@@ -332,23 +347,37 @@ def print_summary(mode: str, s: dict[str, Any], verbose: bool) -> None:
     print(f"\n## {mode}")
     print(f"clusters                              {s['clusters']}")
     print(f"exactly one page kept                 {s['exactly_one']} ({s['exactly_one_pct']:.1f}%)")
-    print(f"none kept                             {s['none_kept']} "
-          f"({s['none_kept_not_hard_negative']} not hard negatives)")
-    print(f"more than one kept                    {s['more_than_one']} "
-          f"({s['extra_pages_kept']} extra pages)")
-    print(f"hard negatives dropped                {s['hard_negatives_dropped']} "
-          f"of {s['hard_negatives']}")
-    print(f"other pages dropped as another's copy {s['cross_cluster_drops']} "
-          f"(in {s['cross_cluster_drop_clusters']} clusters)")
-    print(f"pages kept / dropped / neither        {s['pages_kept']} / {s['pages_dropped']} / "
-          f"{s['pages_lost_otherwise']}")
+    print(
+        f"none kept                             {s['none_kept']} "
+        f"({s['none_kept_not_hard_negative']} not hard negatives)"
+    )
+    print(
+        f"more than one kept                    {s['more_than_one']} "
+        f"({s['extra_pages_kept']} extra pages)"
+    )
+    print(
+        f"hard negatives dropped                {s['hard_negatives_dropped']} "
+        f"of {s['hard_negatives']}"
+    )
+    print(
+        f"other pages dropped as another's copy {s['cross_cluster_drops']} "
+        f"(in {s['cross_cluster_drop_clusters']} clusters)"
+    )
+    print(
+        f"pages kept / dropped / neither        {s['pages_kept']} / {s['pages_dropped']} / "
+        f"{s['pages_lost_otherwise']}"
+    )
     if s["pages_skipped"] or s["distinct_pages_skipped"]:
-        print(f"copies skipped before download        {s['pages_skipped']} of {s['copies']} "
-              f"({s['copy_fetches_avoided_pct']:.1f}% of copy fetches avoided; "
-              f"{s['rule_shaped_copies']} copies differ from a page of theirs by URL rules)")
-        print(f"distinct pages skipped                {s['distinct_pages_skipped']} "
-              f"({s['distinct_pages_skipped_index_drops_too']} of them within "
-              "SIMHASH_MAX_DISTANCE of the page they were skipped for: dropped when fetched)")
+        print(
+            f"copies skipped before download        {s['pages_skipped']} of {s['copies']} "
+            f"({s['copy_fetches_avoided_pct']:.1f}% of copy fetches avoided; "
+            f"{s['rule_shaped_copies']} copies differ from a page of theirs by URL rules)"
+        )
+        print(
+            f"distinct pages skipped                {s['distinct_pages_skipped']} "
+            f"({s['distinct_pages_skipped_index_drops_too']} of them within "
+            "SIMHASH_MAX_DISTANCE of the page they were skipped for: dropped when fetched)"
+        )
         print(f"URL rule stats                        {s.get('dust_stats')}")
     if s["errors"] or s["unknown_urls_kept"]:
         print(f"crawl errors: {s['errors']}; unknown URLs kept: {s['unknown_urls_kept'][:5]}")
@@ -406,8 +435,10 @@ def run_mode(
             url = args.redis_url
             if url is None:
                 if REDIS_SERVER is None:
-                    print(f"\n## {processes} processes\nskipped: no redis-server on PATH "
-                          "(install it or pass --redis-url)")
+                    print(
+                        f"\n## {processes} processes\nskipped: no redis-server on PATH "
+                        "(install it or pass --redis-url)"
+                    )
                     return None
                 redis_server = RedisServer(workdir / "redis").start()
                 url = redis_server.url
@@ -427,11 +458,18 @@ def run_mode(
     summary["wall_secs"] = round(time.perf_counter() - started, 1)
     dust: Counter[str] = Counter()
     for result in results:
-        dust.update({k: v for k, v in result.simhash_stats().items()
-                     if k.startswith("simhash/dust/") and isinstance(v, int)})
+        dust.update(
+            {
+                k: v
+                for k, v in result.simhash_stats().items()
+                if k.startswith("simhash/dust/") and isinstance(v, int)
+            }
+        )
     summary["dust_stats"] = dict(sorted(dust.items()))
     summary["dust_log"] = [
-        line.split("] ", 1)[-1] for r in results for line in r.log.splitlines()
+        line.split("] ", 1)[-1]
+        for r in results
+        for line in r.log.splitlines()
         if "URL rule" in line and "trusted" in line
     ]
     summary["shares"] = [len(p) for p in parts]
@@ -441,35 +479,52 @@ def run_mode(
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "-s", "--set", dest="settings", action="append", default=[], type=parse_setting,
-        metavar="NAME=VALUE", help="a setting for the crawls, as with scrapy crawl -s",
+        "-s",
+        "--set",
+        dest="settings",
+        action="append",
+        default=[],
+        type=parse_setting,
+        metavar="NAME=VALUE",
+        help="a setting for the crawls, as with scrapy crawl -s",
     )
-    parser.add_argument("--modes", default="1,3",
-                        help="comma-separated numbers of crawl processes (default 1,3)")
-    parser.add_argument("--seed", type=int, default=20260101,
-                        help="seed of the shuffles of the index pages")
-    parser.add_argument("--redis-url",
-                        help="Redis for multi-process modes (default: a redis-server of its own)")
-    parser.add_argument("--timeout", type=float, default=1800,
-                        help="seconds to wait for a crawl (default 1800)")
-    parser.add_argument("--dust", action="store_true",
-                        help="learn URL rules from the copies found and skip fetching known "
-                             "copies (SIMHASH_DUST_ENABLED=True)")
+    parser.add_argument(
+        "--modes", default="1,3", help="comma-separated numbers of crawl processes (default 1,3)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=20260101, help="seed of the shuffles of the index pages"
+    )
+    parser.add_argument(
+        "--redis-url", help="Redis for multi-process modes (default: a redis-server of its own)"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=1800, help="seconds to wait for a crawl (default 1800)"
+    )
+    parser.add_argument(
+        "--dust",
+        action="store_true",
+        help="learn URL rules from the copies found and skip fetching known "
+        "copies (SIMHASH_DUST_ENABLED=True)",
+    )
     parser.add_argument("--verbose", action="store_true", help="list the worst clusters")
     parser.add_argument("--json", metavar="PATH", help="write figures and worst clusters as JSON")
     args = parser.parse_args()
     site = load_site()
     if site is None:
-        print(f"skipped: no pair benchmark site at {data_dir() / 'pairs' / 'site'} (set "
-              "SIMHASH_BENCH_DATA to the folder holding pairs/site/site_meta.json)")
+        print(
+            f"skipped: no pair benchmark site at {data_dir() / 'pairs' / 'site'} (set "
+            "SIMHASH_BENCH_DATA to the folder holding pairs/site/site_meta.json)"
+        )
         return 0
     modes = [int(m) for m in args.modes.split(",") if m.strip()]
     overrides = dict(args.settings)
     if args.dust:
         overrides.setdefault("SIMHASH_DUST_ENABLED", "True")
-    print(f"# crawl of the pair benchmark's site: {len(site.url_to_file)} URLs, "
-          f"{len(site.members())} clusters (same-text groups merged), seed {args.seed}, "
-          f"overrides {overrides or 'none'}")
+    print(
+        f"# crawl of the pair benchmark's site: {len(site.url_to_file)} URLs, "
+        f"{len(site.members())} clusters (same-text groups merged), seed {args.seed}, "
+        f"overrides {overrides or 'none'}"
+    )
     server = SiteServer().start()
     for path in site.url_to_file:
         server.pages[path] = ("text/html", site.body(path))

@@ -195,7 +195,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], parents=[common_parser()]
     )
-    parser.add_argument("-k", type=int, default=None, help="default: SIMHASH_MAX_DISTANCE as a crawl reads it")
+    parser.add_argument(
+        "-k", type=int, default=None, help="default: SIMHASH_MAX_DISTANCE as a crawl reads it"
+    )
     parser.add_argument("--jobs", type=int, default=1, help="worker processes")
     parser.add_argument("--misses", type=int, default=0, help="list up to N errors of each kind")
     parser.add_argument("--json", type=Path, help="write fingerprints and reasons to this file")

@@ -74,9 +74,7 @@ def scores(fps: dict[str, int | None], pairs: list[Pair], k: int) -> dict[str, f
     return {"P": precision, "R": recall, "F1": f1, "FPR_tpl": same_fp / same_n if same_n else 0}
 
 
-def report_pairs(
-    corpus: Corpus, methods: dict[str, dict[str, int | None]], target_k: int
-) -> None:
+def report_pairs(corpus: Corpus, methods: dict[str, dict[str, int | None]], target_k: int) -> None:
     for lang in ("zh", "en"):
         pairs = [p for p in corpus.pairs if p.lang == lang]
         if not pairs:

@@ -47,8 +47,10 @@ def template_state(with_validators: bool) -> Any:
             fp ^= (1 << 64) - 1 >> rng.randrange(40)
         extra: dict[str, Any] = {}
         if with_validators:
-            extra = {"etag": f'"{rng.getrandbits(48):x}-{visit:x}"',
-                     "last_modified": "Tue, 14 May 2024 08:12:31 GMT"}
+            extra = {
+                "etag": f'"{rng.getrandbits(48):x}-{visit:x}"',
+                "last_modified": "Tue, 14 May 2024 08:12:31 GMT",
+            }
         store.observe("https://example.com/", fp, **extra)
         now[0] += rng.uniform(2, 30) * 3600
     state = store.get("https://example.com/")
@@ -71,7 +73,9 @@ def states(template: Any, count: int) -> list[Any]:
     rng = random.Random(2)
     return [
         dataclasses.replace(
-            template, url=u, fingerprint=rng.getrandbits(64),
+            template,
+            url=u,
+            fingerprint=rng.getrandbits(64),
             next_due=template.next_due + rng.uniform(0, 30 * DAY),
         )
         for u in urls(count)
@@ -92,7 +96,7 @@ def sqlite_bytes(pages: list[Any], workdir: Path) -> tuple[float, float]:
     sizes = []
     with open_recrawl_store(f"sqlite:///{path}", namespace="bench") as store:
         for start in range(0, len(pages), 5000):
-            store._backend.add(pages[start:start + 5000])
+            store._backend.add(pages[start : start + 5000])
         sizes.append(_sqlite_size(path))
         touch_all(store, pages)
         sizes.append(_sqlite_size(path))
@@ -109,10 +113,12 @@ def memory_bytes(pages: list[Any]) -> tuple[float, float]:
         base = tracemalloc.get_traced_memory()[0]
         store = open_recrawl_store("memory://", namespace="bench")
         # Own objects per page, as observed states have (not one history shared by all).
-        store._backend.add([
-            dataclasses.replace(p, history=tuple((t * 1.0, c) for t, c in p.history))
-            for p in pages
-        ])
+        store._backend.add(
+            [
+                dataclasses.replace(p, history=tuple((t * 1.0, c) for t, c in p.history))
+                for p in pages
+            ]
+        )
         sizes.append(tracemalloc.get_traced_memory()[0] - base)
         sizes.append(sizes[0])  # updates replace objects by objects of the same size
     finally:
@@ -144,9 +150,21 @@ def redis_bytes(pages: list[Any], workdir: Path) -> tuple[float, float] | None:
 
     port = _free_port()
     proc = subprocess.Popen(
-        [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
-         "no", "--dir", str(workdir)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            server,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(workdir),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         client = redis.Redis(port=port)
@@ -161,7 +179,7 @@ def redis_bytes(pages: list[Any], workdir: Path) -> tuple[float, float] | None:
             store.count()
             before = int(client.info("memory")["used_memory"])
             for start in range(0, len(pages), 2000):
-                store._backend.add(pages[start:start + 2000])
+                store._backend.add(pages[start : start + 2000])
             written = int(client.info("memory")["used_memory"]) - before
             touch_all(store, pages)
             touched = int(client.info("memory")["used_memory"]) - before
@@ -178,8 +196,10 @@ def main() -> int:
     args = parser.parse_args()
     url_len = sum(len(u) for u in urls(args.urls)) / args.urls
     print(f"{args.urls} URLs, mean URL length {url_len:.1f} B, history of 32 observations")
-    print(f"{'state':<26}{'backend':<9}{'written':>9}{'beyond URL':>12}"
-          f"{'after update':>14}{'beyond URL':>12}")
+    print(
+        f"{'state':<26}{'backend':<9}{'written':>9}{'beyond URL':>12}"
+        f"{'after update':>14}{'beyond URL':>12}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         for label, validators in (("no validators", False), ("ETag + Last-Modified", True)):
@@ -188,17 +208,21 @@ def main() -> int:
             packed = getattr(template, "to_bytes", None)
             size = len(packed()) if packed else len(template.to_json())
             print(f"{label + f' ({size} B packed)':<26}", end="")
-            results = [("sqlite", sqlite_bytes(pages, workdir)),
-                       ("redis", redis_bytes(pages, workdir)),
-                       ("memory", memory_bytes(pages))]
+            results = [
+                ("sqlite", sqlite_bytes(pages, workdir)),
+                ("redis", redis_bytes(pages, workdir)),
+                ("memory", memory_bytes(pages)),
+            ]
             for i, (backend, figures) in enumerate(results):
                 lead = "" if i == 0 else " " * 26
                 if figures is None:
                     print(f"{lead}{backend:<9}redis-server not found: skipped")
                     continue
                 written, touched = figures
-                print(f"{lead}{backend:<9}{written:>9.1f}{written - url_len:>12.1f}"
-                      f"{touched:>14.1f}{touched - url_len:>12.1f}")
+                print(
+                    f"{lead}{backend:<9}{written:>9.1f}{written - url_len:>12.1f}"
+                    f"{touched:>14.1f}{touched - url_len:>12.1f}"
+                )
     return 0
 
 

@@ -86,11 +86,15 @@ def simulation(args: argparse.Namespace) -> bool:
         gain = 100 * (ours.freshness - nutch.freshness)
         met = ratio >= 0.97 and gain >= 5
         ok &= met
-        print(f"\n   budget {per_page:g} fetches/page/day "
-              f"({time.perf_counter() - started:.1f}s; ratio column = freshness / optimum)")
+        print(
+            f"\n   budget {per_page:g} fetches/page/day "
+            f"({time.perf_counter() - started:.1f}s; ratio column = freshness / optimum)"
+        )
         print("   " + format_results(results).replace("\n", "\n   "))
-        print(f"   ours/optimum {ratio:.3f} (target >= 0.97), ours - Nutch {gain:+.1f} points "
-              f"(target >= +5): {'met' if met else 'NOT met'}")
+        print(
+            f"   ours/optimum {ratio:.3f} (target >= 0.97), ours - Nutch {gain:+.1f} points "
+            f"(target >= +5): {'met' if met else 'NOT met'}"
+        )
     return ok
 
 
@@ -122,9 +126,14 @@ def threshold_check(limit: int) -> None:
             ),
         ],
         "rotating ad": lambda paras, i: [
-            *paras, rng.choice(["Sponsored: save 20% on running shoes this week only.",
-                                "Advertisement: try our new cloud backup free for a month.",
-                                "Promoted: the best travel deals to Lisbon and Porto."])
+            *paras,
+            rng.choice(
+                [
+                    "Sponsored: save 20% on running shoes this week only.",
+                    "Advertisement: try our new cloud backup free for a month.",
+                    "Promoted: the best travel deals to Lisbon and Porto.",
+                ]
+            ),
         ],
         "1 paragraph rewritten": lambda paras, i: _replace(paras, texts, i, rng, 1),
         "1/3 of text replaced": lambda paras, i: _replace(
@@ -172,18 +181,26 @@ def main() -> int:
     parser.add_argument("--pages", type=int, default=400)
     parser.add_argument("--days", type=float, default=90.0)
     parser.add_argument("--warmup-days", type=float, default=30.0)
-    parser.add_argument("--budgets", type=float, nargs="+", default=[0.5, 1.0, 2.0],
-                        help="fetches per page per day to compare at")
+    parser.add_argument(
+        "--budgets",
+        type=float,
+        nargs="+",
+        default=[0.5, 1.0, 2.0],
+        help="fetches per page per day to compare at",
+    )
     parser.add_argument("--trivial-fraction", type=float, default=0.5)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--articles", type=int, default=200,
-                        help="real articles for the threshold check")
+    parser.add_argument(
+        "--articles", type=int, default=200, help="real articles for the threshold check"
+    )
     args = parser.parse_args()
     reference_ok = reference_example()
     simulation_ok = simulation(args)
     threshold_check(args.articles)
-    print(f"\nreference example {'reproduced' if reference_ok else 'NOT reproduced'}; "
-          f"simulation targets {'met' if simulation_ok else 'NOT met'} at every budget")
+    print(
+        f"\nreference example {'reproduced' if reference_ok else 'NOT reproduced'}; "
+        f"simulation targets {'met' if simulation_ok else 'NOT met'} at every budget"
+    )
     return 0 if reference_ok and simulation_ok else 1
 
 

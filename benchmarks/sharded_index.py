@@ -34,8 +34,14 @@ from tests.redis_servers import RedisServer, start_cluster
 
 
 def _client(url: str, shards: int, data: list[tuple[str, int]], barrier: Any, out: Any) -> None:
-    with open_index(url, namespace="bench", shards=shards, max_distance=5, exact_distance=3,
-                    expected_size=len(data) * 3) as index:
+    with open_index(
+        url,
+        namespace="bench",
+        shards=shards,
+        max_distance=5,
+        exact_distance=3,
+        expected_size=len(data) * 3,
+    ) as index:
         barrier.wait(timeout=120)
         started = time.perf_counter()
         for key, fp in data:
@@ -68,8 +74,9 @@ def run(servers: list[RedisServer], shards: int, count: int, processes: int) -> 
     data = list(pages(count))
     for i in range(10, count, 10):  # every tenth page a 2-bit variant of an earlier one
         data[i] = (data[i][0], data[i - 7][1] ^ 0b101)
-    open_index(url, namespace="bench", shards=shards, max_distance=5, exact_distance=3,
-               expected_size=count).close()
+    open_index(
+        url, namespace="bench", shards=shards, max_distance=5, exact_distance=3, expected_size=count
+    ).close()
     for server in servers:
         redis.Redis(port=server.port).config_resetstat()
     before = [_stats(server)[2] for server in servers]
@@ -116,8 +123,14 @@ def run_one_server(server: RedisServer, shards: int, count: int) -> dict[str, An
     for i in range(10, count, 10):
         data[i] = (data[i][0], data[i - 7][1] ^ 0b101)
     options: dict[str, Any] = {"shards": shards} if shards > 1 else {}
-    with open_index(server.url, namespace="bench", max_distance=5, exact_distance=3,
-                    expected_size=count, **options) as index:
+    with open_index(
+        server.url,
+        namespace="bench",
+        max_distance=5,
+        exact_distance=3,
+        expected_size=count,
+        **options,
+    ) as index:
         client.config_resetstat()
         started = time.perf_counter()
         for key, fp in data:
@@ -146,8 +159,11 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=30000)
     parser.add_argument("--processes", type=int, default=3)
     parser.add_argument("--shards", type=int, nargs="*", default=[1, 3, 6])
-    parser.add_argument("--one-server", action="store_true",
-                        help="every shard on one private redis-server (see the docstring)")
+    parser.add_argument(
+        "--one-server",
+        action="store_true",
+        help="every shard on one private redis-server (see the docstring)",
+    )
     args = parser.parse_args()
     if args.one_server:
         with tempfile.TemporaryDirectory(prefix="simhash-shards-") as workdir:

@@ -105,16 +105,19 @@ def _contenders(settings: dict[str, str]) -> dict[str, Callable[[bytes], object]
     return contenders
 
 
-def reference_ratios(
-    settings: dict[str, str], corpora: dict[str, list[bytes]]
-) -> None:
+def reference_ratios(settings: dict[str, str], corpora: dict[str, list[bytes]]) -> None:
     """Ours against resiliparse and bare parsers, same pages, same run, CPU time."""
     contenders = _contenders(settings)
     names = list(contenders)
-    print("\nHTML bytes -> result, CPU ms per page: one pass (what a crawl sees: each page "
-          f"once), then the fastest of {_PASSES} interleaved passes")
-    print(f"  {'':<14}" + "".join(f"{name:>18}" for name in names)
-          + "".join(f"{'ours/' + name.split()[0]:>18}" for name in names[1:]))
+    print(
+        "\nHTML bytes -> result, CPU ms per page: one pass (what a crawl sees: each page "
+        f"once), then the fastest of {_PASSES} interleaved passes"
+    )
+    print(
+        f"  {'':<14}"
+        + "".join(f"{name:>18}" for name in names)
+        + "".join(f"{'ours/' + name.split()[0]:>18}" for name in names[1:])
+    )
     for label, bodies in corpora.items():
         for body in bodies[:20]:  # caches as in a crawl: the role caches see a site first
             for run in contenders.values():
@@ -128,10 +131,15 @@ def reference_ratios(
                 passes[name].append(time.process_time() - start)
         for kind, pick in (("1 pass", lambda t: t[0]), ("best", min)):
             per_page = {name: pick(passes[name]) / len(bodies) * 1000 for name in names}
-            print(f"  {label + ' ' + kind:<14}" + "".join(f"{per_page[n]:>18.2f}" for n in names)
-                  + "".join(f"{per_page[n] / per_page['ours']:>18.2f}" for n in names[1:]))
-    print("  ours/X = our speed as a share of X's (X's ms / our ms): the target is >= 0.55 "
-          "of resiliparse main")
+            print(
+                f"  {label + ' ' + kind:<14}"
+                + "".join(f"{per_page[n]:>18.2f}" for n in names)
+                + "".join(f"{per_page[n] / per_page['ours']:>18.2f}" for n in names[1:])
+            )
+    print(
+        "  ours/X = our speed as a share of X's (X's ms / our ms): the target is >= 0.55 "
+        "of resiliparse main"
+    )
 
 
 # Stages of HTML bytes -> fingerprint: (module, attribute, label). Each is timed by wrapping
@@ -209,13 +217,16 @@ def stage_table(settings: dict[str, str], corpora: dict[str, list[bytes]]) -> No
     print("\nWhere the time goes (CPU ms per page, the fastest pass; timing adds a little)")
     print(f"  {'stage':<14}" + "".join(f"{label:>10}" for label in totals))
     for stage in labels:
-        print(f"  {stage:<14}" + "".join(
-            f"{totals[label].get(stage, 0.0):>10.3f}" for label in totals
-        ))
-    print("  decode: bytes to text; prepare: title, streamed segments, junk tags; walk: "
-          "measure and score every element; choose: the containers; read-out: their text "
-          "and credit lines; length check: own text long enough; tokenise: weighted "
-          "features; hash: SimHash of the features; signature: the second test's")
+        print(
+            f"  {stage:<14}"
+            + "".join(f"{totals[label].get(stage, 0.0):>10.3f}" for label in totals)
+        )
+    print(
+        "  decode: bytes to text; prepare: title, streamed segments, junk tags; walk: "
+        "measure and score every element; choose: the containers; read-out: their text "
+        "and credit lines; length check: own text long enough; tokenise: weighted "
+        "features; hash: SimHash of the features; signature: the second test's"
+    )
 
 
 def whole_pages(
@@ -253,9 +264,7 @@ def whole_pages(
 def simhash_step(settings: dict[str, str], bodies: list[tuple[str, bytes]]) -> None:
     import simhash as reference
 
-    fingerprinter = Fingerprinter(
-        fingerprint_config({**settings, "SIMHASH_TOKENIZER": "rjieba"})
-    )
+    fingerprinter = Fingerprinter(fingerprint_config({**settings, "SIMHASH_TOKENIZER": "rjieba"}))
     documents = []
     for _, body in bodies:
         main = extract_main_text(body)
@@ -320,7 +329,8 @@ def main() -> None:
         "--cases", type=int, default=600, help="pair-benchmark files sampled (0 = all)"
     )
     parser.add_argument(
-        "--reference-only", action="store_true",
+        "--reference-only",
+        action="store_true",
         help="only the comparison with the reference parsers and the stage table",
     )
     parser.add_argument("-s", dest="settings", action="append", type=parse_setting, default=[])
@@ -330,10 +340,14 @@ def main() -> None:
     size = sum(len(body) for _, body in bodies) / 1e6
     cases = pair_cases(args.cases)
     corpora = {"pages": [body for _, body in bodies], "cases": cases}
-    print(f"pages: {len(bodies)} of shared/data/pages ({size:.1f} MB); cases: {len(cases)} of "
-          f"shared/data/pairs/cases ({sum(map(len, cases)) / 1e6:.1f} MB)")
-    print(f"settings {settings or 'default'}; one process; load average "
-          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(
+        f"pages: {len(bodies)} of shared/data/pages ({size:.1f} MB); cases: {len(cases)} of "
+        f"shared/data/pairs/cases ({sum(map(len, cases)) / 1e6:.1f} MB)"
+    )
+    print(
+        f"settings {settings or 'default'}; one process; load average "
+        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    )
     reference_ratios(settings, corpora)
     stage_table(settings, corpora)
     if args.reference_only:

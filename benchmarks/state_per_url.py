@@ -96,20 +96,78 @@ PATTERNS = 64
 TEMPLATE_LINES, OWN_LINES = 40, 30
 
 _WORDS = (
-    "market", "city", "report", "election", "weather", "season", "policy", "team", "health",
-    "school", "budget", "river", "energy", "music", "film", "travel", "garden", "design",
-    "science", "review", "guide", "price", "housing", "transport", "court", "police", "fire",
-    "storm", "festival", "league", "final", "coach", "player", "startup", "bank", "rates",
-    "climate", "water", "farm", "museum", "art", "food", "recipe",
+    "market",
+    "city",
+    "report",
+    "election",
+    "weather",
+    "season",
+    "policy",
+    "team",
+    "health",
+    "school",
+    "budget",
+    "river",
+    "energy",
+    "music",
+    "film",
+    "travel",
+    "garden",
+    "design",
+    "science",
+    "review",
+    "guide",
+    "price",
+    "housing",
+    "transport",
+    "court",
+    "police",
+    "fire",
+    "storm",
+    "festival",
+    "league",
+    "final",
+    "coach",
+    "player",
+    "startup",
+    "bank",
+    "rates",
+    "climate",
+    "water",
+    "farm",
+    "museum",
+    "art",
+    "food",
+    "recipe",
 )
-_SECTIONS = ("news", "sport", "business", "world", "culture", "tech", "opinion", "travel",
-             "local", "life")
+_SECTIONS = (
+    "news",
+    "sport",
+    "business",
+    "world",
+    "culture",
+    "tech",
+    "opinion",
+    "travel",
+    "local",
+    "life",
+)
 _TLDS = ("com", "com", "com", "net", "org", "co.uk", "de", "fr", "com.au", "io")
 #: How a copy's URL differs from its page's: most add to its end, some change its path's
 #: start or its host (so a copy shares anything from all of its page's URL to its scheme).
-_VARIANTS = ("{url}?utm_source=rss", "{url}?utm_medium=social", "{url}/amp", "{url}?print=1",
-             "{url}?ref=home", "{url}?page=1", "{url}?output=amp", "{url}?share=twitter",
-             "https://{host}/amp{path}", "https://{host}/print{path}", "https://m.{host}{path}")
+_VARIANTS = (
+    "{url}?utm_source=rss",
+    "{url}?utm_medium=social",
+    "{url}/amp",
+    "{url}?print=1",
+    "{url}?ref=home",
+    "{url}?page=1",
+    "{url}?output=amp",
+    "{url}?share=twitter",
+    "https://{host}/amp{path}",
+    "https://{host}/print{path}",
+    "https://m.{host}{path}",
+)
 
 
 class Fetch(NamedTuple):
@@ -160,8 +218,10 @@ def crawl(urls: int, dropped: float, urls_per_host: int, seed: int = 1) -> Itera
     copies = round(urls * dropped)
     kept_count = urls - copies
     hosts = [host_name(n) for n in range(max(1, round(urls / urls_per_host)))]
-    templates = [tuple(random.Random(f"tpl-{n}").sample(range(SLOTS), TEMPLATE_LINES))
-                 for n in range(len(hosts))]
+    templates = [
+        tuple(random.Random(f"tpl-{n}").sample(range(SLOTS), TEMPLATE_LINES))
+        for n in range(len(hosts))
+    ]
     kept: list[tuple[str, str, int, int]] = []  # url, path, fingerprint, host number
     taken: set[tuple[int, int]] = set()
     made = 0
@@ -182,8 +242,7 @@ def crawl(urls: int, dropped: float, urls_per_host: int, seed: int = 1) -> Itera
             flips = rng.sample(range(64), rng.randint(1, 3))
             fingerprint = fp_j ^ sum(1 << bit for bit in flips)
             copy = _VARIANTS[v].format(url=url_j, host=hosts[h_j], path=path_j)
-            yield Fetch(copy, hosts[h_j], fingerprint,
-                        _slots(templates[h_j], j), url_j, j)
+            yield Fetch(copy, hosts[h_j], fingerprint, _slots(templates[h_j], j), url_j, j)
 
 
 def _slots(template: tuple[int, ...], serial: int) -> tuple[int, ...]:
@@ -204,8 +263,10 @@ def patterns(config: RecrawlConfig, validators: bool) -> list[PageState]:
                 fingerprint ^= (1 << 64) - 1 >> rng.randrange(40)
             extra: dict[str, Any] = {}
             if validators:
-                extra = {"etag": f'"{rng.getrandbits(48):x}-{visit:x}"',
-                         "last_modified": "Tue, 14 May 2024 08:12:31 GMT"}
+                extra = {
+                    "etag": f'"{rng.getrandbits(48):x}-{visit:x}"',
+                    "last_modified": "Tue, 14 May 2024 08:12:31 GMT",
+                }
             store.observe("https://pattern.test/", fingerprint, **extra)
             state = store.get("https://pattern.test/")
             assert state is not None
@@ -240,7 +301,9 @@ def fill(url: str, args: argparse.Namespace, namespace: str = NAMESPACE) -> Fill
     fingerprints = FingerprintConfig()
     options = index_options(settings)
     options.update(
-        namespace=namespace, bits=fingerprints.bits, scheme=fingerprints.scheme,
+        namespace=namespace,
+        bits=fingerprints.bits,
+        scheme=fingerprints.scheme,
         drop_max_entries=max(DROP_MAX_ENTRIES, round(args.urls * args.dropped)),
     )
     options.pop("url")
@@ -252,8 +315,7 @@ def fill(url: str, args: argparse.Namespace, namespace: str = NAMESPACE) -> Fill
     sample: list[str] = []  # kept URLs whose state is checked at the end
     signatures: dict[str, int] = {}  # each kept page's, which its copies nearly share
     index = open_index(url, **options)
-    recrawl = open_recrawl_store(url, namespace=namespace, config=config,
-                                 clock=lambda: now[0])
+    recrawl = open_recrawl_store(url, namespace=namespace, config=config, clock=lambda: now[0])
     templates = open_template_store(url, namespace)
     try:
         for fetch in crawl(args.urls, args.dropped, args.urls_per_host):
@@ -268,14 +330,16 @@ def fill(url: str, args: argparse.Namespace, namespace: str = NAMESPACE) -> Fill
                 templates.learn(fetch.host, fetch.slots)
                 with_validators = (fetch.serial * 0.618034) % 1 < args.validators
                 pattern = (valid if with_validators else plain)[fetch.serial % PATTERNS]
-                recrawl._backend.add([dataclasses.replace(
-                    pattern, url=fetch.url, fingerprint=fetch.fingerprint
-                )])
+                recrawl._backend.add(
+                    [dataclasses.replace(pattern, url=fetch.url, fingerprint=fetch.fingerprint)]
+                )
                 now[0] = pattern.next_due + (fetch.serial % 3600)
                 extra: dict[str, Any] = {}
                 if with_validators:
-                    extra = {"etag": f'"{fetch.fingerprint:x}"', "last_modified":
-                             "Wed, 15 May 2024 10:02:11 GMT"}
+                    extra = {
+                        "etag": f'"{fetch.fingerprint:x}"',
+                        "last_modified": "Wed, 15 May 2024 10:02:11 GMT",
+                    }
                 recrawl.observe(fetch.url, fetch.fingerprint, **extra)
                 filled.kept += 1
                 filled.kept_url_bytes += len(fetch.url.encode())
@@ -283,8 +347,10 @@ def fill(url: str, args: argparse.Namespace, namespace: str = NAMESPACE) -> Fill
                     sample.append(fetch.url)
             else:
                 match = seen.match
-                check(match is not None and match.key == fetch.copy_of,
-                      f"{fetch.url}: copy of {fetch.copy_of} matched {match}")
+                check(
+                    match is not None and match.key == fetch.copy_of,
+                    f"{fetch.url}: copy of {fetch.copy_of} matched {match}",
+                )
                 assert match is not None
                 recrawl.remove(fetch.url)
                 index.record_drop(fetch.url, match.key, match.distance)
@@ -294,8 +360,7 @@ def fill(url: str, args: argparse.Namespace, namespace: str = NAMESPACE) -> Fill
             state = recrawl.get(kept)
             check(state is not None and len(state.history) == 32, f"{kept}: {state}")
         check(len(index) == filled.kept, f"index holds {len(index)} pages: {filled}")
-        check(index.drop_count() == filled.dropped,
-              f"{index.drop_count()} drop records: {filled}")
+        check(index.drop_count() == filled.dropped, f"{index.drop_count()} drop records: {filled}")
         check(recrawl.count() == filled.kept, f"recrawl store holds {recrawl.count()}: {filled}")
         check(templates.hosts() == filled.hosts, f"{templates.hosts()} hosts: {filled}")
     finally:
@@ -381,14 +446,15 @@ def sqlite_figures(args: argparse.Namespace) -> tuple[Filled, int, dict[str, int
             table_sizes = db.execute(
                 "SELECT name, sum(pgsize), sum(payload), sum(unused) FROM dbstat GROUP BY name"
             ).fetchall()
-            print(f"SQLite tables at {args.urls:,} URLs, B per URL: pages, of them payload, "
-                  "unused")
+            print(f"SQLite tables at {args.urls:,} URLs, B per URL: pages, of them payload, unused")
             for name, size, payload, unused in table_sizes:
                 store = sqlite_store_of(tables.get(name, name))
                 parts[store] = parts.get(store, 0) + int(size)
                 if size > 4096:
-                    print(f"  {name:<36}{size / args.urls:>8.1f}{payload / args.urls:>8.1f}"
-                          f"{unused / args.urls:>8.1f}")
+                    print(
+                        f"  {name:<36}{size / args.urls:>8.1f}{payload / args.urls:>8.1f}"
+                        f"{unused / args.urls:>8.1f}"
+                    )
         finally:
             db.close()
     parts["other"] = total - sum(parts[s] for s in STORES)
@@ -405,10 +471,14 @@ def scheduled(urls: int, urls_per_host: int) -> Iterator[list[PageState]]:
     rng = random.Random(7)
     batch: list[PageState] = []
     for fetch in crawl(urls, 0.0, urls_per_host):
-        batch.append(dataclasses.replace(
-            plain[fetch.serial % PATTERNS], url=fetch.url, fingerprint=fetch.fingerprint,
-            next_due=rng.uniform(0, 86400.0),
-        ))
+        batch.append(
+            dataclasses.replace(
+                plain[fetch.serial % PATTERNS],
+                url=fetch.url,
+                fingerprint=fetch.fingerprint,
+                next_due=rng.uniform(0, 86400.0),
+            )
+        )
         if len(batch) == 1000 or fetch.serial == urls - 1:
             yield batch
             batch = []
@@ -422,8 +492,10 @@ def claim_figures(args: argparse.Namespace) -> None:
     from scrapy_simhash.recrawl.redisstore import RedisBackend
 
     with private_redis() as server:
-        backends = {"0.2.0 (hash + sorted set)": OldRedisBackend(server.url, "old"),
-                    "this version (buckets)": RedisBackend(server.url, "new")}
+        backends = {
+            "0.2.0 (hash + sorted set)": OldRedisBackend(server.url, "old"),
+            "this version (buckets)": RedisBackend(server.url, "new"),
+        }
         for batch in scheduled(args.claims, args.urls_per_host):
             for backend in backends.values():
                 backend.add(batch)
@@ -437,12 +509,16 @@ def claim_figures(args: argparse.Namespace) -> None:
         server_ms = {name: server_time(server.url, backend) for name, backend in backends.items()}
         for backend in backends.values():
             backend.close()
-    print(f"\nclaim of 100 due URLs among {args.claims:,} scheduled (half due), "
-          f"{args.claim_rounds} rounds each, interleaved, one client round trip included:")
+    print(
+        f"\nclaim of 100 due URLs among {args.claims:,} scheduled (half due), "
+        f"{args.claim_rounds} rounds each, interleaved, one client round trip included:"
+    )
     medians = {name: statistics.median(t) * 1000 for name, t in times.items()}
     for name, t in times.items():
-        print(f"  {name:<28} median {medians[name]:.2f} ms, mean {statistics.mean(t) * 1000:.2f} ms"
-              f" (server {server_ms[name]:.2f} ms a claim)")
+        print(
+            f"  {name:<28} median {medians[name]:.2f} ms, mean {statistics.mean(t) * 1000:.2f} ms"
+            f" (server {server_ms[name]:.2f} ms a claim)"
+        )
     old, new = medians.values()
     print(f"  ratio this version / 0.2.0: {new / old:.2f}")
 
@@ -456,8 +532,11 @@ def server_time(url: str, backend: Any, claims: int = 50) -> float:
         check(len(backend.claim(43200.0, 100, 1e9)) == 100, "claimed fewer than 100")
     stats = client.info("commandstats")
     client.close()
-    return sum(stats.get(f"cmdstat_{cmd}", {}).get("usec", 0)
-               for cmd in ("evalsha", "eval")) / claims / 1000
+    return (
+        sum(stats.get(f"cmdstat_{cmd}", {}).get("usec", 0) for cmd in ("evalsha", "eval"))
+        / claims
+        / 1000
+    )
 
 
 def schedule_figures(args: argparse.Namespace) -> None:
@@ -468,8 +547,10 @@ def schedule_figures(args: argparse.Namespace) -> None:
     figures do, at ~1.8 ms a URL), so ten million URLs take minutes."""
     from scrapy_simhash.recrawl.redisstore import RedisBackend, bucket_bits
 
-    print(f"\nrecrawl state alone, Redis (used_memory growth), {args.schedule:,} URLs, "
-          "32 observations each:")
+    print(
+        f"\nrecrawl state alone, Redis (used_memory growth), {args.schedule:,} URLs, "
+        "32 observations each:"
+    )
     for label, expected in (("default bucket count", None), ("sized buckets", args.schedule)):
         bits = bucket_bits(expected)
         with private_redis() as server:
@@ -491,25 +572,34 @@ def schedule_figures(args: argparse.Namespace) -> None:
                 check(len(claimed) == 100, f"claimed {len(claimed)}")
             backend.close()
             client.close()
-        print(f"  {label:<22} 2^{bits} buckets (~{args.schedule >> bits} URLs each): "
-              f"{grown / args.schedule:.1f} B per URL (URL text {url_bytes / args.schedule:.1f}); "
-              f"claim(100) median {statistics.median(times) * 1000:.2f} ms")
+        print(
+            f"  {label:<22} 2^{bits} buckets (~{args.schedule >> bits} URLs each): "
+            f"{grown / args.schedule:.1f} B per URL (URL text {url_bytes / args.schedule:.1f}); "
+            f"claim(100) median {statistics.median(times) * 1000:.2f} ms"
+        )
 
 
 # -- report -------------------------------------------------------------------------------
 
 
-def report(name: str, target: int, filled: Filled, total: int, parts: dict[str, int],
-           urls: int) -> None:
-    items = {"index": filled.kept, "recrawl": filled.kept, "drops": filled.dropped,
-             "templates": filled.hosts}
+def report(
+    name: str, target: int, filled: Filled, total: int, parts: dict[str, int], urls: int
+) -> None:
+    items = {
+        "index": filled.kept,
+        "recrawl": filled.kept,
+        "drops": filled.dropped,
+        "templates": filled.hosts,
+    }
     kinds = {"index": "kept URL", "recrawl": "kept URL", "drops": "drop", "templates": "host"}
     url_len = filled.url_bytes / urls
     kept_len = filled.kept_url_bytes / max(1, filled.kept)
     copy_len = (filled.url_bytes - filled.kept_url_bytes) / max(1, filled.dropped)
-    print(f"\n{name}: {urls:,} URLs ({filled.kept:,} kept, {filled.dropped:,} dropped copies, "
-          f"{filled.hosts:,} hosts), mean URL {url_len:.1f} B (kept {kept_len:.1f}, "
-          f"copies {copy_len:.1f})")
+    print(
+        f"\n{name}: {urls:,} URLs ({filled.kept:,} kept, {filled.dropped:,} dropped copies, "
+        f"{filled.hosts:,} hosts), mean URL {url_len:.1f} B (kept {kept_len:.1f}, "
+        f"copies {copy_len:.1f})"
+    )
     print(f"  {'store':<28}{'B per URL':>10}{'B per item':>12}  item")
     for store in (*STORES, "other"):
         per_item = ""
@@ -519,8 +609,10 @@ def report(name: str, target: int, filled: Filled, total: int, parts: dict[str, 
     per_url = total / urls
     verdict = "met" if per_url <= target else "missed"
     print(f"  {'total':<28}{per_url:>10.1f}  target <= {target} B per URL: {verdict}")
-    print(f"  {'  of it, the URL text once':<28}{url_len:>10.1f}  the stores' other copies "
-          f"and data: {per_url - url_len:.1f}")
+    print(
+        f"  {'  of it, the URL text once':<28}{url_len:>10.1f}  the stores' other copies "
+        f"and data: {per_url - url_len:.1f}"
+    )
 
 
 def main() -> int:
@@ -528,14 +620,26 @@ def main() -> int:
     parser.add_argument("--urls", type=int, default=100_000)
     parser.add_argument("--dropped", type=float, default=0.4, help="share of dropped copies")
     parser.add_argument("--urls-per-host", type=int, default=1000)
-    parser.add_argument("--validators", type=float, default=0.0,
-                        help="share of kept pages whose server sends ETag and Last-Modified")
+    parser.add_argument(
+        "--validators",
+        type=float,
+        default=0.0,
+        help="share of kept pages whose server sends ETag and Last-Modified",
+    )
     parser.add_argument("--backends", default="redis,sqlite")
-    parser.add_argument("--claims", type=int, default=0,
-                        help="also time claims on this many scheduled URLs, old and new layout")
+    parser.add_argument(
+        "--claims",
+        type=int,
+        default=0,
+        help="also time claims on this many scheduled URLs, old and new layout",
+    )
     parser.add_argument("--claim-rounds", type=int, default=300)
-    parser.add_argument("--schedule", type=int, default=0,
-                        help="also measure the Redis recrawl store alone at this many URLs")
+    parser.add_argument(
+        "--schedule",
+        type=int,
+        default=0,
+        help="also measure the Redis recrawl store alone at this many URLs",
+    )
     args = parser.parse_args()
     measures: dict[str, tuple[str, int, Callable[..., Any]]] = {
         "redis": ("Redis (used_memory growth)", 300, redis_figures),

@@ -71,8 +71,13 @@ def page_slots(limit: int = 300) -> list[tuple[int, ...]]:
     return pages
 
 
-def one_page_hosts(store: TemplateStore, pages: list[tuple[int, ...]], hosts: int,
-                   first: int = 0, per_host: int = 1) -> None:
+def one_page_hosts(
+    store: TemplateStore,
+    pages: list[tuple[int, ...]],
+    hosts: int,
+    first: int = 0,
+    per_host: int = 1,
+) -> None:
     """``hosts`` hosts of ``per_host`` pages each, every page seen and kept."""
     counts: list[Count] = []
     for n in range(first, first + hosts):
@@ -95,14 +100,18 @@ def redis_bytes(url: str, pages: list[tuple[int, ...]], hosts: int) -> None:
         before = int(client.info("memory")["used_memory"])
         one_page_hosts(store, pages, count, per_host=per_host)
         grown = int(client.info("memory")["used_memory"]) - before
-        print(f"Redis: {count:,} hosts of {per_host} page(s): {grown / count:,.1f} B a host "
-              f"(used_memory growth, {store.hosts():,} hosts counted)")
+        print(
+            f"Redis: {count:,} hosts of {per_host} page(s): {grown / count:,.1f} B a host "
+            f"(used_memory growth, {store.hosts():,} hosts counted)"
+        )
         store.close()
     held = [len(small_slots(small_record(slots))) / len(slots) for slots in pages]
     whole = sum(1 for share in held if share == 1.0) / len(held)
-    print(f"  small record: every line of {whole:.0%} of the pages, "
-          f"{sum(held) / len(held):.0%} of the lines on average "
-          f"({len(pages)} dev pages, median {sorted(map(len, pages))[len(pages) // 2]} buckets)")
+    print(
+        f"  small record: every line of {whole:.0%} of the pages, "
+        f"{sum(held) / len(held):.0%} of the lines on average "
+        f"({len(pages)} dev pages, median {sorted(map(len, pages))[len(pages) // 2]} buckets)"
+    )
     client.close()
 
 
@@ -143,8 +152,12 @@ def glue_writes(url: str, pages: list[tuple[int, ...]], count: int) -> None:
     client.config_resetstat()
 
     async def crawl() -> None:
-        memory = TemplateMemory(lambda: open_template_store(url, "glue"), fingerprinter,
-                                count=lambda _: None, timeout_secs=10.0)
+        memory = TemplateMemory(
+            lambda: open_template_store(url, "glue"),
+            fingerprinter,
+            count=lambda _: None,
+            timeout_secs=10.0,
+        )
         for n in range(count):
             page = fingerprinter.fingerprint_page(bodies[n % len(bodies)])
             url_n = f"http://host{n % 20}.example/{n}"
@@ -156,8 +169,10 @@ def glue_writes(url: str, pages: list[tuple[int, ...]], count: int) -> None:
     asyncio.run(crawl())
     stats = client.info("commandstats")
     writes = sum(stats.get(f"cmdstat_{c}", {}).get("calls", 0) for c in ("evalsha", "eval"))
-    print(f"glue, Redis: {writes / count:.3f} store writes a page ({writes} over {count} pages "
-          "seen and kept, 20 hosts)")
+    print(
+        f"glue, Redis: {writes / count:.3f} store writes a page ({writes} over {count} pages "
+        "seen and kept, 20 hosts)"
+    )
     client.close()
 
 

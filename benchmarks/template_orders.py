@@ -65,16 +65,22 @@ def main() -> None:
     corpus = load_pages()
     rng = random.Random(args.seed)
     need = max(args.first)
-    others = [
-        fingerprinter.fingerprint_page(page.body()) for page in rng.sample(corpus, need)
-    ] if need else []
+    others = (
+        [fingerprinter.fingerprint_page(page.body()) for page in rng.sample(corpus, need)]
+        if need
+        else []
+    )
     articles = [fingerprinter.fingerprint_page(article(n)) for n in range(20)]
     copy_of = 3
     printed = fingerprinter.fingerprint_page(article(copy_of, stamp="08:05"))
-    print(f"# template orders: 20 articles + 1 print copy after N real pages of the host, "
-          f"{args.orders} random orders each, seed {args.seed}")
-    print(f"{'pages first':>11}  {'articles dropped':>16}  {'orders losing any':>17}  "
-          f"{'print copies found':>18}")
+    print(
+        f"# template orders: 20 articles + 1 print copy after N real pages of the host, "
+        f"{args.orders} random orders each, seed {args.seed}"
+    )
+    print(
+        f"{'pages first':>11}  {'articles dropped':>16}  {'orders losing any':>17}  "
+        f"{'print copies found':>18}"
+    )
     for first in args.first:
         lost = losing = found = 0
         for _ in range(args.orders):
@@ -90,8 +96,10 @@ def main() -> None:
             losing += gone > 0
             found += "print" in dropped
         total = 20 * args.orders
-        print(f"{first:>11}  {lost:>7} of {total:<6}  {losing:>8} of {args.orders:<6}  "
-              f"{found:>9} of {args.orders:<6}")
+        print(
+            f"{first:>11}  {lost:>7} of {total:<6}  {losing:>8} of {args.orders:<6}  "
+            f"{found:>9} of {args.orders:<6}"
+        )
 
 
 if __name__ == "__main__":

@@ -66,15 +66,21 @@ def main() -> None:
     import random
 
     rng = random.Random(args.seed)
-    template = {share: [line_slot(f"template line {share} {n}") for n in range(8)]
-                for share in (1.0, 0.5, 0.2)}
-    recurring = {share: [line_slot(f"recurring line {share} {n}") for n in range(20)]
-                 for share in (0.001, 0.005, 0.01, 0.05)}
+    template = {
+        share: [line_slot(f"template line {share} {n}") for n in range(8)]
+        for share in (1.0, 0.5, 0.2)
+    }
+    recurring = {
+        share: [line_slot(f"recurring line {share} {n}") for n in range(20)]
+        for share in (0.001, 0.005, 0.01, 0.05)
+    }
     template_slots = {s for slots in template.values() for s in slots}
     rare_slots = {s for slots in recurring.values() for s in slots} - template_slots
     articles = [line_slot(line) for line in article_lines()]
-    print(f"{len(articles):,} article lines; {len(template_slots)} template buckets, "
-          f"{len(rare_slots)} buckets of recurring lines apart from them, {SLOTS} buckets")
+    print(
+        f"{len(articles):,} article lines; {len(template_slots)} template buckets, "
+        f"{len(rare_slots)} buckets of recurring lines apart from them, {SLOTS} buckets"
+    )
     fingerprinter = Fingerprinter()
     articles_read = [fingerprinter.fingerprint_page(bio_article(n)) for n in range(20)]
     copies = [fingerprinter.fingerprint_page(bio_article(n, stamp="08:05")) for n in range(20)]
@@ -97,9 +103,11 @@ def main() -> None:
     memory = HostMemory()
     at = 0
     started = time.process_time()
-    print(f"{'pages':>12} {'kept count':>10} {'template lines found':>21} "
-          f"{'rare buckets called template':>29} {'article buckets called template':>32} "
-          f"{'distinct: counters':>18} {'with sketch':>11} {'copies distinct':>15}")
+    print(
+        f"{'pages':>12} {'kept count':>10} {'template lines found':>21} "
+        f"{'rare buckets called template':>29} {'article buckets called template':>32} "
+        f"{'distinct: counters':>18} {'with sketch':>11} {'copies distinct':>15}"
+    )
     for page in range(1, args.pages + 1):
         slots = [*template[1.0]]
         if page % 2 == 0:
@@ -110,8 +118,9 @@ def main() -> None:
             if rng.random() < share:
                 slots += lines
         for _ in range(30):
-            slots.append(articles[at % len(articles)] if at < len(articles) else
-                          rng.randrange(SLOTS))
+            slots.append(
+                articles[at % len(articles)] if at < len(articles) else rng.randrange(SLOTS)
+            )
             at += 1
         memory = memory.saw(slots).learned(slots)
         if page in CHECKPOINTS or page == args.pages:
@@ -120,9 +129,11 @@ def main() -> None:
             rare = len(rare_slots & called)
             article = len(called - template_slots - rare_slots)
             counters, sketched, copied = looks(memory)
-            print(f"{page:>12,} {memory.pages:>10} {found:>10} of {len(template_slots):<9} "
-                  f"{rare:>29} {article:>32} {counters:>12} of 19 {sketched:>5} of 19 "
-                  f"{copied:>9} of 19")
+            print(
+                f"{page:>12,} {memory.pages:>10} {found:>10} of {len(template_slots):<9} "
+                f"{rare:>29} {article:>32} {counters:>12} of 19 {sketched:>5} of 19 "
+                f"{copied:>9} of 19"
+            )
     print(f"{time.process_time() - started:.0f} s CPU")
 
 

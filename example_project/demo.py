@@ -136,7 +136,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--keep-index", action="store_true", help="keep what earlier runs stored (no reset)"
     )
     parser.add_argument(
-        "--dust", action="store_true",
+        "--dust",
+        action="store_true",
         help="learn URL rules from the copies found and skip fetching known copies "
         "(SIMHASH_DUST_ENABLED=True)",
     )
@@ -191,7 +192,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             "site": server.url,
             "index": mask_url(index),
             "rounds": [
-                {**asdict(r), "check": check_against_site(r), "clusters": DemoSite(r.round).clusters()}
+                {
+                    **asdict(r),
+                    "check": check_against_site(r),
+                    "clusters": DemoSite(r.round).clusters(),
+                }
                 for r in reports
             ],
         }

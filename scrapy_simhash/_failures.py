@@ -120,6 +120,8 @@ def _file_reason(error: BaseException) -> str | None:
     if isinstance(error, sqlite3.Error):
         name = getattr(error, "sqlite_errorname", "")
         if name in _SQLITE_PERMANENT or "readonly" in str(error):
-            return f"the index file cannot be opened for writing ({error}): check the path " \
+            return (
+                f"the index file cannot be opened for writing ({error}): check the path "
                 "and that its directory is writable"
+            )
     return None

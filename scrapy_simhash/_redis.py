@@ -19,7 +19,12 @@ if TYPE_CHECKING:
     import redis.asyncio
 
 __all__ = [
-    "REDIS_SCHEMES", "async_client", "is_cluster_url", "mask_url", "redis_errors", "sync_client",
+    "REDIS_SCHEMES",
+    "async_client",
+    "is_cluster_url",
+    "mask_url",
+    "redis_errors",
+    "sync_client",
 ]
 
 #: URL schemes served by Redis; ``+cluster`` selects the cluster client.
@@ -58,9 +63,7 @@ def sync_client(url: str, **options: Any) -> redis.Redis | redis.RedisCluster:
     return client
 
 
-def async_client(
-    url: str, **options: Any
-) -> redis.asyncio.Redis | redis.asyncio.RedisCluster:
+def async_client(url: str, **options: Any) -> redis.asyncio.Redis | redis.asyncio.RedisCluster:
     """Build an asyncio client; call it inside the running loop that will use it."""
     import redis.asyncio as redis_async
 
@@ -145,13 +148,32 @@ def check_database(url: str) -> None:
 #: Query parameters a Redis URL may carry: those redis-py reads from a URL (it parses
 #: these) and the text options of its connections (credentials, client name, TLS files).
 #: Anything else redis-py would pass on silently or drop (``?foo`` without a value).
-URL_PARAMETERS = frozenset({
-    "db", "socket_timeout", "socket_connect_timeout", "socket_read_size", "socket_keepalive",
-    "retry_on_timeout", "max_connections", "health_check_interval", "timeout", "protocol",
-    "password", "username", "client_name", "ssl_cert_reqs", "ssl_ca_certs", "ssl_ca_path",
-    "ssl_certfile", "ssl_keyfile", "ssl_password", "ssl_ciphers", "ssl_check_hostname",
-    "ssl_min_version",
-})
+URL_PARAMETERS = frozenset(
+    {
+        "db",
+        "socket_timeout",
+        "socket_connect_timeout",
+        "socket_read_size",
+        "socket_keepalive",
+        "retry_on_timeout",
+        "max_connections",
+        "health_check_interval",
+        "timeout",
+        "protocol",
+        "password",
+        "username",
+        "client_name",
+        "ssl_cert_reqs",
+        "ssl_ca_certs",
+        "ssl_ca_path",
+        "ssl_certfile",
+        "ssl_keyfile",
+        "ssl_password",
+        "ssl_ciphers",
+        "ssl_check_hostname",
+        "ssl_min_version",
+    }
+)
 
 
 def check_query(url: str) -> None:
@@ -278,9 +300,7 @@ def read_memory(client: Any, *, config: bool = True) -> tuple[list[NodeMemory], 
             stats = node.info("stats")
         except redis.ResponseError as exc:
             if limit is None:
-                raise MemoryUnknown(
-                    f"CONFIG GET: {refused or 'not tried'}; INFO: {exc}"
-                ) from None
+                raise MemoryUnknown(f"CONFIG GET: {refused or 'not tried'}; INFO: {exc}") from None
             found.append(NodeMemory(name, *limit))
             continue
         if limit is None:

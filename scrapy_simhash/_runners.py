@@ -39,7 +39,8 @@ class ThreadFace:
     def __init__(self, *, run: Runner | None = None, scan: Runner | None = None) -> None:
         self._executor = (
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="simhash-store")
-            if run is None else None
+            if run is None
+            else None
         )
         self._run: Runner = run or self._in_own_thread
         self._scan: Runner = scan or self._run

@@ -66,8 +66,10 @@ def check_options(timeout_secs: object, synchronous: object) -> None:
     """Refuse a ``timeout`` that is not a number of seconds or a ``synchronous`` SQLite does
     not know, naming the option: sqlite3 would fail with a bare TypeError, and SQLite keeps
     its default for an unknown ``synchronous`` without a word."""
-    if isinstance(timeout_secs, bool) or not isinstance(timeout_secs, int | float) or not (
-        timeout_secs >= 0
+    if (
+        isinstance(timeout_secs, bool)
+        or not isinstance(timeout_secs, int | float)
+        or not (timeout_secs >= 0)
     ):
         raise ConfigurationError(
             f"the SQLite option 'timeout' must be a number of seconds of at least 0, got "
@@ -98,9 +100,9 @@ _STATX_ATTR_APPEND = 0x20
 _STATX_INO = 0x100
 _AT_FDCWD = -100
 _STATX_SIZE = 256  # struct statx, padded
-_BSD_LOCKED = sum(getattr(stat, name, 0) for name in (
-    "UF_IMMUTABLE", "SF_IMMUTABLE", "UF_APPEND", "SF_APPEND"
-))
+_BSD_LOCKED = sum(
+    getattr(stat, name, 0) for name in ("UF_IMMUTABLE", "SF_IMMUTABLE", "UF_APPEND", "SF_APPEND")
+)
 
 
 def _load_statx() -> Any:
@@ -110,8 +112,13 @@ def _load_statx() -> Any:
         function = ctypes.CDLL(None, use_errno=True).statx
     except (OSError, AttributeError):  # a libc without statx (glibc < 2.28)
         return None
-    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_uint,
-                         ctypes.c_void_p]
+    function.argtypes = [
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_int,
+        ctypes.c_uint,
+        ctypes.c_void_p,
+    ]
     function.restype = ctypes.c_int
     return function
 
@@ -155,9 +162,11 @@ def file_state(path: str | bytes) -> tuple[int, bool] | None:
 
 def _unwritable(path: str, which: str) -> UnwritableFile:
     name = f"{path}{which}"
-    why = " (SQLite maps it into memory: writing it would kill the process)" if (
-        which == "-shm"
-    ) else ""
+    why = (
+        " (SQLite maps it into memory: writing it would kill the process)"
+        if (which == "-shm")
+        else ""
+    )
     return UnwritableFile(
         f"the SQLite file {name} is immutable or append-only (chattr +i or +a), so SQLite "
         f"cannot write it{why}; nothing is read or written in {path} until the flag is "
@@ -189,7 +198,8 @@ def _leave_open(db: sqlite3.Connection) -> None:
     process releases it when it exits; the write-ahead log keeps what was committed."""
     logger.warning(
         "the SQLite connection to %s is left open until the process exits: its -shm file "
-        "cannot be written, and closing it would write it", getattr(db, "simhash_path", "?"),
+        "cannot be written, and closing it would write it",
+        getattr(db, "simhash_path", "?"),
     )
     try:
         ctypes.pythonapi.Py_IncRef(ctypes.py_object(db))
@@ -234,7 +244,10 @@ def connect(path: str, *, timeout_secs: float, synchronous: str = "NORMAL") -> s
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         refuse_unwritable(path)
     db = sqlite3.connect(
-        path, timeout=timeout_secs, isolation_level=None, check_same_thread=False,
+        path,
+        timeout=timeout_secs,
+        isolation_level=None,
+        check_same_thread=False,
         factory=Connection,
     )
     db.simhash_path = path if path == ":memory:" else os.path.abspath(path)
@@ -495,7 +508,9 @@ class SharedConnection:
                     mode = "TRUNCATE"
                 busy, frames, copied = self.db.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
                 if busy or copied < frames:
-                    logger.debug("checkpoint of %s: %s of %s frames copied", self.path, copied, frames)
+                    logger.debug(
+                        "checkpoint of %s: %s of %s frames copied", self.path, copied, frames
+                    )
         except StorageLost:  # the next call says so
             pass
         except (sqlite3.Error, OSError) as exc:  # the next one will try again

@@ -21,8 +21,7 @@ import xxhash
 from scrapy_simhash._sqlite import SharedConnection
 
 SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS simhash_url_origins "
-    "(id INTEGER PRIMARY KEY, origin TEXT NOT NULL)"
+    "CREATE TABLE IF NOT EXISTS simhash_url_origins (id INTEGER PRIMARY KEY, origin TEXT NOT NULL)"
 )
 
 #: Scheme and authority: what the URLs of one site share.
@@ -72,7 +71,7 @@ class UrlOrigins:
             found = self._find(origin, add=add)
             if found is None:
                 return None
-        return found, url[match.end():]
+        return found, url[match.end() :]
 
     def join(self, origin_id: int, rest: str) -> str:
         """The URL a row holds as ``origin_id`` and ``rest``."""
@@ -92,10 +91,12 @@ class UrlOrigins:
     def _find(self, origin: str, *, add: bool) -> int | None:
         # 30 bits: an id probed past it is still a 4-byte integer.
         first = 1 + (xxhash.xxh3_64_intdigest(origin.encode("utf-8", "surrogatepass")) >> 34)
-        rows = dict(self._db.execute(
-            "SELECT id, origin FROM simhash_url_origins WHERE id >= ? AND id < ?",
-            (first, first + _PROBES),
-        ).fetchall())
+        rows = dict(
+            self._db.execute(
+                "SELECT id, origin FROM simhash_url_origins WHERE id >= ? AND id < ?",
+                (first, first + _PROBES),
+            ).fetchall()
+        )
         for row_id in range(first, first + _PROBES):
             if rows.get(row_id) == origin:
                 self._remember(origin, row_id)

@@ -39,7 +39,75 @@ from urllib.parse import SplitResult, urljoin, urlsplit, urlunsplit
 #: Two-label suffixes under which each name is a separate site (a small, common subset of
 #: the public-suffix list: country second-level domains and shared hosting).
 MULTI_PART_SUFFIXES = frozenset(
-    ["co.uk", "org.uk", "ac.uk", "gov.uk", "me.uk", "net.uk", "ltd.uk", "plc.uk", "com.au", "net.au", "org.au", "edu.au", "gov.au", "co.nz", "org.nz", "govt.nz", "co.jp", "ne.jp", "or.jp", "ac.jp", "go.jp", "co.kr", "or.kr", "go.kr", "com.cn", "net.cn", "org.cn", "gov.cn", "edu.cn", "ac.cn", "com.hk", "org.hk", "com.tw", "org.tw", "edu.tw", "com.sg", "com.my", "co.id", "co.in", "net.in", "org.in", "co.th", "co.za", "org.za", "com.br", "net.br", "org.br", "com.ar", "com.mx", "com.tr", "com.ua", "co.il", "github.io", "gitlab.io", "blogspot.com", "wordpress.com", "tumblr.com", "herokuapp.com", "appspot.com", "netlify.app", "vercel.app", "pages.dev", "web.app", "firebaseapp.com", "azurewebsites.net", "cloudfront.net", "s3.amazonaws.com"]
+    [
+        "co.uk",
+        "org.uk",
+        "ac.uk",
+        "gov.uk",
+        "me.uk",
+        "net.uk",
+        "ltd.uk",
+        "plc.uk",
+        "com.au",
+        "net.au",
+        "org.au",
+        "edu.au",
+        "gov.au",
+        "co.nz",
+        "org.nz",
+        "govt.nz",
+        "co.jp",
+        "ne.jp",
+        "or.jp",
+        "ac.jp",
+        "go.jp",
+        "co.kr",
+        "or.kr",
+        "go.kr",
+        "com.cn",
+        "net.cn",
+        "org.cn",
+        "gov.cn",
+        "edu.cn",
+        "ac.cn",
+        "com.hk",
+        "org.hk",
+        "com.tw",
+        "org.tw",
+        "edu.tw",
+        "com.sg",
+        "com.my",
+        "co.id",
+        "co.in",
+        "net.in",
+        "org.in",
+        "co.th",
+        "co.za",
+        "org.za",
+        "com.br",
+        "net.br",
+        "org.br",
+        "com.ar",
+        "com.mx",
+        "com.tr",
+        "com.ua",
+        "co.il",
+        "github.io",
+        "gitlab.io",
+        "blogspot.com",
+        "wordpress.com",
+        "tumblr.com",
+        "herokuapp.com",
+        "appspot.com",
+        "netlify.app",
+        "vercel.app",
+        "pages.dev",
+        "web.app",
+        "firebaseapp.com",
+        "azurewebsites.net",
+        "cloudfront.net",
+        "s3.amazonaws.com",
+    ]
 )
 
 #: The document head is where a canonical link belongs; scanning stops at the body.
@@ -231,9 +299,7 @@ def check_hosts(hosts: Iterable[str]) -> tuple[str, ...]:
     ConfigurationError saying what a listed host looks like."""
     from scrapy_simhash.exceptions import ConfigurationError
 
-    chosen = tuple(
-        host.strip().lower().rstrip(".").strip("[]") for host in hosts if host.strip()
-    )
+    chosen = tuple(host.strip().lower().rstrip(".").strip("[]") for host in hosts if host.strip())
     wrong = [host for host in chosen if not _bare_host(host)]
     if wrong:
         raise ConfigurationError(

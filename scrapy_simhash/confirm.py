@@ -82,7 +82,7 @@ _VALUE_MASK = np.uint64((1 << 57) - 1)
 _EMPTY = np.uint64(1 << 57)
 _BIN_NUMBERS = np.arange(_BINS)
 #: Mixed into each bin's minimum before its bit is taken (one odd multiple per bin).
-_BIN_SALTS = (np.arange(1, _BINS + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15))
+_BIN_SALTS = np.arange(1, _BINS + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
 _ONE = np.uint64(1)
 
 
@@ -207,7 +207,8 @@ class Signer:
         count = len(found)
         hashed = np.fromiter(
             map(xxhash.xxh3_64_intdigest, map(str.encode, found), repeat(self.key)),
-            dtype=np.uint64, count=count,
+            dtype=np.uint64,
+            count=count,
         )
         size = SHINGLE_TOKENS
         if count >= size:

@@ -252,9 +252,7 @@ class FeatureExtractor:
         cjk_features: str = "chars",
     ) -> None:
         if cjk_features not in CJK_FEATURES:
-            raise ConfigurationError(
-                f"`cjk_features` must be one of {', '.join(CJK_FEATURES)}"
-            )
+            raise ConfigurationError(f"`cjk_features` must be one of {', '.join(CJK_FEATURES)}")
         if tokenizer not in TOKENIZERS:
             raise ConfigurationError(f"`tokenizer` must be one of {', '.join(TOKENIZERS)}")
         if weighting not in WEIGHTINGS:
@@ -390,7 +388,9 @@ class FeatureExtractor:
             for word in list(filter(str.isdecimal, words)):
                 remove(words, word)
         if self.weighting != "tfidf":
-            return {word: count * 1.0 for counts in (chars, words) for word, count in counts.items()}
+            return {
+                word: count * 1.0 for counts in (chars, words) for word, count in counts.items()
+            }
         table, median = self._idf_table  # ideographs are read one by one here
         half = median / 2  # see _idf
         weights = {char: count * half for char, count in chars.items()}

@@ -100,9 +100,7 @@ class Filings:
         """A new owner token, for one page."""
         return f"{self._process}:{next(self._numbers)}"
 
-    async def _hold(
-        self, owner: str, key: str, *, create: bool, away: bool = True
-    ) -> Hold | None:
+    async def _hold(self, owner: str, key: str, *, create: bool, away: bool = True) -> Hold | None:
         """One hold; a storage failure is None (the page goes on unheld, as before there
         were marks), or raised unless ``away``."""
         lease = self.lease_secs
@@ -120,9 +118,7 @@ class Filings:
             self.taken.setdefault(owner, set()).add(key)
         return found
 
-    async def hold(
-        self, owner: str, keys: Iterable[str], *, patient: bool = True
-    ) -> Hold | None:
+    async def hold(self, owner: str, keys: Iterable[str], *, patient: bool = True) -> Hold | None:
         """Hold ``keys`` for ``owner`` before its page is filed under one of them; the first
         hold found busy (another live page in flight under that key: the page waits), or
         None. A busy answer releases what was held; not ``patient``, a busy key is left to
@@ -192,7 +188,9 @@ class Filings:
                         "SimHash: the filing of %s was taken for dead by another crawl process "
                         "(its mark was not renewed for %.1f s, the filing lease being %g s): "
                         "the page may reach a callback twice",
-                        key, found.age, self.lease_secs,
+                        key,
+                        found.age,
+                        self.lease_secs,
                     )
                 if found.state != TAKEN:  # gone (FREE) or another's (BUSY): not ours to settle
                     keys.remove(key)

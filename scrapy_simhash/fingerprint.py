@@ -114,8 +114,7 @@ class FingerprintConfig:
             )
         if self.weighting not in WEIGHTINGS:
             raise ConfigurationError(
-                f"`weighting` must be one of {', '.join(WEIGHTINGS)}, "
-                f"got {self.weighting!r}"
+                f"`weighting` must be one of {', '.join(WEIGHTINGS)}, got {self.weighting!r}"
             )
         if self.title_weight < 0:
             raise ConfigurationError("`title_weight` must be >= 0 (0 ignores the title)")
@@ -124,9 +123,7 @@ class FingerprintConfig:
         if not 0 <= self.seed < 2**64:
             raise ConfigurationError("`seed` must be between 0 and 2**64-1")
         if self.min_text_chars < 0 or self.max_body_bytes < 0:
-            raise ConfigurationError(
-                "`min_text_chars` and `max_body_bytes` must be >= 0"
-            )
+            raise ConfigurationError("`min_text_chars` and `max_body_bytes` must be >= 0")
         if self.extractor:  # the built-in one needs no check, nor lxml imported for it
             self.main_text  # noqa: B018 - an extractor that cannot be loaded refuses here
 
@@ -174,9 +171,7 @@ class FingerprintConfig:
             left_out += ["tokenizer", "jieba_hmm", "pos_factor"]
         for name in left_out:
             del options[name]
-        options["stopwords"] = xxhash.xxh3_64_hexdigest(
-            "\n".join(sorted(self.stopwords)).encode()
-        )
+        options["stopwords"] = xxhash.xxh3_64_hexdigest("\n".join(sorted(self.stopwords)).encode())
         digest = xxhash.xxh3_64_hexdigest(json.dumps(options, sort_keys=True).encode())
         return f"sh{FORMAT_VERSION}-{self.bits}-{digest[:8]}"
 
@@ -242,7 +237,9 @@ class Fingerprinter:
     def scheme(self) -> str:
         return self.config.scheme
 
-    def features(self, text: str, title: str = "", *, folded: str | None = None) -> dict[str, float]:
+    def features(
+        self, text: str, title: str = "", *, folded: str | None = None
+    ) -> dict[str, float]:
         """Weighted features of a text (main text plus boosted title words); ``folded`` is
         ``normalize(text)`` when the caller has it already."""
         return self._extractor.features(text, title, folded=folded)
@@ -318,8 +315,14 @@ class Fingerprinter:
             # Too little text for a fingerprint: an exact copy of it is still a copy.
             exact = exact_fingerprint(own, title, self._exact_digest)
             return PageFingerprint(
-                exact, title, chars, encoding, f"{reason}: exact copies only", notes,
-                own=own, exact=True,
+                exact,
+                title,
+                chars,
+                encoding,
+                f"{reason}: exact copies only",
+                notes,
+                own=own,
+                exact=True,
             )
         return PageFingerprint(fingerprint, title, chars, encoding, reason, notes, own=own)
 
@@ -340,7 +343,9 @@ class Fingerprinter:
         # A user's extractor may not read the page's other lines: its main text stands in.
         visible = getattr(main, "visible_text", "") if page.exact else ""
         return replace(
-            page, text=main.text, page_text=getattr(main, "page_text", main.text),
+            page,
+            text=main.text,
+            page_text=getattr(main, "page_text", main.text),
             visible=visible,
         )
 

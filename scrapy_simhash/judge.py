@@ -47,9 +47,7 @@ class Templates(Protocol):
         """Count the page as fetched, before it is judged."""
         ...
 
-    async def second_look(
-        self, url: str, page: PageFingerprint, match: Match
-    ) -> SecondLook | None:
+    async def second_look(self, url: str, page: PageFingerprint, match: Match) -> SecondLook | None:
         """Whether a match stands (None) or what the page is (a match on another host
         stands: only the page's own host's memory can tell it apart)."""
         ...
@@ -74,9 +72,7 @@ class LocalTemplates:
     async def see(self, url: str, page: PageFingerprint) -> None:
         self.memory.see(self.host(url), page)
 
-    async def second_look(
-        self, url: str, page: PageFingerprint, match: Match
-    ) -> SecondLook | None:
+    async def second_look(self, url: str, page: PageFingerprint, match: Match) -> SecondLook | None:
         host = self.host(url)
         if self.host(match.key) != host:
             return None
@@ -140,15 +136,24 @@ class Judge:
 
         fingerprint = page.fingerprint if page is not None else None
         verdict = await self.verdicts.page(
-            key, own, fingerprint, answer, reason=reason, record_drops=record_drops,
-            marking=marking, look_again=look_again, evidence=page.evidence if page is not None else None,
+            key,
+            own,
+            fingerprint,
+            answer,
+            reason=reason,
+            record_drops=record_drops,
+            marking=marking,
+            look_again=look_again,
+            evidence=page.evidence if page is not None else None,
             owner=owner,
         )
         checked = verdict.outcome in (UNIQUE, DUPLICATE)
         verdict = verdict.but(
             exact=page is not None and page.exact and checked,
             no_text=page is not None and fingerprint is None,
-            template_set_aside=set_aside, template_distinct=distinct, page=page,
+            template_set_aside=set_aside,
+            template_distinct=distinct,
+            page=page,
         )
         try:
             if templates is not None and page is not None and verdict.teaches_template:

@@ -87,8 +87,9 @@ def sqlite_old_state(db: sqlite3.Connection, store: str) -> Found | None:
     tables = tables_of(db)
     if store == "index":
         if SQLITE_OLD_INDEX in tables:
-            return Found("a near-duplicate index in 0.2.0's layout (band rows naming URLs)",
-                         "0.2.0")
+            return Found(
+                "a near-duplicate index in 0.2.0's layout (band rows naming URLs)", "0.2.0"
+            )
         return None
     if SQLITE_RECRAWL_020 in tables or (
         SQLITE_RECRAWL in tables and "url" in columns(db, SQLITE_RECRAWL)
@@ -104,7 +105,10 @@ def refuse_old_sqlite(db: sqlite3.Connection, path: str, store: str) -> None:
     found = sqlite_old_state(db, store)
     if found is not None:
         raise refusal(
-            f"the SQLite file {path}", found, url=f"sqlite:///{path}", namespace=None,
+            f"the SQLite file {path}",
+            found,
+            url=f"sqlite:///{path}",
+            namespace=None,
             afresh="delete the file (it holds every namespace's state) or point `url` at "
             "another file",
         )
@@ -118,15 +122,19 @@ def redis_index_old_state(record: Mapping[str, Any]) -> Found | None:
     (later layouts of the 0.3.0 development are refused as a mismatch, with ``reset``)."""
     layout = record.get("redis_format", 1)
     if layout in (1, 2):
-        return Found(f"a near-duplicate index in Redis layout {layout}",
-                     "0.1" if layout == 1 else "0.2.0")
+        return Found(
+            f"a near-duplicate index in Redis layout {layout}", "0.1" if layout == 1 else "0.2.0"
+        )
     return None
 
 
 def refuse_old_redis(where: str, found: Found, url: str, namespace: str) -> OldStateError:
     """:func:`refusal` for a Redis namespace."""
     return refusal(
-        where, found, url=url, namespace=namespace,
+        where,
+        found,
+        url=url,
+        namespace=namespace,
         afresh=f"run `scrapy simhash reset --namespace {namespace}` (it clears every part of "
         "the namespace) or use another namespace",
     )

@@ -135,7 +135,10 @@ async def _async_memory_index(url: str, config: Any, **options: Any) -> Any:
 
 
 def _memory_recrawl(
-    url: str | None, namespace: str, shards: int | None = None, expected_pages: int | None = None,
+    url: str | None,
+    namespace: str,
+    shards: int | None = None,
+    expected_pages: int | None = None,
     options: Mapping[str, Any] | None = None,
 ) -> Any:
     from scrapy_simhash.recrawl.memory import MemoryBackend
@@ -144,7 +147,10 @@ def _memory_recrawl(
 
 
 def _async_memory_recrawl(
-    url: str | None, namespace: str, shards: int | None = None, expected_pages: int | None = None,
+    url: str | None,
+    namespace: str,
+    shards: int | None = None,
+    expected_pages: int | None = None,
     options: Mapping[str, Any] | None = None,
 ) -> Any:
     from scrapy_simhash.recrawl.threaded import AsyncBackendAdapter
@@ -192,7 +198,10 @@ def _sqlite_index(url: str, config: Any, **options: Any) -> Any:
 
 
 def _sqlite_recrawl(
-    url: str | None, namespace: str, shards: int | None = None, expected_pages: int | None = None,
+    url: str | None,
+    namespace: str,
+    shards: int | None = None,
+    expected_pages: int | None = None,
     options: Mapping[str, Any] | None = None,
 ) -> Any:
     from scrapy_simhash.recrawl.sqlite import SqliteBackend, path_from_url
@@ -212,7 +221,10 @@ async def _async_sqlite_index(url: str, config: Any, **options: Any) -> Any:
 
 
 def _async_sqlite_recrawl(
-    url: str | None, namespace: str, shards: int | None = None, expected_pages: int | None = None,
+    url: str | None,
+    namespace: str,
+    shards: int | None = None,
+    expected_pages: int | None = None,
     options: Mapping[str, Any] | None = None,
 ) -> Any:
     from scrapy_simhash.recrawl.threaded import AsyncBackendAdapter
@@ -256,13 +268,21 @@ async def _async_redis_index(url: str, config: Any, **options: Any) -> Any:
 
 
 def _redis_recrawl(
-    url: str | None, namespace: str, shards: int | None = None, expected_pages: int | None = None,
+    url: str | None,
+    namespace: str,
+    shards: int | None = None,
+    expected_pages: int | None = None,
     options: Mapping[str, Any] | None = None,
 ) -> Any:
     from scrapy_simhash.recrawl import redisstore as r
 
     make = r.maker(
-        url, namespace, shards, expected_pages, r.RedisBackend, r.ShardedRedisBackend,
+        url,
+        namespace,
+        shards,
+        expected_pages,
+        r.RedisBackend,
+        r.ShardedRedisBackend,
         _recrawl_client_options(options),
     )
     # None: whatever the namespace recorded, read on first use.
@@ -270,14 +290,22 @@ def _redis_recrawl(
 
 
 def _async_redis_recrawl(
-    url: str | None, namespace: str, shards: int | None = None, expected_pages: int | None = None,
+    url: str | None,
+    namespace: str,
+    shards: int | None = None,
+    expected_pages: int | None = None,
     options: Mapping[str, Any] | None = None,
 ) -> Any:
     """An asyncio backend; the shard count is read with one blocking call at open."""
     from scrapy_simhash.recrawl import redisstore as r
 
     make = r.maker(
-        url, namespace, shards, expected_pages, r.AsyncRedisBackend, r.AsyncShardedRedisBackend,
+        url,
+        namespace,
+        shards,
+        expected_pages,
+        r.AsyncRedisBackend,
+        r.AsyncShardedRedisBackend,
         _recrawl_client_options(options),
     )
     return r.AsyncDetectedBackend(make) if shards != 1 else make()
@@ -337,6 +365,7 @@ def open_template_store(url: str | None, namespace: str, **options: Any) -> Temp
     """The template store of ``namespace`` in the storage the index URL names (None: the
     embedded SQLite file). ``options``: the storage's client options and ``ttl_secs``."""
     from scrapy_simhash.index.sqlite import DEFAULT_URL
+
     url = url or DEFAULT_URL
     opener = storage_for(url, "templates").templates
     assert opener is not None  # storage_for checked it
@@ -344,18 +373,40 @@ def open_template_store(url: str | None, namespace: str, **options: Any) -> Temp
     return store
 
 
-register_storage(Storage(
-    "memory", ("memory",), index=_memory_index, async_index=_async_memory_index,
-    recrawl=_memory_recrawl, async_recrawl=_async_memory_recrawl, rules=_memory_rules,
-    templates=_memory_templates,
-))
-register_storage(Storage(
-    "sqlite", ("sqlite",), index=_sqlite_index, async_index=_async_sqlite_index,
-    recrawl=_sqlite_recrawl, async_recrawl=_async_sqlite_recrawl, rules=_sqlite_rules,
-    templates=_sqlite_templates,
-))
-register_storage(Storage(
-    "redis", REDIS_SCHEMES, index=_redis_index, async_index=_async_redis_index,
-    recrawl=_redis_recrawl, async_recrawl=_async_redis_recrawl, rules=_redis_rules,
-    templates=_redis_templates, shardable=True,
-))
+register_storage(
+    Storage(
+        "memory",
+        ("memory",),
+        index=_memory_index,
+        async_index=_async_memory_index,
+        recrawl=_memory_recrawl,
+        async_recrawl=_async_memory_recrawl,
+        rules=_memory_rules,
+        templates=_memory_templates,
+    )
+)
+register_storage(
+    Storage(
+        "sqlite",
+        ("sqlite",),
+        index=_sqlite_index,
+        async_index=_async_sqlite_index,
+        recrawl=_sqlite_recrawl,
+        async_recrawl=_async_sqlite_recrawl,
+        rules=_sqlite_rules,
+        templates=_sqlite_templates,
+    )
+)
+register_storage(
+    Storage(
+        "redis",
+        REDIS_SCHEMES,
+        index=_redis_index,
+        async_index=_async_redis_index,
+        recrawl=_redis_recrawl,
+        async_recrawl=_async_redis_recrawl,
+        rules=_redis_rules,
+        templates=_redis_templates,
+        shardable=True,
+    )
+)

@@ -47,8 +47,12 @@ Progress = Callable[[int], None]
 
 
 def upgrade(
-    url: str | None, namespace: str, *, batch: int = BATCH,
-    index_options: Mapping[str, Any] | None = None, options: Mapping[str, Any] | None = None,
+    url: str | None,
+    namespace: str,
+    *,
+    batch: int = BATCH,
+    index_options: Mapping[str, Any] | None = None,
+    options: Mapping[str, Any] | None = None,
     progress: Progress | None = None,
 ) -> Upgraded:
     """Carry the old state at ``url`` over to this version's (see the module's rule).
@@ -66,8 +70,9 @@ def upgrade(
     from scrapy_simhash._redis import REDIS_SCHEMES
 
     if url is not None and url.split(":", 1)[0] in REDIS_SCHEMES:
-        return _upgrade_redis(url, namespace, batch, dict(index_options or {}),
-                              dict(options or {}), report)
+        return _upgrade_redis(
+            url, namespace, batch, dict(index_options or {}), dict(options or {}), report
+        )
     from scrapy_simhash.recrawl.sqlite import path_from_url
 
     return _upgrade_sqlite(path_from_url(url), batch, report)
@@ -94,22 +99,25 @@ def _upgrade_sqlite(path: str, batch: int, report: Progress) -> Upgraded:
             with connection.write() as db:
                 rows = db.execute(
                     f"SELECT id, ns, url, due, bucket, state FROM {SQLITE_RECRAWL_020} "
-                    "ORDER BY id LIMIT ?", (batch,),
+                    "ORDER BY id LIMIT ?",
+                    (batch,),
                 ).fetchall()
                 if not rows:
                     db.execute(f"DROP TABLE {SQLITE_RECRAWL_020}")
                     tables.discard(SQLITE_RECRAWL_020)
                     continue
                 db.executemany(rs.WRITE, [rs.row(origins, *row) for row in rows])
-                db.executemany(f"DELETE FROM {SQLITE_RECRAWL_020} WHERE id = ?",
-                               [(row[0],) for row in rows])
+                db.executemany(
+                    f"DELETE FROM {SQLITE_RECRAWL_020} WHERE id = ?", [(row[0],) for row in rows]
+                )
             moved += len(rows)
             report(moved)
         while SQLITE_RECRAWL_JSON in tables:
             with connection.write() as db:
                 rows = db.execute(
                     f"SELECT rowid, namespace, url, due, state FROM {SQLITE_RECRAWL_JSON} "
-                    "ORDER BY rowid LIMIT ?", (batch,),
+                    "ORDER BY rowid LIMIT ?",
+                    (batch,),
                 ).fetchall()
                 if not rows:
                     db.execute(f"DROP TABLE {SQLITE_RECRAWL_JSON}")
@@ -117,8 +125,10 @@ def _upgrade_sqlite(path: str, batch: int, report: Progress) -> Upgraded:
                     continue
                 for _, name, url, due, text in rows:
                     rs.write_json_state(db, origins, name, url, due, text)
-                db.executemany(f"DELETE FROM {SQLITE_RECRAWL_JSON} WHERE rowid = ?",
-                               [(row[0],) for row in rows])
+                db.executemany(
+                    f"DELETE FROM {SQLITE_RECRAWL_JSON} WHERE rowid = ?",
+                    [(row[0],) for row in rows],
+                )
             moved += len(rows)
             report(moved)
         emptied: tuple[str, ...] = ()
@@ -140,8 +150,12 @@ def _upgrade_sqlite(path: str, batch: int, report: Progress) -> Upgraded:
 
 
 def _upgrade_redis(
-    url: str, namespace: str, batch: int, index_options: dict[str, Any],
-    options: dict[str, Any], report: Progress,
+    url: str,
+    namespace: str,
+    batch: int,
+    index_options: dict[str, Any],
+    options: dict[str, Any],
+    report: Progress,
 ) -> Upgraded:
     from scrapy_simhash._redis import shard_namespace
     from scrapy_simhash.recrawl import redisstore as rr
@@ -151,20 +165,24 @@ def _upgrade_redis(
     try:
         raw = client.get(rr.shards_key(namespace))
         shards = int(raw) if raw else 1
-        names = [namespace] if shards == 1 else [
-            shard_namespace(namespace, i, shards) for i in range(shards)
-        ]
+        names = (
+            [namespace]
+            if shards == 1
+            else [shard_namespace(namespace, i, shards) for i in range(shards)]
+        )
         for name in names:
             moved = rr.carry_over(client, name, batch, moved, report)
     finally:
         client.close()
     emptied = tuple(
-        name for name in (namespace, f"{namespace}:items")
+        name
+        for name in (namespace, f"{namespace}:items")
         if _empty_old_redis_index(url, name, index_options, options)
     )
     if moved or emptied:
-        logger.info("namespace %r of %s upgraded: %s", namespace, mask_url(url),
-                    Upgraded(moved, emptied))
+        logger.info(
+            "namespace %r of %s upgraded: %s", namespace, mask_url(url), Upgraded(moved, emptied)
+        )
     return Upgraded(moved, emptied)
 
 

@@ -70,7 +70,13 @@ DEFERRED = "deferred"
 
 #: The keys of ``response.meta["simhash"]``, always present.
 META_KEYS = (
-    "key", "fingerprint", "duplicate_of", "distance", "changed", "change_distance", "reason",
+    "key",
+    "fingerprint",
+    "duplicate_of",
+    "distance",
+    "changed",
+    "change_distance",
+    "reason",
 )
 #: Set on near-duplicates passed to the spider only for their links.
 LINKS_ONLY = "links_only"
@@ -302,8 +308,15 @@ class VerdictStep:
         """
         filings = self.filings
         judge_page = functools.partial(
-            self._judge, key, own, fingerprint, answer, reason=reason,
-            record_drops=record_drops, marking=marking, look_again=look_again,
+            self._judge,
+            key,
+            own,
+            fingerprint,
+            answer,
+            reason=reason,
+            record_drops=record_drops,
+            marking=marking,
+            look_again=look_again,
             evidence=evidence,
         )
         if owner is None or filings is None or fingerprint is None:
@@ -372,7 +385,9 @@ class VerdictStep:
                 busy = await self.filings.hold(owner, (key, own), patient=patient)
                 if busy is not None:
                     return Verdict(
-                        DEFERRED, key=key, fingerprint=hex_digits,
+                        DEFERRED,
+                        key=key,
+                        fingerprint=hex_digits,
                         reason=f"{key} is in flight in another crawl process",
                         retry_after=self.filings.retry_after(busy),
                     )
@@ -392,17 +407,26 @@ class VerdictStep:
             missed = answer if visit is None and self.recrawl is not None else None
             self._defer(Unchecked(key, own, fingerprint, missed, record_drops, signing))
             return Verdict(
-                UNAVAILABLE, key=key, fingerprint=hex_digits, reason=f"index unavailable: {exc}",
+                UNAVAILABLE,
+                key=key,
+                fingerprint=hex_digits,
+                reason=f"index unavailable: {exc}",
                 error=exc,
             )
         except InvalidKeyError as exc:  # this page's key alone: the page passes
             return Verdict(
-                INVALID_KEY, key=key, fingerprint=hex_digits, reason=f"invalid key: {exc}",
+                INVALID_KEY,
+                key=key,
+                fingerprint=hex_digits,
+                reason=f"invalid key: {exc}",
                 error=exc,
             )
         except ConfigurationError as exc:  # not an outage: the caller's mismatch policy
             return Verdict(
-                UNUSABLE, key=key, fingerprint=hex_digits, reason=f"index unusable: {exc}",
+                UNUSABLE,
+                key=key,
+                fingerprint=hex_digits,
+                reason=f"index unusable: {exc}",
                 error=exc,
             )
         took_from = adopted = None
@@ -413,15 +437,24 @@ class VerdictStep:
                 busy = await filings.check(owner, match.key)
                 if busy.state == BUSY:
                     return Verdict(
-                        DEFERRED, key=key, fingerprint=hex_digits, duplicate_of=match.key,
-                        distance=match.distance, retry_after=filings.retry_after(busy),
+                        DEFERRED,
+                        key=key,
+                        fingerprint=hex_digits,
+                        duplicate_of=match.key,
+                        distance=match.distance,
+                        retry_after=filings.retry_after(busy),
                         reason=f"the page filed under {match.key} is in flight in another "
                         "crawl process",
                     )
             if filings.took(owner, match.key):
                 return await self._take_page(
-                    own, fingerprint, answer, match, observation.rejected,
-                    record_drops=record_drops, reason=reason,
+                    own,
+                    fingerprint,
+                    answer,
+                    match,
+                    observation.rejected,
+                    record_drops=record_drops,
+                    reason=reason,
                 )
         if match is not None and match.key not in (key, own):
             try:
@@ -457,9 +490,14 @@ class VerdictStep:
                     await self.record_drop(own, holder, held, apart)
                     self._remember_holder(own, DropRecord(own, holder, held, 0, apart))
             return Verdict(
-                DUPLICATE, key=key, fingerprint=hex_digits, duplicate_of=match.key,
-                distance=match.distance, renamed_from=match.key if renamed else None,
-                rejected=observation.rejected, reason=reason,
+                DUPLICATE,
+                key=key,
+                fingerprint=hex_digits,
+                duplicate_of=match.key,
+                distance=match.distance,
+                renamed_from=match.key if renamed else None,
+                rejected=observation.rejected,
+                reason=reason,
             )
         if key != own and record_drops:
             await self._kept_under(key, own)
@@ -479,14 +517,26 @@ class VerdictStep:
             # SIMHASH_SKIP_UNCHANGED does not keep the preferred URL's page from it).
             changed = change_distance = None
         return Verdict(
-            UNIQUE, key=key, fingerprint=hex_digits, changed=changed,
-            change_distance=change_distance, rejected=observation.rejected, reason=reason,
+            UNIQUE,
+            key=key,
+            fingerprint=hex_digits,
+            changed=changed,
+            change_distance=change_distance,
+            rejected=observation.rejected,
+            reason=reason,
             renamed_from=took_from,
         )
 
     async def _take_page(
-        self, own: str, fingerprint: int, answer: Answer | None, match: Match, rejected: int,
-        *, record_drops: bool, reason: str | None,
+        self,
+        own: str,
+        fingerprint: int,
+        answer: Answer | None,
+        match: Match,
+        rejected: int,
+        *,
+        record_drops: bool,
+        reason: str | None,
     ) -> Verdict:
         """The page filed under ``match.key`` by a crawl process that died before delivering
         it (its mark older than the lease, taken by this page): this fetch delivers it. The
@@ -498,7 +548,9 @@ class VerdictStep:
             self.filings.taken_over()
         logger.warning(
             "SimHash: %s takes over the page filed under %s by a crawl process that did not "
-            "deliver it (its filing was not renewed for the filing lease)", own, name,
+            "deliver it (its filing was not renewed for the filing lease)",
+            own,
+            name,
         )
         holder = await self._holder(name) if record_drops else None
         if holder is not None and holder != own:
@@ -511,7 +563,11 @@ class VerdictStep:
             await self._release(name)
         await self._visit(name, fingerprint, answer, own=name == own)
         return Verdict(
-            UNIQUE, key=name, fingerprint=self.hex(fingerprint), rejected=rejected, reason=reason,
+            UNIQUE,
+            key=name,
+            fingerprint=self.hex(fingerprint),
+            rejected=rejected,
+            reason=reason,
         )
 
     async def _kept_under(self, key: str, own: str) -> None:
@@ -524,7 +580,9 @@ class VerdictStep:
         await self.record_drop(own, key, FILED)
         known = self._holders.get(key)
         held = (
-            known if known is not None and known.distance in (HELD_COPY, HELD_MARKED)
+            known
+            if known is not None
+            and known.distance in (HELD_COPY, HELD_MARKED)
             and known.kept == own
             else DropRecord(key, own, HELD, 0)
         )
@@ -570,16 +628,16 @@ class VerdictStep:
         earlier in the backlog) is not stored and is said at DEBUG and counted, but it is
         no dropped page: no drop record, and its visit is recorded as a fetch (a revisit
         judges it again, as a copy)."""
-        observation, key = await self._observe(
-            page.key, page.own, page.fingerprint, page.signing
-        )
+        observation, key = await self._observe(page.key, page.own, page.fingerprint, page.signing)
         match = observation.match
         if match is not None:
             self._count("outage/copies_later")
             logger.debug(
                 "%s, passed unchecked during the index outage, is a near-duplicate of %s "
                 "(distance %d) indexed meanwhile: kept, it had reached the spider",
-                page.own, match.key, match.distance,
+                page.own,
+                match.key,
+                match.distance,
             )
             # Its fetch is recorded all the same (it reached the spider): under its own URL
             # when that holds another URL's page (as for any fetch of it), else under the
@@ -685,9 +743,7 @@ class VerdictStep:
         else:
             await self.record_drop(url, record.kept, OWN_PAGE)
 
-    async def _own_fetch(
-        self, key: str, fingerprint: int, observation: Observation
-    ) -> Observation:
+    async def _own_fetch(self, key: str, fingerprint: int, observation: Observation) -> Observation:
         """A URL fetched again and filed under itself, whose entry may hold the page another
         URL brought (a copy fetched first that names this URL canonical, in an earlier crawl
         or another process): then that URL reached the spider, and this fetch is its copy
@@ -730,8 +786,10 @@ class VerdictStep:
         better = by_host if by_host is not None else preferred(key, holder, rules)
         record = self._holders.get(key)
         return (
-            better and self.keys.holder(key) is None
-            and record is not None and record.at < self._opened
+            better
+            and self.keys.holder(key) is None
+            and record is not None
+            and record.at < self._opened
         )
 
     async def _holder(self, key: str) -> str | None:
@@ -763,9 +821,7 @@ class VerdictStep:
         self._remember_holder(key, None)
         await self.forget_drop(key)
 
-    async def _refile(
-        self, holder: str, fingerprint: int | None, signature: int | None
-    ) -> None:
+    async def _refile(self, holder: str, fingerprint: int | None, signature: int | None) -> None:
         """A page filed under a canonical URL that the canonical page itself turned out not
         to share content with keeps an entry of its own: under its own URL, with its own
         recrawl state, and no drop record calling it a copy. (What this process stored;
@@ -781,8 +837,13 @@ class VerdictStep:
         await self._visit(holder, fingerprint, Answer(200))
 
     async def _look_again(
-        self, look_again: Callable[[Any], Awaitable[Any]], observation: Any, key: str,
-        own: str, fingerprint: int, signing: Signing,
+        self,
+        look_again: Callable[[Any], Awaitable[Any]],
+        observation: Any,
+        key: str,
+        own: str,
+        fingerprint: int,
+        signing: Signing,
     ) -> tuple[Any, str, int]:
         """A match seen again: a distinct page is filed under its own text's fingerprint
         and signature (which may still match a page elsewhere); a copy is credited to the
@@ -884,9 +945,7 @@ class VerdictStep:
         if preferred(holder, name, self.prefer_urls):
             return False
         record = await self._record(holder)
-        return (
-            record is not None and record.kept == name and record.distance not in HOLDERS
-        )
+        return record is not None and record.kept == name and record.distance not in HOLDERS
 
     async def _record(self, url: str) -> DropRecord | None:
         """``url``'s record, read once per crawl (an index away: none)."""
@@ -934,8 +993,11 @@ class VerdictStep:
         )
         # ``again.match``: another entry confirms the page too; the renamed entry stays.
         observation = Observation(
-            None, None if prior is None else prior[0], True,
-            None if prior is None else prior[1], again.rejected,
+            None,
+            None if prior is None else prior[0],
+            True,
+            None if prior is None else prior[1],
+            again.rejected,
         )
         self.keys.stored_by(key, own)
         self.keys.stored_by(holder, holder)  # nothing is filed under the holder now
@@ -953,8 +1015,11 @@ class VerdictStep:
             await self.record_drop(holder, key, marked, record.apart)
         adopted = await self._adopt(holder, key)
         logger.debug(
-            "%s takes over the page %s named (%s)", key, holder,
-            "preferred host" if self.prefer_hosts and host_preferred(key, holder, self.prefer_hosts)
+            "%s takes over the page %s named (%s)",
+            key,
+            holder,
+            "preferred host"
+            if self.prefer_hosts and host_preferred(key, holder, self.prefer_hosts)
             else "the URL that held it",
         )
         return observation, holder, adopted
@@ -983,9 +1048,7 @@ class VerdictStep:
         unavailable (or, found mid-crawl, unusable) index only loses the record."""
         self._records.pop(url, None)
         with contextlib.suppress(BackendUnavailable, ConfigurationError):
-            await self.index.call(
-                lambda backend: backend.record_drop(url, kept, distance, apart)
-            )
+            await self.index.call(lambda backend: backend.record_drop(url, kept, distance, apart))
 
     async def forget_drop(self, url: str) -> None:
         """Forget a drop record that turned out wrong; an index away only keeps it."""
@@ -1038,7 +1101,8 @@ class VerdictStep:
             self._count("recrawl_error")
             if not self._recrawl_refused:  # the reason, and the way out, once
                 self._recrawl_refused = True
-                logger.error("SimHash recrawl store cannot be used, the schedule is not kept: %s",
-                             exc)
+                logger.error(
+                    "SimHash recrawl store cannot be used, the schedule is not kept: %s", exc
+                )
         if lost:
             self._count("recrawl_lost")

@@ -34,10 +34,14 @@ settings.load_profile("scrapy-simhash")
 #: The fixtures that mark a test using them (directly or through another fixture).
 MARKING_FIXTURES = {
     "redis": frozenset({"redis_server_url", "redis_url", "own_redis"}),
-    "cluster": frozenset({
-        "redis_cluster_servers", "redis_cluster_url", "redis_cluster6_servers",
-        "redis_cluster6_url",
-    }),
+    "cluster": frozenset(
+        {
+            "redis_cluster_servers",
+            "redis_cluster_url",
+            "redis_cluster6_servers",
+            "redis_cluster6_url",
+        }
+    ),
     "crawl": frozenset({"http_site", "http_site_server"}),
 }
 
@@ -102,11 +106,16 @@ PERSISTENT = ("sqlite", "redis", "cluster", "sharded")
 #: The two faces of every store: blocking and asyncio.
 MODES = ("sync", "async")
 
-_MARKS = {"redis": pytest.mark.redis, "cluster": pytest.mark.cluster,
-          "sharded": pytest.mark.cluster}
+_MARKS = {
+    "redis": pytest.mark.redis,
+    "cluster": pytest.mark.cluster,
+    "sharded": pytest.mark.cluster,
+}
 
 
-def backend_params(kinds: Iterable[str] = BACKENDS, modes: Iterable[str] | None = None) -> list[Any]:
+def backend_params(
+    kinds: Iterable[str] = BACKENDS, modes: Iterable[str] | None = None
+) -> list[Any]:
     """``params`` for a backend fixture: each kind with its marker, crossed with ``modes``
     (``request.param`` is then a ``(kind, mode)`` pair with the id ``kind-mode``)."""
     params = []
@@ -127,8 +136,11 @@ def backend_url(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> st
         return "memory://"
     if kind == "sqlite":
         return f"sqlite:///{tmp_path / 'index.sqlite3'}"
-    fixture = {"redis": "redis_url", "cluster": "redis_cluster_url",
-               "sharded": "redis_cluster6_url"}[kind]
+    fixture = {
+        "redis": "redis_url",
+        "cluster": "redis_cluster_url",
+        "sharded": "redis_cluster6_url",
+    }[kind]
     return str(request.getfixturevalue(fixture))
 
 

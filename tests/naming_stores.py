@@ -24,30 +24,47 @@ class Stores:
     """One namespace's stores (``url``) and the crawls made over them."""
 
     def __init__(
-        self, url: str, *, hosts: tuple[str, ...] = (), rules: tuple[str, ...] = (),
+        self,
+        url: str,
+        *,
+        hosts: tuple[str, ...] = (),
+        rules: tuple[str, ...] = (),
         namespace: str = "naming",
     ) -> None:
         self.url, self.namespace = url, namespace
         self.hosts, self.rules = hosts, rules
         self.index = Guarded(
-            "test index", "test://",
+            "test index",
+            "test://",
             lambda: open_async_index(url, namespace=namespace, max_distance=3),
-            timeout=5.0, retry_after=60.0, log_interval=60.0,
+            timeout=5.0,
+            retry_after=60.0,
+            log_interval=60.0,
         )
         self.recrawl = Guarded(
-            "test recrawl store", "test://", self._open_recrawl,
-            timeout=5.0, retry_after=60.0, log_interval=60.0,
+            "test recrawl store",
+            "test://",
+            self._open_recrawl,
+            timeout=5.0,
+            retry_after=60.0,
+            log_interval=60.0,
         )
         self.step = self.crawl()
 
     async def _open_recrawl(self) -> Any:
-        return await open_async_recrawl_store(self.url, namespace=self.namespace, config=RecrawlConfig())
+        return await open_async_recrawl_store(
+            self.url, namespace=self.namespace, config=RecrawlConfig()
+        )
 
     def crawl(self) -> VerdictStep:
         """A new crawl (or another process) over the same stores: nothing in memory."""
         self.step = VerdictStep(
-            self.index, self.recrawl, bits=64, change_distance=3,
-            prefer_urls=self.rules, prefer_hosts=self.hosts,
+            self.index,
+            self.recrawl,
+            bits=64,
+            change_distance=3,
+            prefer_urls=self.rules,
+            prefer_hosts=self.hosts,
         )
         return self.step
 

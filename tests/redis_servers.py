@@ -89,18 +89,27 @@ class RedisServer:
         self.workdir.mkdir(parents=True, exist_ok=True)
         args = [
             REDIS_SERVER,
-            "--port", str(self.port),
-            "--bind", "127.0.0.1",
-            "--save", "",
-            "--appendonly", "no",
-            "--dir", str(self.workdir),
-            "--logfile", str(self.workdir / "redis.log"),
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(self.workdir),
+            "--logfile",
+            str(self.workdir / "redis.log"),
         ]
         if self.cluster:
             args += [
-                "--cluster-enabled", "yes",
-                "--cluster-config-file", str(self.workdir / "nodes.conf"),
-                "--cluster-node-timeout", "2000",
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                str(self.workdir / "nodes.conf"),
+                "--cluster-node-timeout",
+                "2000",
             ]
         self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:

@@ -64,7 +64,8 @@ class PagesSpider(scrapy.Spider):
                 headers=req.get("headers"),
                 priority=-i,
                 dont_filter=True,
-                callback=self.hold if req["url"] == self.spec.get("hold", {}).get("url")
+                callback=self.hold
+                if req["url"] == self.spec.get("hold", {}).get("url")
                 else self.parse,
                 errback=self.failed if self.spec.get("follow") else None,
             )
@@ -229,6 +230,7 @@ def main(spec_path: str, out_path: str) -> int:
         spider = LinksSpider if spec.get("spider") == "links" else PagesSpider
         crawler = process.create_crawler(spider)
         kwargs = {"spec": spec}
+
     def collect(item: Any, **_: Any) -> None:
         items.append(dict(item))
 
@@ -263,8 +265,9 @@ def main(spec_path: str, out_path: str) -> int:
     process.start()
     raw = crawler.stats.get_stats() if crawler.stats else {}
     stats = {k: v for k, v in raw.items() if isinstance(v, (int, float, str))}
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(
-        resource.RUSAGE_CHILDREN
+    own, children = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
     )
     cpu = {
         "crawl": own.ru_utime + own.ru_stime,

@@ -161,7 +161,8 @@ def check_against_site(report: RoundReport) -> dict[str, list[str]]:
     false = [f"{p.path} -> {p.duplicate_of}" for p in report.duplicates if p.path not in known]
     story_of = {path: o for o, c in clusters.items() for path in (o, *c.values())}
     wrong_skips = [
-        f"{path} -> {kept}" for path, kept in report.skipped.items()
+        f"{path} -> {kept}"
+        for path, kept in report.skipped.items()
         if path not in story_of or story_of.get(kept) != story_of[path]
     ]
     return {

@@ -159,7 +159,9 @@ class DemoSite:
             return self._letter()
         if path == ABOUT_PATH:
             partner = f'<p>Partners: <a href="/partner/">{t.PARTNER_NAME}</a></p>'
-            return t.site_page(title=self.about.title, body=t.article_body(self.about, extra=partner))
+            return t.site_page(
+                title=self.about.title, body=t.article_body(self.about, extra=partner)
+            )
         if path == "/partner/":
             return t.partner_home([s for s in self.articles if s.syndicated])
         if path.startswith("/partner/story/"):

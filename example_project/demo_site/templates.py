@@ -46,7 +46,12 @@ def paragraphs(story: Story) -> str:
 
 
 #: The partner's house style: American spelling.
-SPELLING = {"harbour": "harbor", "centre": "center", "organisers": "organizers", "kilometre": "kilometer"}
+SPELLING = {
+    "harbour": "harbor",
+    "centre": "center",
+    "organisers": "organizers",
+    "kilometre": "kilometer",
+}
 
 
 def retypeset(text: str) -> str:
@@ -119,7 +124,9 @@ Stories marked as syndicated are republished by our partner, the {PARTNER_NAME}.
 def most_read(stories: list[Story]) -> str:
     """The "Most read" sidebar box: boilerplate that differs from page to page."""
     items = "".join(f'<li><a href="/news/{s.slug}.html">{e(s.title)}</a></li>' for s in stories)
-    return f"<h3>Most read</h3><ol>{items}</ol><h3>Newsletter</h3><p>The morning briefing, free.</p>"
+    return (
+        f"<h3>Most read</h3><ol>{items}</ol><h3>Newsletter</h3><p>The morning briefing, free.</p>"
+    )
 
 
 def byline(story: Story) -> str:
@@ -192,7 +199,8 @@ def partner_page(story: Story, original: str, trending: list[Story], comments: l
         f'<li><a href="/partner/story/{s.slug}/">{e(s.title)}</a></li>' for s in trending
     )
     comment_html = "".join(
-        f'<li class="comment"><b>reader{i + 1}</b> {e(text)}</li>' for i, text in enumerate(comments)
+        f'<li class="comment"><b>reader{i + 1}</b> {e(text)}</li>'
+        for i, text in enumerate(comments)
     )
     return f"""<!DOCTYPE html>
 <html lang="{story.lang}">
@@ -243,13 +251,16 @@ def listing_body(heading: str, intro: str, stories: list[Story]) -> str:
         f"<p>{e(s.date)} · {e(s.author)}</p><p>{e(s.summary)}</p></li>"
         for s in stories
     )
-    return f"<section><h1>{e(heading)}</h1><p>{e(intro)}</p><ul class=\"teasers\">{items}</ul></section>"
+    return (
+        f'<section><h1>{e(heading)}</h1><p>{e(intro)}</p><ul class="teasers">{items}</ul></section>'
+    )
 
 
 def live_body(story: Story, entries: list[LiveEntry]) -> str:
     """The live blog, newest entry first, as live blogs are."""
     blocks = "\n".join(
-        f'<div class="entry"><h3>{e(x.time)}</h3><p>{e(x.text)}</p></div>' for x in reversed(entries)
+        f'<div class="entry"><h3>{e(x.time)}</h3><p>{e(x.text)}</p></div>'
+        for x in reversed(entries)
     )
     return f"""<article>
 <h1>{e(story.title)}</h1>

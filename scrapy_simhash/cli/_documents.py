@@ -123,7 +123,11 @@ def read_body(path: str, limit: int) -> bytes:
 
 
 def load(
-    fingerprinter: Fingerprinter, path: str, *, text: bool = False, host: str = "",
+    fingerprinter: Fingerprinter,
+    path: str,
+    *,
+    text: bool = False,
+    host: str = "",
     templates: LocalMemory | None = None,
 ) -> Document:
     """Read and fingerprint one input; read errors become a Document with ``error``.

@@ -38,6 +38,7 @@ MARKED_COPY = "marked"
 #: page of its own since: it counts among the pages kept.
 OWN_SINCE = "own"
 
+
 def kind(record: DropRecord, record_of: Callable[[str], DropRecord | None]) -> str:
     """What ``record`` says of its URL; ``record_of`` reads another URL's record (a filing
     record written before they had a mark of their own is told by the holder record of
@@ -75,7 +76,11 @@ def tally(records: Iterable[DropRecord]) -> Tally:
     by ``SIMHASH_DROP_RECORD_MAX_ENTRIES``)."""
     by_url = {record.url: record for record in records}
     sorted_: dict[str, list[DropRecord]] = {
-        DROPPED: [], FILED_ELSEWHERE: [], HOLDS: [], MARKED_COPY: [], OWN_SINCE: [],
+        DROPPED: [],
+        FILED_ELSEWHERE: [],
+        HOLDS: [],
+        MARKED_COPY: [],
+        OWN_SINCE: [],
     }
     for record in by_url.values():
         sorted_[kind(record, by_url.get)].append(record)
@@ -87,5 +92,3 @@ def took_name(url: str, record: DropRecord, record_of: Callable[[str], DropRecor
     preferred URL, SIMHASH_PREFER_URLS): the URL it copies has a record leading to it."""
     onward = record_of(record.kept)
     return onward is not None and onward.kept == url and onward.distance == FILED
-
-

@@ -152,7 +152,9 @@ def open_index(args: argparse.Namespace) -> tuple[NearDuplicateIndex, Fingerprin
 def index_options(target: Target, fingerprinter: Fingerprinter) -> dict[str, Any]:
     """``open_index`` keyword arguments (without the URL) of a target's index."""
     return simhash_settings.index_kwargs(
-        target.settings, namespace=target.namespace, bits=fingerprinter.bits,
+        target.settings,
+        namespace=target.namespace,
+        bits=fingerprinter.bits,
         scheme=fingerprinter.scheme,
     )
 

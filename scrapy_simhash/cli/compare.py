@@ -52,16 +52,18 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
     parser.add_argument("a", metavar="A", nargs="?")
     parser.add_argument("b", metavar="B", nargs="?")
     parser.add_argument(
-        "--pairs", metavar="FILE",
+        "--pairs",
+        metavar="FILE",
         help="judge every pair of FILE ('-' for stdin): one pair a line, two paths separated "
-             "by a tab, or a JSON object with \"a\" and \"b\"; prints one JSON line a pair",
+        'by a tab, or a JSON object with "a" and "b"; prints one JSON line a pair',
     )
     add_distance_option(parser)
     parser.add_argument("--top", type=int, default=10, help="features listed per side")
     parser.add_argument(
-        "--site", metavar="DIR",
+        "--site",
+        metavar="DIR",
         help="learn the pages' host template from the pages under DIR first (both A and B "
-             "are taken to be of that host)",
+        "are taken to be of that host)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     add_text_option(parser)
@@ -129,8 +131,11 @@ class Judge:
             out["resemblance"] = round(shared, 4)
             out["confirm_probability"] = float(f"{pass_probability(shared, self.limit):.3g}")
         separated = (
-            "fingerprint" if distance > self.k else None if confirmed else
-            ("exact digest" if exact else "signature")
+            "fingerprint"
+            if distance > self.k
+            else None
+            if confirmed
+            else ("exact digest" if exact else "signature")
         )
         out.update(near_duplicate=separated is None, separated_by=separated)
         return out
@@ -162,7 +167,7 @@ def run_pairs(judge: Judge, args: argparse.Namespace) -> int:
                 continue
             pair = _pair(line)
             if pair is None:
-                print(json.dumps({"line": number, "error": "not two paths nor {\"a\", \"b\"}"}))
+                print(json.dumps({"line": number, "error": 'not two paths nor {"a", "b"}'}))
                 failed = True
                 continue
             a, b = document(pair[0]), document(pair[1])
@@ -266,7 +271,8 @@ def render(report: dict[str, Any]) -> str:
             "of namespace keys"
         )
     verdict = (
-        "near-duplicates: the later one is dropped" if report["near_duplicate"]
+        "near-duplicates: the later one is dropped"
+        if report["near_duplicate"]
         else f"different: set apart by the {report['separated_by']}"
     )
     lines.append(verdict)

@@ -52,16 +52,15 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATH")
     add_distance_option(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument(
-        "--all", action="store_true", help="list pages without near-duplicates too"
-    )
+    parser.add_argument("--all", action="store_true", help="list pages without near-duplicates too")
     parser.add_argument(
         "--progress",
         action="store_true",
         help="draw a progress bar on stderr even when it is not a terminal",
     )
     parser.add_argument(
-        "--no-templates", action="store_true",
+        "--no-templates",
+        action="store_true",
         help="judge every file on its own, without learning its host's template",
     )
     add_text_option(parser)
@@ -104,8 +103,12 @@ class Grouping:
     """
 
     def __init__(
-        self, fingerprinter: Fingerprinter, k: int, templates: LocalMemory | None,
-        exact_distance: int | None = None, limit: int | None = None,
+        self,
+        fingerprinter: Fingerprinter,
+        k: int,
+        templates: LocalMemory | None,
+        exact_distance: int | None = None,
+        limit: int | None = None,
     ) -> None:
         from scrapy_simhash.confirm import CONFIRM_DISTANCE
         from scrapy_simhash.index import open_async_index
@@ -116,16 +119,24 @@ class Grouping:
         # The judge is a coroutine; files are added from plain code (and tests), one
         # loop of this grouping's own runs each.
         self._loop = asyncio.new_event_loop()
-        self.index = self._loop.run_until_complete(open_async_index(
-            "memory://", max_distance=k, exact_distance=exact_distance, bits=fingerprinter.bits,
-            scheme=fingerprinter.scheme, confirm_distance=self.limit,
-            new_key=lambda: COMMAND_LINE_KEY,
-        ))
+        self.index = self._loop.run_until_complete(
+            open_async_index(
+                "memory://",
+                max_distance=k,
+                exact_distance=exact_distance,
+                bits=fingerprinter.bits,
+                scheme=fingerprinter.scheme,
+                confirm_distance=self.limit,
+                new_key=lambda: COMMAND_LINE_KEY,
+            )
+        )
         #: The host each file's key stands for (paths may repeat: keys are numbers).
         self.host_by_key: dict[str, str] = {}
         # No schedule: a file is read once, and no key is judged twice.
         step = VerdictStep(Unguarded(self.index), None, bits=fingerprinter.bits, change_distance=0)
-        local = None if templates is None else LocalTemplates(templates, self.host_by_key.__getitem__)
+        local = (
+            None if templates is None else LocalTemplates(templates, self.host_by_key.__getitem__)
+        )
         self.judge = Judge(step, local)
         #: Candidates the second test turned away, over all files (as the crawl counts them).
         self.rejected = 0
@@ -149,7 +160,7 @@ class Grouping:
         elif verdict.outcome == DUPLICATE:
             leader = self.leader_of[str(verdict.duplicate_of)]
             self.leader_of[key] = leader
-            distance = (self.groups[leader].fingerprint ^ from_hex(str(verdict.fingerprint)))
+            distance = self.groups[leader].fingerprint ^ from_hex(str(verdict.fingerprint))
             self.groups[leader].members.append((judged, distance.bit_count()))
         return judged
 
@@ -205,8 +216,7 @@ def render(report: dict[str, Any]) -> str:
     for number, g in enumerate(report["groups"], 1):
         size = len(g["members"])
         lines.append(
-            f"group {number}: {size} file{'s' if size != 1 else ''}, "
-            f"fingerprint {g['fingerprint']}"
+            f"group {number}: {size} file{'s' if size != 1 else ''}, fingerprint {g['fingerprint']}"
         )
         for member in g["members"]:
             title = f"  {member['title']}" if member["title"] else ""

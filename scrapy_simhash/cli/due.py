@@ -54,23 +54,48 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
         ),
     )
     add_store_options(parser)
-    parser.add_argument("--within", type=float, default=0.0, metavar="SECS",
-                        help="also list URLs due in the next SECS seconds (listing only)")
-    parser.add_argument("--limit", type=int, default=1000,
-                        help=f"at most this many URLs (default 1000, at most {MAX_LIMIT:,})")
-    parser.add_argument("--claim", action="store_true",
-                        help="lease the listed URLs (SIMHASH_RECRAWL_LEASE_SECS)")
-    parser.add_argument("--lease-secs", type=float, default=None, metavar="SECS",
-                        help="lease length for --claim / --push-redis-key")
-    parser.add_argument("--push-redis-key", metavar="KEY",
-                        help="claim due URLs and push them to this Redis list (or set)")
-    parser.add_argument("--redis", metavar="URL",
-                        help="Redis of the scrapy-redis spider (default: the store URL)")
-    parser.add_argument("--as-set", action="store_true",
-                        help="SADD instead of RPUSH (scrapy-redis REDIS_START_URLS_AS_SET)")
-    parser.add_argument("--add", metavar="FILE",
-                        help="queue the http(s) URLs in FILE ('-' = stdin), one per line, due "
-                        f"now (at most {MAX_ADD_URLS:,} URLs of {MAX_LINE_BYTES:,} bytes)")
+    parser.add_argument(
+        "--within",
+        type=float,
+        default=0.0,
+        metavar="SECS",
+        help="also list URLs due in the next SECS seconds (listing only)",
+    )
+    parser.add_argument(
+        "--limit",
+        type=int,
+        default=1000,
+        help=f"at most this many URLs (default 1000, at most {MAX_LIMIT:,})",
+    )
+    parser.add_argument(
+        "--claim", action="store_true", help="lease the listed URLs (SIMHASH_RECRAWL_LEASE_SECS)"
+    )
+    parser.add_argument(
+        "--lease-secs",
+        type=float,
+        default=None,
+        metavar="SECS",
+        help="lease length for --claim / --push-redis-key",
+    )
+    parser.add_argument(
+        "--push-redis-key",
+        metavar="KEY",
+        help="claim due URLs and push them to this Redis list (or set)",
+    )
+    parser.add_argument(
+        "--redis", metavar="URL", help="Redis of the scrapy-redis spider (default: the store URL)"
+    )
+    parser.add_argument(
+        "--as-set",
+        action="store_true",
+        help="SADD instead of RPUSH (scrapy-redis REDIS_START_URLS_AS_SET)",
+    )
+    parser.add_argument(
+        "--add",
+        metavar="FILE",
+        help="queue the http(s) URLs in FILE ('-' = stdin), one per line, due "
+        f"now (at most {MAX_ADD_URLS:,} URLs of {MAX_LINE_BYTES:,} bytes)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object per URL")
     parser.set_defaults(func=run)
 
@@ -81,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
         # --within widens a listing only: a claim takes the URLs due now.
         print(
             "note: --within is ignored with --claim and --push-redis-key: only URLs due now "
-            "are claimed (--within without them lists the later ones)", file=sys.stderr,
+            "are claimed (--within without them lists the later ones)",
+            file=sys.stderr,
         )
     if args.push_redis_key:
         _push_target(args)  # a bad target is an error before anything is claimed
@@ -102,15 +128,27 @@ def run(args: argparse.Namespace) -> int:
             else store.due(within=args.within, limit=args.limit)
         )
         if not due and not store.count():
-            print(f"no recrawl state in {store_place(store)} (another spider's? pass --spider "
-                  "NAME or --namespace NAME)", file=sys.stderr)
+            print(
+                f"no recrawl state in {store_place(store)} (another spider's? pass --spider "
+                "NAME or --namespace NAME)",
+                file=sys.stderr,
+            )
             return 1
         if not due:
             print(_nothing_due(store, args), file=sys.stderr)
     for item in due:
         if args.json:
-            print(json.dumps({"url": item.url, "due": item.due, "visits": item.visits,
-                              "etag": item.etag, "last_modified": item.last_modified}))
+            print(
+                json.dumps(
+                    {
+                        "url": item.url,
+                        "due": item.due,
+                        "visits": item.visits,
+                        "etag": item.etag,
+                        "last_modified": item.last_modified,
+                    }
+                )
+            )
         else:
             print(f"{when(item.due)}\t{item.visits}\t{item.url}")
     return 0
@@ -123,7 +161,7 @@ def _nothing_due(store: RecrawlStore, args: argparse.Namespace) -> str:
     if not upcoming:
         return (
             f"nothing due {window}, and none of the {store.count()} URL(s) of "
-            f"{store_place(store)} is scheduled again (retired after \"not found\" answers in "
+            f'{store_place(store)} is scheduled again (retired after "not found" answers in '
             "a row: 'schedule URL' says so for one URL)"
         )
     first = upcoming[0].due
@@ -133,7 +171,9 @@ def _nothing_due(store: RecrawlStore, args: argparse.Namespace) -> str:
     # --within lists only: a claim can take them once they are due, not before.
     hint = (
         f"none can be claimed before then; 'due --within {math.ceil(ahead)}' without "
-        "--claim lists them" if args.claim else f"--within {math.ceil(ahead)} lists them"
+        "--claim lists them"
+        if args.claim
+        else f"--within {math.ceil(ahead)} lists them"
     )
     return (
         f"nothing due {window}; next {count} {urls} due from {when(first)} (in "

@@ -60,7 +60,8 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("paths", nargs="+", metavar="PATH")
     parser.add_argument(
-        "--no-templates", action="store_true",
+        "--no-templates",
+        action="store_true",
         help="read every file on its own, without learning its host's template",
     )
     add_text_option(parser)
@@ -123,7 +124,10 @@ def _check_count(paths: Sequence[str]) -> None:
 
 
 def _read(
-    fingerprinter: Fingerprinter, path: str, text: bool, host: str,
+    fingerprinter: Fingerprinter,
+    path: str,
+    text: bool,
+    host: str,
     templates: LocalMemory | None,
 ) -> Document:
     """:func:`load` with bounds: a path that is no regular file (a FIFO would block on

@@ -40,7 +40,8 @@ from scrapy_simhash.settings import (
 
 def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
     stats = subparsers.add_parser(
-        "stats", parents=[common],
+        "stats",
+        parents=[common],
         help="pages kept, near-duplicates dropped, URLs scheduled for recrawl and due now "
         "(the namespace, over all crawls)",
         description="What a crawl's namespace holds, over all the crawls that wrote it: "
@@ -52,12 +53,15 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
     )
     add_store_options(stats, items=True)
     stats.add_argument(
-        "-v", "--verbose", action="store_true",
+        "-v",
+        "--verbose",
+        action="store_true",
         help="also the index's internals: band tables, layout and bucket sizes",
     )
     stats.set_defaults(func=run_stats)
     lookup = subparsers.add_parser(
-        "lookup", parents=[common],
+        "lookup",
+        parents=[common],
         help="the fingerprint stored for URL, or the page it was dropped as a copy of",
         description="What the namespace knows of URL: its fingerprint, the page it was "
         "dropped as a copy of, or the URL its page is filed under (it reached the spider "
@@ -68,7 +72,8 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
     add_store_options(lookup, items=True)
     lookup.set_defaults(func=run_lookup)
     similar = subparsers.add_parser(
-        "similar", parents=[common],
+        "similar",
+        parents=[common],
         help="stored pages within SIMHASH_MAX_DISTANCE bits of a URL, a file or a fingerprint",
         description="TARGET is a stored URL, a local HTML file (fingerprinted as the crawl "
         "would) or a hexadecimal fingerprint.",
@@ -77,7 +82,8 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
     add_store_options(similar, items=True)
     similar.set_defaults(func=run_similar)
     reset = subparsers.add_parser(
-        "reset", parents=[common],
+        "reset",
+        parents=[common],
         help="clear everything a namespace holds (index, drop records, URL rules, recrawl "
         "schedule)",
         description="Clear the index (rebuilt with the current settings), its drop records, "
@@ -85,7 +91,8 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
     )
     add_store_options(reset, items=True)
     reset.add_argument(
-        "--yes", action="store_true",
+        "--yes",
+        action="store_true",
         help="reset a Redis namespace without asking (every crawler process sharing it "
         "loses its state); needed when standard input is not a terminal",
     )
@@ -117,20 +124,27 @@ def run_stats(args: argparse.Namespace) -> int:
     rows = [
         (f"{things} kept", str(kept), "one fingerprint each in the index"),
         (
-            "near-duplicates dropped", str(len(records.dropped)),
+            "near-duplicates dropped",
+            str(len(records.dropped)),
             "URLs dropped when last fetched: 'lookup URL' says of what",
         ),
     ]
     if records.marked:
-        rows.append((
-            "near-duplicates marked", str(len(records.marked)),
-            "reached the spider marked as copies, not dropped (SIMHASH_DROP_DUPLICATES off)",
-        ))
+        rows.append(
+            (
+                "near-duplicates marked",
+                str(len(records.marked)),
+                "reached the spider marked as copies, not dropped (SIMHASH_DROP_DUPLICATES off)",
+            )
+        )
     if records.filed:
-        rows.append((
-            "kept under another URL", str(len(records.filed)),
-            "reached the spider, their page filed under the canonical or preferred URL",
-        ))
+        rows.append(
+            (
+                "kept under another URL",
+                str(len(records.filed)),
+                "reached the spider, their page filed under the canonical or preferred URL",
+            )
+        )
     if things == "pages":
         rows.extend(_recrawl_rows(args, target))
     print(
@@ -152,7 +166,9 @@ def _recrawl_rows(args: argparse.Namespace, target: Target) -> list[tuple[str, s
 
     config = recrawl_config(target.settings)
     with open_recrawl_store(
-        target.url, namespace=target.namespace, config=config,
+        target.url,
+        namespace=target.namespace,
+        config=config,
         options=backend_options(target.settings),
     ) as store:
         tracked = store.count()
@@ -164,8 +180,9 @@ def _recrawl_rows(args: argparse.Namespace, target: Target) -> list[tuple[str, s
     retired = tracked - scheduled if scheduled < _COUNT_CAP else 0
     return [
         (
-            "URLs scheduled for recrawl", _capped(scheduled if retired else tracked),
-            f"{retired} more retired after \"not found\" answers" if retired else "",
+            "URLs scheduled for recrawl",
+            _capped(scheduled if retired else tracked),
+            f'{retired} more retired after "not found" answers' if retired else "",
         ),
         ("due now", _capped(due_now), "'due' lists them" if due_now else ""),
     ]
@@ -183,7 +200,8 @@ def _internals(stats: IndexStats) -> list[tuple[str, str, str]]:
         ("layout", stats.layout, "blocks the bits are cut into x blocks keying a table"),
         ("buckets", str(stats.buckets), "groups of band records, over all tables"),
         (
-            "largest bucket", str(stats.largest_bucket),
+            "largest bucket",
+            str(stats.largest_bucket),
             "band records in the fullest group: what one lookup may read at most",
         ),
         ("mean bucket", f"{stats.mean_bucket:.2f}", "band records per group, on average"),
@@ -210,7 +228,11 @@ def run_lookup(args: argparse.Namespace) -> int:
 
 
 def _story(
-    index: Any, key: str, record: DropRecord, stored: bool, bits: int,
+    index: Any,
+    key: str,
+    record: DropRecord,
+    stored: bool,
+    bits: int,
     hosts: tuple[str, ...] = (),
 ) -> str:
     """One line on what ``record`` says of ``key`` (``stored``: it has an entry; ``hosts``:
@@ -333,7 +355,9 @@ def _not_indexed(args: argparse.Namespace, target: Target, key: str) -> str:
             "(with SIMHASH_RECRAWL_ENABLED off no store records fetches, which would tell which)"
         )
     with open_recrawl_store(
-        target.url, namespace=target.namespace, config=config,
+        target.url,
+        namespace=target.namespace,
+        config=config,
         options=backend_options(target.settings),
     ) as store:
         state = store.get(key)
@@ -345,8 +369,7 @@ def _not_indexed(args: argparse.Namespace, target: Target, key: str) -> str:
     if not state.visits:
         return f"not in the index: not fetched yet, queued for a first fetch (due {when(state.next_due)})"
     fetched = (
-        f"fetched {state.visits} time(s), last {when(state.last_fetch)} with status "
-        f"{state.status}"
+        f"fetched {state.visits} time(s), last {when(state.last_fetch)} with status {state.status}"
     )
     if state.status == 0 or (state.status is not None and not 200 <= state.status < 400):
         answer = "the download failed" if state.status == 0 else "no page came back"
@@ -398,8 +421,10 @@ def run_similar(args: argparse.Namespace) -> int:
             if stored is None and name is not None and name != key:
                 record = index.drop_of(key)
                 filed = record is not None and kind(record, index.drop_of) == FILED_ELSEWHERE
-                how = "reached the spider, its page filed under" if filed else (
-                    "dropped as a copy of"
+                how = (
+                    "reached the spider, its page filed under"
+                    if filed
+                    else ("dropped as a copy of")
                 )
                 print(f"{key}: {how} {name}; its neighbours:")
                 key, stored = name, index.entry(name)
@@ -418,7 +443,8 @@ def run_similar(args: argparse.Namespace) -> int:
         else:
             apart = score(signature, match.signature)
             test = "distinct: set apart by the second test" + (
-                f" (signatures {apart} bits apart, {limit} confirm)" if apart is not None
+                f" (signatures {apart} bits apart, {limit} confirm)"
+                if apart is not None
                 else " (exact digests differ)"
             )
         print(f"{match.distance:>3}  {to_hex(match.fingerprint, bits)}  {match.key}  {test}")
@@ -464,7 +490,8 @@ def _reset_agreed(args: argparse.Namespace, url: str, namespace: str) -> bool:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         print(
             f"reset: not done: {shared}. Standard input is not a terminal to ask on: pass "
-            "--yes to reset it", file=sys.stderr,
+            "--yes to reset it",
+            file=sys.stderr,
         )
         return False
     try:

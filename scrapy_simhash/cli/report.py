@@ -70,13 +70,22 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
         ),
     )
     add_store_options(parser, items=True)
-    parser.add_argument("--png", metavar="FILE",
-                        help='also draw the report into FILE (needs matplotlib: pip install '
-                        '"scrapy-simhash[plot]")')
-    parser.add_argument("--top", type=int, default=8, metavar="N",
-                        help="largest clusters shown (default 8)")
-    parser.add_argument("--hosts", type=int, default=10, metavar="N",
-                        help="hosts shown, most pages first; the rest are summed (default 10)")
+    parser.add_argument(
+        "--png",
+        metavar="FILE",
+        help="also draw the report into FILE (needs matplotlib: pip install "
+        '"scrapy-simhash[plot]")',
+    )
+    parser.add_argument(
+        "--top", type=int, default=8, metavar="N", help="largest clusters shown (default 8)"
+    )
+    parser.add_argument(
+        "--hosts",
+        type=int,
+        default=10,
+        metavar="N",
+        help="hosts shown, most pages first; the rest are summed (default 10)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(func=run)
 
@@ -155,17 +164,14 @@ def clusters_of(
         distance = record.distance if record.distance <= MAX_DISTANCE else None
         groups.setdefault(name, []).append((record.url, distance))
     clusters = [
-        Cluster(kept, sorted(copies, key=lambda c: (c[1] is None, c[1] or 0, c[0])),
-                kept in stored)
+        Cluster(kept, sorted(copies, key=lambda c: (c[1] is None, c[1] or 0, c[0])), kept in stored)
         for kept, copies in groups.items()
     ]
     clusters.sort(key=lambda c: (-len(c.copies), c.kept))
     return clusters
 
 
-def rate_bins(
-    states: list[PageState], config: RecrawlConfig
-) -> tuple[list[tuple[str, int]], int]:
+def rate_bins(states: list[PageState], config: RecrawlConfig) -> tuple[list[tuple[str, int]], int]:
     """Pages per change-rate bin, and apart the pages whose rate is still the prior's (as
     ``schedule`` shows both: "1/day with prior, 0/day from history alone")."""
     counts = Counter[str]()
@@ -256,11 +262,15 @@ def summary(report: Report) -> str:
     pages = report.kept + report.dropped
     filed = (
         f"; {report.filed} URL(s) reached the spider with their page filed under another "
-        "(canonical or preferred) URL" if report.filed else ""
+        "(canonical or preferred) URL"
+        if report.filed
+        else ""
     )
     marked = (
         f"; {report.marked} near-duplicate(s) reached the spider marked as copies, not "
-        "dropped (SIMHASH_DROP_DUPLICATES off)" if report.marked else ""
+        "dropped (SIMHASH_DROP_DUPLICATES off)"
+        if report.marked
+        else ""
     )
     return (
         f"{pages} pages fingerprinted: {report.kept} kept, {report.dropped} dropped as "
@@ -282,7 +292,9 @@ def render(report: Report) -> str:
         lines.append(f"  {_cut(host, width):<{width}} {kept:>5}  {dropped:>7}")
     lines.append("")
     if report.clusters:
-        lines.append("largest near-duplicate clusters (URL kept <- copies dropped, distance in bits)")
+        lines.append(
+            "largest near-duplicate clusters (URL kept <- copies dropped, distance in bits)"
+        )
         for number, cluster in enumerate(report.clusters, 1):
             gone = "" if cluster.kept_stored else "  (no longer in the index)"
             lines.append(f"  {number}. {cluster.kept}  {_copies(len(cluster.copies))}{gone}")
@@ -306,8 +318,7 @@ def render(report: Report) -> str:
     )
     lines.extend(f"  {name:<18} {n:>6}" for name, n in report.rates)
     lines.append(
-        f"  {TOO_LITTLE_HISTORY:<18} {report.too_little_history:>6}   "
-        f"({_prior_note(report)})"
+        f"  {TOO_LITTLE_HISTORY:<18} {report.too_little_history:>6}   ({_prior_note(report)})"
     )
     lines.append("")
     lines.append(f"next visits (from {when(report.at)})")
@@ -341,7 +352,7 @@ def _cut(text: str, width: int) -> str:
     if len(text) <= width:
         return text
     half = (width - 1) // 2
-    return f"{text[:half]}…{text[-(width - 1 - half):]}"
+    return f"{text[:half]}…{text[-(width - 1 - half) :]}"
 
 
 def _label(url: str, single_host: bool) -> str:
@@ -370,8 +381,17 @@ def draw(report: Report, path: str) -> None:
 
 
 def _empty(axes: Any, text: str) -> None:
-    axes.text(0.5, 0.5, text, ha="center", va="center", wrap=True, fontsize=10, color="0.35",
-              transform=axes.transAxes)
+    axes.text(
+        0.5,
+        0.5,
+        text,
+        ha="center",
+        va="center",
+        wrap=True,
+        fontsize=10,
+        color="0.35",
+        transform=axes.transAxes,
+    )
     axes.set_xticks([])
     axes.set_yticks([])
 
@@ -391,21 +411,35 @@ def _draw_hosts(axes: Any, report: Report) -> None:
     dropped = [h[2] for h in hosts]
     height = 0.6
     left = axes.barh(names, kept, height, color="tab:green", label="kept (unique content)")
-    right = axes.barh(names, dropped, height, left=kept, color="tab:orange",
-                      label="dropped (near-duplicate of a kept page)")
-    axes.bar_label(left, labels=[str(k) if k else "" for k in kept], label_type="center",
-                   color="white", fontsize=9)
-    axes.bar_label(right, labels=[str(d) if d else "" for d in dropped], label_type="center",
-                   fontsize=9)
+    right = axes.barh(
+        names,
+        dropped,
+        height,
+        left=kept,
+        color="tab:orange",
+        label="dropped (near-duplicate of a kept page)",
+    )
+    axes.bar_label(
+        left,
+        labels=[str(k) if k else "" for k in kept],
+        label_type="center",
+        color="white",
+        fontsize=9,
+    )
+    axes.bar_label(
+        right, labels=[str(d) if d else "" for d in dropped], label_type="center", fontsize=9
+    )
     axes.set_xlabel("pages")
     axes.set_ylim(-0.5, len(names) - 0.5)
-    axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, fontsize=8,
-                frameon=False)
+    axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, fontsize=8, frameon=False)
 
 
 def _draw_clusters(axes: Any, report: Report) -> None:
-    shown = (f" ({len(report.clusters)} of {report.clusters_total})"
-             if report.clusters_total > len(report.clusters) else "")
+    shown = (
+        f" ({len(report.clusters)} of {report.clusters_total})"
+        if report.clusters_total > len(report.clusters)
+        else ""
+    )
     axes.set_title(f"Largest near-duplicate clusters{shown}", fontsize=11)
     if not report.clusters:
         _empty(axes, "no near-duplicates dropped")
@@ -419,8 +453,10 @@ def _draw_clusters(axes: Any, report: Report) -> None:
         f"{_copies(len(c.copies))}, e.g. {_label(c.copies[0][0], single)}" for c in clusters
     ]
     axes.bar_label(bars, labels=examples, padding=3, fontsize=8)
-    axes.set_xlabel("copies dropped in favour of the URL kept (named on the left)"
-                    + (f"\nall on {netloc_shown(report.clusters[0].kept)}" if single else ""))
+    axes.set_xlabel(
+        "copies dropped in favour of the URL kept (named on the left)"
+        + (f"\nall on {netloc_shown(report.clusters[0].kept)}" if single else "")
+    )
     axes.xaxis.get_major_locator().set_params(integer=True)
     axes.set_xlim(0, max(sizes) * 2.8)  # room for the examples
 
@@ -436,8 +472,13 @@ def _draw_rates(axes: Any, report: Report) -> None:
     bars = axes.bar(names, values, color="tab:blue")
     _counts(axes, bars, values)
     # Apart, in grey: pages whose rate is still the prior's, not an estimate.
-    apart = axes.bar([f"too little\nhistory (prior\n{report.prior_per_day:g}/day)"],
-                     [report.too_little_history], color="0.75", hatch="//", edgecolor="0.45")
+    apart = axes.bar(
+        [f"too little\nhistory (prior\n{report.prior_per_day:g}/day)"],
+        [report.too_little_history],
+        color="0.75",
+        hatch="//",
+        edgecolor="0.45",
+    )
     _counts(axes, apart, [report.too_little_history])
     axes.set_ylabel("pages")
     axes.set_xlabel(

@@ -45,11 +45,15 @@ def run(args: argparse.Namespace) -> int:
     if state is None:
         named = _named_by(args)
         if named is not None:
-            print(f"{args.url}: its page's history is under {named}, which names the page "
-                  f"now (`lookup {args.url}` says why): `schedule {named}`")
+            print(
+                f"{args.url}: its page's history is under {named}, which names the page "
+                f"now (`lookup {args.url}` says why): `schedule {named}`"
+            )
         else:
-            print(f"{args.url}: not in {place} (never fetched, or another spider's: pass "
-                  "--spider NAME)")
+            print(
+                f"{args.url}: not in {place} (never fetched, or another spider's: pass "
+                "--spider NAME)"
+            )
         return 1
     report = describe(state, policy)
     if args.json:
@@ -102,32 +106,45 @@ def describe(state: PageState, policy: str) -> dict[str, Any]:
 
 def _next_visit(report: dict[str, Any]) -> str:
     if report["retired"]:
-        return f"  retired after {report['misses']} \"not found\" answers in a row: not revisited"
+        return f'  retired after {report["misses"]} "not found" answers in a row: not revisited'
     failing = (
         f" ({report['failures']} failed fetch(es) in a row: retrying with backoff)"
-        if report["failures"] else ""
+        if report["failures"]
+        else ""
     )
-    return f"  next visit {when(report['next_due'])} (in {duration(report['due_in_secs'])}){failing}"
+    return (
+        f"  next visit {when(report['next_due'])} (in {duration(report['due_in_secs'])}){failing}"
+    )
 
 
 def render(report: dict[str, Any]) -> str:
     """Format :func:`describe` for a terminal."""
     if not report["visits"]:
-        return (f"{report['url']}\n  not fetched yet: queued, due {when(report['next_due'])} "
-                f"(in {duration(report['due_in_secs'])})")
+        return (
+            f"{report['url']}\n  not fetched yet: queued, due {when(report['next_due'])} "
+            f"(in {duration(report['due_in_secs'])})"
+        )
     changed = "".join("X" if h["changed"] else "." for h in report["history"])
     lines = [
         report["url"],
-        (f"  visits {report['visits']}, changes {report['changes']} "
-        f"(first {when(report['first_fetch'])}, last {when(report['last_fetch'])}, "
-        f"status {report['last_status']})"),
+        (
+            f"  visits {report['visits']}, changes {report['changes']} "
+            f"(first {when(report['first_fetch'])}, last {when(report['last_fetch'])}, "
+            f"status {report['last_status']})"
+        ),
         f"  recent comparisons (oldest first, X = changed): {changed or '-'}",
-        (f"  change rate {report['rate_per_day']:.3g}/day with prior, "
-        f"{report['mle_rate_per_day_without_prior']:.3g}/day from history alone"),
-        (f"  policy {report['policy']}: every {duration(report['interval_secs'])}, "
-        f"expected freshness {report['expected_freshness']:.2f}"),
+        (
+            f"  change rate {report['rate_per_day']:.3g}/day with prior, "
+            f"{report['mle_rate_per_day_without_prior']:.3g}/day from history alone"
+        ),
+        (
+            f"  policy {report['policy']}: every {duration(report['interval_secs'])}, "
+            f"expected freshness {report['expected_freshness']:.2f}"
+        ),
         _next_visit(report),
-        (f"  validators: ETag {report['etag'] or '-'}, Last-Modified "
-        f"{report['last_modified'] or '-'}"),
+        (
+            f"  validators: ETag {report['etag'] or '-'}, Last-Modified "
+            f"{report['last_modified'] or '-'}"
+        ),
     ]
     return "\n".join(lines)

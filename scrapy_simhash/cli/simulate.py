@@ -94,27 +94,61 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
         epilog=LEGEND,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--pages", type=int, default=200,
-                        help=f"simulated pages, at most {MAX_PAGES:,} (default 200)")
-    parser.add_argument("--days", type=float, default=30.0,
-                        help=f"simulated days, at most {MAX_DAYS:g} (default 30)")
-    parser.add_argument("--warmup-days", type=float, default=10.0,
-                        help="days left out of the figures while estimates settle (default 10)")
-    parser.add_argument("--fetches-per-page-per-day", type=float, default=1.0, metavar="F",
-                        help="budget: F x pages fetches a day (default 1)")
+    parser.add_argument(
+        "--pages",
+        type=int,
+        default=200,
+        help=f"simulated pages, at most {MAX_PAGES:,} (default 200)",
+    )
+    parser.add_argument(
+        "--days",
+        type=float,
+        default=30.0,
+        help=f"simulated days, at most {MAX_DAYS:g} (default 30)",
+    )
+    parser.add_argument(
+        "--warmup-days",
+        type=float,
+        default=10.0,
+        help="days left out of the figures while estimates settle (default 10)",
+    )
+    parser.add_argument(
+        "--fetches-per-page-per-day",
+        type=float,
+        default=1.0,
+        metavar="F",
+        help="budget: F x pages fetches a day (default 1)",
+    )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--rates-file", metavar="FILE",
-                        help="true change rates per day, one per line (else log-uniform, "
-                        "hourly to quarterly)")
-    parser.add_argument("--trivial-fraction", type=float, default=0.5,
-                        help="share of pages with trivial changes (default 0.5)")
-    parser.add_argument("--trivial-per-day", type=float, default=24.0,
-                        help="trivial changes a day on those pages (default 24)")
-    parser.add_argument("--png", metavar="FILE",
-                        help="also draw freshness against budget for --budgets into FILE "
-                        '(needs matplotlib: pip install "scrapy-simhash[plot]")')
-    parser.add_argument("--budgets", default="0.25,0.5,1,2,4", metavar="F,F,...",
-                        help="fetches per page per day drawn by --png")
+    parser.add_argument(
+        "--rates-file",
+        metavar="FILE",
+        help="true change rates per day, one per line (else log-uniform, hourly to quarterly)",
+    )
+    parser.add_argument(
+        "--trivial-fraction",
+        type=float,
+        default=0.5,
+        help="share of pages with trivial changes (default 0.5)",
+    )
+    parser.add_argument(
+        "--trivial-per-day",
+        type=float,
+        default=24.0,
+        help="trivial changes a day on those pages (default 24)",
+    )
+    parser.add_argument(
+        "--png",
+        metavar="FILE",
+        help="also draw freshness against budget for --budgets into FILE "
+        '(needs matplotlib: pip install "scrapy-simhash[plot]")',
+    )
+    parser.add_argument(
+        "--budgets",
+        default="0.25,0.5,1,2,4",
+        metavar="F,F,...",
+        help="fetches per page per day drawn by --png",
+    )
     parser.add_argument("--json", action="store_true", help="print results as JSON")
     parser.set_defaults(func=run)
 
@@ -130,9 +164,11 @@ def run(args: argparse.Namespace) -> int:
 
         pyplot()  # a missing matplotlib is said before minutes of simulation
     if not args.json:  # first, so a long run is seen to have started
-        print(f"{len(population)} pages, {args.days:g} days ({args.warmup_days:g} warm-up), "
-              f"{fetches_per_day(args.fetches_per_page_per_day)}, seed {args.seed}",
-              flush=True)
+        print(
+            f"{len(population)} pages, {args.days:g} days ({args.warmup_days:g} warm-up), "
+            f"{fetches_per_day(args.fetches_per_page_per_day)}, seed {args.seed}",
+            flush=True,
+        )
     with bar(_POLICIES * (1 + len(budgets)), "policy runs") as progress:
         results = _run(args, population, config, args.fetches_per_page_per_day, progress)
         curves = _curves(args, population, config, budgets, progress) if args.png else {}
@@ -195,8 +231,14 @@ def _check_numbers(args: argparse.Namespace) -> None:
             f"--days ({args.days:g}) must be longer than --warmup-days ({args.warmup_days:g}): "
             "the figures are measured after the warm-up"
         )
-    check_range("--fetches-per-page-per-day", args.fetches_per_page_per_day, 0, MAX_PER_DAY,
-                above_low=True, why=_PER_DAY_WHY)
+    check_range(
+        "--fetches-per-page-per-day",
+        args.fetches_per_page_per_day,
+        0,
+        MAX_PER_DAY,
+        above_low=True,
+        why=_PER_DAY_WHY,
+    )
     check_range("--trivial-fraction", args.trivial_fraction, 0, 1, why=" (a share of the pages)")
     check_range("--trivial-per-day", args.trivial_per_day, 0, MAX_PER_DAY, why=_PER_DAY_WHY)
 
@@ -220,8 +262,9 @@ def _read_rates(path: str) -> list[float]:
     """One change rate a line (its first field; ``#`` comments and blank lines skipped),
     each checked, at most MAX_PAGES of them."""
     rates: list[float] = []
-    for number, line in bounded_lines(path, what="--rates-file", max_line_bytes=1024,
-                                      max_bytes=16 * 1024 * 1024):
+    for number, line in bounded_lines(
+        path, what="--rates-file", max_line_bytes=1024, max_bytes=16 * 1024 * 1024
+    ):
         fields = line.split()
         if not fields or fields[0].startswith("#"):
             continue
@@ -267,8 +310,7 @@ def _budgets(args: argparse.Namespace) -> list[float]:
             f"--budgets takes at most {MAX_BUDGETS} budgets (each is a simulation of its own)"
         )
     for budget in budgets:
-        check_range("each of --budgets", budget, 0, MAX_PER_DAY, above_low=True,
-                    why=_PER_DAY_WHY)
+        check_range("each of --budgets", budget, 0, MAX_PER_DAY, above_low=True, why=_PER_DAY_WHY)
     return budgets
 
 
@@ -292,8 +334,9 @@ def fetches_per_day(budget: float) -> str:
     return f"{budget:g} {'fetch' if budget == 1 else 'fetches'}/page/day"
 
 
-def _draw(args: argparse.Namespace, curves: dict[str, list[tuple[float, float]]],
-          pages: int) -> None:
+def _draw(
+    args: argparse.Namespace, curves: dict[str, list[tuple[float, float]]], pages: int
+) -> None:
     from scrapy_simhash.cli._plot import pyplot, save
 
     plt = pyplot()
@@ -304,8 +347,11 @@ def _draw(args: argparse.Namespace, curves: dict[str, list[tuple[float, float]]]
     axes.axvline(args.fetches_per_page_per_day, color="0.35", linestyle="--", linewidth=1)
     axes.annotate(
         f"budget of the printed table\n{fetches_per_day(args.fetches_per_page_per_day)}",
-        (args.fetches_per_page_per_day, 0.02), xytext=(4, 0), textcoords="offset points",
-        fontsize=8, color="0.3",
+        (args.fetches_per_page_per_day, 0.02),
+        xytext=(4, 0),
+        textcoords="offset points",
+        fontsize=8,
+        color="0.3",
     )
     axes.set_xscale("log", base=2)
     axes.xaxis.set_major_formatter(plt.FuncFormatter(lambda value, _: f"{value:g}"))
@@ -315,12 +361,16 @@ def _draw(args: argparse.Namespace, curves: dict[str, list[tuple[float, float]]]
     axes.set_ylabel("freshness (share of time a page's copy is up to date, 0-1)")
     axes.set_title(
         f"Recrawl policies at equal fetch budgets: {pages} pages, {args.days:g} days "
-        f"({args.warmup_days:g} warm-up), seed {args.seed}", fontsize=10,
+        f"({args.warmup_days:g} warm-up), seed {args.seed}",
+        fontsize=10,
     )
     axes.grid(True, alpha=0.3)
     axes.legend(title="policy", fontsize=8, loc="lower right")
     figure.tight_layout()
     save(figure, args.png)
-    print(f"wrote {args.png}: freshness against fetches/page/day "
-          f"{min(x for p in curves.values() for x, _ in p):g}.."
-          f"{max(x for p in curves.values() for x, _ in p):g}", file=sys.stderr)
+    print(
+        f"wrote {args.png}: freshness against fetches/page/day "
+        f"{min(x for p in curves.values() for x, _ in p):g}.."
+        f"{max(x for p in curves.values() for x, _ in p):g}",
+        file=sys.stderr,
+    )

@@ -19,7 +19,8 @@ from scrapy_simhash.settings import backend_options, fingerprint_config
 
 def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
     upgrade = subparsers.add_parser(
-        "upgrade", parents=[common],
+        "upgrade",
+        parents=[common],
         help="carry state an earlier release wrote over to this version's (the recrawl "
         "history; the near-duplicate index is emptied)",
         description="Carry the recrawl schedule an earlier release wrote (each URL's learned "
@@ -31,7 +32,10 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
     )
     add_store_options(upgrade)
     upgrade.add_argument(
-        "--batch", type=int, default=None, metavar="N",
+        "--batch",
+        type=int,
+        default=None,
+        metavar="N",
         help="URLs carried over per transaction or script call (default 10000)",
     )
     upgrade.set_defaults(func=run_upgrade)
@@ -60,9 +64,12 @@ def run_upgrade(args: argparse.Namespace) -> int:
         print(f"  {moved:,} recrawl states carried over", flush=True)
 
     done = upgrade(
-        url, target.namespace, batch=batch,
+        url,
+        target.namespace,
+        batch=batch,
         index_options=index_options(target, fingerprinter),
-        options=backend_options(target.settings), progress=progress,
+        options=backend_options(target.settings),
+        progress=progress,
     )
     if not done.recrawl_states and not done.indexes_emptied:
         print(f"{place}: nothing to upgrade (no state of an earlier release)")

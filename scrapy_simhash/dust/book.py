@@ -237,4 +237,3 @@ class RuleBook(Generic[T]):
     def waiting_for(self, url: str) -> list[Check]:
         """The checks that waited for ``url``'s page (forgotten once returned)."""
         return self._pending.pop(url, [])
-

@@ -35,8 +35,7 @@ def format_rules(
     lines = [f"{'status':<9}{'support':>8}{'checked':>8}{'counter':>8}  host  rule"]
     for s in rows:
         line = (
-            f"{state_of(s):<9}{s.support:>8}{s.checks:>8}{s.counterexamples:>8}  {s.host}  "
-            f"{s.rule}"
+            f"{state_of(s):<9}{s.support:>8}{s.checks:>8}{s.counterexamples:>8}  {s.host}  {s.rule}"
         )
         if s.example:
             line += f"  ({s.example})"

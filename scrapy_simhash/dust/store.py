@@ -146,7 +146,10 @@ class MemoryRuleStore(RuleStore):
         with self._lock:
             return [
                 RuleState(
-                    host, rule, len(pairs), *self._dead.get((host, rule), (0, "")),
+                    host,
+                    rule,
+                    len(pairs),
+                    *self._dead.get((host, rule), (0, "")),
                     len(self._checks.get((host, rule), ())),
                 )
                 for (host, rule), pairs in sorted(self._pairs.items())
@@ -244,10 +247,13 @@ class SqliteRuleStore(RuleStore):
         ns = self.namespace
         try:
             with self.connection.writing() as db:
-                if db.execute(
-                    "SELECT 1 FROM simhash_dust_rules WHERE ns=? AND host=? AND rule=?",
-                    (ns, host, rule),
-                ).fetchone() is None:
+                if (
+                    db.execute(
+                        "SELECT 1 FROM simhash_dust_rules WHERE ns=? AND host=? AND rule=?",
+                        (ns, host, rule),
+                    ).fetchone()
+                    is None
+                ):
                     return 0  # not a recorded rule (none are beyond MAX_RULES)
                 row = db.execute(
                     "SELECT passed FROM simhash_dust_checks WHERE ns=? AND host=? AND rule=?",
@@ -385,9 +391,7 @@ class RedisRuleStore(RuleStore):
         field = f"{host}\0{rule}"
         pair = struct.pack(">q", pair_digest(host, rule, copy, kept))  # names host and rule
         try:
-            return int(self._support(
-                keys=self._keys[:2], args=[field, pair, MAX_PAIRS, MAX_RULES]
-            ))
+            return int(self._support(keys=self._keys[:2], args=[field, pair, MAX_PAIRS, MAX_RULES]))
         except self._errors as exc:
             raise self._error("support", exc) from exc
 

@@ -48,7 +48,10 @@ class SimhashCommand(ScrapyCommand):
         # A parser that keeps its own help (not Scrapy's) refuses a second -h: left as is.
         with contextlib.suppress(argparse.ArgumentError):
             parser.add_argument(
-                "-h", "--help", action="store_true", dest="simhash_help",
+                "-h",
+                "--help",
+                action="store_true",
+                dest="simhash_help",
                 help="show the help of COMMAND (or the list of commands) and exit",
             )
 

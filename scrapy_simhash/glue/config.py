@@ -46,4 +46,3 @@ def _data_dir() -> str:
 def index_url(settings: Mapping[str, Any], *, create: bool = True) -> str:
     """The index URL a crawl in this project uses (``SIMHASH_INDEX_URL`` or the default)."""
     return simhash_settings.index_url(settings) or default_index_url(create=create)
-

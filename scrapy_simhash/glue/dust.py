@@ -144,10 +144,17 @@ class DustGlue:
         async def open_store() -> AsyncRuleStore:
             return AsyncRuleStore(lambda: open_rule_store(url, namespace, **options))
 
-        self.store = GuardedRules(guarded(
-            "SimHash URL rule store", url, open_store, guard, lambda: self._inc("store_error"),
-            outages, meanwhile="requests are fetched as without SIMHASH_DUST_ENABLED",
-        ))
+        self.store = GuardedRules(
+            guarded(
+                "SimHash URL rule store",
+                url,
+                open_store,
+                guard,
+                lambda: self._inc("store_error"),
+                outages,
+                meanwhile="requests are fetched as without SIMHASH_DUST_ENABLED",
+            )
+        )
         self.book: RuleBook[Request] = RuleBook(
             self.config.min_support, min_checks=self.config.min_checks
         )
@@ -179,7 +186,8 @@ class DustGlue:
         if self._store_failures == 1:
             logger.warning(
                 "SimHash URL rules: the rule store failed (%s); requests are fetched as "
-                "without SIMHASH_DUST_ENABLED while it does", exc,
+                "without SIMHASH_DUST_ENABLED while it does",
+                exc,
             )
 
     # -- the shared rules ----------------------------------------------------------------------
@@ -271,10 +279,17 @@ class DustGlue:
                 return
             self._inc("skipped")
             self._skips += 1
-            logger.debug("Not fetching %s: a copy of %s by URL rule(s) %s", request.url, kept,
-                         ", ".join(rules))
+            logger.debug(
+                "Not fetching %s: a copy of %s by URL rule(s) %s",
+                request.url,
+                kept,
+                ", ".join(rules),
+            )
             await send_signal(
-                self.crawler, signals.known_copy_skipped, request=request, kept_url=kept,
+                self.crawler,
+                signals.known_copy_skipped,
+                request=request,
+                kept_url=kept,
                 rules=rules,
             )
             raise KnownCopy(request.url, kept, rules)
@@ -353,8 +368,12 @@ class DustGlue:
             else:
                 logger.info(
                     "URL rule %s of %s learned (%d pairs): the requests it names copies of are "
-                    "fetched and checked until %d checks passed (%d so far)", rule, host,
-                    support, self.config.min_checks, self.book.checks_passed(Rule(host, rule)),
+                    "fetched and checked until %d checks passed (%d so far)",
+                    rule,
+                    host,
+                    support,
+                    self.config.min_checks,
+                    self.book.checks_passed(Rule(host, rule)),
                 )
 
     async def _passed(self, rules: tuple[Rule, ...], url: str, kept: str) -> None:
@@ -401,7 +420,9 @@ class DustGlue:
         example = f"{test.url} and {test.other} differ by {distance} bits"
         logger.info(
             "URL rule(s) %s of %s no longer trusted: %s",
-            ", ".join(rule.rule for rule in fresh), fresh[0].host, example,
+            ", ".join(rule.rule for rule in fresh),
+            fresh[0].host,
+            example,
         )
         requests = self.book.died(fresh)
         for rule in fresh:
@@ -426,11 +447,16 @@ class DustGlue:
             "SimHash URL rules: %d skipped as known copies (%d checked anyway: %d passed, "
             "%d failed), %d rule(s) trusted, %d still checked (fewer than %d checks passed), "
             "%d counterexample(s), %d request(s) queued again",
-            *(self.stats.get_value(f"simhash/dust/{n}", 0) for n in (
-                "skipped", "checks", "check_passed", "check_failed")),
-            trusted, on_trial, config.min_checks,
-            *(self.stats.get_value(f"simhash/dust/{n}", 0) for n in (
-                "counterexamples", "requeued")),
+            *(
+                self.stats.get_value(f"simhash/dust/{n}", 0)
+                for n in ("skipped", "checks", "check_passed", "check_failed")
+            ),
+            trusted,
+            on_trial,
+            config.min_checks,
+            *(
+                self.stats.get_value(f"simhash/dust/{n}", 0)
+                for n in ("counterexamples", "requeued")
+            ),
         )
         await self.store.aclose()
-

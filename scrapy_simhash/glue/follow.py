@@ -42,6 +42,7 @@ FILING_META = "_simhash_filing"
 #: Sent with ``token`` once the page of that token was delivered (internal).
 FILING_DELIVERED = object()
 
+
 def spider_middleware_installed(settings: Any) -> bool:
     """Whether SPIDER_MIDDLEWARES enables :class:`SimhashSpiderMiddleware` (by any path)."""
     from scrapy.utils.misc import load_object
@@ -68,8 +69,11 @@ class SimhashSpiderMiddleware:
         self._items: dict[str, int] = {}
         #: Tokens whose callback output ended.
         self._ended: set[str] = set()
-        for signal in (scrapy_signals.item_scraped, scrapy_signals.item_dropped,
-                       scrapy_signals.item_error):
+        for signal in (
+            scrapy_signals.item_scraped,
+            scrapy_signals.item_dropped,
+            scrapy_signals.item_error,
+        ):
             crawler.signals.connect(self._item_done, signal=signal)
 
     @classmethod
@@ -130,7 +134,8 @@ class SimhashSpiderMiddleware:
                 self.stats.inc_value("simhash/duplicate_items_dropped")
                 logger.debug(
                     "Dropped an item of near-duplicate %s (copy of %s)",
-                    response.url, info.get("duplicate_of") if info else None,
+                    response.url,
+                    info.get("duplicate_of") if info else None,
                 )
         finally:
             self._ended_output(token)

@@ -143,17 +143,28 @@ class OutageLog:
             trace = scrub("".join(traceback.format_exception(exc)), self.url)
             logger.error(
                 "%s failed unexpectedly: %s (%s; retrying every %gs):\n%s",
-                where, detail, guard.meanwhile, retry_after, trace.rstrip(),
+                where,
+                detail,
+                guard.meanwhile,
+                retry_after,
+                trace.rstrip(),
             )
         elif starts or untold:
             logger.error(
                 "%s is unavailable: %s (%s until it answers; retrying every %gs)",
-                where, detail, guard.meanwhile, retry_after,
+                where,
+                detail,
+                guard.meanwhile,
+                retry_after,
             )
         elif now - self._last_log >= self._log_interval:
             logger.error(
                 "%s at %s still failing: %d errors in the last %.0fs (last: %s)",
-                self._what, mask_url(self.url), self._unlogged, now - self._last_log, detail,
+                self._what,
+                mask_url(self.url),
+                self._unlogged,
+                now - self._last_log,
+                detail,
             )
         else:
             return
@@ -168,7 +179,9 @@ class OutageLog:
         if not self._failing:
             logger.warning(
                 "%s at %s is reachable again after %d errors",
-                self._what or guard.what, mask_url(self.url), self._errors,
+                self._what or guard.what,
+                mask_url(self.url),
+                self._errors,
             )
             self._errors = 0
             self._unlogged = 0
@@ -293,9 +306,7 @@ class Guarded(Generic[T]):
             if broken is not None:  # a damaged file: waiting will not mend it
                 await self._discard()
                 self.outages.forget(self)
-                self.unusable = described(
-                    ConfigurationError(broken_file_message(self.url, broken))
-                )
+                self.unusable = described(ConfigurationError(broken_file_message(self.url, broken)))
                 logger.error("%s", self.unusable)
                 raise self.unusable from None
             # Outages (BACKEND_ERRORS) and anything unexpected from a backend alike: the page
@@ -342,9 +353,15 @@ class Guarded(Generic[T]):
         self._creation = None  # the next backend names a creation of its own
         self._lost_cause = scrub(str(exc), self.url)
         if self._on_lost is None:
-            logger.info("%s at %s: %s; %s", self.what, mask_url(self.url), self._lost_cause,
-                        "opening the file now at its path" if self._reopen_lost else
-                        "not opened again (SIMHASH_ON_INDEX_LOST = 'close')")
+            logger.info(
+                "%s at %s: %s; %s",
+                self.what,
+                mask_url(self.url),
+                self._lost_cause,
+                "opening the file now at its path"
+                if self._reopen_lost
+                else "not opened again (SIMHASH_ON_INDEX_LOST = 'close')",
+            )
         if not self._reopen_lost:
             self._gone = exc
             self._tell_lost()

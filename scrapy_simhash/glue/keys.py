@@ -35,6 +35,7 @@ class CanonicalKeys:
         self.use_canonical = use_canonical
         self.canonicalize = canonicalize
         self.memory = memory if memory is not None else KeyMemory()
+
     def _normal(self, url: str) -> str:
         if self.canonicalize:
             from w3lib.url import canonicalize_url

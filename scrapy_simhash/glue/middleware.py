@@ -122,7 +122,9 @@ class SimhashDownloaderMiddleware:
         )
         self.stores = CrawlStores.open(
             crawler,
-            namespace=simhash_settings.namespace(settings, getattr(crawler.spidercls, "name", None)),
+            namespace=simhash_settings.namespace(
+                settings, getattr(crawler.spidercls, "name", None)
+            ),
             fingerprinter=self.runner.fingerprinter,
             guard=self.config.guard,
             count=self._inc,
@@ -167,9 +169,16 @@ class SimhashDownloaderMiddleware:
 
         stores, guard = self.stores, self.config.guard
         return DustGlue(
-            self.crawler, self.index, self.keys, url=stores.url, namespace=stores.namespace,
-            max_distance=stores.max_distance, bits=self.runner.fingerprinter.bits,
-            hamming=hamming, guard=guard, outages=outage_log(self.crawler, stores.url, guard),
+            self.crawler,
+            self.index,
+            self.keys,
+            url=stores.url,
+            namespace=stores.namespace,
+            max_distance=stores.max_distance,
+            bits=self.runner.fingerprinter.bits,
+            hamming=hamming,
+            guard=guard,
+            outages=outage_log(self.crawler, stores.url, guard),
         )
 
     def _follow_links(self) -> bool:
@@ -234,8 +243,13 @@ class SimhashDownloaderMiddleware:
         if getattr(self, "dust", None) is not None:
             lost.append("the URL rules")
         report_lost_namespace(
-            self.crawler, self.config.guard.on_lost, url=self.stores.url,
-            namespace=self.stores.namespace, lost=", ".join(lost), count=self._inc, log=logger,
+            self.crawler,
+            self.config.guard.on_lost,
+            url=self.stores.url,
+            namespace=self.stores.namespace,
+            lost=", ".join(lost),
+            count=self._inc,
+            log=logger,
         )
 
     def _open_templates(self) -> TemplateMemory | None:
@@ -245,8 +259,12 @@ class SimhashDownloaderMiddleware:
         settings = self.crawler.settings
         url, guard = self.stores.url, self.config.guard
         return TemplateMemory.open(
-            url, self.stores.namespace, self.runner.fingerprinter,
-            count=self._inc, guard=guard, outages=outage_log(self.crawler, url, guard),
+            url,
+            self.stores.namespace,
+            self.runner.fingerprinter,
+            count=self._inc,
+            guard=guard,
+            outages=outage_log(self.crawler, url, guard),
             ttl_secs=index_ttl_secs(settings),
             options=storage_options(url, backend_options(settings), guard),
         )
@@ -261,7 +279,9 @@ class SimhashDownloaderMiddleware:
         logger.info(
             "SimHash near-duplicate detection on: index %s, namespace %r, %d-bit, "
             "%s duplicates, %d fingerprint worker(s)",
-            mask_url(self.stores.url), self.stores.namespace, self.runner.fingerprinter.bits,
+            mask_url(self.stores.url),
+            self.stores.namespace,
+            self.runner.fingerprinter.bits,
             "dropping" if self.config.drop_duplicates else "marking",
             self.config.workers,
         )
@@ -341,8 +361,14 @@ class SimhashDownloaderMiddleware:
                 self._renewing = asyncio.ensure_future(self.filings.keep_renewed())
         url_rules = None if self.dust is None else functools.partial(self.dust.observed, request)
         verdict = await self.judge.page(
-            key, own, page, None if cached else answer_of(response), reason=reason,
-            owner=owner, url_rules=url_rules, marking=not self.config.drop_duplicates,
+            key,
+            own,
+            page,
+            None if cached else answer_of(response),
+            reason=reason,
+            owner=owner,
+            url_rules=url_rules,
+            marking=not self.config.drop_duplicates,
         )
         if owner is not None and verdict.outcome == UNIQUE:
             request.meta[FILING_META] = owner  # in flight until SimhashSpiderMiddleware says
@@ -390,9 +416,7 @@ class SimhashDownloaderMiddleware:
         if token is not None:
             self._delivered(token)
 
-    async def _fingerprint(
-        self, response: Response
-    ) -> tuple[PageFingerprint | None, str | None]:
+    async def _fingerprint(self, response: Response) -> tuple[PageFingerprint | None, str | None]:
         """The page's fingerprint, or None and why (the fingerprinting failed)."""
         content_type = response.headers.get(b"Content-Type")
         try:
@@ -402,7 +426,9 @@ class SimhashDownloaderMiddleware:
         except Exception as exc:
             self._inc("error")
             logger.warning(
-                "SimHash could not fingerprint %s; passing it: %r", response.url, exc,
+                "SimHash could not fingerprint %s; passing it: %r",
+                response.url,
+                exc,
                 exc_info=True,
             )
             return None, f"fingerprint failed: {type(exc).__name__}"
@@ -428,7 +454,9 @@ class SimhashDownloaderMiddleware:
         if follow:
             logger.debug(
                 "Dropped near-duplicate %s %s (distance %d): passed for its links, items dropped",
-                url, copied, distance,
+                url,
+                copied,
+                distance,
             )
             return response
         logger.debug("Dropped near-duplicate %s %s (distance %d)", url, copied, distance)

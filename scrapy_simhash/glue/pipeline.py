@@ -76,8 +76,12 @@ class SimhashPipeline:
         self.namespace = f"{simhash_settings.namespace(settings, spider_name)}:items"
         # Items have no schedule and no canonical URLs: the step only asks the index.
         self.stores = CrawlStores.open(
-            crawler, namespace=self.namespace, fingerprinter=self.fingerprinter,
-            guard=self.config.guard, count=self._inc, on_lost=self._index_lost,
+            crawler,
+            namespace=self.namespace,
+            fingerprinter=self.fingerprinter,
+            guard=self.config.guard,
+            count=self._inc,
+            on_lost=self._index_lost,
         )
         self.index, self.verdicts = self.stores.index, self.stores.verdicts
         self.judge = Judge(self.verdicts)  # items have no host template
@@ -107,11 +111,14 @@ class SimhashPipeline:
         get = self.stats.get_value
         kept = get("simhash/items_unique", 0) + get("simhash/items_outage/indexed_later", 0)
         report_lost_namespace(
-            self.crawler, self.config.guard.on_lost, url=self.stores.url,
+            self.crawler,
+            self.config.guard.on_lost,
+            url=self.stores.url,
             namespace=self.namespace,
             lost=f"the fingerprints of the items kept ({kept} of them by this crawl process) "
             "and their drop records",
-            count=self._inc, log=logger,
+            count=self._inc,
+            log=logger,
         )
 
     def _invalid_key(self, item: Any, error: object) -> Any:
@@ -141,7 +148,9 @@ class SimhashPipeline:
                 logger.warning(
                     "SimHash cannot write SIMHASH_ITEM_FINGERPRINT_FIELD %r to %s items "
                     "(%s): they pass without it; declare the field or set the setting to ''",
-                    name, kind.__name__, type(exc).__name__,
+                    name,
+                    kind.__name__,
+                    type(exc).__name__,
                 )
             self._inc("fingerprint_field_missing")
 
@@ -158,7 +167,8 @@ class SimhashPipeline:
             logger.warning(
                 "SimHash: none of the first %d items has any of SIMHASH_ITEM_FIELDS %s, so "
                 "no item is compared; check the field names (item fields: %s)",
-                self._without_fields, list(self.config.text_fields),
+                self._without_fields,
+                list(self.config.text_fields),
                 sorted(adapter.keys()) or "none",
             )
 
@@ -182,7 +192,11 @@ class SimhashPipeline:
         # Keyed by a field, a dropped (or marked) item is worth a record for `lookup`;
         # anonymous ones not.
         verdict = await self.judge.page(
-            key, key, page, None, record_drops=not key.startswith(ANONYMOUS),
+            key,
+            key,
+            page,
+            None,
+            record_drops=not key.startswith(ANONYMOUS),
             marking=not self.config.drop_duplicates,
         )
         if verdict.rejected:

@@ -76,5 +76,3 @@ def crawl_settings(
 def namespace(settings: Settings, spider: str | None, explicit: str | None = None) -> str:
     """The namespace the crawl of ``spider`` writes (``explicit`` wins: --namespace)."""
     return explicit or simhash_settings.namespace(settings, spider)
-
-

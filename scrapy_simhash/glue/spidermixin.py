@@ -56,7 +56,9 @@ class RecrawlSpiderMixin:
             return []
         url = config.index_url(settings)
         store = await open_async_recrawl_store(
-            url, namespace=simhash_settings.namespace(settings, self.name), config=recrawl,
+            url,
+            namespace=simhash_settings.namespace(settings, self.name),
+            config=recrawl,
             options=backend_options(settings),
         )
         try:

@@ -75,14 +75,21 @@ class CrawlStores:
         the namespace mid-crawl."""
         url = config.index_url(crawler.settings)
         kwargs = index_kwargs(
-            crawler.settings, namespace=namespace, bits=fingerprinter.bits,
+            crawler.settings,
+            namespace=namespace,
+            bits=fingerprinter.bits,
             scheme=fingerprinter.scheme,
         )
         opened = validate_index(url, kwargs, start_unreachable=guard.start_unreachable)
         check_eviction(crawler, url, kwargs, guard, reachable=opened)
         outages = outage_log(crawler, url, guard)
         index = guarded_index(
-            url, kwargs, guard, lambda: count("index_error"), outages, on_lost=on_lost,
+            url,
+            kwargs,
+            guard,
+            lambda: count("index_error"),
+            outages,
+            on_lost=on_lost,
             opened=opened,
         )
         store = None
@@ -92,16 +99,23 @@ class CrawlStores:
             if opened:
                 check_recrawl_store(url, namespace, recrawl, options)
             store = guarded(
-                "recrawl store", url, _recrawl_opener(url, namespace, recrawl, options), guard,
-                lambda: count("recrawl_error"), outages,
+                "recrawl store",
+                url,
+                _recrawl_opener(url, namespace, recrawl, options),
+                guard,
+                lambda: count("recrawl_error"),
+                outages,
             )
-        filings = (
-            Filings(index, filing_lease_secs, count=count) if filing_lease_secs > 0 else None
-        )
+        filings = Filings(index, filing_lease_secs, count=count) if filing_lease_secs > 0 else None
         verdicts = VerdictStep(
-            index, store, bits=fingerprinter.bits,
+            index,
+            store,
+            bits=fingerprinter.bits,
             change_distance=recrawl.change_distance if recrawl is not None else 0,
-            keys=keys, prefer_urls=prefer_urls, prefer_hosts=prefer_hosts, count=count,
+            keys=keys,
+            prefer_urls=prefer_urls,
+            prefer_hosts=prefer_hosts,
+            count=count,
             backlog=OutageBacklog(guard.backlog_pages) if guard.on_error == "pass" else None,
             filings=filings,
         )

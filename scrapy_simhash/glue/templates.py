@@ -101,9 +101,14 @@ class TemplateMemory:
             return StoreThread(opener, "simhash-templates")  # opened on its first call
 
         self._store: Guarded[StoreThread[TemplateStore]] = Guarded(
-            "SimHash template store", url, open_store, timeout=timeout_secs,
-            retry_after=guard.retry_after, log_interval=guard.log_interval,
-            on_error=lambda: count("template/error"), outages=outages,
+            "SimHash template store",
+            url,
+            open_store,
+            timeout=timeout_secs,
+            retry_after=guard.retry_after,
+            log_interval=guard.log_interval,
+            on_error=lambda: count("template/error"),
+            outages=outages,
             reopen_lost=guard.on_lost != "close",
             meanwhile="pages are judged without their host's template",
         )
@@ -128,9 +133,16 @@ class TemplateMemory:
 
     @classmethod
     def open(
-        cls, url: str, namespace: str, fingerprinter: Fingerprinter, *,
-        count: Callable[[str], None], guard: GuardConfig, outages: OutageLog | None = None,
-        ttl_secs: float | None = None, options: dict[str, Any] | None = None,
+        cls,
+        url: str,
+        namespace: str,
+        fingerprinter: Fingerprinter,
+        *,
+        count: Callable[[str], None],
+        guard: GuardConfig,
+        outages: OutageLog | None = None,
+        ttl_secs: float | None = None,
+        options: dict[str, Any] | None = None,
     ) -> TemplateMemory | None:
         """None when the storage of ``url`` keeps no template memory (one of a user's own
         registering no template store): pages are then judged as without it."""
@@ -140,8 +152,13 @@ class TemplateMemory:
         if ttl_secs:
             extra["ttl_secs"] = ttl_secs
         return cls(
-            lambda: open_template_store(url, namespace, **extra), fingerprinter, count=count,
-            timeout_secs=guard.timeout, url=url, guard=guard, outages=outages,
+            lambda: open_template_store(url, namespace, **extra),
+            fingerprinter,
+            count=count,
+            timeout_secs=guard.timeout,
+            url=url,
+            guard=guard,
+            outages=outages,
         )
 
     async def _call(self, func: Callable[[TemplateStore], T]) -> T | None:
@@ -156,8 +173,11 @@ class TemplateMemory:
             self._count("template/error")
             if not self._refused:
                 self._refused = True
-                logger.error("SimHash template store cannot be used, pages are judged "
-                             "without their host's template: %s", exc)
+                logger.error(
+                    "SimHash template store cannot be used, pages are judged "
+                    "without their host's template: %s",
+                    exc,
+                )
             return None
         return result
 

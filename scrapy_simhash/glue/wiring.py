@@ -43,9 +43,7 @@ async def resolve(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
-def validate_index(
-    url: str, kwargs: Mapping[str, Any], *, start_unreachable: bool = False
-) -> bool:
+def validate_index(url: str, kwargs: Mapping[str, Any], *, start_unreachable: bool = False) -> bool:
     """Open the index once, synchronously, before the crawl starts; tell whether it answered.
 
     A mismatched configuration (another SIMHASH_BITS or tokenizer than the one the index was
@@ -71,9 +69,7 @@ def validate_index(
     except BACKEND_ERRORS as exc:
         broken = broken_file(exc)
         if broken is not None:
-            raise ConfigurationError(
-                in_setting_names(broken_file_message(url, broken))
-            ) from None
+            raise ConfigurationError(in_setting_names(broken_file_message(url, broken))) from None
         reason = permanent_reason(exc)
         if reason is not None:
             raise ConfigurationError(
@@ -91,7 +87,8 @@ def validate_index(
         logger.warning(
             "SimHash index at %s is not reachable at start-up (%s); starting anyway "
             "(SIMHASH_INDEX_START_UNREACHABLE), will retry during the crawl",
-            mask_url(url), detail,
+            mask_url(url),
+            detail,
         )
         return False
     return True
@@ -174,7 +171,11 @@ EVICTION_LOOK_SECS = 1.0
 
 
 def check_eviction(
-    crawler: Crawler, url: str, kwargs: Mapping[str, Any], config: GuardConfig, *,
+    crawler: Crawler,
+    url: str,
+    kwargs: Mapping[str, Any],
+    config: GuardConfig,
+    *,
     reachable: bool = True,
 ) -> None:
     """Refuse, at start-up, a Redis that may evict the crawl's keys, and watch what one
@@ -204,12 +205,18 @@ def check_eviction(
     settings = crawler.settings
     ttl_keys = bool(index_ttl_secs(settings)) and templates_enabled(settings)
     options = {
-        name: value for name, value in dict(kwargs.get("options") or {}).items()
+        name: value
+        for name, value in dict(kwargs.get("options") or {}).items()
         if name not in ("shards", "lock_lease_secs")
     }
     watch = EvictionWatch(
-        crawler, url, options, ttl_keys=ttl_keys, allow=config.allow_eviction,
-        timeout=config.timeout, log_interval=config.log_interval,
+        crawler,
+        url,
+        options,
+        ttl_keys=ttl_keys,
+        allow=config.allow_eviction,
+        timeout=config.timeout,
+        log_interval=config.log_interval,
     )
     if reachable:
         watch.start()  # may refuse the crawl: only then is the watch set
@@ -228,8 +235,15 @@ class EvictionWatch:
     """
 
     def __init__(
-        self, crawler: Crawler, url: str, options: Mapping[str, Any], *, ttl_keys: bool,
-        allow: bool, timeout: float, log_interval: float,
+        self,
+        crawler: Crawler,
+        url: str,
+        options: Mapping[str, Any],
+        *,
+        ttl_keys: bool,
+        allow: bool,
+        timeout: float,
+        log_interval: float,
         clock: Callable[[], float] | None = None,
     ) -> None:
         import time
@@ -287,7 +301,8 @@ class EvictionWatch:
                 "%s: cannot tell whether Redis may evict the crawl's keys, as neither CONFIG "
                 "GET nor INFO is allowed (%s): make sure its maxmemory-policy is noeviction "
                 "(or maxmemory 0), or evicted pages are forgotten without a word",
-                self._where(), scrub(str(exc), self.url),
+                self._where(),
+                scrub(str(exc), self.url),
             )
             return
         except BACKEND_ERRORS as exc:  # it answered a moment ago: the first look will tell
@@ -297,7 +312,8 @@ class EvictionWatch:
         if refused is not None:
             logger.info(
                 "%s: CONFIG GET is not allowed (%s); the memory policy was read from INFO",
-                self._where(), scrub(refused, self.url),
+                self._where(),
+                scrub(refused, self.url),
             )
         self._evicted = _total(nodes)
         risky = [node for node in nodes if node.evicts(ttl_keys=self._ttl_keys)]
@@ -320,7 +336,9 @@ class EvictionWatch:
             "SIMHASH_INDEX_ALLOW_EVICTION is set, so the crawl goes on: a page whose keys "
             "are evicted is forgotten (its copies are kept, its recrawl schedule starts "
             "over). Every key the server evicts is counted (simhash/redis_evicted_keys) "
-            "and said at ERROR", self._where(), what,
+            "and said at ERROR",
+            self._where(),
+            what,
         )
 
     def _what(self, risky: list[Any]) -> str:
@@ -365,15 +383,20 @@ class EvictionWatch:
             logger.error(
                 "%s may lose its keys from now on: Redis evicts keys when its memory is full "
                 "(%s); set maxmemory-policy noeviction, or give the crawl a Redis of its own",
-                self._where(), self._what(risky),
+                self._where(),
+                self._what(risky),
             )
         self._risky = bool(risky)
         before, self._evicted = self._evicted, total
         # None: a server does not say; fewer: one restarted, and its count started over.
         new = total - before if total is not None and before is not None else 0
         if new > 0 and not risky:
-            logger.debug("%s: Redis evicted %d key(s), none of them the crawl's (%s)",
-                         self._where(), new, "; ".join(n.describe() for n in nodes))
+            logger.debug(
+                "%s: Redis evicted %d key(s), none of them the crawl's (%s)",
+                self._where(),
+                new,
+                "; ".join(n.describe() for n in nodes),
+            )
         elif new > 0:
             self._unsaid += new
             self.crawler.stats.inc_value("simhash/redis_evicted_keys", new)
@@ -388,7 +411,9 @@ class EvictionWatch:
                 "URL rules; a page whose keys went is forgotten and its copies are kept. "
                 "%d evicted in all during the crawl (simhash/redis_evicted_keys); give "
                 "Redis more memory or set maxmemory-policy noeviction",
-                self._where(), count, self._policy,
+                self._where(),
+                count,
+                self._policy,
                 self.crawler.stats.get_value("simhash/redis_evicted_keys", 0),
             )
 
@@ -555,11 +580,13 @@ def _quiet_task() -> None:
             return
         error = done.exception()  # read: asyncio no longer reports it
         if error is not None and not _told(error):
-            done.get_loop().call_exception_handler({
-                "message": "Task exception was never retrieved",
-                "exception": error,
-                "future": done,
-            })
+            done.get_loop().call_exception_handler(
+                {
+                    "message": "Task exception was never retrieved",
+                    "exception": error,
+                    "future": done,
+                }
+            )
 
     task.add_done_callback(retrieve)
 
@@ -646,9 +673,7 @@ class IndexErrorPolicy:
         self._count = count
         self._reported = False
 
-    def apply(
-        self, verdict: Verdict, *, checking: str, things: str, drop: type[Exception]
-    ) -> bool:
+    def apply(self, verdict: Verdict, *, checking: str, things: str, drop: type[Exception]) -> bool:
         """Act on a verdict the index could not give: count it, and raise what the policy
         says (``drop``: IgnoreRequest or DropItem). False for any other verdict."""
         if verdict.outcome == UNAVAILABLE:
@@ -668,7 +693,8 @@ class IndexErrorPolicy:
             if not self._reported:
                 self._reported = True
                 report_unusable_index(
-                    self.crawler, self.on_mismatch,
+                    self.crawler,
+                    self.on_mismatch,
                     verdict.error or ConfigurationError(verdict.reason),
                 )
             return True
@@ -685,13 +711,15 @@ def report_unusable_index(crawler: Crawler, policy: str, exc: Exception) -> None
     if policy == "close":
         logger.error(
             "SimHash index cannot be used as configured; closing the spider "
-            "(SIMHASH_ON_INDEX_MISMATCH=pass lets pages through unchecked): %s", exc,
+            "(SIMHASH_ON_INDEX_MISMATCH=pass lets pages through unchecked): %s",
+            exc,
         )
         close_spider(crawler, f"simhash_index_mismatch: {exc}")
     else:
         logger.error(
             "SimHash index cannot be used as configured; every page from now on passes "
-            "UNCHECKED (SIMHASH_ON_INDEX_MISMATCH=pass): %s", exc,
+            "UNCHECKED (SIMHASH_ON_INDEX_MISMATCH=pass): %s",
+            exc,
         )
 
 
@@ -734,15 +762,18 @@ def report_lost_namespace(
     if policy == "close":
         log.error(
             "%s. Closing the spider (SIMHASH_ON_INDEX_LOST = 'continue' goes on with the "
-            "namespace re-created)%s", head,
+            "namespace re-created)%s",
+            head,
             f"; {keep}" if cause is not None else "",
         )
         close_spider(crawler, "simhash_index_lost")
     else:
         log.error(
             "%s: the first copy of each is kept. Going on with the namespace re-created, "
-            "empty%s (SIMHASH_ON_INDEX_LOST = 'close' stops the crawl instead; %s)", head,
-            ", in a new file at that path" if cause is not None else "", keep,
+            "empty%s (SIMHASH_ON_INDEX_LOST = 'close' stops the crawl instead; %s)",
+            head,
+            ", in a new file at that path" if cause is not None else "",
+            keep,
         )
 
 
@@ -753,7 +784,8 @@ def report_close(stats: Any, log: logging.Logger) -> None:
     if unchecked:
         log.error(
             "SimHash: %d page(s) passed unchecked because the index cannot be used as "
-            "configured (simhash/index_unusable)", unchecked,
+            "configured (simhash/index_unusable)",
+            unchecked,
         )
     lost_index = get("simhash/index_lost", 0)
     if lost_index:
@@ -770,8 +802,10 @@ def report_close(stats: Any, log: logging.Logger) -> None:
             "(simhash/outage/passed_unchecked): %d indexed later, %d found then to copy a "
             "page indexed meanwhile (kept: they had reached the spider), %d over the "
             "backlog's bound (SIMHASH_OUTAGE_BACKLOG_PAGES) and %d not indexed by the close%s",
-            passed, get("simhash/outage/indexed_later", 0),
-            get("simhash/outage/copies_later", 0), *missed,
+            passed,
+            get("simhash/outage/indexed_later", 0),
+            get("simhash/outage/copies_later", 0),
+            *missed,
             ": their copies fetched later may have been kept" if any(missed) else "",
         )
     evicted = get("simhash/redis_evicted_keys", 0)
@@ -779,7 +813,8 @@ def report_close(stats: Any, log: logging.Logger) -> None:
         log.error(
             "SimHash: Redis evicted %d key(s) while it could evict the crawl's "
             "(simhash/redis_evicted_keys): pages whose keys went were forgotten, and their "
-            "copies kept", evicted,
+            "copies kept",
+            evicted,
         )
     lost = get("simhash/recrawl_lost", 0)
     if lost:
@@ -794,8 +829,17 @@ def report_close(stats: Any, log: logging.Logger) -> None:
         "SimHash: %d pages checked, %d unique, %d near-duplicates (%d dropped), "
         "%d changed, %d unchanged, %d without text, %d index errors in this crawl "
         "(the namespace over all crawls: scrapy simhash stats)",
-        *(get(f"simhash/{n}", 0) for n in (
-            "pages", "unique", "duplicate", "dropped", "changed", "unchanged",
-            "no_text", "index_error",
-        )),
+        *(
+            get(f"simhash/{n}", 0)
+            for n in (
+                "pages",
+                "unique",
+                "duplicate",
+                "dropped",
+                "changed",
+                "unchanged",
+                "no_text",
+                "index_error",
+            )
+        ),
     )

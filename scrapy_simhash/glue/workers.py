@@ -66,9 +66,7 @@ def _init_worker(config: FingerprintConfig, check_secs: float = PARENT_CHECK_SEC
     _worker_fingerprinter.fingerprint_text("warm up the tokenizer 预热分词词典")
 
 
-def _fingerprint_in_worker(
-    body: bytes, content_type: str | None
-) -> tuple[PageFingerprint, float]:
+def _fingerprint_in_worker(body: bytes, content_type: str | None) -> tuple[PageFingerprint, float]:
     """Fingerprint in a worker; also return the CPU seconds it took there."""
     if _worker_fingerprinter is None:  # pragma: no cover - the initializer always runs first
         raise RuntimeError("worker not initialised")

@@ -217,9 +217,7 @@ class IndexConfig:
                 f"(now {self.band_distance})"
             )
         if differences:
-            raise IndexMismatchError(
-                f"{where} was created with {', '.join(differences)}; {fix}"
-            )
+            raise IndexMismatchError(f"{where} was created with {', '.join(differences)}; {fix}")
         return layout, data
 
 
@@ -228,9 +226,7 @@ def key_of(record: dict[str, Any]) -> int:
     return int(str(record["confirm_key"]), 16)
 
 
-def judge(
-    found: Iterable[Match], signature: int, limit: int
-) -> tuple[Match | None, int, bool]:
+def judge(found: Iterable[Match], signature: int, limit: int) -> tuple[Match | None, int, bool]:
     """The second test over an observe's candidates: (the closest one whose signature
     confirms the page, how many it rejected, whether a rejected one has the very
     fingerprint of the page). Every backend decides with this rule, inside its atomic
@@ -266,9 +262,7 @@ def check_fingerprint(fingerprint: int, bits: int) -> int:
     """Reject values that are not ``bits``-bit unsigned integers (e.g. a 128-bit fingerprint
     sent to a 64-bit index), which would otherwise be silently truncated."""
     if isinstance(fingerprint, bool) or not isinstance(fingerprint, int):
-        raise ConfigurationError(
-            f"a fingerprint must be an int, got {type(fingerprint).__name__}"
-        )
+        raise ConfigurationError(f"a fingerprint must be an int, got {type(fingerprint).__name__}")
     if not 0 <= fingerprint < 1 << bits:
         raise ConfigurationError(
             f"fingerprint {fingerprint:#x} does not fit in {bits} bits: open the index with "
@@ -518,9 +512,7 @@ class AsyncNearDuplicateIndex(ABC):
         self, key: str, fingerprint: int, signature: int = NO_SIGNATURE
     ) -> Observation: ...
 
-    async def claim(
-        self, key: str, fingerprint: int, signature: int = NO_SIGNATURE
-    ) -> Observation:
+    async def claim(self, key: str, fingerprint: int, signature: int = NO_SIGNATURE) -> Observation:
         """See :meth:`NearDuplicateIndex.claim` (this default is not atomic)."""
         match, rejected, _ = judge(
             await self.query(fingerprint), signature, self.config.confirm_distance
@@ -551,9 +543,7 @@ class AsyncNearDuplicateIndex(ABC):
     ) -> None:
         """See :meth:`NearDuplicateIndex.record_drop`."""
 
-    async def hold(
-        self, key: str, owner: str, lease_secs: float, *, create: bool = True
-    ) -> Hold:
+    async def hold(self, key: str, owner: str, lease_secs: float, *, create: bool = True) -> Hold:
         """See :meth:`NearDuplicateIndex.hold`."""
         return Hold(FREE)
 

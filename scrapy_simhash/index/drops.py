@@ -124,7 +124,9 @@ def kept_name(
             break
         onward = drop_of(name)
         if (
-            onward is None or holder_of(onward) is not None or onward.distance == OWN_PAGE
+            onward is None
+            or holder_of(onward) is not None
+            or onward.distance == OWN_PAGE
             or onward.kept in seen
         ):
             break  # no record, a holder, or a page of its own: ``name`` is kept
@@ -157,7 +159,10 @@ def unpack_record(data: bytes) -> DropRecord:
     url = data[start + rest :]
     kept = (url[:shared] + data[start : start + rest]).decode("utf-8", "surrogatepass")
     return DropRecord(
-        url.decode("utf-8", "surrogatepass"), kept, distance, at,
+        url.decode("utf-8", "surrogatepass"),
+        kept,
+        distance,
+        at,
         None if apart == _NO_APART else apart,
     )
 

@@ -155,9 +155,7 @@ class AsyncIndexFacade(Face, AsyncNearDuplicateIndex):
     ) -> Observation:
         return await self._call("observe", self.backend.observe, key, fingerprint, signature)
 
-    async def claim(
-        self, key: str, fingerprint: int, signature: int = NO_SIGNATURE
-    ) -> Observation:
+    async def claim(self, key: str, fingerprint: int, signature: int = NO_SIGNATURE) -> Observation:
         return await self._call("claim", self.backend.claim, key, fingerprint, signature)
 
     async def rename(self, old: str, new: str) -> bool:
@@ -171,9 +169,7 @@ class AsyncIndexFacade(Face, AsyncNearDuplicateIndex):
     async def drop_of(self, url: str) -> DropRecord | None:
         return await self._call("drop lookup", self.backend.drop_of, url)
 
-    async def hold(
-        self, key: str, owner: str, lease_secs: float, *, create: bool = True
-    ) -> Hold:
+    async def hold(self, key: str, owner: str, lease_secs: float, *, create: bool = True) -> Hold:
         return await self._call("hold", self._hold, key, owner, lease_secs, create)
 
     async def _hold(self, key: str, owner: str, lease_secs: float, create: bool) -> Hold:

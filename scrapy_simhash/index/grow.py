@@ -93,4 +93,3 @@ def grow(url: str, namespace: str, shards: int, new_shards: int, **index_options
         opened.close()
     regroup(url, namespace, shards, new_shards)
     return copied
-

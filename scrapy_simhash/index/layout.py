@@ -109,7 +109,9 @@ class BandLayout:
         """Rebuild a layout from :attr:`name`."""
         blocks, sep, keyed = name.partition("x")
         if not sep or not blocks.isdigit() or not keyed.isdigit():
-            raise ConfigurationError(f"a band layout is written BLOCKSxKEYED (e.g. 4x1), got {name!r}")
+            raise ConfigurationError(
+                f"a band layout is written BLOCKSxKEYED (e.g. 4x1), got {name!r}"
+            )
         return cls(bits, int(blocks), int(keyed))
 
 

@@ -90,11 +90,23 @@ def open_index(
     SQLite: ``timeout``, ``synchronous``).
     """
     url, config, merged = _prepare(
-        url, options, backend_options, bits=bits, max_distance=max_distance, exact_distance=exact_distance,
+        url,
+        options,
+        backend_options,
+        bits=bits,
+        max_distance=max_distance,
+        exact_distance=exact_distance,
         scheme=scheme,
-        namespace=namespace, tables=tables, expected_size=expected_size, ttl_secs=ttl_secs,
-        reset=reset, clock=clock, drop_ttl_secs=drop_ttl_secs, drop_max_entries=drop_max_entries,
-        confirm_distance=confirm_distance, new_key=new_key,
+        namespace=namespace,
+        tables=tables,
+        expected_size=expected_size,
+        ttl_secs=ttl_secs,
+        reset=reset,
+        clock=clock,
+        drop_ttl_secs=drop_ttl_secs,
+        drop_max_entries=drop_max_entries,
+        confirm_distance=confirm_distance,
+        new_key=new_key,
     )
     opener = _storage(url, merged).index
     assert opener is not None  # storage_for checked it
@@ -128,11 +140,23 @@ async def open_async_index(
     free); others run in a worker thread so the event loop never waits on the disk.
     """
     url, config, merged = _prepare(
-        url, options, backend_options, bits=bits, max_distance=max_distance, exact_distance=exact_distance,
+        url,
+        options,
+        backend_options,
+        bits=bits,
+        max_distance=max_distance,
+        exact_distance=exact_distance,
         scheme=scheme,
-        namespace=namespace, tables=tables, expected_size=expected_size, ttl_secs=ttl_secs,
-        reset=reset, clock=clock, drop_ttl_secs=drop_ttl_secs, drop_max_entries=drop_max_entries,
-        confirm_distance=confirm_distance, new_key=new_key,
+        namespace=namespace,
+        tables=tables,
+        expected_size=expected_size,
+        ttl_secs=ttl_secs,
+        reset=reset,
+        clock=clock,
+        drop_ttl_secs=drop_ttl_secs,
+        drop_max_entries=drop_max_entries,
+        confirm_distance=confirm_distance,
+        new_key=new_key,
     )
     storage = _storage(url, merged)
     if storage.async_index is not None:

@@ -397,9 +397,7 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
     def _fp(self, fingerprint: int) -> bytes:
         return fingerprint.to_bytes(self._root.width, "big")
 
-    def _lock(
-        self, fp: int, ident: bytes, plan: dict[int, bytes]
-    ) -> tuple[bytes, dict[int, Any]]:
+    def _lock(self, fp: int, ident: bytes, plan: dict[int, bytes]) -> tuple[bytes, dict[int, Any]]:
         """Round 1: every lock of the page and each shard's reply, retried (after a random
         backoff, holding nothing) while another page holds one."""
         home = self.home(ident)
@@ -412,8 +410,18 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
             calls = [
                 (
                     shard,
-                    [b"lock", self._codecs[shard].record_id, self._conf[shard], now, fpb, ident,
-                     b"1" if shard == home else b"", tables, token, self._lease_ms],
+                    [
+                        b"lock",
+                        self._codecs[shard].record_id,
+                        self._conf[shard],
+                        now,
+                        fpb,
+                        ident,
+                        b"1" if shard == home else b"",
+                        tables,
+                        token,
+                        self._lease_ms,
+                    ],
                 )
                 for shard, tables in plan.items()
             ]
@@ -442,11 +450,24 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
     def _unlock(self, fp: int, ident: bytes, token: bytes, plan: dict[int, bytes]) -> None:
         """Release locks (best effort: a lock left behind expires with its lease)."""
         home, fpb = self.home(ident), self._fp(fp)
-        self._round([
-            (shard, [b"unlock", self._codecs[shard].record_id, self._conf[shard], fpb, ident,
-                     b"1" if shard == home else b"", tables, token])
-            for shard, tables in plan.items()
-        ])
+        self._round(
+            [
+                (
+                    shard,
+                    [
+                        b"unlock",
+                        self._codecs[shard].record_id,
+                        self._conf[shard],
+                        fpb,
+                        ident,
+                        b"1" if shard == home else b"",
+                        tables,
+                        token,
+                    ],
+                )
+                for shard, tables in plan.items()
+            ]
+        )
 
     def _read(self, candidates: list[tuple[int, int, bytes]]) -> list[Match] | None:
         """The round of a page that met candidates (its locks held), or of a query: each
@@ -509,13 +530,20 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
         found: dict[bytes, tuple[int, int, bytes]] = {}
         for reply in replies:
             for i in range(skip, len(reply), 3):
-                found[reply[i + 2]] = (int.from_bytes(reply[i], "big"), int(reply[i + 1]),
-                                       reply[i + 2])
+                found[reply[i + 2]] = (
+                    int.from_bytes(reply[i], "big"),
+                    int(reply[i + 1]),
+                    reply[i + 2],
+                )
         return found
 
     def _judge(
-        self, key: str, ident: bytes, found: dict[bytes, tuple[int, int, bytes]],
-        own: tuple[int, int] | None, signature: int,
+        self,
+        key: str,
+        ident: bytes,
+        found: dict[bytes, tuple[int, int, bytes]],
+        own: tuple[int, int] | None,
+        signature: int,
     ) -> tuple[Match | None, int, bool] | None:
         """The second test over the candidates of round 1 (:func:`judge`), their signatures
         read at their homes (the key's own, a claim's candidate, came with round 1); None
@@ -545,7 +573,12 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
         return self._waiting(lambda: self._attempt(key, ident, fp, signature, claim, plan))
 
     def _attempt(
-        self, key: str, ident: bytes, fp: int, signature: int, claim: bool,
+        self,
+        key: str,
+        ident: bytes,
+        fp: int,
+        signature: int,
+        claim: bool,
         plan: dict[int, bytes],
     ) -> Observation | None:
         """One pass of a page through its rounds; None (its locks released) when a
@@ -586,11 +619,22 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
         calls = [
             (
                 shard,
-                [b"store", self._codecs[shard].record_id, self._conf[shard], now, fpb, ident,
-                 b"1" if shard == self.home(ident) else b"", plan.get(shard, b""),
-                 token if shard in plan else b"", text if shard == self.home(ident) else b"",
-                 oldfp if shard in old else b"", old.get(shard, b""),
-                 sig if shard == self.home(ident) else b"", known],
+                [
+                    b"store",
+                    self._codecs[shard].record_id,
+                    self._conf[shard],
+                    now,
+                    fpb,
+                    ident,
+                    b"1" if shard == self.home(ident) else b"",
+                    plan.get(shard, b""),
+                    token if shard in plan else b"",
+                    text if shard == self.home(ident) else b"",
+                    oldfp if shard in old else b"",
+                    old.get(shard, b""),
+                    sig if shard == self.home(ident) else b"",
+                    known,
+                ],
             )
             for shard in sorted(plan.keys() | old.keys())
         ]
@@ -600,9 +644,19 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
         for f, _, other in stale:
             where = self._tables(f)
             calls += [
-                (shard, [b"expire", self._codecs[shard].record_id, self._conf[shard], now,
-                         self._fp(f), other, b"1" if shard == self.home(other) else b"",
-                         where.get(shard, b"")])
+                (
+                    shard,
+                    [
+                        b"expire",
+                        self._codecs[shard].record_id,
+                        self._conf[shard],
+                        now,
+                        self._fp(f),
+                        other,
+                        b"1" if shard == self.home(other) else b"",
+                        where.get(shard, b""),
+                    ],
+                )
                 for shard in sorted(where.keys() | {self.home(other)})
             ]
         stored = self._round(calls)[:storing]
@@ -636,7 +690,10 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
         tables = self._tables(fingerprint)
         now, fp = self._now(), self._fp(fingerprint)
         replies = self._round(
-            [(s, [b"query", self._codecs[s].record_id, self._conf[s], now, fp, t]) for s, t in tables.items()]
+            [
+                (s, [b"query", self._codecs[s].record_id, self._conf[s], now, fp, t])
+                for s, t in tables.items()
+            ]
         )
         for reply in replies:
             if isinstance(reply, Exception):
@@ -662,8 +719,19 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
         shards = sorted(tables.keys() | {home})
         replies = self._round(
             [
-                (s, [b"remove", self._codecs[s].record_id, self._conf[s], fp, ident,
-                     b"1" if s == home else b"", tables.get(s, b""), token])
+                (
+                    s,
+                    [
+                        b"remove",
+                        self._codecs[s].record_id,
+                        self._conf[s],
+                        fp,
+                        ident,
+                        b"1" if s == home else b"",
+                        tables.get(s, b""),
+                        token,
+                    ],
+                )
                 for s in shards
             ]
         )
@@ -722,10 +790,12 @@ class ShardedRedisIndex(RedisDropRecord, NearDuplicateIndex):
                 names = self._names(codec, kind)
                 for start in range(0, len(names), _SCAN_BATCH):
                     # Each name purged atomically by its own call, a batch per round.
-                    for reply in self._round([
-                        (shard, [b"purge", codec.record_id, self._conf[shard], now, name])
-                        for name in names[start : start + _SCAN_BATCH]
-                    ]):
+                    for reply in self._round(
+                        [
+                            (shard, [b"purge", codec.record_id, self._conf[shard], now, name])
+                            for name in names[start : start + _SCAN_BATCH]
+                        ]
+                    ):
                         if isinstance(reply, Exception):
                             raise reply
                         removed += int(reply)

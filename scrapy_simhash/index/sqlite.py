@@ -139,7 +139,11 @@ class SqliteIndex(NearDuplicateIndex):
     errors = (sqlite3.Error,)
 
     def __init__(
-        self, url: str, config: IndexConfig, *, timeout: float = BUSY_TIMEOUT_SECS,
+        self,
+        url: str,
+        config: IndexConfig,
+        *,
+        timeout: float = BUSY_TIMEOUT_SECS,
         synchronous: str = "NORMAL",
     ) -> None:
         self.url = url
@@ -276,7 +280,12 @@ class SqliteIndex(NearDuplicateIndex):
             )
 
     def _candidates(
-        self, fingerprint: int, exclude: str | None, now: float, *, claim: bool = False,
+        self,
+        fingerprint: int,
+        exclude: str | None,
+        now: float,
+        *,
+        claim: bool = False,
         purge: bool = True,
     ) -> list[Match]:
         """Live matches within k (except ``exclude``, unless claiming it); an observe in a
@@ -403,9 +412,7 @@ class SqliteIndex(NearDuplicateIndex):
     def _row(self, sql: str, *params: object) -> tuple[Any, ...] | None:
         """One row of a read in this namespace (``ns`` is the first parameter)."""
         with self._lock:
-            row: tuple[Any, ...] | None = self._db.execute(
-                sql, (self._ns, *params)
-            ).fetchone()
+            row: tuple[Any, ...] | None = self._db.execute(sql, (self._ns, *params)).fetchone()
         return row
 
     def get(self, key: str) -> int | None:
@@ -440,8 +447,13 @@ class SqliteIndex(NearDuplicateIndex):
             db.execute(
                 "INSERT OR REPLACE INTO simhash_drops (ns, url, shared, kept, distance, at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
-                (self._ns, url, *_kept_after_shared(url, kept), pack_distances(distance, apart),
-                 int(now)),
+                (
+                    self._ns,
+                    url,
+                    *_kept_after_shared(url, kept),
+                    pack_distances(distance, apart),
+                    int(now),
+                ),
             )
             self._since_trim += 1
             if self._since_trim >= max(1, min(TRIM_EVERY, limit // 16)):
@@ -528,8 +540,10 @@ class SqliteIndex(NearDuplicateIndex):
 
     def keys(self) -> Iterator[str]:
         now = self.config.clock()
-        sql = ("SELECT id, origin, rest, seen FROM simhash_index_entries WHERE ns = ? "
-               "AND id > ? ORDER BY id LIMIT ?")
+        sql = (
+            "SELECT id, origin, rest, seen FROM simhash_index_entries WHERE ns = ? "
+            "AND id > ? ORDER BY id LIMIT ?"
+        )
         for _, origin, rest, seen in self._pages(sql, start=-1):
             if not self.config.expired(seen, now):
                 with self._lock:
@@ -538,8 +552,10 @@ class SqliteIndex(NearDuplicateIndex):
 
     def drops(self) -> Iterator[DropRecord]:
         now = self.config.clock()
-        sql = ("SELECT url, shared, kept, distance, at FROM simhash_drops WHERE ns = ? "
-               "AND url > ? ORDER BY url LIMIT ?")
+        sql = (
+            "SELECT url, shared, kept, distance, at FROM simhash_drops WHERE ns = ? "
+            "AND url > ? ORDER BY url LIMIT ?"
+        )
         for url, shared, kept, distance, at in self._pages(sql):
             if not self.config.drop_expired(at, now):
                 figures = unpack_distances(int(distance))

@@ -34,9 +34,7 @@ class AsyncIndexAdapter(Face, ThreadFace, AsyncNearDuplicateIndex):
     ) -> Observation:
         return await self._run(self.backend.observe, key, fingerprint, signature)
 
-    async def claim(
-        self, key: str, fingerprint: int, signature: int = NO_SIGNATURE
-    ) -> Observation:
+    async def claim(self, key: str, fingerprint: int, signature: int = NO_SIGNATURE) -> Observation:
         return await self._run(self.backend.claim, key, fingerprint, signature)
 
     async def query(self, fingerprint: int) -> list[Match]:
@@ -56,9 +54,7 @@ class AsyncIndexAdapter(Face, ThreadFace, AsyncNearDuplicateIndex):
     async def forget_drop(self, url: str) -> None:
         await self._run(self.backend.forget_drop, url)
 
-    async def hold(
-        self, key: str, owner: str, lease_secs: float, *, create: bool = True
-    ) -> Hold:
+    async def hold(self, key: str, owner: str, lease_secs: float, *, create: bool = True) -> Hold:
         return await self._run(self._hold, key, owner, lease_secs, create)
 
     def _hold(self, key: str, owner: str, lease_secs: float, create: bool) -> Hold:

@@ -63,8 +63,7 @@ class RecrawlConfig:
     def __post_init__(self) -> None:
         if not 0.0 < self.target_freshness < 1.0:
             raise ConfigurationError(
-                "`target_freshness` must be strictly between 0 and 1, "
-                f"got {self.target_freshness}"
+                f"`target_freshness` must be strictly between 0 and 1, got {self.target_freshness}"
             )
         if not 0.0 < self.min_interval_secs <= self.max_interval_secs:
             raise ConfigurationError(
@@ -73,9 +72,7 @@ class RecrawlConfig:
                 f"{self.max_interval_secs}"
             )
         if self.schedule.uses_budget and self.budget_per_day <= 0:
-            raise ConfigurationError(
-                f"`policy`={self.policy} needs `budget_per_day` > 0"
-            )
+            raise ConfigurationError(f"`policy`={self.policy} needs `budget_per_day` > 0")
         for name, value in (
             ("change_distance", self.change_distance),
             ("budget_per_day", self.budget_per_day),

@@ -116,9 +116,8 @@ def rests_on_history(
         return bool(observed)
     time_seen = sum(t for t, _ in observed)
     changes = sum(1 for _, changed in observed if changed)
-    return (
-        time_seen >= prior_weight / prior_rate
-        or changes >= prior_weight * (1.0 - math.exp(-1.0))
+    return time_seen >= prior_weight / prior_rate or changes >= prior_weight * (
+        1.0 - math.exp(-1.0)
     )
 
 

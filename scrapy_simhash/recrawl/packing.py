@@ -196,14 +196,25 @@ def pack(
 
 #: What a version 2 observation's byte stands for, ``(interval, changed)``, by byte: a
 #: history is read by table, 32 observations in one pass.
-_OBSERVATIONS = tuple(
-    (_interval_secs(c & _MAX_CODE), bool(c & _CHANGED8)) for c in range(256)
-)
+_OBSERVATIONS = tuple((_interval_secs(c & _MAX_CODE), bool(c & _CHANGED8)) for c in range(256))
 #: The names of :func:`fields`, in order (a page state's fields after its URL).
 FIELDS = (
-    "fingerprint", "first_fetch", "last_fetch", "last_compared", "visits", "changes",
-    "interval_secs", "next_due", "rate", "etag", "last_modified", "status", "history",
-    "misses", "failures", "retired",
+    "fingerprint",
+    "first_fetch",
+    "last_fetch",
+    "last_compared",
+    "visits",
+    "changes",
+    "interval_secs",
+    "next_due",
+    "rate",
+    "etag",
+    "last_modified",
+    "status",
+    "history",
+    "misses",
+    "failures",
+    "retired",
 )
 _F64_AT, _F32_AT, _U16_AT, _U32_AT = (s.unpack_from for s in (_F64, _F32, _U16, _U32))
 _U64_AT = struct.Struct("<Q").unpack_from
@@ -314,14 +325,25 @@ def _fields(data: bytes) -> tuple[Any, ...]:
             count, pos = _varint_at(data, pos)
         if data[0] == 1:
             words = struct.unpack_from(f"<{count}H", _chunk(data, pos, 2 * count))
-            history = tuple(
-                (_old_interval_secs(w & ~_CHANGED), bool(w & _CHANGED)) for w in words
-            )
+            history = tuple((_old_interval_secs(w & ~_CHANGED), bool(w & _CHANGED)) for w in words)
         else:
             history = tuple(map(_OBSERVATIONS.__getitem__, _chunk(data, pos, count)))
     return (
-        fingerprint, first_fetch, last_fetch, last_compared, visits, changes, interval,
-        next_due, rate, etag, modified, status, history, misses, failures,
+        fingerprint,
+        first_fetch,
+        last_fetch,
+        last_compared,
+        visits,
+        changes,
+        interval,
+        next_due,
+        rate,
+        etag,
+        modified,
+        status,
+        history,
+        misses,
+        failures,
         bool(flags & _RETIRED),
     )
 

@@ -179,8 +179,14 @@ class TargetPolicy:
 
     uses_budget = False
 
-    def interval(self, config: RecrawlConfig, rate: float, previous_interval: float | None,
-                 changed: bool | None, multiplier: float | None) -> float:
+    def interval(
+        self,
+        config: RecrawlConfig,
+        rate: float,
+        previous_interval: float | None,
+        changed: bool | None,
+        multiplier: float | None,
+    ) -> float:
         return interval_for_freshness(rate, config.target_freshness)
 
 
@@ -190,8 +196,14 @@ class BudgetPolicy(TargetPolicy):
 
     uses_budget = True
 
-    def interval(self, config: RecrawlConfig, rate: float, previous_interval: float | None,
-                 changed: bool | None, multiplier: float | None) -> float:
+    def interval(
+        self,
+        config: RecrawlConfig,
+        rate: float,
+        previous_interval: float | None,
+        changed: bool | None,
+        multiplier: float | None,
+    ) -> float:
         if multiplier is None or not math.isfinite(multiplier):
             return super().interval(config, rate, previous_interval, changed, multiplier)
         frequency = budget_frequency(rate, multiplier)
@@ -203,8 +215,14 @@ class NutchPolicy:
 
     uses_budget = False
 
-    def interval(self, config: RecrawlConfig, rate: float, previous_interval: float | None,
-                 changed: bool | None, multiplier: float | None) -> float:
+    def interval(
+        self,
+        config: RecrawlConfig,
+        rate: float,
+        previous_interval: float | None,
+        changed: bool | None,
+        multiplier: float | None,
+    ) -> float:
         return nutch_interval(previous_interval or config.default_interval_secs, changed)
 
 
@@ -213,8 +231,14 @@ class FixedPolicy:
 
     uses_budget = False
 
-    def interval(self, config: RecrawlConfig, rate: float, previous_interval: float | None,
-                 changed: bool | None, multiplier: float | None) -> float:
+    def interval(
+        self,
+        config: RecrawlConfig,
+        rate: float,
+        previous_interval: float | None,
+        changed: bool | None,
+        multiplier: float | None,
+    ) -> float:
         return config.default_interval_secs
 
 
@@ -241,9 +265,7 @@ def load_policy(name: str) -> Policy:
     try:
         found = getattr(importlib.import_module(module), attribute)
     except (ImportError, AttributeError) as exc:
-        raise ConfigurationError(
-            f"`policy` {name!r} cannot be loaded: {exc}"
-        ) from None
+        raise ConfigurationError(f"`policy` {name!r} cannot be loaded: {exc}") from None
     policy = found() if isinstance(found, type) else found
     if not callable(getattr(policy, "interval", None)) or not hasattr(policy, "uses_budget"):
         raise ConfigurationError(

@@ -47,8 +47,9 @@ _RETRIES = 50
 #: URL-keyed hash and sorted set of 0.2.0 had no record.
 FORMAT = 3
 #: What 0.2.0's keys are, in the refusal.
-_OLD_SCHEDULE = Found("a recrawl schedule in 0.2.0's layout (a hash and a sorted set keyed by URL)",
-                      "0.2.0")
+_OLD_SCHEDULE = Found(
+    "a recrawl schedule in 0.2.0's layout (a hash and a sorted set keyed by URL)", "0.2.0"
+)
 #: Buckets are sized for ~:data:`URLS_PER_BUCKET` URLs: a bucket (a key and a sorted-set
 #: entry) costs ~250 bytes of Redis' own, and an update or a claim reads its slots, 16
 #: bytes a URL. Without an expected size, 2^14 buckets: ~60 URLs each at a million.
@@ -177,8 +178,10 @@ class _Layout:
         written, bits = recorded
         if old_state:
             raise refuse_old_redis(
-                f"namespace {self.namespace!r} on {mask_url(self.url)}", _OLD_SCHEDULE,
-                self.url, self.namespace,
+                f"namespace {self.namespace!r} on {mask_url(self.url)}",
+                _OLD_SCHEDULE,
+                self.url,
+                self.namespace,
             )
         if written is None:
             self.bits = self.requested_bits
@@ -205,8 +208,14 @@ class _Layout:
 
     def update(self, url: str, raw: bytes | None, new: PageState) -> list[Any]:
         return [
-            "update", self.prefix, *self.lookup(url), raw or b"", _record(new),
-            queue_ms(new.next_due), _bucket_arg(_decode(raw)), _bucket_arg(new),
+            "update",
+            self.prefix,
+            *self.lookup(url),
+            raw or b"",
+            _record(new),
+            queue_ms(new.next_due),
+            _bucket_arg(_decode(raw)),
+            _bucket_arg(new),
         ]
 
     def add(self, states: list[tuple[PageState, float]]) -> list[Any]:
@@ -229,8 +238,7 @@ class _Layout:
     def every_key(self, members: list[bytes]) -> list[str]:
         """What a reset deletes: the buckets, and both layouts' other keys."""
         buckets = [key for member in members for key in self.bucket_keys(member)]
-        return [*buckets, *self.keys, _old_state_key(self.namespace),
-                *_staged_keys(self.namespace)]
+        return [*buckets, *self.keys, _old_state_key(self.namespace), *_staged_keys(self.namespace)]
 
 
 #: What a failing Redis or Redis Cluster client raises (the tuple every Redis store catches).
@@ -247,12 +255,17 @@ class RedisBackend:
     errors: tuple[type[BaseException], ...] = _ERRORS
 
     def __init__(
-        self, url: str, namespace: str, client: Any = None, *, bits: int = DEFAULT_BUCKET_BITS,
+        self,
+        url: str,
+        namespace: str,
+        client: Any = None,
+        *,
+        bits: int = DEFAULT_BUCKET_BITS,
         options: Mapping[str, Any] | None = None,
     ) -> None:
         """``options``: the client's keyword arguments, when ``client`` is None."""
-        self._client: Any = client if client is not None else cast(
-            Any, sync_client(url, **dict(options or {}))
+        self._client: Any = (
+            client if client is not None else cast(Any, sync_client(url, **dict(options or {})))
         )
         self.layout = _Layout(namespace, bits, url)
         self._script = self._client.register_script(_SCRIPT)
@@ -406,11 +419,16 @@ class AsyncRedisBackend:
     errors: tuple[type[BaseException], ...] = _ERRORS
 
     def __init__(
-        self, url: str, namespace: str, client: Any = None, *, bits: int = DEFAULT_BUCKET_BITS,
+        self,
+        url: str,
+        namespace: str,
+        client: Any = None,
+        *,
+        bits: int = DEFAULT_BUCKET_BITS,
         options: Mapping[str, Any] | None = None,
     ) -> None:
-        self._client: Any = client if client is not None else cast(
-            Any, async_client(url, **dict(options or {}))
+        self._client: Any = (
+            client if client is not None else cast(Any, async_client(url, **dict(options or {})))
         )
         self.layout = _Layout(namespace, bits, url)
         self._script = self._client.register_script(_SCRIPT)
@@ -426,7 +444,9 @@ class AsyncRedisBackend:
         recorded = await self._client.hmget(layout.keys[0], ["format", "bits"])
         old = await self._client.exists(*_old_keys(layout.namespace))
         if layout.read(recorded, old):
-            await self._client.eval(_RECORD_LAYOUT, 1, layout.keys[0], FORMAT, layout.requested_bits)
+            await self._client.eval(
+                _RECORD_LAYOUT, 1, layout.keys[0], FORMAT, layout.requested_bits
+            )
             layout.bits = None
             layout.read(await self._client.hmget(layout.keys[0], ["format", "bits"]), 0)
 
@@ -528,8 +548,13 @@ def stored_shards(
 
 
 def maker(
-    url: str | None, namespace: str, shards: int | None, expected_pages: int | None,
-    plain: Any, sharded: Any, options: Mapping[str, Any] | None = None,
+    url: str | None,
+    namespace: str,
+    shards: int | None,
+    expected_pages: int | None,
+    plain: Any,
+    sharded: Any,
+    options: Mapping[str, Any] | None = None,
 ) -> Callable[[], Any]:
     """Opens the plain or the sharded backend (classes ``plain`` and ``sharded``), by the
     namespace's shard count; a new namespace's buckets are sized for ``expected_pages``
@@ -563,7 +588,9 @@ def _merge(peeks: list[list[tuple[str, float]]], limit: int) -> tuple[float, lis
     return (rows[-1][0] if rows else 0.0), counts
 
 
-def _earliest(parts: list[list[tuple[PageState, float]]], limit: int) -> list[tuple[PageState, float]]:
+def _earliest(
+    parts: list[list[tuple[PageState, float]]], limit: int
+) -> list[tuple[PageState, float]]:
     rows = (row for part in parts for row in part)
     return sorted(rows, key=lambda row: (row[1], _tie_order(row[0].url)))[:limit]
 
@@ -589,7 +616,12 @@ class ShardedRedisBackend:
     errors: tuple[type[BaseException], ...] = _ERRORS
 
     def __init__(
-        self, url: str, namespace: str, shards: int, *, bits: int = DEFAULT_BUCKET_BITS,
+        self,
+        url: str,
+        namespace: str,
+        shards: int,
+        *,
+        bits: int = DEFAULT_BUCKET_BITS,
         options: Mapping[str, Any] | None = None,
     ) -> None:
         self._client: Any = cast(Any, sync_client(url, **dict(options or {})))
@@ -648,7 +680,12 @@ class AsyncShardedRedisBackend:
     errors: tuple[type[BaseException], ...] = _ERRORS
 
     def __init__(
-        self, url: str, namespace: str, shards: int, *, bits: int = DEFAULT_BUCKET_BITS,
+        self,
+        url: str,
+        namespace: str,
+        shards: int,
+        *,
+        bits: int = DEFAULT_BUCKET_BITS,
         options: Mapping[str, Any] | None = None,
     ) -> None:
         self._client: Any = cast(Any, async_client(url, **dict(options or {})))

@@ -61,7 +61,9 @@ def synthetic_population(
     return Population(rates, trivial)
 
 
-def population_from_rates(rates_per_day: Sequence[float], trivial_per_day: float = 0.0) -> Population:
+def population_from_rates(
+    rates_per_day: Sequence[float], trivial_per_day: float = 0.0
+) -> Population:
     """Build a population from known rates (e.g. a file of measured rates)."""
     return Population(tuple(rates_per_day), tuple(trivial_per_day for _ in rates_per_day))
 

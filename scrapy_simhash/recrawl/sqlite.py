@@ -52,7 +52,12 @@ WRITE = (
 
 
 def row(
-    origins: UrlOrigins, row_id: int, ns: int, url: str, due: float, bucket: int | None,
+    origins: UrlOrigins,
+    row_id: int,
+    ns: int,
+    url: str,
+    due: float,
+    bucket: int | None,
     state: bytes,
 ) -> tuple[Any, ...]:
     """The values of :data:`WRITE` for a URL queued at ``due`` (seconds)."""
@@ -65,7 +70,9 @@ def url_id(namespace: str, url: str) -> int:
     The row id *is* the lookup key, so the URL is stored once: an index on the URL would
     store it a second time, the largest part of a row.
     """
-    return int(xxhash.xxh3_64_intdigest(f"{namespace}\0{url}".encode("utf-8", "surrogatepass")) >> 2)
+    return int(
+        xxhash.xxh3_64_intdigest(f"{namespace}\0{url}".encode("utf-8", "surrogatepass")) >> 2
+    )
 
 
 def path_from_url(url: str | None) -> str:
@@ -111,10 +118,18 @@ class SqliteBackend:
         return _find(self._db, self._origins, self._namespace, self._ns, url)
 
     def _write_row(self, row_id: int, state: PageState) -> None:
-        self._db.execute(WRITE, row(
-            self._origins, row_id, self._ns, state.url, state.next_due, rate_bucket(state.rate),
-            state.to_bytes(),
-        ))
+        self._db.execute(
+            WRITE,
+            row(
+                self._origins,
+                row_id,
+                self._ns,
+                state.url,
+                state.next_due,
+                rate_bucket(state.rate),
+                state.to_bytes(),
+            ),
+        )
 
     def update(self, url: str, step: Step) -> PageState:
         with self._write():
@@ -240,5 +255,6 @@ def write_json_state(
     found, row_id, _ = _find(db, origins, namespace, ns, url)
     if found is None:
         state = PageState.from_json(text)
-        db.execute(WRITE, row(origins, row_id, ns, url, due, rate_bucket(state.rate),
-                              state.to_bytes()))
+        db.execute(
+            WRITE, row(origins, row_id, ns, url, due, rate_bucket(state.rate), state.to_bytes())
+        )

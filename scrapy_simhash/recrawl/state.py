@@ -99,9 +99,7 @@ class PageState:
             etag=data.get("e"),
             last_modified=data.get("m"),
             status=data.get("s"),
-            history=tuple(
-                (quantize_interval(float(t)), bool(c)) for t, c in data.get("h", ())
-            ),
+            history=tuple((quantize_interval(float(t)), bool(c)) for t, c in data.get("h", ())),
         )
 
 
@@ -111,7 +109,11 @@ _NAMES = ("url", *FIELDS)
 
 #: What one recorded response meant for the schedule (``Visit.outcome``, stats names).
 FETCHED, NOT_MODIFIED, MISSING, RETIRED, FAILED = (
-    "fetched", "not_modified", "missing", "retired", "failed",
+    "fetched",
+    "not_modified",
+    "missing",
+    "retired",
+    "failed",
 )
 #: Answers that say a URL is gone rather than failing for now.
 GONE_STATUSES = frozenset({404, 410})

@@ -37,7 +37,6 @@ SyncFactory = Callable[[str | None, str], Backend]
 AsyncFactory = Callable[[str | None, str], AsyncBackend]
 
 
-
 @dataclass(frozen=True)
 class DueUrl:
     """A URL handed out for fetching, with the validators for a conditional request."""
@@ -75,9 +74,7 @@ def _wrap(url: str | None, exc: BaseException) -> IndexBackendError:
 
 
 def _page_due(pairs: Iterable[tuple[PageState, float]]) -> list[DueUrl]:
-    return [
-        DueUrl(s.url, due, s.etag, s.last_modified, s.visits) for s, due in pairs
-    ]
+    return [DueUrl(s.url, due, s.etag, s.last_modified, s.visits) for s, due in pairs]
 
 
 class _Scheduler:
@@ -93,8 +90,7 @@ class _Scheduler:
 
     def needs_multiplier(self, now: float) -> bool:
         return (
-            self.config.schedule.uses_budget
-            and now - self._solved_at >= self.config.rebalance_secs
+            self.config.schedule.uses_budget and now - self._solved_at >= self.config.rebalance_secs
         )
 
     def solve(self, histogram: dict[int, int], now: float) -> None:
@@ -248,9 +244,7 @@ class RecrawlStore(_StoreFace):
         """List URLs due within ``within`` seconds, earliest first, without leasing them."""
         return _page_due(self.scheduled(within=within, limit=limit))
 
-    def scheduled(
-        self, *, within: float = 0.0, limit: int = 1000
-    ) -> list[tuple[PageState, float]]:
+    def scheduled(self, *, within: float = 0.0, limit: int = 1000) -> list[tuple[PageState, float]]:
         """As :meth:`due`, each URL's whole state with its due time (what reports read)."""
         return self._call(self._backend.due, self._rules.clock() + within, limit)
 
@@ -414,7 +408,10 @@ def _opened(
     """``opener(...)``, its failures said as recrawl store errors (without a password)."""
     try:
         return opener(
-            url, namespace, shards=config.shards, expected_pages=config.expected_pages,
+            url,
+            namespace,
+            shards=config.shards,
+            expected_pages=config.expected_pages,
             options=dict(options or {}),
         )
     except (ConfigurationError, IndexBackendError):
@@ -439,7 +436,10 @@ def open_recrawl_store(
 
 
 def _open_async(
-    url: str | None, namespace: str, config: RecrawlConfig, clock: Clock,
+    url: str | None,
+    namespace: str,
+    config: RecrawlConfig,
+    clock: Clock,
     options: Mapping[str, Any] | None,
 ) -> AsyncRecrawlStore:
     opener = storage_for(url, "recrawl").async_recrawl

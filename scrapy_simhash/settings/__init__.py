@@ -6,6 +6,7 @@ through the same functions and agree on every default. ``names`` lists every set
 README's tables list the same, a test keeps them in step) and warns about misspelt ones;
 ``values`` reads one value of a type; ``configs`` builds the configs.
 """
+
 from __future__ import annotations
 
 from scrapy_simhash.settings.configs import (
@@ -46,11 +47,39 @@ from scrapy_simhash.settings.configs import (
 from scrapy_simhash.settings.names import KNOWN_SETTINGS, unknown_settings
 
 __all__ = [
-    "DEFAULT_CONTENT_TYPES", "KNOWN_SETTINGS", "ON_ERROR_CHOICES", "ON_MISMATCH_CHOICES",
-    "DustConfig", "GuardConfig", "MiddlewareConfig", "PipelineConfig", "RecrawlStartConfig",
-    "backend_options", "canonicalize_keys", "confirm_distance", "content_type_matches", "default_workers",
-    "dust_enabled", "dust_min_checks", "dust_min_support", "enabled", "filing_lease_secs", "fingerprint_config", "follow_links_asked", "follows_duplicate_links",
+    "DEFAULT_CONTENT_TYPES",
+    "KNOWN_SETTINGS",
+    "ON_ERROR_CHOICES",
+    "ON_MISMATCH_CHOICES",
+    "DustConfig",
+    "GuardConfig",
+    "MiddlewareConfig",
+    "PipelineConfig",
+    "RecrawlStartConfig",
+    "backend_options",
+    "canonicalize_keys",
+    "confirm_distance",
+    "content_type_matches",
+    "default_workers",
+    "dust_enabled",
+    "dust_min_checks",
+    "dust_min_support",
+    "enabled",
+    "filing_lease_secs",
+    "fingerprint_config",
+    "follow_links_asked",
+    "follows_duplicate_links",
     "given_namespace",
-    "index_kwargs", "index_options", "index_ttl_secs", "index_url", "item_fields", "max_distance", "namespace", "on_mismatch",
-    "preferred_hosts", "recrawl_config", "shards", "unknown_settings",
+    "index_kwargs",
+    "index_options",
+    "index_ttl_secs",
+    "index_url",
+    "item_fields",
+    "max_distance",
+    "namespace",
+    "on_mismatch",
+    "preferred_hosts",
+    "recrawl_config",
+    "shards",
+    "unknown_settings",
 ]

@@ -212,7 +212,10 @@ def confirm_distance(settings: Settings) -> int:
     from scrapy_simhash.confirm import CONFIRM_DISTANCE, SIGNATURE_BITS
 
     return get_int(
-        settings, "SIMHASH_CONFIRM_DISTANCE", CONFIRM_DISTANCE, minimum=0,
+        settings,
+        "SIMHASH_CONFIRM_DISTANCE",
+        CONFIRM_DISTANCE,
+        minimum=0,
         maximum=SIGNATURE_BITS // 4 - 1,
     )
 
@@ -229,8 +232,11 @@ def index_options(settings: Settings) -> dict[str, Any]:
     drop_ttl = get_float(settings, "SIMHASH_DROP_RECORD_TTL_SECS", DROP_TTL_SECS, minimum=0.0)
     k = max_distance(settings)
     exact = get_int(
-        settings, "SIMHASH_INDEX_EXACT_DISTANCE", min(default_distances(bits(settings))[1], k),
-        minimum=0, maximum=k,
+        settings,
+        "SIMHASH_INDEX_EXACT_DISTANCE",
+        min(default_distances(bits(settings))[1], k),
+        minimum=0,
+        maximum=k,
     )
     k = _served(settings, k, exact, tables or None, expected or None)
     return {
@@ -476,7 +482,8 @@ class DustConfig:
                 settings, "SIMHASH_DUST_CHECK_SHARE", DUST_CHECK_SHARE, minimum=0.0, maximum=1.0
             ),
             counterexample_distance=get_int(
-                settings, "SIMHASH_DUST_COUNTEREXAMPLE_DISTANCE",
+                settings,
+                "SIMHASH_DUST_COUNTEREXAMPLE_DISTANCE",
                 max(max_distance, DUST_COUNTEREXAMPLE_BITS_PER_64 * bits // 64),
                 minimum=max_distance,
             ),

@@ -127,9 +127,7 @@ def get_dict(settings: Mapping[str, Any], name: str) -> dict[str, Any]:
     return dict(value)
 
 
-def _check_range(
-    name: str, number: float, minimum: float | None, maximum: float | None
-) -> None:
+def _check_range(name: str, number: float, minimum: float | None, maximum: float | None) -> None:
     if minimum is not None and number < minimum:
         raise ConfigurationError(f"{name} must be >= {minimum}, got {number}")
     if maximum is not None and number > maximum:

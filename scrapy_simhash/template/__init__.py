@@ -160,8 +160,10 @@ class HostMemory:
         blob = (blob or b"").ljust(HOST_BYTES, b"\0")
         words = _counts(blob[:HOST_BYTES])
         return cls(
-            words[cls.PAGES_AT], array("H", words[:SLOTS]),
-            words[cls.SEEN_PAGES_AT], array("H", words[cls.SEEN_AT : cls.SEEN_PAGES_AT]),
+            words[cls.PAGES_AT],
+            array("H", words[:SLOTS]),
+            words[cls.SEEN_PAGES_AT],
+            array("H", words[cls.SEEN_AT : cls.SEEN_PAGES_AT]),
         )
 
     def to_bytes(self) -> bytes:
@@ -256,15 +258,16 @@ def apply_template(
         return page
     own, dropped_own = _lines_outside(page.page_text, template)
     other = _refingerprint(
-        fingerprinter, page, _drop_credits("\n".join(own)),
+        fingerprinter,
+        page,
+        _drop_credits("\n".join(own)),
         f"the main text is the host's template ({dropped} line(s)); the page's other "
-        "text read instead", dropped_own,
+        "text read instead",
+        dropped_own,
     )
     if other.fingerprint is not None:
         return other
-    return replace(
-        other, reason=f"too little text besides the host's template ({other.reason})"
-    )
+    return replace(other, reason=f"too little text besides the host's template ({other.reason})")
 
 
 def _refingerprint(
@@ -274,8 +277,12 @@ def _refingerprint(
         text, page.title, encoding=page.encoding, notes=(*page.notes, note)
     )
     return replace(
-        again, chars=page.chars, text=page.text, page_text=page.page_text,
-        template_lines=dropped, visible=page.visible if again.exact else "",
+        again,
+        chars=page.chars,
+        text=page.text,
+        page_text=page.page_text,
+        template_lines=dropped,
+        visible=page.visible if again.exact else "",
     )
 
 
@@ -325,7 +332,8 @@ def second_look(
     if sketch:
         widely = memory.widely_seen()
         rest = [
-            line for line in lines_outside(page.page_text, page.text)
+            line
+            for line in lines_outside(page.page_text, page.text)
             if (slot := folded_slot(line)) not in template and seen[slot] <= widely
         ]
         lacking = "\n".join(lines_not_in(sketch, rest))
@@ -349,9 +357,12 @@ def _counted_outside(page: PageFingerprint, template: frozenset[int]) -> list[tu
     counted = set(page_slots(page.page_text))
     main = {line_slot(line) for line in page.text.split("\n") if line.strip()}
     return [
-        (line, slot) for line in page.page_text.split("\n")
-        if line.strip() and (slot := line_slot(line)) in counted
-        and slot not in template and slot not in main
+        (line, slot)
+        for line in page.page_text.split("\n")
+        if line.strip()
+        and (slot := line_slot(line)) in counted
+        and slot not in template
+        and slot not in main
     ]
 
 

@@ -152,8 +152,13 @@ class SqliteTemplateStore(TemplateStore):
     raising ``StorageLost`` once the file was deleted or replaced."""
 
     def __init__(
-        self, path: str, namespace: str, *, timeout_secs: float = BUSY_TIMEOUT_SECS,
-        max_hosts: int = MAX_HOSTS, halve_at: int = HALVE_AT,
+        self,
+        path: str,
+        namespace: str,
+        *,
+        timeout_secs: float = BUSY_TIMEOUT_SECS,
+        max_hosts: int = MAX_HOSTS,
+        halve_at: int = HALVE_AT,
     ) -> None:
         self.namespace = namespace
         self.max_hosts = max_hosts
@@ -202,7 +207,8 @@ class SqliteTemplateStore(TemplateStore):
                 return
             db.execute(
                 "INSERT INTO simhash_template_hosts VALUES (?, 1) ON CONFLICT (ns) "
-                "DO UPDATE SET hosts = hosts + 1", (ns,),
+                "DO UPDATE SET hosts = hosts + 1",
+                (ns,),
             )
         memory = HostMemory.from_bytes(row[0]) if row else EMPTY
         for change in changes:
@@ -249,8 +255,6 @@ def glob_escape(text: str) -> str:
     syntax in a pattern, ``\\`` its escape: each is preceded by a backslash.
     """
     return "".join("\\" + c if c in "*?[]\\" else c for c in text)
-
-
 
 
 #: Bytes of a small record at most (a flag byte and the gaps between its sorted buckets):
@@ -414,7 +418,9 @@ end
 return 0
 """
 for _name, _value in {
-    "SLOTS": SLOTS, "PAGES_AT": HostMemory.PAGES_AT, "SEEN_AT": HostMemory.SEEN_AT,
+    "SLOTS": SLOTS,
+    "PAGES_AT": HostMemory.PAGES_AT,
+    "SEEN_AT": HostMemory.SEEN_AT,
     "SEEN_PAGES_AT": HostMemory.SEEN_PAGES_AT,
 }.items():
     _RECORD = _RECORD.replace(f"@{_name}@", str(_value))
@@ -427,9 +433,17 @@ class RedisTemplateStore(TemplateStore):
     counted by one script call (:data:`_RECORD`). Keys carry the namespace's hash tag, as
     the index's do (one Cluster slot)."""
 
-    def __init__(self, url: str, namespace: str, *, ttl_secs: float | None = None,
-                 halve_at: int = HALVE_AT, max_hosts: int = MAX_HOSTS,
-                 clock: Callable[[], float] = time.time, **options: Any) -> None:
+    def __init__(
+        self,
+        url: str,
+        namespace: str,
+        *,
+        ttl_secs: float | None = None,
+        halve_at: int = HALVE_AT,
+        max_hosts: int = MAX_HOSTS,
+        clock: Callable[[], float] = time.time,
+        **options: Any,
+    ) -> None:
         from scrapy_simhash.index.redis.connection import _redis_errors
 
         self.halve_at = halve_at
@@ -463,8 +477,10 @@ class RedisTemplateStore(TemplateStore):
         bucket = digest % SMALL_BUCKETS
         field = (digest >> 16).to_bytes(6, "big")
         return (
-            self._prefix + host, f"{self._small}{period}:{bucket}",
-            f"{self._small}{period - 1}:{bucket}", field,
+            self._prefix + host,
+            f"{self._small}{period}:{bucket}",
+            f"{self._small}{period - 1}:{bucket}",
+            field,
         )
 
     def read(self, host: str) -> HostMemory:
@@ -488,14 +504,21 @@ class RedisTemplateStore(TemplateStore):
         bucket_ttl = max(1, int((period + 2) * self.ttl_secs - now))
         keys: list[Any] = [self._index]
         args: list[Any] = [
-            int(now), self.ttl_secs, self.max_hosts, self.halve_at, SMALL_PER_BUCKET, bucket_ttl,
+            int(now),
+            self.ttl_secs,
+            self.max_hosts,
+            self.halve_at,
+            SMALL_PER_BUCKET,
+            bucket_ttl,
         ]
         for count in counts:
             key, this, last, field = self._where(count.host, period)
             keys += [key, this, last]
             slots = sorted(set(count.slots))
             args += [
-                _KEPT if count.kept else _SEEN, field, small_record(slots),
+                _KEPT if count.kept else _SEEN,
+                field,
+                small_record(slots),
                 b"".join(slot.to_bytes(2, "big") for slot in slots),
             ]
         try:

@@ -53,7 +53,8 @@ def test_rules_are_per_host_and_per_namespace(make: Callable[..., Any]) -> None:
     store.support(H, "param:sid", "a", "b")
     store.support("m.example.com", "param:sid", "a", "b")
     assert [(s.host, s.rule) for s in store.rules()] == [
-        (H, "param:sid"), ("m.example.com", "param:sid"),
+        (H, "param:sid"),
+        ("m.example.com", "param:sid"),
     ]
     assert other.rules() == []
 
@@ -130,7 +131,9 @@ def test_a_rule_store_written_before_checks_were_counted_trusts_none_of_its_rule
         (state,) = store.rules()
         assert (state.support, state.checks) == (3, 0)
         assert not state.trusted(3, 1)
-        assert store.passed(H, "param:ref", "http://example.com/1?ref=x", "http://example.com/1") == 1
+        assert (
+            store.passed(H, "param:ref", "http://example.com/1?ref=x", "http://example.com/1") == 1
+        )
 
 
 def test_growth_is_bounded(make: Callable[..., Any], monkeypatch: pytest.MonkeyPatch) -> None:

@@ -174,7 +174,9 @@ def test_entries_age_out_after_ttl(make: Callable[..., Any]) -> None:
     assert index.query(1000) == []
     assert index.get("fresh") == 1 << 40
     assert index.observe("dup", 1001) == Observation(None, None, True)
-    assert index.observe("fresh", 1 << 40) == Observation(None, 1 << 40, True, NO_SIGNATURE)  # seen again
+    assert index.observe("fresh", 1 << 40) == Observation(
+        None, 1 << 40, True, NO_SIGNATURE
+    )  # seen again
     clock.now += 60
     index.observe("fresh", 1 << 40)
     clock.now += 50  # "dup" was stored 110 s ago, "fresh" seen 50 s ago
@@ -322,7 +324,11 @@ def test_drop_records_say_what_a_dropped_url_copies(make: Callable[..., Any]) ->
     clock.now += 5
     index.record_drop("https://a.example/print/1", "https://a.example/2", 0)
     assert index.drop_of("https://a.example/print/1") == (
-        "https://a.example/print/1", "https://a.example/2", 0, int(clock.now), None
+        "https://a.example/print/1",
+        "https://a.example/2",
+        0,
+        int(clock.now),
+        None,
     )
     key = "https://例子.测试/新闻?id=1&q=ü"
     index.record_drop(key, "https://例子.测试/原文", 3)

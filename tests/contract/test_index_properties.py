@@ -260,7 +260,9 @@ def test_redis_in_one_group_matches_the_model(redis_url: str) -> None:
 
 
 @pytest.mark.redis
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(case=planted(), tables=st.integers(0, 2), grouped=st.booleans())
 def test_redis_query_recall_is_exact(
     redis_url: str, case: tuple[int, list[int], int], tables: int, grouped: bool
@@ -301,12 +303,15 @@ def test_drop_records_read_back_what_was_recorded(
     anything from nothing to all of either, must read back exactly, one by one and listed."""
     url = backend_url(kind, request, tmp_path)
 
-    @settings(max_examples=60, deadline=None,
-              suppress_health_check=[HealthCheck.function_scoped_fixture])
-    @given(pairs=st.lists(
-        st.tuples(_URL_TEXT, _URL_TEXT, st.integers(0, 64), st.none() | st.integers(0, 127)),
-        max_size=8,
-    ))
+    @settings(
+        max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(
+        pairs=st.lists(
+            st.tuples(_URL_TEXT, _URL_TEXT, st.integers(0, 64), st.none() | st.integers(0, 127)),
+            max_size=8,
+        )
+    )
     def check(pairs: list[tuple[str, str, int, int | None]]) -> None:
         with open_index(url, namespace="drops", reset=True) as index:
             expected: dict[str, tuple[str, int, int | None]] = {}

@@ -39,9 +39,17 @@ def _states() -> list[tuple[PageState, float]]:
     out = []
     for i in range(7):
         state = PageState(
-            f"https://old.test/{i}", fingerprint=0x1234 + i, first_fetch=100.0,
-            last_fetch=100.0 + i * HOUR, visits=3 + i, changes=i % 3, interval_secs=HOUR,
-            next_due=1000.0 + 10 * i, rate=1e-5 * (i + 1), etag=f'"e{i}"', status=200,
+            f"https://old.test/{i}",
+            fingerprint=0x1234 + i,
+            first_fetch=100.0,
+            last_fetch=100.0 + i * HOUR,
+            visits=3 + i,
+            changes=i % 3,
+            interval_secs=HOUR,
+            next_due=1000.0 + 10 * i,
+            rate=1e-5 * (i + 1),
+            etag=f'"e{i}"',
+            status=200,
             history=((HOUR, True), (2 * HOUR, False)),
         )
         out.append((state, 5000.0 + i if i in (2, 5) else state.next_due))
@@ -52,8 +60,16 @@ def _summary(state: PageState | None) -> Any:
     """What must survive the upgrade (of the state as its bytes read back)."""
     assert state is not None
     state = PageState.from_bytes(state.url, state.to_bytes())
-    return (state.url, state.fingerprint, state.visits, state.changes, state.rate, state.etag,
-            state.next_due, len(state.history))
+    return (
+        state.url,
+        state.fingerprint,
+        state.visits,
+        state.changes,
+        state.rate,
+        state.etag,
+        state.next_due,
+        len(state.history),
+    )
 
 
 def _check_message(message: str, found: str, version: str, command: str) -> None:
@@ -94,8 +110,7 @@ def _sqlite_0_2_0(path: Path) -> None:
     for state, queue in _states():
         db.execute(
             "INSERT INTO simhash_recrawl_pages VALUES (?, 1, ?, ?, ?, ?)",
-            (url_id("old", state.url), state.url, queue, rate_bucket(state.rate),
-             state.to_bytes()),
+            (url_id("old", state.url), state.url, queue, rate_bucket(state.rate), state.to_bytes()),
         )
     db.commit()
     db.close()
@@ -104,8 +119,9 @@ def _sqlite_0_2_0(path: Path) -> None:
 def _dump(path: Path) -> list[Any]:
     db = sqlite3.connect(path)
     try:
-        tables = sorted(name for (name,) in db.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table'"))
+        tables = sorted(
+            name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        )
         return [(name, sorted(db.execute(f"SELECT * FROM {name}").fetchall())) for name in tables]
     finally:
         db.close()
@@ -120,12 +136,20 @@ def test_every_sqlite_store_refuses_a_0_2_0_file_unread_and_unchanged(tmp_path: 
     url = f"sqlite:///{path}"
     with pytest.raises(OldStateError) as index_refusal:
         open_index(url, namespace="old")
-    _check_message(str(index_refusal.value), "a near-duplicate index in 0.2.0's layout",
-                   "0.2.0", f"scrapy-simhash upgrade --index-url {url}")
+    _check_message(
+        str(index_refusal.value),
+        "a near-duplicate index in 0.2.0's layout",
+        "0.2.0",
+        f"scrapy-simhash upgrade --index-url {url}",
+    )
     with pytest.raises(OldStateError) as recrawl_refusal:
         open_recrawl_store(url, namespace="old")
-    _check_message(str(recrawl_refusal.value), "a recrawl schedule in 0.2.0's layout",
-                   "0.2.0", f"scrapy-simhash upgrade --index-url {url}")
+    _check_message(
+        str(recrawl_refusal.value),
+        "a recrawl schedule in 0.2.0's layout",
+        "0.2.0",
+        f"scrapy-simhash upgrade --index-url {url}",
+    )
     assert str(path) in str(recrawl_refusal.value)
     assert "delete the file" in str(recrawl_refusal.value)
 
@@ -142,8 +166,9 @@ def test_json_states_of_0_1_are_refused_too(tmp_path: Path) -> None:
     _sqlite_0_1(path)
     with pytest.raises(OldStateError) as refusal:
         open_recrawl_store(f"sqlite:///{path}", namespace="old")
-    _check_message(str(refusal.value), "a recrawl schedule of JSON states", "0.1",
-                   "scrapy-simhash upgrade")
+    _check_message(
+        str(refusal.value), "a recrawl schedule of JSON states", "0.1", "scrapy-simhash upgrade"
+    )
     assert "simhash_recrawl" in [name for name, _ in _dump(path)]
 
 
@@ -159,8 +184,10 @@ def _sqlite_0_1(path: Path) -> None:
             '"c":1,"i":3600.0,"d":3620.0,"r":1e-05,"e":"\\"t\\"","m":null,"s":200,'
             '"h":[[10.0,1]]}'
         )
-        db.execute("INSERT INTO simhash_recrawl VALUES ('old', ?, ?, 1, ?)",
-                   (f"http://x/{i}", 3620.0 + i, legacy))
+        db.execute(
+            "INSERT INTO simhash_recrawl VALUES ('old', ?, ?, 1, ?)",
+            (f"http://x/{i}", 3620.0 + i, legacy),
+        )
     db.commit()
     db.close()
 
@@ -192,9 +219,7 @@ def test_the_upgrade_carries_an_sqlite_schedule_over_in_batches(
     assert upgrade(url, "old").recrawl_states == 0
 
 
-def test_an_sqlite_upgrade_cut_short_goes_on_where_it_stopped(
-    tmp_path: Path, clock: Clock
-) -> None:
+def test_an_sqlite_upgrade_cut_short_goes_on_where_it_stopped(tmp_path: Path, clock: Clock) -> None:
     """Stopped after a batch, the file is refused as an unfinished upgrade; run again, the
     upgrade carries the rest, each URL once. JSON states of 0.1 are carried the same way."""
     path = tmp_path / "index.sqlite3"
@@ -284,14 +309,22 @@ def test_every_redis_store_refuses_a_0_2_0_namespace_unread_and_unchanged(
     before = _keys(client, "old")
     with pytest.raises(OldStateError) as index_refusal:
         open_index(redis_url, namespace="old")
-    _check_message(str(index_refusal.value), "a near-duplicate index in Redis layout 2",
-                   "0.2.0", f"scrapy-simhash upgrade --index-url {redis_url} --namespace old")
+    _check_message(
+        str(index_refusal.value),
+        "a near-duplicate index in Redis layout 2",
+        "0.2.0",
+        f"scrapy-simhash upgrade --index-url {redis_url} --namespace old",
+    )
     store = open_recrawl_store(redis_url, namespace="old")
     with pytest.raises(OldStateError) as recrawl_refusal:
         store.count()
     store.close()
-    _check_message(str(recrawl_refusal.value), "a recrawl schedule in 0.2.0's layout",
-                   "0.2.0", f"scrapy-simhash upgrade --index-url {redis_url} --namespace old")
+    _check_message(
+        str(recrawl_refusal.value),
+        "a recrawl schedule in 0.2.0's layout",
+        "0.2.0",
+        f"scrapy-simhash upgrade --index-url {redis_url} --namespace old",
+    )
     assert "scrapy simhash reset --namespace old" in str(recrawl_refusal.value)
 
     async def use_async() -> None:
@@ -358,5 +391,4 @@ def test_a_redis_upgrade_cut_short_goes_on_where_it_stopped(
     assert done.recrawl_states == 5
     with open_recrawl_store(redis_url, namespace="cut", clock=clock) as store:
         assert store.count() == 7
-        assert sorted(d.url for d in store.due(within=1e6)) == sorted(
-            s.url for s, _ in _states())
+        assert sorted(d.url for d in store.due(within=1e6)) == sorted(s.url for s, _ in _states())

@@ -55,7 +55,9 @@ def open_store(request: pytest.FixtureRequest, store_url: str) -> Callable[..., 
 
     def open_(**kwargs: Any) -> RecrawlStore:
         if request.param == "async":
-            return cast(RecrawlStore, Blocking(lambda: open_async_recrawl_store(store_url, **kwargs)))
+            return cast(
+                RecrawlStore, Blocking(lambda: open_async_recrawl_store(store_url, **kwargs))
+            )
         return open_recrawl_store(store_url, **kwargs)
 
     return open_
@@ -148,9 +150,7 @@ def test_claim_leases_due_urls_and_lease_expiry_returns_them(
     assert sorted(d.url for d in store.claim_due(10, lease_secs=600)) == ["a", "b", "c"]
 
 
-def test_urls_due_at_one_time_are_each_handed_out_once(
-    store: RecrawlStore, clock: Clock
-) -> None:
+def test_urls_due_at_one_time_are_each_handed_out_once(store: RecrawlStore, clock: Clock) -> None:
     """Seeds added together share their due time: claims hand each out exactly once,
     in the store's fixed order of ties, and the earliest before any of them."""
     urls = [f"https://seed.test/{n}" for n in range(300)]
@@ -225,8 +225,13 @@ def test_async_store_matches_sync_contract(store_url: str, clock: Clock) -> None
             second = await store.observe("u", B)
             await store.add(["v"])
             claimed = await store.claim_due(5)
-            return [first.changed, second.changed, await store.count(),
-                    [d.url for d in claimed], (await store.get("u")).etag]  # type: ignore[union-attr]
+            return [
+                first.changed,
+                second.changed,
+                await store.count(),
+                [d.url for d in claimed],
+                (await store.get("u")).etag,
+            ]  # type: ignore[union-attr]
         finally:
             await store.close()
 
@@ -236,8 +241,10 @@ def test_async_store_matches_sync_contract(store_url: str, clock: Clock) -> None
 def test_namespaces_are_separate(
     store_url: str, open_store: Callable[..., RecrawlStore], clock: Clock
 ) -> None:
-    with open_store(namespace="n1", clock=clock) as one, \
-            open_store(namespace="n2", clock=clock) as two:
+    with (
+        open_store(namespace="n1", clock=clock) as one,
+        open_store(namespace="n2", clock=clock) as two,
+    ):
         one.observe("u", A)
         assert two.get("u") is None
         if not store_url.startswith("memory"):  # memory stores are private to one object
@@ -372,8 +379,12 @@ def test_observation_intervals_are_kept_within_nine_percent(secs: float) -> None
     assert kept == quantize_interval(kept)  # on the grid: reads back as written
     if secs >= 1.1:
         assert kept == pytest.approx(secs, rel=2 ** (1 / 8) - 1)
-    assert [quantize_interval(h * HOUR) for h in (1, 2, 4, 8)] == [HOUR, 2 * HOUR, 4 * HOUR,
-                                                                    8 * HOUR]
+    assert [quantize_interval(h * HOUR) for h in (1, 2, 4, 8)] == [
+        HOUR,
+        2 * HOUR,
+        4 * HOUR,
+        8 * HOUR,
+    ]
 
 
 def test_states_packed_by_0_2_0_are_read() -> None:
@@ -459,8 +470,9 @@ def test_sharded_recrawl_state_spreads_and_refuses_another_count(
     budget histogram is the sum; a different shard count refuses to open."""
     config = RecrawlConfig(shards=6)
     urls = [f"http://x/{i}" for i in range(60)]
-    with open_recrawl_store(redis_cluster6_url, namespace="spread", config=config,
-                            clock=clock) as store:
+    with open_recrawl_store(
+        redis_cluster6_url, namespace="spread", config=config, clock=clock
+    ) as store:
         for i, url in enumerate(urls):
             assert store.add([url], due=clock.now - 1000 + i) == 1
         assert store.count() == 60
@@ -484,8 +496,7 @@ def test_sharded_recrawl_state_spreads_and_refuses_another_count(
         client.close()
     assert holding == 6
     with pytest.raises(ConfigurationError, match="spread over 6 shard"):
-        open_recrawl_store(redis_cluster6_url, namespace="spread",
-                           config=RecrawlConfig(shards=3))
+        open_recrawl_store(redis_cluster6_url, namespace="spread", config=RecrawlConfig(shards=3))
 
 
 def test_recrawl_state_of_another_format_is_refused_with_the_way_out(redis_url: str) -> None:
@@ -534,8 +545,9 @@ def test_buckets_hand_out_as_one_sorted_queue(redis_server_url: str, ops: list[A
         for op, n, at in ops:
             if op == "add":  # a batch of four, as seeds come
                 urls = [f"https://p.test/{m}" for m in range(n, n + 4)]
-                added = backend.add([PageState(url=u, next_due=at, visits=m)
-                                     for m, u in enumerate(urls, n)])
+                added = backend.add(
+                    [PageState(url=u, next_due=at, visits=m) for m, u in enumerate(urls, n)]
+                )
                 assert added == sum(u not in queue for u in urls)
                 for url in urls:
                     queue.setdefault(url, at)
@@ -544,9 +556,7 @@ def test_buckets_hand_out_as_one_sorted_queue(redis_server_url: str, ops: list[A
                 assert backend.remove(url) == (url in queue)
                 queue.pop(url, None)
             else:
-                expected = sorted(
-                    (q, url_id(u), u) for u, q in queue.items() if q <= at
-                )[:n]
+                expected = sorted((q, url_id(u), u) for u, q in queue.items() if q <= at)[:n]
                 claimed = backend.claim(at, n, at + 7.0)
                 assert [(s.url, q) for s, q in claimed] == [(u, q) for q, _, u in expected]
                 for _, _, u in expected:
@@ -565,14 +575,16 @@ def test_buckets_hand_out_as_one_sorted_queue(redis_server_url: str, ops: list[A
 def test_a_namespace_keeps_the_bucket_count_it_was_created_with(redis_url: str) -> None:
     """Buckets are sized by SIMHASH_INDEX_EXPECTED_PAGES when a namespace is created;
     a later process with another size reads the recorded count and finds every URL."""
-    small = open_recrawl_store(redis_url, namespace="sized",
-                               config=RecrawlConfig(expected_pages=1000))
+    small = open_recrawl_store(
+        redis_url, namespace="sized", config=RecrawlConfig(expected_pages=1000)
+    )
     small.add([f"https://s.test/{n}" for n in range(200)])
     client = redis.Redis.from_url(redis_url)
     assert client.hget("simhash:recrawl:{sized}:m", "bits") == b"4"
     assert client.zcard("simhash:recrawl:{sized}:due") == 16
-    large = open_recrawl_store(redis_url, namespace="sized",
-                               config=RecrawlConfig(expected_pages=10_000_000))
+    large = open_recrawl_store(
+        redis_url, namespace="sized", config=RecrawlConfig(expected_pages=10_000_000)
+    )
     assert large.count() == 200
     assert all(large.get(f"https://s.test/{n}") is not None for n in range(200))
     assert large.remove("https://s.test/7")

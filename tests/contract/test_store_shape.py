@@ -92,9 +92,10 @@ def test_the_recrawl_clients_take_the_index_client_options(
     options = {"client_name": "recrawl-of-test"}
     config = RecrawlConfig(shards=shards)
     if mode == "async":
-        with cast(RecrawlStore, Blocking(
-            lambda: open_async_recrawl_store(redis_url, config=config, options=options)
-        )) as store:
+        with cast(
+            RecrawlStore,
+            Blocking(lambda: open_async_recrawl_store(redis_url, config=config, options=options)),
+        ) as store:
             store.add(["http://x/a", "http://x/b"])
             assert store.count() == 2
             names = _client_names(redis_url)
@@ -110,6 +111,7 @@ def test_the_recrawl_clients_take_the_index_client_options(
 @pytest.mark.parametrize("mode", MODES)
 def test_a_recrawl_client_option_redis_does_not_take_refuses_the_open(mode: str) -> None:
     url = f"redis://127.0.0.1:{free_port()}/0"  # refused before any connection
+
     def opener(url: str, **kwargs: Any) -> Any:
         if mode == "async":
             return asyncio.run(open_async_recrawl_store(url, **kwargs))
@@ -173,9 +175,12 @@ def faces(
     if mode == "sync":
         other = open_recrawl_store(url, namespace="other", config=config, clock=clock)
     else:
-        other = cast(RecrawlStore, Blocking(lambda: open_async_recrawl_store(
-            url, namespace="other", config=config, clock=clock
-        )))
+        other = cast(
+            RecrawlStore,
+            Blocking(
+                lambda: open_async_recrawl_store(url, namespace="other", config=config, clock=clock)
+            ),
+        )
     with blocking, other:
         yield blocking, other
 
@@ -201,7 +206,9 @@ def test_both_faces_answer_the_same_schedule_and_rates(
         (s.url, s.visits, due) for s, due in blocking.scheduled(within=1e9)
     ]
     assert sorted(state.url for state, _ in everything) == [
-        "http://x/changing", "http://x/new", "http://x/steady"
+        "http://x/changing",
+        "http://x/new",
+        "http://x/steady",
     ]
     assert [state.url for state, _ in everything] == [d.url for d in other.due(within=1e9)]
     due_now = [state.url for state, due in everything if due <= clock.now]
@@ -251,7 +258,9 @@ def test_many_first_uses_of_a_new_recrawl_namespace_at_once_all_read_its_layout(
     another, whatever the order the server runs them in."""
 
     async def main() -> list[int]:
-        stores = [await open_async_recrawl_store(redis_url, namespace="first-use") for _ in range(40)]
+        stores = [
+            await open_async_recrawl_store(redis_url, namespace="first-use") for _ in range(40)
+        ]
         try:
             await asyncio.gather(*(s.observe(f"http://x/{n}", A) for n, s in enumerate(stores)))
             return [await s.count() for s in stores]

@@ -48,7 +48,10 @@ def _opener(kind: str, url: str, opened: list[TemplateStore]) -> Make:
     (memory: another, empty, store)."""
 
     def make(
-        namespace: str = "ns", *, max_hosts: int = MAX_HOSTS, clock: Clock | None = None,
+        namespace: str = "ns",
+        *,
+        max_hosts: int = MAX_HOSTS,
+        clock: Clock | None = None,
         ttl_secs: float | None = None,
     ) -> TemplateStore:
         store: TemplateStore
@@ -100,8 +103,11 @@ def _redis(make: Make) -> bool:
 
 #: Pages of at most 20 lines: a Redis small record holds every line of such a page.
 _pages = st.lists(
-    st.tuples(st.sampled_from(["a.example", "b.example", "c.example:8080"]),
-              st.lists(st.integers(0, SLOTS - 1), min_size=1, max_size=20), st.booleans()),
+    st.tuples(
+        st.sampled_from(["a.example", "b.example", "c.example:8080"]),
+        st.lists(st.integers(0, SLOTS - 1), min_size=1, max_size=20),
+        st.booleans(),
+    ),
     max_size=12,
 )
 
@@ -249,9 +255,12 @@ def test_a_store_whose_backend_is_gone_raises_its_declared_error(
         else:
             server.stop()
         calls: list[Callable[[], object]] = [
-            lambda: store.read("h.example"), lambda: store.see("h.example", [2]),
-            lambda: store.learn("h.example", [2]), lambda: store.record([Count("h.example", (3,))]),
-            store.hosts, store.clear,
+            lambda: store.read("h.example"),
+            lambda: store.see("h.example", [2]),
+            lambda: store.learn("h.example", [2]),
+            lambda: store.record([Count("h.example", (3,))]),
+            store.hosts,
+            store.clear,
         ]
         for call in calls:
             with pytest.raises(IndexBackendError) as raised:

@@ -58,8 +58,13 @@ def prose(seed: int, sentences: int = 7) -> list[str]:
 
 
 def page(
-    title: str, paragraphs: list[str], *, canonical: str | None = None,
-    links: tuple[str, ...] = (), chrome: str = "", comments: tuple[str, ...] = (),
+    title: str,
+    paragraphs: list[str],
+    *,
+    canonical: str | None = None,
+    links: tuple[str, ...] = (),
+    chrome: str = "",
+    comments: tuple[str, ...] = (),
 ) -> bytes:
     head = f'<link rel="canonical" href="{canonical}">' if canonical else ""
     body = "".join(f"<p>{p}</p>" for p in paragraphs)
@@ -110,20 +115,43 @@ def build_site(server: SiteServer, site: Site, round_: int) -> None:
         tracked = f"{article}?utm_source={campaign}"
         canonical = main + article
         links = (printed, tracked)
-        serve(article, page(f"Story {number}", text, canonical=canonical, links=links,
-                            chrome="<nav>Home · News · Sport</nav>"))
+        serve(
+            article,
+            page(
+                f"Story {number}",
+                text,
+                canonical=canonical,
+                links=links,
+                chrome="<nav>Home · News · Sport</nav>",
+            ),
+        )
         serve(printed, page(f"Story {number}", text, canonical=canonical))
-        serve(tracked, page(f"Story {number}", text, canonical=canonical, links=links,
-                            chrome="<div class='banner'>Subscribe to our newsletter</div>"))
+        serve(
+            tracked,
+            page(
+                f"Story {number}",
+                text,
+                canonical=canonical,
+                links=links,
+                chrome="<div class='banner'>Subscribe to our newsletter</div>",
+            ),
+        )
         cluster(canonical, main + article, main + printed, main + tracked)
         home.append(article)
         if number % 2 == 0:  # the tracking link is on the home page too: it may come first
             home.append(tracked)
         if number < 3:  # mirrored on the second host, with its own template and comments
             mirrored = f"/m/{slug}/"
-            serve(mirrored, page(f"Story {number}", text, canonical=canonical,
-                                 chrome="<header>The Mirror</header>",
-                                 comments=("Great read.", "Thanks for sharing this.")))
+            serve(
+                mirrored,
+                page(
+                    f"Story {number}",
+                    text,
+                    canonical=canonical,
+                    chrome="<header>The Mirror</header>",
+                    comments=("Great read.", "Thanks for sharing this."),
+                ),
+            )
             mirror_home.append(mirrored)
             cluster(canonical, mirror + mirrored)
     for number in range(2):
@@ -171,9 +199,23 @@ def cli(workdir: Path, *args: str) -> tuple[int, str]:
     """``scrapy-simhash ARGS`` on the crawl's store, in a process of its own."""
     store = f"sqlite:///{workdir / '.scrapy' / 'simhash' / 'index.sqlite3'}"
     proc = subprocess.run(
-        [sys.executable, "-m", "scrapy_simhash", *args, "--index-url", store,
-         "--namespace", "pages", "-s", "SIMHASH_TOKENIZER=rjieba"],
-        cwd=workdir, capture_output=True, text=True, timeout=60, check=False,
+        [
+            sys.executable,
+            "-m",
+            "scrapy_simhash",
+            *args,
+            "--index-url",
+            store,
+            "--namespace",
+            "pages",
+            "-s",
+            "SIMHASH_TOKENIZER=rjieba",
+        ],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     assert proc.returncode in (0, 1), proc.stderr
@@ -212,7 +254,9 @@ def outcome(result: CrawlResult, site: Site) -> Outcome:
     match = CLOSE_LINE.search(result.log)
     assert match is not None, result.log[-2000:]
     return Outcome(
-        set(result.signals["page_observed"]), delivered, dropped,
+        set(result.signals["page_observed"]),
+        delivered,
+        dropped,
         tuple(int(n) for n in match.groups()),
     )
 
@@ -277,12 +321,16 @@ def test_counts_records_and_lookup_agree_with_the_crawl(
             assert named <= site.cluster_of(url), (url, out)
             mine = [line for line in out.splitlines() if line.startswith(f"{url}: ")]
             if what == "delivered":
-                assert not any(
-                    "near-duplicate" in line or "dropped" in line for line in mine
-                ), (round_, url, out)
+                assert not any("near-duplicate" in line or "dropped" in line for line in mine), (
+                    round_,
+                    url,
+                    out,
+                )
                 continue
             assert any("near-duplicate" in line or "dropped as" in line for line in mine), (
-                round_, url, out,
+                round_,
+                url,
+                out,
             )
             if url in seen.dropped and seen.dropped[url] is not None:
                 assert seen.dropped[url] in named, (url, seen.dropped[url], out)
@@ -300,7 +348,8 @@ def test_in_mark_only_mode_copies_are_counted_and_told_as_marked_not_dropped(
     result = crawl(site, tmp_path, "marked", {"SIMHASH_DROP_DUPLICATES": False})
     seen = outcome(result, site)
     marked = {
-        item["url"]: item["simhash"]["duplicate_of"] for item in result.items
+        item["url"]: item["simhash"]["duplicate_of"]
+        for item in result.items
         if (item.get("simhash") or {}).get("duplicate_of")
     }
     assert seen.fetched == seen.delivered  # nothing dropped
@@ -336,8 +385,12 @@ SITE = "https://news.example.com"
 CLEAN = f"{SITE}/news/orchard.html"
 #: URLs of one page naming no canonical URL: the preference renames the cluster as better
 #: URLs arrive (a chain of names when they arrive worst first).
-UNDECLARED = (f"{SITE}/print/news/orchard.html?utm_source=x", f"{SITE}/print/news/orchard.html",
-              f"{SITE}/news/orchard.html?utm_source=x", CLEAN)
+UNDECLARED = (
+    f"{SITE}/print/news/orchard.html?utm_source=x",
+    f"{SITE}/print/news/orchard.html",
+    f"{SITE}/news/orchard.html?utm_source=x",
+    CLEAN,
+)
 #: URLs of one page naming the clean URL canonical (the canonical URL among them).
 DECLARED = (f"{SITE}/print/news/orchard.html", f"{SITE}/amp/news/orchard.html", CLEAN)
 
@@ -386,8 +439,11 @@ def test_in_every_arrival_order_records_count_the_urls_dropped(
             with open_index(index_url, **kwargs) as index:
                 records = tally(index.drops())
                 stored = set(index.keys())
-                names = {kept_name(index.drop_of, url, stored.__contains__)
-                         for url in urls if url not in stored}
+                names = {
+                    kept_name(index.drop_of, url, stored.__contains__)
+                    for url in urls
+                    if url not in stored
+                }
                 assert names <= stored, (order, names)
             dropped = {url for url, kept in latest.items() if kept is not None}
             assert {r.url for r in records.dropped} == dropped, (order, crawl_order, records)
@@ -397,7 +453,9 @@ def test_in_every_arrival_order_records_count_the_urls_dropped(
             mine = [line for line in out.splitlines() if line.startswith(f"{url}: ")]
             if kept is None:
                 assert not any("near-duplicate" in line or "dropped" in line for line in mine), (
-                    order, url, out,
+                    order,
+                    url,
+                    out,
                 )
             else:
                 assert any("near-duplicate" in line or "dropped as" in line for line in mine)
@@ -464,7 +522,15 @@ def _listed() -> set[str]:
 
 def test_the_readme_lists_every_stat_the_code_counts() -> None:
     counted = _counted()
-    assert {"pages", "dropped", "template/applied", "skipped/not_a_page", "dust/pairs",
-            "items_seen", "redis_evicted_keys", "fingerprint_cpu_us"} <= counted
+    assert {
+        "pages",
+        "dropped",
+        "template/applied",
+        "skipped/not_a_page",
+        "dust/pairs",
+        "items_seen",
+        "redis_evicted_keys",
+        "fingerprint_cpu_us",
+    } <= counted
     missing = sorted(counted - _listed())
     assert missing == [], f"README's Stats paragraph lacks {missing}"

@@ -24,12 +24,24 @@ pytest_plugins = ["tests.http_site"]
 pytestmark = pytest.mark.crawl
 
 BASE = ONE_AT_A_TIME
-PAGES = ["harbour.html", "orchard.html", "telescope.html", "library.html", "switch-v1.html",
-         "school.html"]
+PAGES = [
+    "harbour.html",
+    "orchard.html",
+    "telescope.html",
+    "library.html",
+    "switch-v1.html",
+    "school.html",
+]
 
 
-def crawl(site: SiteServer, tmp: Path, pages: list[str], name: str = "crawl",
-          meta: dict[str, dict[str, Any]] | None = None, **settings: Any) -> CrawlResult:
+def crawl(
+    site: SiteServer,
+    tmp: Path,
+    pages: list[str],
+    name: str = "crawl",
+    meta: dict[str, dict[str, Any]] | None = None,
+    **settings: Any,
+) -> CrawlResult:
     requests = [{"url": site.url(p), "meta": (meta or {}).get(p, {})} for p in pages]
     return run_crawl(tmp, {"requests": requests, "settings": {**BASE, **settings}}, name=name)
 
@@ -49,21 +61,26 @@ def test_a_wrong_password_refuses_to_start_and_misspelt_names_are_named(
     client.config_set("requirepass", "the-right-one")
     client.close()
     url = f"redis://:not-the-right-one@127.0.0.1:{own_redis.port}/0"
-    result = crawl(http_site, tmp_path, PAGES[:2], SIMHASH_INDEX_URL=url,
-                   SIMHASH_MAX_DISTANSE=5)
+    result = crawl(http_site, tmp_path, PAGES[:2], SIMHASH_INDEX_URL=url, SIMHASH_MAX_DISTANSE=5)
     refused_at_start(result, http_site, "ConfigurationError")
     assert "authentication failed" in result.errors[0]
     assert "SIMHASH_INDEX_URL" in result.errors[0]
     assert "not-the-right-one" not in result.log + result.errors[0]
-    assert "unknown setting SIMHASH_MAX_DISTANSE is ignored; did you mean " \
+    assert (
+        "unknown setting SIMHASH_MAX_DISTANSE is ignored; did you mean "
         "SIMHASH_MAX_DISTANCE?" in result.log
+    )
 
 
 def test_without_the_asyncio_reactor_the_crawl_refuses_to_start(
     http_site: SiteServer, tmp_path: Path
 ) -> None:
-    result = crawl(http_site, tmp_path, PAGES[:2],
-                   TWISTED_REACTOR="twisted.internet.selectreactor.SelectReactor")
+    result = crawl(
+        http_site,
+        tmp_path,
+        PAGES[:2],
+        TWISTED_REACTOR="twisted.internet.selectreactor.SelectReactor",
+    )
     refused_at_start(result, http_site, "ConfigurationError")
     assert "asyncio reactor" in result.errors[0]
 
@@ -80,9 +97,16 @@ def _mismatch_crawl(
         open_index(server.url, namespace="pages", bits=128, scheme=scheme).close()
 
     site.hooks["/telescope.html"] = come_back
-    return crawl(site, tmp, PAGES, SIMHASH_INDEX_URL=server.url,
-                 SIMHASH_INDEX_START_UNREACHABLE=True, SIMHASH_INDEX_RETRY_AFTER_SECS=0,
-                 SIMHASH_RECRAWL_ENABLED=False, **settings)
+    return crawl(
+        site,
+        tmp,
+        PAGES,
+        SIMHASH_INDEX_URL=server.url,
+        SIMHASH_INDEX_START_UNREACHABLE=True,
+        SIMHASH_INDEX_RETRY_AFTER_SECS=0,
+        SIMHASH_RECRAWL_ENABLED=False,
+        **settings,
+    )
 
 
 @pytest.mark.redis
@@ -139,8 +163,13 @@ def test_a_damaged_sqlite_index_refuses_to_start(
                 index.observe(f"https://a.example/{i}", (i * 0x9E3779B97F4A7C15) & (2**64 - 1))
         with path.open("r+b") as file:
             file.truncate(path.stat().st_size // 2)
-    result = crawl(http_site, tmp_path, PAGES[:2], SIMHASH_INDEX_URL=f"sqlite:///{path}",
-                   SIMHASH_INDEX_START_UNREACHABLE=True)
+    result = crawl(
+        http_site,
+        tmp_path,
+        PAGES[:2],
+        SIMHASH_INDEX_URL=f"sqlite:///{path}",
+        SIMHASH_INDEX_START_UNREACHABLE=True,
+    )
     refused_at_start(result, http_site, "ConfigurationError")
     assert f"SimHash index file {path} is damaged" in result.errors[0]
     assert "SIMHASH_INDEX_URL" in result.errors[0]
@@ -151,8 +180,14 @@ def test_an_outage_from_the_start_is_one_line_and_loses_recrawl_observations_cou
     http_site: SiteServer, tmp_path: Path
 ) -> None:
     dead = RedisServer(tmp_path / "never-started").url
-    result = crawl(http_site, tmp_path, PAGES[:3], SIMHASH_INDEX_URL=dead,
-                   SIMHASH_INDEX_START_UNREACHABLE=True, SIMHASH_INDEX_RETRY_AFTER_SECS=60)
+    result = crawl(
+        http_site,
+        tmp_path,
+        PAGES[:3],
+        SIMHASH_INDEX_URL=dead,
+        SIMHASH_INDEX_START_UNREACHABLE=True,
+        SIMHASH_INDEX_RETRY_AFTER_SECS=60,
+    )
     assert result.errors == []
     assert len(result.items) == 3
     assert result.stats["simhash/recrawl_error"] == 3
@@ -162,10 +197,12 @@ def test_an_outage_from_the_start_is_one_line_and_loses_recrawl_observations_cou
     # the outage per thing the crawl does without (the template's aid, the index's pages),
     # no traceback.
     assert "starting anyway (SIMHASH_INDEX_START_UNREACHABLE)" in result.log
-    lines = [line for line in result.log.splitlines()
-             if "[scrapy_simhash.glue.guard] ERROR: " in line]
+    lines = [
+        line for line in result.log.splitlines() if "[scrapy_simhash.glue.guard] ERROR: " in line
+    ]
     assert [line.split("ERROR: ")[1].split(" at ")[0] for line in lines] == [
-        "SimHash template store", "SimHash index",
+        "SimHash template store",
+        "SimHash index",
     ]
     assert "Traceback" not in result.log
     assert "failed: recrawl store" not in result.log
@@ -201,11 +238,14 @@ def test_a_recrawl_schedule_of_0_2_0_refuses_the_crawl_at_start_with_the_way_out
     assert "written by scrapy-simhash 0.2.0" in result.errors[0]
     assert "`scrapy simhash upgrade`" in result.errors[0]
     assert "scrapy simhash reset --namespace pages" in result.errors[0]
-    assert client.hgetall("simhash:recrawl:{pages}:state") == {b"https://old.test/": b"\x01\x00\x00"}
+    assert client.hgetall("simhash:recrawl:{pages}:state") == {
+        b"https://old.test/": b"\x01\x00\x00"
+    }
     assert not client.exists("simhash:recrawl:{pages}:m")
     # With the schedule off, the same crawl runs: only the schedule was refused.
-    result = crawl(http_site, tmp_path, PAGES[:3], SIMHASH_INDEX_URL=redis_url,
-                   SIMHASH_RECRAWL_ENABLED=False)
+    result = crawl(
+        http_site, tmp_path, PAGES[:3], SIMHASH_INDEX_URL=redis_url, SIMHASH_RECRAWL_ENABLED=False
+    )
     assert result.errors == []
     assert len(result.items) == 3
     client.close()
@@ -227,8 +267,11 @@ def test_a_process_killed_while_its_callback_holds_a_page_loses_it_for_no_proces
     fifo = tmp_path / "held"
     os.mkfifo(fifo)
     article, copy = http_site.url("harbour.html"), http_site.url("harbour-copy.html")
-    spec = {"requests": [{"url": article}], "settings": settings,
-            "hold": {"url": article, "fifo": str(fifo)}}
+    spec = {
+        "requests": [{"url": article}],
+        "settings": settings,
+        "hold": {"url": article, "fifo": str(fifo)},
+    }
     a, _, _ = start_crawl(tmp_path, spec, name="a")
     with fifo.open() as held:  # blocks until A's callback holds the article
         assert held.read() == article
@@ -239,8 +282,7 @@ def test_a_process_killed_while_its_callback_holds_a_page_loses_it_for_no_proces
     assert b.items[0]["simhash"]["key"] == article  # filed under the URL A filed it
     assert b.stats["simhash/filing/taken_over"] == 1
     assert "simhash/dropped" not in b.stats
-    c = crawl(http_site, tmp_path, ["harbour.html", "harbour-copy.html"], name="c",
-              **settings)
+    c = crawl(http_site, tmp_path, ["harbour.html", "harbour-copy.html"], name="c", **settings)
     assert c.items == []  # delivered once: by B
     assert c.stats["simhash/dropped"] == 2
     assert not redis.Redis.from_url(redis_url).keys("simhash:*:f")  # nothing in flight

@@ -42,7 +42,9 @@ def test_dedup_and_the_crawl_make_the_same_decisions(tmp_path: Path) -> None:
     files = _site(tmp_path)
     out = subprocess.run(
         [sys.executable, "-m", "scrapy_simhash", "dedup", "--json", "--all", str(tmp_path)],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     report = json.loads(out.stdout)
     by_dedup: dict[str, str | None] = {}
@@ -62,5 +64,6 @@ def test_dedup_and_the_crawl_make_the_same_decisions(tmp_path: Path) -> None:
     # What they agree on is the right answer: the edited home page and the print copy are
     # the copies, no article is.
     assert {name for name, holder in by_crawl.items() if holder} == {
-        files[3].name, files[-1].name,
+        files[3].name,
+        files[-1].name,
     }

@@ -38,15 +38,30 @@ pytestmark = pytest.mark.crawl
 BASE = ONE_AT_A_TIME
 #: harbour and orchard are filed; the file goes just before telescope is answered; their
 #: copies come after it, then a third harbour (a URL variant), a copy of the second.
-PAGES = ["harbour.html", "orchard.html", "telescope.html", "harbour-copy.html",
-         "orchard-print.html", "v/again/harbour.html", "library.html"]
+PAGES = [
+    "harbour.html",
+    "orchard.html",
+    "telescope.html",
+    "harbour-copy.html",
+    "orchard-print.html",
+    "v/again/harbour.html",
+    "library.html",
+]
 
 
 def crawl(site: SiteServer, tmp: Path, path: Path, **settings: Any) -> CrawlResult:
     requests = [{"url": site.url(p)} for p in PAGES]
-    return run_crawl(tmp, {"requests": requests, "settings": {
-        **BASE, "SIMHASH_INDEX_URL": f"sqlite:///{path}", **settings,
-    }})
+    return run_crawl(
+        tmp,
+        {
+            "requests": requests,
+            "settings": {
+                **BASE,
+                "SIMHASH_INDEX_URL": f"sqlite:///{path}",
+                **settings,
+            },
+        },
+    )
 
 
 def files(path: Path) -> list[Path]:
@@ -79,11 +94,15 @@ def test_a_deleted_index_file_is_said_and_the_crawl_goes_on_with_a_new_one(
     assert result.stats["finish_reason"] == "finished"
     (line,) = lost_lines(result)
     assert "ERROR" in line
-    assert (f"lost namespace 'pages' mid-crawl: the SQLite file {path} was deleted or moved "
-            "while the crawl had it open") in line
-    assert ("Lost: the fingerprints of the pages kept (2 of them by this crawl process), the "
-            "drop records, the recrawl schedule, the hosts' templates, and every other "
-            "namespace that file held") in line
+    assert (
+        f"lost namespace 'pages' mid-crawl: the SQLite file {path} was deleted or moved "
+        "while the crawl had it open"
+    ) in line
+    assert (
+        "Lost: the fingerprints of the pages kept (2 of them by this crawl process), the "
+        "drop records, the recrawl schedule, the hosts' templates, and every other "
+        "namespace that file held"
+    ) in line
     assert "in a new file at that path" in line
     assert "restore the file with its -wal file from a backup" in line
     assert result.stats["simhash/index_lost"] == 1
@@ -138,8 +157,9 @@ def test_a_replaced_index_file_is_said_too(http_site: SiteServer, tmp_path: Path
 
 
 def _chattr(flag: str, *paths: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["chattr", flag, *map(str, paths)], capture_output=True, text=True,
-                          check=False)
+    return subprocess.run(
+        ["chattr", flag, *map(str, paths)], capture_output=True, text=True, check=False
+    )
 
 
 @pytest.fixture
@@ -175,8 +195,11 @@ def test_immutable_wal_and_shm_files_are_an_outage_named_in_the_log(
     # Without the fix the crawl process dies of SIGBUS here: run_crawl raises.
     result = crawl(http_site, tmp_path, path)
     assert result.stats["finish_reason"] == "finished"
-    errors = [line for line in result.log.splitlines()
-              if "ERROR" in line and f"{shm} is immutable or append-only" in line]
+    errors = [
+        line
+        for line in result.log.splitlines()
+        if "ERROR" in line and f"{shm} is immutable or append-only" in line
+    ]
     assert errors, result.log[-3000:]
     # Each store of the file says the outage once (the template memory, asked first, too).
     (index,) = [line for line in errors if "SimHash index at" in line]

@@ -24,9 +24,30 @@ pytest_plugins = ["tests.http_site"]
 pytestmark = pytest.mark.crawl
 
 GERMAN = [
-    "Hafen", "Rat", "Brücke", "Straßenbahn", "Bibliothek", "Obstgarten", "Fest", "Museum",
-    "Archiv", "Fluss", "Haushalt", "Schule", "Bahnhof", "Markt", "Theater", "Garten",
-    "Klinik", "Fähre", "Stadion", "Kanal", "Turm", "Tal", "Insel", "Wald",
+    "Hafen",
+    "Rat",
+    "Brücke",
+    "Straßenbahn",
+    "Bibliothek",
+    "Obstgarten",
+    "Fest",
+    "Museum",
+    "Archiv",
+    "Fluss",
+    "Haushalt",
+    "Schule",
+    "Bahnhof",
+    "Markt",
+    "Theater",
+    "Garten",
+    "Klinik",
+    "Fähre",
+    "Stadion",
+    "Kanal",
+    "Turm",
+    "Tal",
+    "Insel",
+    "Wald",
 ]
 SETTINGS = {
     "ADDONS": {"scrapy_simhash.Addon": 0},
@@ -46,7 +67,10 @@ def page(seed: int, words: list[str] = WORDS) -> tuple[str, bytes]:
 
 
 def crawl(
-    site: SiteServer, tmp_path: Path, pages: dict[str, int], order: list[str],
+    site: SiteServer,
+    tmp_path: Path,
+    pages: dict[str, int],
+    order: list[str],
     meta: dict[str, dict[str, Any]] | None = None,
 ) -> Any:
     for path, seed in pages.items():
@@ -68,26 +92,49 @@ def test_parameters_that_matter_are_kept_and_tracking_copies_are_not_fetched(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     pages = {
-        "/list": 1, "/list?page=2": 2, "/list?page=3": 3,
-        "/item?id=7": 4, "/item?id=8": 5,
-        "/about": 6, "/about?lang=de": 7,
+        "/list": 1,
+        "/list?page=2": 2,
+        "/list?page=3": 3,
+        "/item?id=7": 4,
+        "/item?id=8": 5,
+        "/about": 6,
+        "/about?lang=de": 7,
         # Copies with tracking parameters.
-        "/list?utm_source=x": 1, "/item?id=7&utm_source=x": 4, "/about?utm_source=x": 6,
-        "/list?page=2&utm_source=y": 2, "/item?id=8&utm_source=z": 5,
+        "/list?utm_source=x": 1,
+        "/item?id=7&utm_source=x": 4,
+        "/about?utm_source=x": 6,
+        "/list?page=2&utm_source=y": 2,
+        "/item?id=8&utm_source=z": 5,
     }
     order = [
-        "/list", "/list?utm_source=x", "/item?id=7", "/item?id=7&utm_source=x",  # 2 pairs
-        "/about", "/about?utm_source=x", "/about?lang=de",
-        "/list?page=2", "/list?page=2&utm_source=y", "/list?page=3",
-        "/item?id=8", "/item?id=8&utm_source=z",
+        "/list",
+        "/list?utm_source=x",
+        "/item?id=7",
+        "/item?id=7&utm_source=x",  # 2 pairs
+        "/about",
+        "/about?utm_source=x",
+        "/about?lang=de",
+        "/list?page=2",
+        "/list?page=2&utm_source=y",
+        "/list?page=3",
+        "/item?id=8",
+        "/item?id=8&utm_source=z",
     ]
     result = crawl(http_site, tmp_path, pages, order)
-    distinct = ["/list", "/list?page=2", "/list?page=3", "/item?id=7", "/item?id=8",
-                "/about", "/about?lang=de"]
+    distinct = [
+        "/list",
+        "/list?page=2",
+        "/list?page=3",
+        "/item?id=7",
+        "/item?id=8",
+        "/about",
+        "/about?lang=de",
+    ]
     fetched = {item["url"] for item in result.items if "errback" not in item}
     assert fetched == {http_site.url(p) for p in distinct}
-    skipped = {item["url"]: item["kept_url"] for item in result.items
-               if item.get("errback") == "KnownCopy"}
+    skipped = {
+        item["url"]: item["kept_url"] for item in result.items if item.get("errback") == "KnownCopy"
+    }
     assert skipped == {
         http_site.url("/about?utm_source=x"): http_site.url("/about"),
         http_site.url("/list?page=2&utm_source=y"): http_site.url("/list?page=2"),
@@ -118,9 +165,14 @@ def test_a_request_skipped_under_a_rule_found_wrong_is_fetched_after_all(
     http_site: SiteServer, tmp_path: Path
 ) -> None:
     pages = {
-        "/a1": 1, "/a1?ref=x": 1, "/a2": 2, "/a2?ref=x": 2,  # ?ref= looks like a copy...
-        "/b": 3, "/b?ref=x": 4,  # ...but here it is a page of its own
-        "/c?ref=x": 5, "/c": 6,  # and this pair of fetched pages proves it
+        "/a1": 1,
+        "/a1?ref=x": 1,
+        "/a2": 2,
+        "/a2?ref=x": 2,  # ?ref= looks like a copy...
+        "/b": 3,
+        "/b?ref=x": 4,  # ...but here it is a page of its own
+        "/c?ref=x": 5,
+        "/c": 6,  # and this pair of fetched pages proves it
     }
     order = ["/c?ref=x", "/a1", "/a1?ref=x", "/a2", "/a2?ref=x", "/b", "/b?ref=x", "/c"]
     # /c?ref=x was fetched before the rule was trusted: its check waits for /c, which the
@@ -206,7 +258,11 @@ def lost_pages(http_site: SiteServer, site: Poisoned, result: Any) -> list[str]:
     ids=["ref-8-pages", "ref-40-pages", "en-de-8-pages"],
 )
 def test_no_distinct_page_of_a_small_poisoned_site_is_lost(
-    http_site: SiteServer, tmp_path: Path, articles: int, copies: int, distinct: int,
+    http_site: SiteServer,
+    tmp_path: Path,
+    articles: int,
+    copies: int,
+    distinct: int,
     language: bool,
 ) -> None:
     """Three copies teach ``param:ref`` (or ``prefix:/en>/de``); the pattern is wrong for
@@ -250,8 +306,11 @@ def test_a_rule_learned_but_never_checked_is_not_trusted_by_the_next_crawl(
     serve(http_site, site)
     first = [path for pair in site.copy_pairs for path in pair]
     first += [path for path in site.others if "?" not in path]
-    spec = {"requests": [{"url": http_site.url(p)} for p in first], "follow": True,
-            "settings": DEFAULTS}
+    spec = {
+        "requests": [{"url": http_site.url(p)} for p in first],
+        "follow": True,
+        "settings": DEFAULTS,
+    }
     result = run_crawl(tmp_path, spec, name="first")
     no_errors(result)
     assert result.simhash_stats()["simhash/dust/pairs"] == 3
@@ -262,8 +321,11 @@ def test_a_rule_learned_but_never_checked_is_not_trusted_by_the_next_crawl(
     assert out.splitlines()[2].endswith("param:ref")
 
     second = [path for path in site.others if "?" in path]
-    spec = {"requests": [{"url": http_site.url(p)} for p in second], "follow": True,
-            "settings": {**DEFAULTS, "SIMHASH_DUST_CHECK_SHARE": 0.0}}
+    spec = {
+        "requests": [{"url": http_site.url(p)} for p in second],
+        "follow": True,
+        "settings": {**DEFAULTS, "SIMHASH_DUST_CHECK_SHARE": 0.0},
+    }
     result = run_crawl(tmp_path, spec, name="second")
     no_errors(result)
     stats = result.simhash_stats()

@@ -49,11 +49,16 @@ def dust() -> Iterator[Dust]:
     loop = asyncio.new_event_loop()
     # Trusted on support alone (no checks first): the tests below drive skips, checks and
     # counterexamples by hand; the checks a rule must pass first have tests of their own.
-    h = Dust(loop, {
-        "SIMHASH_DUST_ENABLED": True, "SIMHASH_DUST_MIN_SUPPORT": 2,
-        "SIMHASH_DUST_CHECK_SHARE": 0.0, "SIMHASH_DROP_DUPLICATES": True,
-        "SIMHASH_DUST_MIN_CHECKS": 0,
-    })
+    h = Dust(
+        loop,
+        {
+            "SIMHASH_DUST_ENABLED": True,
+            "SIMHASH_DUST_MIN_SUPPORT": 2,
+            "SIMHASH_DUST_CHECK_SHARE": 0.0,
+            "SIMHASH_DROP_DUPLICATES": True,
+            "SIMHASH_DUST_MIN_CHECKS": 0,
+        },
+    )
     try:
         yield h
     finally:
@@ -74,9 +79,7 @@ def test_copies_teach_a_rule_that_skips_the_next_copy(dust: Dust) -> None:
     dust.fetched(f"{SITE}/b", text(3))
     dust.request(f"{SITE}/b?sid=4")  # one pair is not enough support
     learn_sid(dust)
-    assert [(s.rule, s.support, s.counterexamples) for s in dust.rules()] == [
-        ("param:sid", 3, 0)
-    ]
+    assert [(s.rule, s.support, s.counterexamples) for s in dust.rules()] == [("param:sid", 3, 0)]
     with pytest.raises(KnownCopy) as raised:
         dust.request(f"{SITE}/b?sid=5")
     assert raised.value.kept_url == f"{SITE}/b"
@@ -159,11 +162,16 @@ def test_off_by_default() -> None:
 def test_a_rule_killed_by_another_process_queues_the_skips_again(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/index.sqlite3"
     loop = asyncio.new_event_loop()
-    h = Dust(loop, {
-        "SIMHASH_INDEX_URL": url, "SIMHASH_DUST_ENABLED": True,
-        "SIMHASH_DUST_MIN_SUPPORT": 2, "SIMHASH_DUST_CHECK_SHARE": 0.0,
-        "SIMHASH_DUST_MIN_CHECKS": 0,
-    })
+    h = Dust(
+        loop,
+        {
+            "SIMHASH_INDEX_URL": url,
+            "SIMHASH_DUST_ENABLED": True,
+            "SIMHASH_DUST_MIN_SUPPORT": 2,
+            "SIMHASH_DUST_CHECK_SHARE": 0.0,
+            "SIMHASH_DUST_MIN_CHECKS": 0,
+        },
+    )
     try:
         glue = h.middleware.dust
         assert glue is not None
@@ -203,8 +211,11 @@ def test_a_store_that_cannot_hold_rules_refuses_the_crawl(monkeypatch: pytest.Mo
             Harness(loop, {**off, "SIMHASH_DUST_ENABLED": True})
         Harness(loop, off).close()  # without rules it works
         # Nor can it hold a schedule: with the recrawl schedule on, the crawl is refused.
-        with pytest.raises(ConfigurationError, match=r"unknown recrawl store URL scheme.*"
-                           r"SIMHASH_RECRAWL_ENABLED = False"):
+        with pytest.raises(
+            ConfigurationError,
+            match=r"unknown recrawl store URL scheme.*"
+            r"SIMHASH_RECRAWL_ENABLED = False",
+        ):
             Harness(loop, {"SIMHASH_INDEX_URL": "custom://x"})
     finally:
         loop.close()
@@ -230,17 +241,33 @@ def test_a_page_filed_under_the_canonical_url_it_names_teaches_nothing(dust: Dus
 
 def _paragraphs(seed: int) -> list[str]:
     rng = random.Random(seed)
-    words = ["harbour", "council", "bridge", "tram", "library", "orchard", "festival", "museum", "archive", "river"]
+    words = [
+        "harbour",
+        "council",
+        "bridge",
+        "tram",
+        "library",
+        "orchard",
+        "festival",
+        "museum",
+        "archive",
+        "river",
+    ]
     return [" ".join(rng.choice(words) for _ in range(14)) + "." for _ in range(6)]
 
 
 def on_trial(settings: dict[str, Any] | None = None) -> Dust:
     """A middleware at the default SIMHASH_DUST_MIN_CHECKS (5), no share of trusted skips
     checked: every check below is one a rule on trial asks for."""
-    return Dust(asyncio.new_event_loop(), {
-        "SIMHASH_DUST_ENABLED": True, "SIMHASH_DUST_MIN_SUPPORT": 2,
-        "SIMHASH_DUST_CHECK_SHARE": 0.0, **(settings or {}),
-    })
+    return Dust(
+        asyncio.new_event_loop(),
+        {
+            "SIMHASH_DUST_ENABLED": True,
+            "SIMHASH_DUST_MIN_SUPPORT": 2,
+            "SIMHASH_DUST_CHECK_SHARE": 0.0,
+            **(settings or {}),
+        },
+    )
 
 
 def closed(h: Dust) -> None:

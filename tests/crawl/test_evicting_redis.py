@@ -54,7 +54,14 @@ def forbid(server: RedisServer, *commands: str) -> None:
     """Forbid ``commands`` to the default user, as a managed Redis forbids CONFIG."""
     for connection in client(server):
         connection.execute_command(
-            "ACL", "SETUSER", "default", "on", "nopass", "~*", "&*", "+@all",
+            "ACL",
+            "SETUSER",
+            "default",
+            "on",
+            "nopass",
+            "~*",
+            "&*",
+            "+@all",
             *(f"-{command}" for command in commands),
         )
 
@@ -83,9 +90,18 @@ def squeeze(server: RedisServer) -> int:
 
 def crawl(site: SiteServer, tmp: Path, server: RedisServer, **settings: Any) -> Any:
     requests = [{"url": site.url(p)} for p in PAGES]
-    return run_crawl(tmp, {"requests": requests, "item_text": True, "settings": {
-        **BASE, "SIMHASH_INDEX_URL": server.url, **settings,
-    }})
+    return run_crawl(
+        tmp,
+        {
+            "requests": requests,
+            "item_text": True,
+            "settings": {
+                **BASE,
+                "SIMHASH_INDEX_URL": server.url,
+                **settings,
+            },
+        },
+    )
 
 
 def refusal(exc: BaseException | str) -> str:
@@ -108,27 +124,40 @@ def test_an_evicting_redis_refuses_the_crawl_at_start(
     (error,) = result.errors
     assert error.startswith("ConfigurationError")
     message = refusal(error)
-    assert f"(maxmemory-policy allkeys-lru, maxmemory 64 MiB on 127.0.0.1:{own_redis.port})" \
-        in message
+    assert (
+        f"(maxmemory-policy allkeys-lru, maxmemory 64 MiB on 127.0.0.1:{own_redis.port})" in message
+    )
     assert result.log.count("Crawl not started: ") == 1
     assert "Traceback" not in result.log
     assert sum(http_site.hits.values()) == 0
 
 
-@pytest.mark.parametrize(("policy", "maxmemory", "settings", "refused"), [
-    ("allkeys-lfu", "64mb", {}, True),
-    ("allkeys-random", "64mb", {}, True),
-    # Only keys with a TTL go: the hosts' template keys carry one with a TTL setting.
-    ("volatile-lru", "64mb", {"SIMHASH_INDEX_TTL_SECS": 86400}, True),
-    ("volatile-ttl", "64mb", {}, False),
-    ("volatile-lru", "64mb", {"SIMHASH_INDEX_TTL_SECS": 86400,
-                              "SIMHASH_TEMPLATES_ENABLED": False}, False),
-    ("allkeys-lru", "0", {}, False),  # no memory limit: nothing is evicted
-    ("noeviction", "64mb", {}, False),  # full: writes fail, as an outage says
-], ids=lambda value: str(value) if not isinstance(value, dict) else ",".join(value) or "-")
+@pytest.mark.parametrize(
+    ("policy", "maxmemory", "settings", "refused"),
+    [
+        ("allkeys-lfu", "64mb", {}, True),
+        ("allkeys-random", "64mb", {}, True),
+        # Only keys with a TTL go: the hosts' template keys carry one with a TTL setting.
+        ("volatile-lru", "64mb", {"SIMHASH_INDEX_TTL_SECS": 86400}, True),
+        ("volatile-ttl", "64mb", {}, False),
+        (
+            "volatile-lru",
+            "64mb",
+            {"SIMHASH_INDEX_TTL_SECS": 86400, "SIMHASH_TEMPLATES_ENABLED": False},
+            False,
+        ),
+        ("allkeys-lru", "0", {}, False),  # no memory limit: nothing is evicted
+        ("noeviction", "64mb", {}, False),  # full: writes fail, as an outage says
+    ],
+    ids=lambda value: str(value) if not isinstance(value, dict) else ",".join(value) or "-",
+)
 def test_what_may_evict_the_crawls_keys(
-    own_redis: RedisServer, policy: str, maxmemory: str, settings: dict[str, Any],
-    refused: bool, caplog: pytest.LogCaptureFixture,
+    own_redis: RedisServer,
+    policy: str,
+    maxmemory: str,
+    settings: dict[str, Any],
+    refused: bool,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     configure(own_redis, maxmemory=maxmemory, maxmemory_policy=policy)
     options = {"SIMHASH_INDEX_URL": own_redis.url, **settings}
@@ -153,12 +182,16 @@ def test_config_get_refused_is_read_from_info(
     """A managed Redis that forbids CONFIG still answers INFO, which tells the policy."""
     configure(own_redis, maxmemory="64mb", maxmemory_policy="allkeys-lru")
     forbid(own_redis, "config")
-    with caplog.at_level(logging.INFO, logger="scrapy_simhash"), \
-            pytest.raises(ConfigurationError) as caught, harness(SIMHASH_INDEX_URL=own_redis.url):
+    with (
+        caplog.at_level(logging.INFO, logger="scrapy_simhash"),
+        pytest.raises(ConfigurationError) as caught,
+        harness(SIMHASH_INDEX_URL=own_redis.url),
+    ):
         pass
     assert "maxmemory-policy allkeys-lru" in refusal(caught.value)
-    (said,) = [r.getMessage() for r in caplog.records if "CONFIG GET is not allowed" in
-               r.getMessage()]
+    (said,) = [
+        r.getMessage() for r in caplog.records if "CONFIG GET is not allowed" in r.getMessage()
+    ]
     assert "the memory policy was read from INFO" in said
 
 
@@ -171,8 +204,11 @@ def test_neither_config_nor_info_allowed_is_said_once_and_the_crawl_goes_on(
     result = crawl(http_site, tmp_path, own_redis, SIMHASH_ITEM_FIELDS=["title", "body"])
     assert result.errors == []
     assert result.stats["finish_reason"] == "finished"
-    lines = [line for line in result.log.splitlines()
-             if "cannot tell whether Redis may evict the crawl's keys" in line]
+    lines = [
+        line
+        for line in result.log.splitlines()
+        if "cannot tell whether Redis may evict the crawl's keys" in line
+    ]
     assert len(lines) == 1, lines
     assert "WARNING" in lines[0]
     assert "make sure its maxmemory-policy is noeviction" in lines[0]
@@ -188,14 +224,14 @@ def test_an_allowed_evicting_redis_says_what_it_means_and_every_eviction(
     configure(own_redis, maxmemory="512mb", maxmemory_policy="allkeys-lru")
     start = evicted(own_redis)
     settings = {
-        "SIMHASH_INDEX_URL": own_redis.url, "SIMHASH_INDEX_ALLOW_EVICTION": True,
+        "SIMHASH_INDEX_URL": own_redis.url,
+        "SIMHASH_INDEX_ALLOW_EVICTION": True,
         "SIMHASH_ERROR_LOG_INTERVAL_SECS": 0,
     }
     with caplog.at_level(logging.WARNING), harness(**settings) as h:
         (announced,) = [r for r in caplog.records if "may lose its keys" in r.getMessage()]
         assert announced.levelno == logging.WARNING
-        assert "SIMHASH_INDEX_ALLOW_EVICTION is set, so the crawl goes on" in \
-            announced.getMessage()
+        assert "SIMHASH_INDEX_ALLOW_EVICTION is set, so the crawl goes on" in announced.getMessage()
         assert "maxmemory-policy allkeys-lru, maxmemory 512 MiB" in announced.getMessage()
         h.fetch("https://a.test/1", random_story(1))
         assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
@@ -203,14 +239,20 @@ def test_an_allowed_evicting_redis_says_what_it_means_and_every_eviction(
         for page in (2, 3):  # each time keys go, the next call says so
             counts.append(squeeze(own_redis))
             h.fetch(f"https://a.test/{page}", random_story(page))
-            said = [r.getMessage() for r in caplog.records
-                    if r.levelno == logging.ERROR and "Redis evicted" in r.getMessage()]
+            said = [
+                r.getMessage()
+                for r in caplog.records
+                if r.levelno == logging.ERROR and "Redis evicted" in r.getMessage()
+            ]
             assert len(said) == page - 1, said
             assert f"Redis evicted {counts[-1]} key(s) since the last line" in said[-1]
             assert f"{sum(counts)} evicted in all during the crawl" in said[-1]
     assert h.stat("redis_evicted_keys") == sum(counts) == evicted(own_redis) - start
-    (summary,) = [r.getMessage() for r in caplog.records
-                  if r.getMessage().startswith("SimHash: Redis evicted")]
+    (summary,) = [
+        r.getMessage()
+        for r in caplog.records
+        if r.getMessage().startswith("SimHash: Redis evicted")
+    ]
     assert f"{sum(counts)} key(s)" in summary
 
 
@@ -223,8 +265,10 @@ def test_evictions_after_the_last_call_are_said_at_the_close(
         h.fetch("https://a.test/1", random_story(1))
         count = squeeze(own_redis)
     assert h.stat("redis_evicted_keys") == count
-    assert any(f"Redis evicted {count} key(s) since the last line" in r.getMessage()
-               for r in caplog.records)
+    assert any(
+        f"Redis evicted {count} key(s) since the last line" in r.getMessage()
+        for r in caplog.records
+    )
 
 
 def test_a_policy_changed_mid_crawl_is_said(
@@ -249,8 +293,10 @@ def test_a_redis_unreachable_at_start_is_checked_when_it_answers(
     then closes the spider, with the same way out."""
     own_redis.stop()
     settings = {
-        "SIMHASH_INDEX_URL": own_redis.url, "SIMHASH_INDEX_START_UNREACHABLE": True,
-        "SIMHASH_INDEX_RETRY_AFTER_SECS": 0, "SIMHASH_INDEX_OPTIONS": {"retries": 0},
+        "SIMHASH_INDEX_URL": own_redis.url,
+        "SIMHASH_INDEX_START_UNREACHABLE": True,
+        "SIMHASH_INDEX_RETRY_AFTER_SECS": 0,
+        "SIMHASH_INDEX_OPTIONS": {"retries": 0},
         "SIMHASH_ERROR_LOG_INTERVAL_SECS": 0,
     }
     with caplog.at_level(logging.ERROR), harness(**settings) as h:
@@ -269,8 +315,10 @@ def test_every_master_of_a_cluster_is_read(
     master = redis_cluster_servers[1]
     configure(master, maxmemory="64mb", maxmemory_policy="allkeys-lru")
     try:
-        with pytest.raises(ConfigurationError) as caught, \
-                harness(SIMHASH_INDEX_URL=redis_cluster_url):
+        with (
+            pytest.raises(ConfigurationError) as caught,
+            harness(SIMHASH_INDEX_URL=redis_cluster_url),
+        ):
             pass
         assert f"maxmemory 64 MiB on 127.0.0.1:{master.port})" in refusal(caught.value)
     finally:

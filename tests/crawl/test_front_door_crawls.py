@@ -20,10 +20,13 @@ pytest_plugins = ["tests.http_site"]
 def test_a_crawl_refuses_a_redis_url_with_an_unknown_parameter(
     http_site: SiteServer, tmp_path: Path
 ) -> None:
-    settings = {"ADDONS": {"scrapy_simhash.Addon": 0},
-                "SIMHASH_INDEX_URL": "redis://127.0.0.1:1/0?foo"}
-    result = run_crawl(tmp_path, {"requests": [{"url": http_site.url("harbour.html")}],
-                                  "settings": settings})
+    settings = {
+        "ADDONS": {"scrapy_simhash.Addon": 0},
+        "SIMHASH_INDEX_URL": "redis://127.0.0.1:1/0?foo",
+    }
+    result = run_crawl(
+        tmp_path, {"requests": [{"url": http_site.url("harbour.html")}], "settings": settings}
+    )
     said = " ".join(result.errors) + result.log
     assert "unknown query parameter(s) 'foo'" in said
     assert "SIMHASH_INDEX_URL" in said
@@ -46,11 +49,16 @@ def test_a_shared_queue_that_does_not_persist_is_said_at_start(
     }
     spec = {"requests": [{"url": http_site.url("harbour.html")}]}
     for persist, warned in ((False, True), (True, False)):
-        result = run_crawl(tmp_path, {**spec, "settings": {**shared, "SCHEDULER_PERSIST": persist}},
-                           name=f"persist-{persist}")
+        result = run_crawl(
+            tmp_path,
+            {**spec, "settings": {**shared, "SCHEDULER_PERSIST": persist}},
+            name=f"persist-{persist}",
+        )
         assert result.errors == []
-        assert ("WARNING: SimHash: SCHEDULER_PERSIST is False with scrapy-redis's scheduler"
-                in result.log) is warned, result.log[-3000:]
+        assert (
+            "WARNING: SimHash: SCHEDULER_PERSIST is False with scrapy-redis's scheduler"
+            in result.log
+        ) is warned, result.log[-3000:]
         assert len(result.items) == 1
 
 
@@ -59,9 +67,9 @@ def test_a_crawl_with_a_radius_beyond_the_stated_recall_does_not_start(
     http_site: SiteServer, tmp_path: Path
 ) -> None:
     settings = {"ADDONS": {"scrapy_simhash.Addon": 0}, "SIMHASH_MAX_DISTANCE": 20}
-    result = run_crawl(tmp_path, {"requests": [{"url": http_site.url("harbour.html")}],
-                                  "settings": settings})
+    result = run_crawl(
+        tmp_path, {"requests": [{"url": http_site.url("harbour.html")}], "settings": settings}
+    )
     said = " ".join(result.errors) + result.log
     assert "Set SIMHASH_MAX_DISTANCE to 13 or less" in said
     assert result.items == []
-

@@ -183,15 +183,20 @@ def test_a_cluster_named_by_the_url_rules_keeps_its_name_and_history(url: str) -
     run(scenario())
 
 
-CHANGED = [*HARBOUR[:2], *(
-    "Late on Friday the council closed the bridge again after cracks were found in a pier.",
-    "Divers will inspect every pier this week, and ferries return to their summer timetable.",
-)]
+CHANGED = [
+    *HARBOUR[:2],
+    *(
+        "Late on Friday the council closed the bridge again after cracks were found in a pier.",
+        "Divers will inspect every pier this week, and ferries return to their summer timetable.",
+    ),
+]
 
 
 @pytest.mark.crawl
 def test_a_real_crawl_of_a_site_and_its_mirror_keeps_one_history(
-    http_site: SiteServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    http_site: SiteServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """The issue's scene with Scrapy, two hosts of one local server (127.0.0.1 and
@@ -243,7 +248,9 @@ def test_a_real_crawl_of_a_site_and_its_mirror_keeps_one_history(
 
 @pytest.mark.parametrize("kind", backend_params(("memory", "sqlite", "redis")))
 def test_a_recrawl_store_moves_a_history_only_to_a_url_without_one(
-    kind: str, request: pytest.FixtureRequest, tmp_path: Path,
+    kind: str,
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
 ) -> None:
     from scrapy_simhash.recrawl import open_recrawl_store
 

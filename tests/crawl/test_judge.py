@@ -29,7 +29,9 @@ from tests.scrapy_inprocess import harness, random_story
 FINGERPRINTER = Fingerprinter()
 #: The stats a crawl counts from a verdict's facts, by the fact's name.
 FACT_STATS = {
-    "exact": "exact", "no_text": "no_text", "template_set_aside": "template/applied",
+    "exact": "exact",
+    "no_text": "no_text",
+    "template_set_aside": "template/applied",
     "template_distinct": "template/kept_distinct",
 }
 
@@ -48,17 +50,25 @@ def _templates(kind: str, namespace: str) -> Templates:
     if kind == "local":
         return LocalTemplates(LocalMemory(FINGERPRINTER), host_of)
     memory = TemplateMemory(
-        lambda: open_template_store("memory://", namespace), FINGERPRINTER,
-        count=lambda name: None, timeout_secs=5.0,
+        lambda: open_template_store("memory://", namespace),
+        FINGERPRINTER,
+        count=lambda name: None,
+        timeout_secs=5.0,
     )
     return memory
 
 
 async def _judged(pages: list[tuple[str, bytes]], kind: str) -> list[Any]:
     namespace = f"judge-alone-{kind}"
-    index = await open_async_index("memory://", **index_kwargs(
-        {}, namespace=namespace, bits=FINGERPRINTER.bits, scheme=FINGERPRINTER.scheme,
-    ))
+    index = await open_async_index(
+        "memory://",
+        **index_kwargs(
+            {},
+            namespace=namespace,
+            bits=FINGERPRINTER.bits,
+            scheme=FINGERPRINTER.scheme,
+        ),
+    )
     templates = _templates(kind, namespace)
     step = VerdictStep(Unguarded(index), None, bits=FINGERPRINTER.bits, change_distance=3)
     judge = Judge(step, templates)
@@ -78,8 +88,9 @@ def test_the_judge_alone_decides_every_page_as_the_crawl_does(tmp_path: Path, ki
     verdicts = asyncio.run(_judged(pages, kind))
     with harness() as crawl:
         metas = [crawl.fetch(url, body)[1] for url, body in pages]
-        stats = {name: crawl.stat(name) or 0 for name in [*FACT_STATS.values(), "unique",
-                                                          "duplicate"]}
+        stats = {
+            name: crawl.stat(name) or 0 for name in [*FACT_STATS.values(), "unique", "duplicate"]
+        }
     assert [dict(verdict) for verdict in verdicts] == metas
     facts: Counter[str] = Counter()
     for verdict in verdicts:
@@ -103,11 +114,20 @@ def test_url_rules_hear_of_every_page_the_index_judged_and_nothing_else() -> Non
         body = random_story(7)
         page = FINGERPRINTER.fingerprint_page(body)
         outcomes = []
-        for url, read in (("http://a.example/1", page), ("http://a.example/1?s=1", page),
-                          ("http://a.example/empty", FINGERPRINTER.fingerprint_page(b"")),
-                          ("http://a.example/broken", None)):
-            verdict = await judge.page(url, url, read, None, url_rules=url_rules,
-                                       reason="fingerprint failed" if read is None else None)
+        for url, read in (
+            ("http://a.example/1", page),
+            ("http://a.example/1?s=1", page),
+            ("http://a.example/empty", FINGERPRINTER.fingerprint_page(b"")),
+            ("http://a.example/broken", None),
+        ):
+            verdict = await judge.page(
+                url,
+                url,
+                read,
+                None,
+                url_rules=url_rules,
+                reason="fingerprint failed" if read is None else None,
+            )
             outcomes.append(verdict.outcome)
         await index.close()
         return outcomes

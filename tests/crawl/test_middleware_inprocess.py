@@ -41,8 +41,9 @@ def test_skipped_responses_pass_untouched_and_are_counted(
     status: int, headers: dict[str, str], meta: dict[str, Any], reason: str
 ) -> None:
     with harness() as h:
-        result, info = h.fetch("https://a.test/x", story(HARBOUR), headers, status=status,
-                               meta=meta)
+        result, info = h.fetch(
+            "https://a.test/x", story(HARBOUR), headers, status=status, meta=meta
+        )
         assert info is None
         assert result.status == status
         assert h.stat(f"skipped/{reason}") == 1
@@ -104,9 +105,13 @@ def test_a_cached_response_is_checked_but_not_a_visit() -> None:
 
 @pytest.mark.parametrize("policy", ["pass", "drop", "raise"])
 def test_every_index_error_policy_on_a_page_the_index_cannot_check(policy: str) -> None:
-    with harness(SIMHASH_INDEX_URL=dead_redis_url(), SIMHASH_ON_INDEX_ERROR=policy,
-                 SIMHASH_INDEX_TIMEOUT_SECS=2, SIMHASH_RECRAWL_ENABLED=False,
-                 SIMHASH_INDEX_START_UNREACHABLE=True) as h:
+    with harness(
+        SIMHASH_INDEX_URL=dead_redis_url(),
+        SIMHASH_ON_INDEX_ERROR=policy,
+        SIMHASH_INDEX_TIMEOUT_SECS=2,
+        SIMHASH_RECRAWL_ENABLED=False,
+        SIMHASH_INDEX_START_UNREACHABLE=True,
+    ) as h:
         result, info = h.fetch("https://a.test/x", story(HARBOUR))
         assert info["reason"].startswith("index unavailable")
         assert h.stat("index_error") == 1
@@ -134,8 +139,9 @@ def test_an_index_found_unusable_mid_crawl_follows_the_mismatch_policy(
     policy: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     url = f"sqlite:///{tmp_path / 'index.sqlite3'}"
-    with harness(SIMHASH_INDEX_URL=url, SIMHASH_ON_INDEX_MISMATCH=policy,
-                 SIMHASH_RECRAWL_ENABLED=False) as h:
+    with harness(
+        SIMHASH_INDEX_URL=url, SIMHASH_ON_INDEX_MISMATCH=policy, SIMHASH_RECRAWL_ENABLED=False
+    ) as h:
         # Another crawl rebuilds the namespace with another fingerprint scheme meanwhile.
         open_index(url, namespace="inprocess", scheme="another-scheme", reset=True).close()
         first, info = h.fetch("https://a.test/x", story(HARBOUR))
@@ -143,8 +149,11 @@ def test_an_index_found_unusable_mid_crawl_follows_the_mismatch_policy(
         assert (first.status, second.status) == (200, 200)  # both reach the spider
         assert info["reason"].startswith("index unusable")
         assert h.stat("index_unusable") == 2
-    reports = [r.getMessage() for r in caplog.records
-               if r.getMessage().startswith("SimHash index cannot be used as configured")]
+    reports = [
+        r.getMessage()
+        for r in caplog.records
+        if r.getMessage().startswith("SimHash index cannot be used as configured")
+    ]
     assert len(reports) == 1  # said once, not per page
     expected = "closing the spider" if policy == "close" else "passes UNCHECKED"
     assert expected in reports[0]
@@ -155,9 +164,14 @@ class ItemSpider(Spider):
 
 
 def pipeline(**settings: Any) -> SimhashPipeline:
-    crawler = get_crawler(ItemSpider, {
-        "SIMHASH_INDEX_URL": "memory://", "SIMHASH_ITEM_FIELDS": ["body"], **settings,
-    })
+    crawler = get_crawler(
+        ItemSpider,
+        {
+            "SIMHASH_INDEX_URL": "memory://",
+            "SIMHASH_ITEM_FIELDS": ["body"],
+            **settings,
+        },
+    )
     return SimhashPipeline(crawler)
 
 
@@ -189,7 +203,9 @@ def test_the_pipeline_drops_a_copied_item_and_records_it() -> None:
     pipe = pipeline()
     body = " ".join(HARBOUR)
     (kept, dropped, anonymous), records = process(
-        pipe, {"url": "https://a.test/1", "body": body}, {"url": "https://b.test/1", "body": body},
+        pipe,
+        {"url": "https://a.test/1", "body": body},
+        {"url": "https://b.test/1", "body": body},
         {"body": body},
     )
     assert kept["url"] == "https://a.test/1"
@@ -203,8 +219,11 @@ def test_the_pipeline_drops_a_copied_item_and_records_it() -> None:
 
 
 def test_the_pipeline_marks_only_and_never_matches_an_item_with_itself() -> None:
-    pipe = pipeline(SIMHASH_DROP_DUPLICATES=False, SIMHASH_ITEM_FINGERPRINT_FIELD="fp",
-                    SIMHASH_ITEM_KEY_FIELD=None)
+    pipe = pipeline(
+        SIMHASH_DROP_DUPLICATES=False,
+        SIMHASH_ITEM_FINGERPRINT_FIELD="fp",
+        SIMHASH_ITEM_KEY_FIELD=None,
+    )
     body = " ".join(ORCHARD)
     (first, second), _ = process(pipe, {"body": body}, {"body": body})
     assert first["fp"] == second["fp"]
@@ -216,8 +235,12 @@ def test_the_pipeline_marks_only_and_never_matches_an_item_with_itself() -> None
 
 @pytest.mark.parametrize("policy", ["pass", "drop", "raise"])
 def test_every_index_error_policy_on_an_item(policy: str) -> None:
-    pipe = pipeline(SIMHASH_INDEX_URL=dead_redis_url(), SIMHASH_ON_INDEX_ERROR=policy,
-                    SIMHASH_INDEX_TIMEOUT_SECS=2, SIMHASH_INDEX_START_UNREACHABLE=True)
+    pipe = pipeline(
+        SIMHASH_INDEX_URL=dead_redis_url(),
+        SIMHASH_ON_INDEX_ERROR=policy,
+        SIMHASH_INDEX_TIMEOUT_SECS=2,
+        SIMHASH_INDEX_START_UNREACHABLE=True,
+    )
     (result,), _ = process(pipe, {"url": "https://a.test/1", "body": " ".join(HARBOUR)})
     # The item was read and met the error: neither judged unique nor a duplicate.
     stats = pipe.stats.get_stats()
@@ -251,7 +274,8 @@ def test_an_item_class_without_the_fingerprint_field_is_kept_with_one_warning(
     pipe = pipeline(SIMHASH_ITEM_FINGERPRINT_FIELD="simhash")
     with caplog.at_level(logging.WARNING):
         results, _ = process(
-            pipe, Story("https://a.test/1", " ".join(HARBOUR)),
+            pipe,
+            Story("https://a.test/1", " ".join(HARBOUR)),
             Story("https://a.test/2", " ".join(ORCHARD)),
         )
     assert [r.url for r in results] == ["https://a.test/1", "https://a.test/2"]
@@ -266,7 +290,9 @@ def test_item_fields_no_item_has_are_named_once(caplog: pytest.LogCaptureFixture
     from scrapy_simhash.glue.pipeline import FIELDS_WARN_AFTER_ITEMS
 
     pipe = pipeline(SIMHASH_ITEM_FIELDS=["content"])
-    items = [{"url": f"https://a.test/{n}", "body": "x"} for n in range(FIELDS_WARN_AFTER_ITEMS + 5)]
+    items = [
+        {"url": f"https://a.test/{n}", "body": "x"} for n in range(FIELDS_WARN_AFTER_ITEMS + 5)
+    ]
     with caplog.at_level(logging.WARNING):
         process(pipe, *items)
     warnings = [r for r in caplog.records if "SIMHASH_ITEM_FIELDS" in r.message]

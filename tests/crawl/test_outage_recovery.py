@@ -95,8 +95,11 @@ def recrawl_state(h: Harness, url: str) -> Any:
 
 
 def close_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records
-            if r.name == "scrapy_simhash.middleware" and r.getMessage().startswith("SimHash: ")]
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "scrapy_simhash.middleware" and r.getMessage().startswith("SimHash: ")
+    ]
 
 
 # -- pages passed unchecked during an outage --------------------------------------------------
@@ -109,16 +112,22 @@ def test_pages_passed_during_an_outage_are_indexed_once_it_is_back_and_their_cop
     with harness(**settings(own_redis)) as h:
         h.fetch("https://a.test/1", random_story(1))
         outage(own_redis)
-        for url, seed in [("https://a.test/2", 2), ("https://a.test/3", 3),
-                          ("https://b.test/2", 2)]:  # a copy of a.test/2, also unchecked
+        for url, seed in [
+            ("https://a.test/2", 2),
+            ("https://a.test/3", 3),
+            ("https://b.test/2", 2),
+        ]:  # a copy of a.test/2, also unchecked
             result, info = h.fetch(url, random_story(seed))
             assert result.status == 200, result
             assert info["reason"].startswith("index unavailable")
         own_redis.start()  # back, with its data
-        results = together(h, [("https://c.test/2", random_story(2)),
-                               ("https://c.test/3", random_story(3))])
-        for url, kept in [("https://c.test/2", "https://a.test/2"),
-                          ("https://c.test/3", "https://a.test/3")]:
+        results = together(
+            h, [("https://c.test/2", random_story(2)), ("https://c.test/3", random_story(3))]
+        )
+        for url, kept in [
+            ("https://c.test/2", "https://a.test/2"),
+            ("https://c.test/3", "https://a.test/3"),
+        ]:
             assert isinstance(results[url], NearDuplicate), (url, results[url])
             assert results[url].kept_url == kept
         assert h.index("get", "https://b.test/2") is None  # a copy: not stored
@@ -126,8 +135,11 @@ def test_pages_passed_during_an_outage_are_indexed_once_it_is_back_and_their_cop
         # fetched, and reached the spider): nothing is dropped afterwards.
         for url in ("https://a.test/2", "https://a.test/3", "https://b.test/2"):
             assert recrawl_state(h, url).visits == 1, url
-        assert (h.stat("outage/passed_unchecked"), h.stat("outage/indexed_later"),
-                h.stat("outage/copies_later")) == (3, 2, 1)
+        assert (
+            h.stat("outage/passed_unchecked"),
+            h.stat("outage/indexed_later"),
+            h.stat("outage/copies_later"),
+        ) == (3, 2, 1)
         assert h.stat("outage/backlog_overflow") is None
         assert h.stat("outage/not_indexed") is None
         assert h.stat("recrawl_error") >= 3  # the store was away too ...
@@ -151,12 +163,16 @@ def test_the_backlog_is_bounded_and_what_it_could_not_hold_is_counted(
         h.fetch("https://a.test/2", random_story(2))
         h.fetch("https://a.test/3", random_story(3))  # over the bound: never indexed
         own_redis.start()
-        results = together(h, [("https://c.test/2", random_story(2)),
-                               ("https://c.test/3", random_story(3))])
+        results = together(
+            h, [("https://c.test/2", random_story(2)), ("https://c.test/3", random_story(3))]
+        )
         assert isinstance(results["https://c.test/2"], NearDuplicate)
         assert results["https://c.test/3"].status == 200  # what the bound costs
-        assert (h.stat("outage/passed_unchecked"), h.stat("outage/indexed_later"),
-                h.stat("outage/backlog_overflow")) == (2, 1, 1)
+        assert (
+            h.stat("outage/passed_unchecked"),
+            h.stat("outage/indexed_later"),
+            h.stat("outage/backlog_overflow"),
+        ) == (2, 1, 1)
     (summary,) = [line for line in close_lines(caplog) if "passed unchecked" in line]
     assert "1 over the backlog's bound (SIMHASH_OUTAGE_BACKLOG_PAGES)" in summary
     assert summary.endswith(": their copies fetched later may have been kept")
@@ -221,8 +237,10 @@ def test_items_passed_during_an_outage_are_indexed_once_it_is_back(
     assert passed["url"] == "https://a.test/2"
     assert str(dropped) == "near-duplicate of item https://a.test/2 (distance 0)"
     stats = crawler.stats.get_stats()
-    assert (stats["simhash/items_outage/passed_unchecked"],
-            stats["simhash/items_outage/indexed_later"]) == (1, 1)
+    assert (
+        stats["simhash/items_outage/passed_unchecked"],
+        stats["simhash/items_outage/indexed_later"],
+    ) == (1, 1)
 
 
 # -- a Redis that came back empty ----------------------------------------------------------
@@ -248,8 +266,12 @@ def test_a_redis_restarted_empty_is_told_with_what_was_lost_and_the_crawl_goes_o
             own_redis.start()  # empty: nothing was saved
         elif seen == "reset_elsewhere":
             fingerprinter = h.middleware.runner.fingerprinter
-            kwargs = index_kwargs(h.crawler.settings, namespace="inprocess",
-                                  bits=fingerprinter.bits, scheme=fingerprinter.scheme)
+            kwargs = index_kwargs(
+                h.crawler.settings,
+                namespace="inprocess",
+                bits=fingerprinter.bits,
+                scheme=fingerprinter.scheme,
+            )
             reset_namespace(own_redis.url, "inprocess", kwargs)
             h.fetch("https://a.test/2", random_story(2))
         else:
@@ -269,14 +291,21 @@ def test_a_redis_restarted_empty_is_told_with_what_was_lost_and_the_crawl_goes_o
                 assert client.hget(META, "config") is not None
             finally:
                 client.close()
-    errors = [r.getMessage() for r in caplog.records
-              if r.levelno == logging.ERROR and "lost namespace" in r.getMessage()]
+    errors = [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno == logging.ERROR and "lost namespace" in r.getMessage()
+    ]
     assert len(errors) == 1, errors
     (error,) = errors
-    assert error.startswith(f"SimHash index at {own_redis.url} lost namespace 'inprocess' "
-                            "mid-crawl: its configuration record was gone")
-    assert "Lost: the fingerprints of the pages kept (1 of them by this crawl process), the " \
-           "drop records, the recrawl schedule, the hosts' templates." in error
+    assert error.startswith(
+        f"SimHash index at {own_redis.url} lost namespace 'inprocess' "
+        "mid-crawl: its configuration record was gone"
+    )
+    assert (
+        "Lost: the fingerprints of the pages kept (1 of them by this crawl process), the "
+        "drop records, the recrawl schedule, the hosts' templates." in error
+    )
     assert "Going on with the namespace re-created" in error
     assert "SIMHASH_ON_INDEX_LOST = 'close'" in error
     assert any("lost this namespace's data 1 time(s)" in line for line in close_lines(caplog))
@@ -311,17 +340,30 @@ def test_a_crawl_whose_redis_restarts_empty_goes_on_or_stops_as_set(
     http_site: SiteServer, own_redis: RedisServer, tmp_path: Path, policy: str
 ) -> None:
     http_site.hooks["/telescope.html"] = lambda: restart_empty(own_redis)
-    pages = ["harbour.html", "orchard.html", "telescope.html", "library.html",
-             "harbour-copy.html", "school.html", "school-gbk.html"]
-    result = run_crawl(tmp_path, {
-        "requests": [{"url": http_site.url(p)} for p in pages],
-        "settings": {
-            "ADDONS": {"scrapy_simhash.Addon": 0}, "CONCURRENT_REQUESTS": 1,
-            "SIMHASH_WORKERS": 0, "SIMHASH_TOKENIZER": "rjieba",
-            "SIMHASH_INDEX_URL": own_redis.url, "SIMHASH_ON_INDEX_LOST": policy,
-            "SIMHASH_INDEX_RETRY_AFTER_SECS": 0,
+    pages = [
+        "harbour.html",
+        "orchard.html",
+        "telescope.html",
+        "library.html",
+        "harbour-copy.html",
+        "school.html",
+        "school-gbk.html",
+    ]
+    result = run_crawl(
+        tmp_path,
+        {
+            "requests": [{"url": http_site.url(p)} for p in pages],
+            "settings": {
+                "ADDONS": {"scrapy_simhash.Addon": 0},
+                "CONCURRENT_REQUESTS": 1,
+                "SIMHASH_WORKERS": 0,
+                "SIMHASH_TOKENIZER": "rjieba",
+                "SIMHASH_INDEX_URL": own_redis.url,
+                "SIMHASH_ON_INDEX_LOST": policy,
+                "SIMHASH_INDEX_RETRY_AFTER_SECS": 0,
+            },
         },
-    })
+    )
     assert result.errors == []
     assert result.stats["simhash/index_lost"] == 1
     assert result.log.count("lost namespace 'pages' mid-crawl") == 1

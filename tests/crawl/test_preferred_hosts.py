@@ -149,8 +149,14 @@ def _crawl(tmp_path: Path, urls: list[str], settings: dict[str, Any], name: str)
 
 
 def _lookup_and_report(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-    common: list[str], site: str, mirror: str, *, dropped: bool,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    common: list[str],
+    site: str,
+    mirror: str,
+    *,
+    dropped: bool,
 ) -> None:
     """What ``lookup`` and ``report`` say: the mirror filed under the site's URL (it reached
     the spider), or, once fetched again, dropped as its copy."""
@@ -160,7 +166,9 @@ def _lookup_and_report(
     if dropped:
         assert f"{mirror}: near-duplicate of {site} " in said, said
     else:
-        assert f"its page filed under {site}, on a preferred host (SIMHASH_PREFERRED_HOSTS)" in said, said
+        assert (
+            f"its page filed under {site}, on a preferred host (SIMHASH_PREFERRED_HOSTS)" in said
+        ), said
     assert main(["lookup", site, *common]) == 0
     assert capsys.readouterr().out.strip().count("\n") == 0  # its fingerprint, no record
     assert main(["report", "--json", *common]) == 0
@@ -173,7 +181,9 @@ def _lookup_and_report(
 
 @pytest.mark.crawl
 def test_a_real_crawl_names_the_page_by_the_preferred_host(
-    http_site: SiteServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    http_site: SiteServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     site = http_site.url("about.html")
@@ -181,8 +191,14 @@ def test_a_real_crawl_names_the_page_by_the_preferred_host(
     for path in ("/about.html", "/mirror/about.html"):
         http_site.pages[path] = ("text/html", story(HARBOUR))
     settings = {**ONE_AT_A_TIME, "SIMHASH_PREFERRED_HOSTS": "127.0.0.1"}
-    common = ["--namespace", "pages", "-s", "SIMHASH_TOKENIZER=rjieba",
-              "-s", "SIMHASH_PREFERRED_HOSTS=127.0.0.1"]
+    common = [
+        "--namespace",
+        "pages",
+        "-s",
+        "SIMHASH_TOKENIZER=rjieba",
+        "-s",
+        "SIMHASH_PREFERRED_HOSTS=127.0.0.1",
+    ]
     assert _crawl(tmp_path, [mirror, site], settings, "first") == {mirror, site}
     _lookup_and_report(tmp_path, monkeypatch, capsys, common, site, mirror, dropped=False)
     assert _crawl(tmp_path, [mirror, site], settings, "second") == {site}
@@ -192,7 +208,10 @@ def test_a_real_crawl_names_the_page_by_the_preferred_host(
 @pytest.mark.crawl
 @pytest.mark.redis
 def test_two_processes_sharing_redis_name_the_page_by_the_preferred_host(
-    http_site: SiteServer, redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    http_site: SiteServer,
+    redis_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """One process crawls the mirror, another the site afterwards: the second has no memory
@@ -202,11 +221,21 @@ def test_two_processes_sharing_redis_name_the_page_by_the_preferred_host(
     for path in ("/about.html", "/mirror/about.html"):
         http_site.pages[path] = ("text/html", story(HARBOUR))
     settings = {
-        **ONE_AT_A_TIME, "SIMHASH_PREFERRED_HOSTS": ["127.0.0.1"],
-        "SIMHASH_INDEX_URL": redis_url, "SIMHASH_NAMESPACE": "shared",
+        **ONE_AT_A_TIME,
+        "SIMHASH_PREFERRED_HOSTS": ["127.0.0.1"],
+        "SIMHASH_INDEX_URL": redis_url,
+        "SIMHASH_NAMESPACE": "shared",
     }
-    common = ["--namespace", "shared", "-s", "SIMHASH_TOKENIZER=rjieba", "-s",
-              f"SIMHASH_INDEX_URL={redis_url}", "-s", "SIMHASH_PREFERRED_HOSTS=127.0.0.1"]
+    common = [
+        "--namespace",
+        "shared",
+        "-s",
+        "SIMHASH_TOKENIZER=rjieba",
+        "-s",
+        f"SIMHASH_INDEX_URL={redis_url}",
+        "-s",
+        "SIMHASH_PREFERRED_HOSTS=127.0.0.1",
+    ]
     assert _crawl(tmp_path / "a", [mirror], settings, "mirror") == {mirror}
     assert _crawl(tmp_path / "b", [site], settings, "site") == {site}
     _lookup_and_report(tmp_path, monkeypatch, capsys, common, site, mirror, dropped=False)

@@ -62,9 +62,30 @@ SETTINGS = {
 }
 
 WORDS = [
-    "river", "market", "council", "harvest", "station", "winter", "bridge", "garden",
-    "school", "museum", "railway", "festival", "library", "orchard", "harbour", "factory",
-    "village", "mountain", "forest", "theatre", "hospital", "stadium", "airport", "bakery",
+    "river",
+    "market",
+    "council",
+    "harvest",
+    "station",
+    "winter",
+    "bridge",
+    "garden",
+    "school",
+    "museum",
+    "railway",
+    "festival",
+    "library",
+    "orchard",
+    "harbour",
+    "factory",
+    "village",
+    "mountain",
+    "forest",
+    "theatre",
+    "hospital",
+    "stadium",
+    "airport",
+    "bakery",
 ]
 
 
@@ -184,7 +205,11 @@ def test_a_due_url_is_fetched_once_per_round(http_site: SiteServer, tmp_path: Pa
         http_site.hits.clear()
         proc = subprocess.run(
             [sys.executable, "-c", _FOLLOWING_SPIDER, json.dumps(spec)],
-            cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
         )
         assert proc.returncode == 0, proc.stderr[-3000:]
     # The due stories answer 304 (ETag) and are not fetched again when the front page,
@@ -199,11 +224,19 @@ def test_robots_txt_is_not_a_page(http_site: SiteServer, tmp_path: Path) -> None
     http_site.pages["/robots.txt"] = ("text/plain", b"User-agent: *\nDisallow: /private/\n")
     http_site.pages["/s1.html"] = ("text/html; charset=utf-8", random_story(1))
     store_url = f"sqlite:///{tmp_path / 'index.sqlite3'}"
-    result = run_crawl(tmp_path / "c", {
-        "requests": [{"url": http_site.url("/s1.html")}],
-        "settings": {**SETTINGS, "ROBOTSTXT_OBEY": True, "SIMHASH_INDEX_URL": store_url,
-                     "SIMHASH_RECRAWL_ENABLED": True, "SIMHASH_NAMESPACE": "news"},
-    })
+    result = run_crawl(
+        tmp_path / "c",
+        {
+            "requests": [{"url": http_site.url("/s1.html")}],
+            "settings": {
+                **SETTINGS,
+                "ROBOTSTXT_OBEY": True,
+                "SIMHASH_INDEX_URL": store_url,
+                "SIMHASH_RECRAWL_ENABLED": True,
+                "SIMHASH_NAMESPACE": "news",
+            },
+        },
+    )
     assert http_site.hits["/robots.txt"] == 1
     assert result.stats["simhash/pages"] == 1
     assert result.stats["simhash/skipped/not_a_page"] == 1

@@ -27,13 +27,15 @@ URL = "http://example.test/page"
 
 
 def middleware(tmp_path: Path, **settings: Any) -> SimhashDownloaderMiddleware:
-    crawler = get_crawler(settings_dict={
-        "SIMHASH_INDEX_URL": f"sqlite:///{tmp_path / 'index.sqlite3'}",
-        "SIMHASH_NAMESPACE": "t",
-        "SIMHASH_WORKERS": 0,
-        "SIMHASH_TOKENIZER": "rjieba",
-        **settings,
-    })
+    crawler = get_crawler(
+        settings_dict={
+            "SIMHASH_INDEX_URL": f"sqlite:///{tmp_path / 'index.sqlite3'}",
+            "SIMHASH_NAMESPACE": "t",
+            "SIMHASH_WORKERS": 0,
+            "SIMHASH_TOKENIZER": "rjieba",
+            **settings,
+        }
+    )
     # The constructor, as tests/scrapy_inprocess.py does: from_crawler also refuses a
     # non-asyncio reactor, and pytest-twisted installs the default one in this process.
     return SimhashDownloaderMiddleware(crawler)
@@ -58,8 +60,13 @@ async def respond(
 ) -> None:
     request = Request(URL, meta=meta)
     response_class = HtmlResponse if status == 200 else Response
-    response = response_class(URL, status=status, body=body, request=request,
-                              headers={"Content-Type": "text/html", "ETag": '"e"'})
+    response = response_class(
+        URL,
+        status=status,
+        body=body,
+        request=request,
+        headers={"Content-Type": "text/html", "ETag": '"e"'},
+    )
     await mw.process_response(request, response)
 
 
@@ -156,8 +163,7 @@ def test_index_reset_clears_the_recrawl_state_and_says_so(
     with caplog.at_level(logging.INFO, logger="scrapy_simhash.reset"):
         again = middleware(tmp_path, SIMHASH_INDEX_RESET=True)
     assert (
-        "namespace 't' cleared: 1 host templates, 1 fingerprints, 0 drop records, "
-        "1 recrawl states"
+        "namespace 't' cleared: 1 host templates, 1 fingerprints, 0 drop records, 1 recrawl states"
     ) in caplog.text
 
     async def after() -> None:

@@ -54,7 +54,9 @@ def crawled(http_site_server: SiteServer, tmp_path_factory: pytest.TempPathFacto
 
 
 def report(
-    crawled: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    crawled: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
     *args: str,
 ) -> tuple[int, str, str]:
     monkeypatch.chdir(crawled)
@@ -64,7 +66,9 @@ def report(
 
 
 def test_report_counts_pages_per_host_and_names_the_kept_url_of_each_cluster(
-    crawled: Path, http_site_server: SiteServer, monkeypatch: pytest.MonkeyPatch,
+    crawled: Path,
+    http_site_server: SiteServer,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     code, out, err = report(crawled, monkeypatch, capsys, "--json")
@@ -74,7 +78,9 @@ def test_report_counts_pages_per_host_and_names_the_kept_url_of_each_cluster(
     copies = sum(len(c) for c in CLUSTERS.values())
     assert data["hosts"] == [[host, len(CLUSTERS) + len(SINGLES), copies]]
     assert (data["kept"], data["dropped"], data["clusters_total"]) == (
-        len(CLUSTERS) + len(SINGLES), copies, len(CLUSTERS)
+        len(CLUSTERS) + len(SINGLES),
+        copies,
+        len(CLUSTERS),
     )
     clusters = {c["kept"]: sorted(url for url, _ in c["copies"]) for c in data["clusters"]}
     assert clusters == {
@@ -133,7 +139,8 @@ def test_rates_from_too_little_history_are_shown_apart(
     data = json.loads(capsys.readouterr().out)
     assert (data["recrawl_pages"], data["too_little_history"]) == (4, 2)  # twice, new
     assert [(name, n) for name, n in data["rates"] if n] == [
-        ("hourly to daily", 1), ("weekly to monthly", 1)
+        ("hourly to daily", 1),
+        ("weekly to monthly", 1),
     ]
     assert main(["report", "--index-url", url, "--namespace", "n"]) == 0
     out = capsys.readouterr().out
@@ -143,7 +150,9 @@ def test_rates_from_too_little_history_are_shown_apart(
 
 
 def test_report_draws_one_png_page(
-    crawled: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    crawled: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
 ) -> None:
     png = tmp_path / "state.png"
@@ -158,7 +167,9 @@ def test_report_draws_one_png_page(
 
 
 def test_a_namespace_without_recrawl_state_says_so(
-    crawled: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    crawled: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
 ) -> None:
     from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
@@ -168,8 +179,9 @@ def test_a_namespace_without_recrawl_state_says_so(
     scheme = Fingerprinter(FingerprintConfig()).scheme
     with open_index(url, namespace="plain", scheme=scheme) as index:
         index.observe("https://a.example/1", 0x1234)
-    code = main(["report", "--index-url", url, "--namespace", "plain", "--png",
-                 str(tmp_path / "plain.png")])
+    code = main(
+        ["report", "--index-url", url, "--namespace", "plain", "--png", str(tmp_path / "plain.png")]
+    )
     out = capsys.readouterr().out
     assert code == 0
     assert "1 pages fingerprinted: 1 kept, 0 dropped" in out
@@ -178,7 +190,9 @@ def test_a_namespace_without_recrawl_state_says_so(
 
 
 def test_png_without_matplotlib_names_the_extra(
-    crawled: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    crawled: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
 ) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed
@@ -189,7 +203,9 @@ def test_png_without_matplotlib_names_the_extra(
 
 
 def test_progress_bar_only_on_a_terminal(
-    crawled: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    crawled: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # 100 columns

@@ -39,7 +39,9 @@ def test_the_canonical_url_names_the_cluster_whichever_copy_arrives_first(
 ) -> None:
     with harness() as h:
         results = [h.fetch(url, COPIES[url]) for url in order]
-        passed = [url for url, (r, _) in zip(order, results, strict=True) if isinstance(r, HtmlResponse)]
+        passed = [
+            url for url, (r, _) in zip(order, results, strict=True) if isinstance(r, HtmlResponse)
+        ]
         assert passed == [order[0]]  # exactly one page of the cluster reaches the spider
         for url, (result, info) in zip(order[1:], results[1:], strict=True):
             assert isinstance(result, NearDuplicate), url
@@ -288,7 +290,9 @@ def test_without_declarations_the_preferred_url_names_the_cluster() -> None:
             assert sum(isinstance(r, HtmlResponse) for r, _ in results) == 1, order
             # The clean URL's own arrival names the cluster (reports see it in the signal's
             # info), unless it arrived first and was kept under its own name anyway.
-            clean_info = next(info for url, (_, info) in zip(order, results, strict=True) if url == clean)
+            clean_info = next(
+                info for url, (_, info) in zip(order, results, strict=True) if url == clean
+            )
             assert clean_info["key"] == clean
             if order[0] != clean:
                 assert clean_info["renamed_from"] == clean_info["duplicate_of"] != clean
@@ -343,7 +347,8 @@ def test_the_declaration_is_read_from_the_head_in_the_pages_charset(charset: str
         '<body><link rel="canonical" href="/not/this.html"><p>正文</p></body></html>'
     )
     response = HtmlResponse(
-        f"{SITE}/print/x.html", body=page.encode(charset),
+        f"{SITE}/print/x.html",
+        body=page.encode(charset),
         headers={"Content-Type": f"text/html; charset={charset}"},
     )
     assert CanonicalKeys._declaration(response) == f"{SITE}/news/港口.html"

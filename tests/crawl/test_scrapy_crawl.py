@@ -108,9 +108,22 @@ def test_addon_drops_near_duplicates_and_remembers_them(
     # The 'scrapy simhash' command inspects the same index (one real 'scrapy' process for
     # the entry point, the other sub-commands in this process).
     proc = subprocess.run(
-        [sys.executable, "-m", "scrapy", "simhash", "stats", "--spider", "pages",
-         "-s", "SIMHASH_TOKENIZER=rjieba"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+        [
+            sys.executable,
+            "-m",
+            "scrapy",
+            "simhash",
+            "stats",
+            "--spider",
+            "pages",
+            "-s",
+            "SIMHASH_TOKENIZER=rjieba",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     assert "  pages kept                        6   (" in proc.stdout
@@ -129,7 +142,8 @@ def test_addon_drops_near_duplicates_and_remembers_them(
     copy_file = str(REPO / "tests" / "site" / "harbour-copy.html")
     code, out = command(capsys, "similar", copy_file)
     assert (code, out.splitlines()[-1]) == (
-        0, f"  0  {fingerprint}  {harbour}  copy: confirmed by the second test"
+        0,
+        f"  0  {fingerprint}  {harbour}  copy: confirmed by the second test",
     )
     code, out = command(capsys, "similar", harbour)  # a stored page is not its own duplicate
     assert (code, out.splitlines()[-1]) == (0, "no near-duplicates")
@@ -153,9 +167,7 @@ def command(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
     return cmd.exitcode, capsys.readouterr().out.strip()
 
 
-def test_hand_wired_mark_only_mode_and_request_meta(
-    http_site: SiteServer, tmp_path: Path
-) -> None:
+def test_hand_wired_mark_only_mode_and_request_meta(http_site: SiteServer, tmp_path: Path) -> None:
     requests = [
         {"url": http_site.url("harbour.html")},
         {"url": http_site.url("harbour-copy.html")},
@@ -198,8 +210,13 @@ def test_item_pipeline_drops_near_duplicate_items(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    pages = ["harbour.html", "harbour-copy.html", "orchard.html", "orchard-print.html",
-             "telescope.html"]
+    pages = [
+        "harbour.html",
+        "harbour-copy.html",
+        "orchard.html",
+        "orchard-print.html",
+        "telescope.html",
+    ]
     settings = {
         "ITEM_PIPELINES": {"scrapy_simhash.SimhashPipeline": 800},
         "SIMHASH_ITEM_FIELDS": "body",
@@ -241,8 +258,7 @@ def test_disabled_and_unconfigured_components_say_why(
         "SIMHASH_ENABLED": False,
         "DOWNLOADER_MIDDLEWARES": {"scrapy_simhash.SimhashDownloaderMiddleware": 540},
     }
-    result = run_crawl(tmp_path, spec(http_site, ["harbour.html", "harbour-copy.html"],
-                                      **settings))
+    result = run_crawl(tmp_path, spec(http_site, ["harbour.html", "harbour-copy.html"], **settings))
     no_errors(result)
     assert len(result.items) == 2
     assert result.simhash_stats() == {}

@@ -56,14 +56,22 @@ def test_pages_discovered_with_and_without_following_links_of_copies(
         http_site.url(p) for p in ("/mirror/harbour.html", "/harbour.html", "/orchard.html")
     )
 
-    off = _crawl(http_site, tmp_path, "off", SIMHASH_FOLLOW_DUPLICATE_LINKS=False,
-                 SIMHASH_FILING_LEASE_SECS=0)
+    off = _crawl(
+        http_site,
+        tmp_path,
+        "off",
+        SIMHASH_FOLLOW_DUPLICATE_LINKS=False,
+        SIMHASH_FILING_LEASE_SECS=0,
+    )
     assert off.stats["downloader/response_count"] == 2  # the orchard story is never found
     assert [i["url"] for i in off.items if "errback" not in i] == [mirror]
     # The errback tells the drop from a failure: what it copies, and how closely.
     [dropped] = [i for i in off.items if "errback" in i]
     assert dropped == {
-        "url": original, "errback": "NearDuplicate", "kept_url": mirror, "distance": 0,
+        "url": original,
+        "errback": "NearDuplicate",
+        "kept_url": mirror,
+        "distance": 0,
     }
 
     http_site.hits.clear()
@@ -95,17 +103,25 @@ def _listing_site(site: SiteServer, pages: int = 5, per_page: int = 10) -> list[
             path = f"/post/{page}-{n}.html"
             articles.append(path)
             rng = random.Random(path)  # a vocabulary of its own: distinct articles
-            words = ["".join(rng.choice("bcdfgklmnprstv") + rng.choice("aeiou") for _ in range(3))
-                     for _ in range(40)]
+            words = [
+                "".join(rng.choice("bcdfgklmnprstv") + rng.choice("aeiou") for _ in range(3))
+                for _ in range(40)
+            ]
             text = [" ".join(rng.choice(words) for _ in range(30)) + "." for _ in range(4)]
             site.pages[path] = (html, story(text))
-            links.append(f'<li><a href="{path}"><img src="/t.png" alt=""></a> '
-                         f'<a href="{path}">Read more</a></li>')
+            links.append(
+                f'<li><a href="{path}"><img src="/t.png" alt=""></a> '
+                f'<a href="{path}">Read more</a></li>'
+            )
         nav = f'<a href="/list/{page + 1}.html">Continue reading</a>' if page < pages else ""
-        site.pages[f"/list/{page}.html"] = (html, (
-            "<html><head><title>Blog</title></head><body><ul>" + "".join(links)
-            + f"</ul>{nav}</body></html>"
-        ).encode())
+        site.pages[f"/list/{page}.html"] = (
+            html,
+            (
+                "<html><head><title>Blog</title></head><body><ul>"
+                + "".join(links)
+                + f"</ul>{nav}</body></html>"
+            ).encode(),
+        )
     return articles
 
 
@@ -138,23 +154,34 @@ def test_hand_wired_middlewares_never_export_items_of_copies(
     _site(http_site)
     wired = {"DOWNLOADER_MIDDLEWARES": {"scrapy_simhash.SimhashDownloaderMiddleware": 540}}
     # Following was not asked for by name: copies are dropped outright, no item of one.
-    quiet = run_crawl(tmp_path / "quiet", {
-        "requests": [{"url": http_site.url("/mirror/harbour.html")}],
-        "settings": {"SIMHASH_WORKERS": 0, **wired}, "follow": True,
-    }, name="quiet")
+    quiet = run_crawl(
+        tmp_path / "quiet",
+        {
+            "requests": [{"url": http_site.url("/mirror/harbour.html")}],
+            "settings": {"SIMHASH_WORKERS": 0, **wired},
+            "follow": True,
+        },
+        name="quiet",
+    )
     assert [i["url"] for i in quiet.items if "errback" not in i] == [
         http_site.url("/mirror/harbour.html")
     ]
     assert "SimhashSpiderMiddleware is not in SPIDER_MIDDLEWARES" in quiet.log
     # Asked for by name without the spider middleware: the crawl refuses to start.
-    refused = run_crawl(tmp_path / "refused", {
-        "requests": [{"url": http_site.url("/mirror/harbour.html")}],
-        "settings": {"SIMHASH_WORKERS": 0, "SIMHASH_FOLLOW_DUPLICATE_LINKS": True, **wired},
-        "follow": True,
-    }, name="refused")
+    refused = run_crawl(
+        tmp_path / "refused",
+        {
+            "requests": [{"url": http_site.url("/mirror/harbour.html")}],
+            "settings": {"SIMHASH_WORKERS": 0, "SIMHASH_FOLLOW_DUPLICATE_LINKS": True, **wired},
+            "follow": True,
+        },
+        name="refused",
+    )
     assert refused.items == []
-    assert any("SPIDER_MIDDLEWARES lacks scrapy_simhash.SimhashSpiderMiddleware" in e
-               for e in refused.errors), refused.errors
+    assert any(
+        "SPIDER_MIDDLEWARES lacks scrapy_simhash.SimhashSpiderMiddleware" in e
+        for e in refused.errors
+    ), refused.errors
 
 
 def _enabled_spider_middlewares(log: str) -> str:

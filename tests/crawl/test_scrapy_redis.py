@@ -147,10 +147,14 @@ def test_crawl_survives_redis_going_away(
     # announced once; no password anywhere.
     guard_error = "[scrapy_simhash.glue.guard] ERROR: SimHash index at redis://:***@"
     assert result.log.count(guard_error) == 1
-    lines = [line.split("ERROR: ", 1)[1] for line in result.log.splitlines()
-             if "[scrapy_simhash.glue.guard] ERROR: " in line]
+    lines = [
+        line.split("ERROR: ", 1)[1]
+        for line in result.log.splitlines()
+        if "[scrapy_simhash.glue.guard] ERROR: " in line
+    ]
     assert [line.split(" at ")[0] for line in lines] == [
-        "SimHash template store", "SimHash index",
+        "SimHash template store",
+        "SimHash index",
     ], lines
     assert "Traceback" not in result.log
     assert result.log.count("is reachable again after") == 1
@@ -158,14 +162,17 @@ def test_crawl_survives_redis_going_away(
 
 
 @pytest.mark.parametrize("on_error", ["drop", "raise"])
-def test_index_error_policies(
-    http_site: SiteServer, tmp_path: Path, on_error: str
-) -> None:
+def test_index_error_policies(http_site: SiteServer, tmp_path: Path, on_error: str) -> None:
     # A port where nothing listens: every index call fails fast.
     dead = RedisServer(tmp_path / "never-started").url
-    settings = {**BASE, "SIMHASH_INDEX_URL": dead, "SIMHASH_ON_INDEX_ERROR": on_error,
-                "SIMHASH_RECRAWL_ENABLED": False, "SIMHASH_INDEX_RETRY_AFTER_SECS": 60,
-                "SIMHASH_INDEX_START_UNREACHABLE": True}
+    settings = {
+        **BASE,
+        "SIMHASH_INDEX_URL": dead,
+        "SIMHASH_ON_INDEX_ERROR": on_error,
+        "SIMHASH_RECRAWL_ENABLED": False,
+        "SIMHASH_INDEX_RETRY_AFTER_SECS": 60,
+        "SIMHASH_INDEX_START_UNREACHABLE": True,
+    }
     pages = ["harbour.html", "orchard.html"]
     result = run_crawl(tmp_path, {"requests": requests(http_site, pages), "settings": settings})
     assert result.errors == []
@@ -180,7 +187,10 @@ def test_index_error_policies(
 
 @pytest.mark.parametrize("index", backend_params(["redis", "sharded"]))
 def test_several_processes_share_one_crawl_with_scrapy_redis(
-    http_site: SiteServer, redis_url: str, tmp_path: Path, request: pytest.FixtureRequest,
+    http_site: SiteServer,
+    redis_url: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
     index: str,
 ) -> None:
     """The scheduler's queue on one Redis; the index there too, or one namespace sharded
@@ -243,9 +253,7 @@ def test_several_processes_share_one_crawl_with_scrapy_redis(
 
 
 @pytest.mark.cluster
-def test_redis_cluster_index(
-    http_site: SiteServer, redis_cluster_url: str, tmp_path: Path
-) -> None:
+def test_redis_cluster_index(http_site: SiteServer, redis_cluster_url: str, tmp_path: Path) -> None:
     settings = {**BASE, "SIMHASH_INDEX_URL": redis_cluster_url}
     pages = ["harbour.html", "harbour-copy.html", "orchard.html", "orchard-print.html"]
     result = run_crawl(tmp_path, {"requests": requests(http_site, pages), "settings": settings})

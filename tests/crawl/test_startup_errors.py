@@ -64,19 +64,27 @@ def project(root: Path) -> Path:
     return root
 
 
-def scrapy_crawl(
-    root: Path, site: SiteServer, settings: dict[str, object]
-) -> tuple[int, str, str]:
+def scrapy_crawl(root: Path, site: SiteServer, settings: dict[str, object]) -> tuple[int, str, str]:
     """``scrapy crawl one`` in ``root``: exit status, log file, standard error."""
     log = root / "crawl.log"
-    args = [sys.executable, "-m", "scrapy", "crawl", "one", "-a", f"start={site.url('harbour.html')}",
-            "-s", f"LOG_FILE={log}"]
+    args = [
+        sys.executable,
+        "-m",
+        "scrapy",
+        "crawl",
+        "one",
+        "-a",
+        f"start={site.url('harbour.html')}",
+        "-s",
+        f"LOG_FILE={log}",
+    ]
     for name, value in settings.items():
         text = value if isinstance(value, str) else json.dumps(value)
         args += ["-s", f"{name}={text}"]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    done = subprocess.run(args, cwd=root, env=env, capture_output=True, text=True, timeout=120,
-                          check=False)
+    done = subprocess.run(
+        args, cwd=root, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
     return done.returncode, log.read_text(errors="replace") if log.exists() else "", done.stderr
 
 
@@ -89,25 +97,35 @@ def broken_file(root: Path) -> str:
 CASES = {
     # A Redis that does not answer: a mistyped port.
     "unreachable": (
-        lambda root: {"SIMHASH_INDEX_URL": f"redis://127.0.0.1:{free_port()}/0",
-                      "SIMHASH_INDEX_OPTIONS": {"retries": 0}},
+        lambda root: {
+            "SIMHASH_INDEX_URL": f"redis://127.0.0.1:{free_port()}/0",
+            "SIMHASH_INDEX_OPTIONS": {"retries": 0},
+        },
         "is not reachable at start-up",
     ),
     # A value inside SIMHASH_INDEX_OPTIONS: was a raw ValueError.
     "bad option": (
-        lambda root: {"SIMHASH_INDEX_URL": f"redis://127.0.0.1:{free_port()}/0",
-                      "SIMHASH_INDEX_OPTIONS": {"retries": "many"}},
-        ("the Redis client option 'retries' must be a whole number of at least 0, got "
-         "'many'; fix SIMHASH_INDEX_OPTIONS"),
+        lambda root: {
+            "SIMHASH_INDEX_URL": f"redis://127.0.0.1:{free_port()}/0",
+            "SIMHASH_INDEX_OPTIONS": {"retries": "many"},
+        },
+        (
+            "the Redis client option 'retries' must be a whole number of at least 0, got "
+            "'many'; fix SIMHASH_INDEX_OPTIONS"
+        ),
     ),
     "unknown option": (
-        lambda root: {"SIMHASH_INDEX_URL": f"redis://127.0.0.1:{free_port()}/0",
-                      "SIMHASH_INDEX_OPTIONS": {"retrys": 2}},
+        lambda root: {
+            "SIMHASH_INDEX_URL": f"redis://127.0.0.1:{free_port()}/0",
+            "SIMHASH_INDEX_OPTIONS": {"retrys": 2},
+        },
         "unknown Redis client option(s) 'retrys'",
     ),
     "bad sqlite option": (
-        lambda root: {"SIMHASH_INDEX_URL": f"sqlite:///{root / 'index.sqlite3'}",
-                      "SIMHASH_INDEX_OPTIONS": {"timeout": "soon"}},
+        lambda root: {
+            "SIMHASH_INDEX_URL": f"sqlite:///{root / 'index.sqlite3'}",
+            "SIMHASH_INDEX_OPTIONS": {"timeout": "soon"},
+        },
         "the SQLite option 'timeout' must be a number of seconds",
     ),
     # A damaged index file: also logged "Unhandled error in Deferred".

@@ -36,8 +36,10 @@ def test_a_redis_outage_is_one_outage_for_index_templates_and_url_rules(
 ) -> None:
     caplog.set_level(logging.INFO, logger="scrapy_simhash")
     with harness(
-        SIMHASH_INDEX_URL=own_redis.url, SIMHASH_DUST_ENABLED=True,
-        SIMHASH_INDEX_RETRY_AFTER_SECS=0.2, SIMHASH_INDEX_TIMEOUT_SECS=3.0,
+        SIMHASH_INDEX_URL=own_redis.url,
+        SIMHASH_DUST_ENABLED=True,
+        SIMHASH_INDEX_RETRY_AFTER_SECS=0.2,
+        SIMHASH_INDEX_TIMEOUT_SECS=3.0,
     ) as crawl:
         dust = crawl.middleware.dust
         assert dust is not None
@@ -54,7 +56,9 @@ def test_a_redis_outage_is_one_outage_for_index_templates_and_url_rules(
         crawl.fetch("http://a.example/4", random_story(4))  # fails fast, says nothing new
         lines = _lines(caplog, UNAVAILABLE)
         assert [line.split(" at ")[0] for line in lines] == [
-            "SimHash template store", "SimHash index", "SimHash URL rule store",
+            "SimHash template store",
+            "SimHash index",
+            "SimHash URL rule store",
         ]
         assert "pages are judged without their host's template until it answers" in lines[0]
         assert "SIMHASH_ON_INDEX_ERROR decides what happens to pages until it answers" in lines[1]
@@ -87,8 +91,9 @@ def test_the_sqlite_recrawl_store_waits_for_the_write_lock_as_its_options_say(
     holder.execute("BEGIN IMMEDIATE")  # another process writing
     started = time.monotonic()
     with pytest.raises(IndexBackendError, match="database is locked"):
-        open_recrawl_store(url, namespace="locked", config=RecrawlConfig(),
-                           options={"timeout": 0.3})
+        open_recrawl_store(
+            url, namespace="locked", config=RecrawlConfig(), options={"timeout": 0.3}
+        )
     assert time.monotonic() - started < 5
     holder.rollback()
     holder.close()

@@ -59,16 +59,20 @@ def test_no_article_is_dropped_whatever_came_first(first: int, order: list[int])
 def test_a_copy_edited_inside_its_main_text_is_no_distinct_page() -> None:
     """A copy's changes (an edit, a timestamp) are inside its main text: the second look
     reads only the lines outside it, which its original showed too."""
-    lines = [" ".join(random.Random(n).choice(["tram", "quay", "bridge", "ferry", "canal"])
-                      for _ in range(25)) + "." for n in range(6)]
+    lines = [
+        " ".join(
+            random.Random(n).choice(["tram", "quay", "bridge", "ferry", "canal"]) for _ in range(25)
+        )
+        + "."
+        for n in range(6)
+    ]
     edited = [*lines[:2], lines[2].replace("tram", "bus", 1) + " Corrected.", *lines[3:]]
     sidebar = "<aside><p>Read the harbour newsletter every Monday for the week's news.</p></aside>"
 
     def page(paragraphs: list[str]) -> PageFingerprint:
         body = "".join(f"<p>{p}</p>" for p in paragraphs)
         return FINGERPRINTER.fingerprint_page(
-            f"<html><title>Quay</title><body><article>{body}</article>{sidebar}</body></html>"
-            .encode()
+            f"<html><title>Quay</title><body><article>{body}</article>{sidebar}</body></html>".encode()
         )
 
     original, copy = page(lines), page(edited)
@@ -128,8 +132,10 @@ def _three_processes(
 def test_three_processes_sharing_redis_keep_every_article(redis_url: str) -> None:
     """Three crawl processes take turns over one host's pages (three ordinary pages first),
     sharing the namespace's index and template memory in Redis."""
-    first = [(f"http://news.example:8080/{name}", random_story(2000 + n))
-             for n, name in enumerate(("", "city", "about"))]
+    first = [
+        (f"http://news.example:8080/{name}", random_story(2000 + n))
+        for n, name in enumerate(("", "city", "about"))
+    ]
     dropped, _ = _three_processes(redis_url, "three-orders", first, seed=7)
     assert dropped == []
 
@@ -205,8 +211,9 @@ def test_no_article_is_dropped_after_any_number_of_section_pages(
 def test_three_processes_on_a_full_host_keep_every_article(redis_url: str) -> None:
     """The same through Redis: each page's sketch is stored with its entry and read back by
     whichever process meets the page's copy or its neighbour."""
-    first = [(f"http://news.example:8080/section/{n}", listing(4000 + n))
-             for n in range(len(SECTIONS))]
+    first = [
+        (f"http://news.example:8080/section/{n}", listing(4000 + n)) for n in range(len(SECTIONS))
+    ]
     dropped, printed = _three_processes(redis_url, "full-host", first, seed=11)
     assert dropped == []
     assert printed["duplicate_of"] == printed["copied"]
@@ -248,8 +255,11 @@ def test_a_desktop_copy_of_a_print_view_is_no_distinct_page() -> None:
     # Paragraphs shorter than the footer's lines, so the print view's sketch can tell.
     paragraphs = [" ".join(rng.choice(words) for _ in range(14)) + "." for _ in range(5)]
     printed = FINGERPRINTER.fingerprint_page(
-        ("<html><head><title>Quay 0</title></head><body><article><h1>Quay 0</h1>"
-         + "".join(f"<p>{p}</p>" for p in paragraphs) + "</article></body></html>").encode()
+        (
+            "<html><head><title>Quay 0</title></head><body><article><h1>Quay 0</h1>"
+            + "".join(f"<p>{p}</p>" for p in paragraphs)
+            + "</article></body></html>"
+        ).encode()
     )
     desktop = FINGERPRINTER.fingerprint_page(_desktop(paragraphs, 0))
     memory = EMPTY
@@ -276,7 +286,9 @@ def test_an_article_teased_on_its_home_and_section_pages_is_still_its_own() -> N
     own = max((line for line in ARTICLES[1].page_text.split("\n") if line not in main), key=len)
     assert "Ada Lindqvist" not in own
     listings = [
-        FINGERPRINTER.fingerprint_page(story([own, *(f"Teaser {n} of the {name}." for n in range(4))]))
+        FINGERPRINTER.fingerprint_page(
+            story([own, *(f"Teaser {n} of the {name}." for n in range(4))])
+        )
         for name in ("home", "section")
     ]
     memory = EMPTY

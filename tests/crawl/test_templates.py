@@ -240,7 +240,9 @@ def _mirror(root: Path) -> Path:
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "scrapy_simhash", *args],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
 
 
@@ -275,8 +277,12 @@ def test_hosts_of_files_are_their_folders(tmp_path: Path) -> None:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("<p>x</p>")
     hosts = {Path(p).name: Path(h).name for p, h in expand_hosts([str(tmp_path)])}
-    assert hosts == {"1.html": "a.example", "2.html": "a.example", "3.html": "b.example",
-                     "4.html": tmp_path.name}
+    assert hosts == {
+        "1.html": "a.example",
+        "2.html": "a.example",
+        "3.html": "b.example",
+        "4.html": tmp_path.name,
+    }
 
 
 def test_compare_applies_the_template_learned_from_a_site(tmp_path: Path) -> None:
@@ -306,8 +312,9 @@ def test_a_copy_judged_while_its_original_is_judged_elsewhere_stays_a_copy() -> 
     assert look is None or not look.distinct
     # A distinct page of the host in the same position brings its article: kept.
     other = fingerprinter.fingerprint_page(article(2))
-    assert second_look(fingerprinter, other, EMPTY.saw(learnable(original)).saw(
-        learnable(other))).distinct
+    assert second_look(
+        fingerprinter, other, EMPTY.saw(learnable(original)).saw(learnable(other))
+    ).distinct
 
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite", "redis"])

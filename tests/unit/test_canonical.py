@@ -45,10 +45,18 @@ def test_link_tags_in_the_head_are_read_in_any_attribute_order_and_quoting() -> 
 
 def test_link_headers_name_the_canonical_url() -> None:
     assert header_canonical(['<https://a.example/x>; rel="canonical"']) == "https://a.example/x"
-    assert header_canonical(
-        ['</style.css>; rel=preload; as=style, <https://a.example/y>; rel=canonical']
-    ) == "https://a.example/y"
-    assert header_canonical(['<https://a.example/z>; rel="alternate"'], ) is None
+    assert (
+        header_canonical(
+            ["</style.css>; rel=preload; as=style, <https://a.example/y>; rel=canonical"]
+        )
+        == "https://a.example/y"
+    )
+    assert (
+        header_canonical(
+            ['<https://a.example/z>; rel="alternate"'],
+        )
+        is None
+    )
     assert header_canonical([]) is None
 
 
@@ -91,7 +99,9 @@ hosts = st.from_regex(r"[a-z]{1,6}(\.[a-z]{1,6}){0,3}", fullmatch=True)
 
 
 @given(hosts, hosts, st.text(alphabet="abc/?=&#.", max_size=20))
-def test_a_believed_canonical_is_always_on_the_pages_site(page: str, target: str, path: str) -> None:
+def test_a_believed_canonical_is_always_on_the_pages_site(
+    page: str, target: str, path: str
+) -> None:
     page_url = f"https://{page}/p"
     doc = f'<link rel="canonical" href="https://{target}/{path}">'
     found = declared_canonical(page_url, document=doc)

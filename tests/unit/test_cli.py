@@ -205,7 +205,9 @@ def test_threshold_comes_from_settings_unless_k_is_given(tmp_path: Path) -> None
     pages = (str(tmp_path / "a.txt"), str(tmp_path / "b.txt"))
     distance = json.loads(run("compare", "--json", *pages).stdout)["distance"]
     assert 0 < distance <= 31  # a setting holds at most 31 (half of 64 bits)
-    at = json.loads(run("compare", "--json", "-s", f"SIMHASH_MAX_DISTANCE={distance}", *pages).stdout)
+    at = json.loads(
+        run("compare", "--json", "-s", f"SIMHASH_MAX_DISTANCE={distance}", *pages).stdout
+    )
     # A candidate at k = distance; the second test then decides (these share 3 paragraphs).
     assert (at["k"], at["separated_by"]) in ((distance, None), (distance, "signature"))
     overridden = json.loads(

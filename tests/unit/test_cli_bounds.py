@@ -76,8 +76,7 @@ def _queued(store_url: str) -> int:
 
 
 def test_due_add_refuses_a_device_at_once(store_url: str) -> None:
-    code, _, err, peak = measured("due", "--index-url", store_url, "--add", "/dev/zero",
-                                  timeout=60)
+    code, _, err, peak = measured("due", "--index-url", store_url, "--add", "/dev/zero", timeout=60)
     assert code == 2, err
     assert "--add /dev/zero is a device or a socket, not a file" in err
     assert not Path(store_url.removeprefix("sqlite:///")).exists()  # no store was created
@@ -179,7 +178,9 @@ def test_due_add_reads_a_pipe(
 
 
 def test_due_add_caps_what_it_reads_and_holds(
-    store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    store_url: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     urls = tmp_path / "urls.txt"
@@ -195,7 +196,9 @@ def test_due_add_caps_what_it_reads_and_holds(
 
 
 def test_due_add_queues_in_batches(
-    store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    store_url: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(due_command, "_ADD_BATCH", 7)
@@ -236,7 +239,10 @@ def test_due_refuses_numbers_it_cannot_use(
     [
         (["--fetches-per-page-per-day", "nan"], "--fetches-per-page-per-day must be a number"),
         (["--fetches-per-page-per-day", "inf"], "--fetches-per-page-per-day must be a number"),
-        (["--fetches-per-page-per-day", "0"], "--fetches-per-page-per-day must be a number above 0"),
+        (
+            ["--fetches-per-page-per-day", "0"],
+            "--fetches-per-page-per-day must be a number above 0",
+        ),
         (["--fetches-per-page-per-day", "5000"], "at most 1440 (a minute apart"),
         (["--days", "nan"], "--days must be a number above 0"),
         (["--days", "inf"], "--days must be a number above 0 and at most 3650"),
@@ -249,8 +255,10 @@ def test_due_refuses_numbers_it_cannot_use(
         (["--pages", "0"], "--pages must be between 1 and 100,000"),
         (["--png", "x.png", "--budgets", "1,nan"], "each of --budgets must be a number above 0"),
         (["--png", "x.png", "--budgets", "1,1e9"], "each of --budgets must be a number"),
-        (["--png", "x.png", "--budgets", ",".join(str(i) for i in range(1, 20))],
-         "--budgets takes at most 12 budgets"),
+        (
+            ["--png", "x.png", "--budgets", ",".join(str(i) for i in range(1, 20))],
+            "--budgets takes at most 12 budgets",
+        ),
     ],
 )
 def test_simulate_refuses_numbers_it_cannot_use(
@@ -266,8 +274,10 @@ def test_simulate_refuses_numbers_it_cannot_use(
     ("args", "said"),
     [
         (["--pages", "50000000"], "--pages must be between 1 and 100,000"),
-        (["--days", "60", "--trivial-per-day", "1440", "--trivial-fraction", "1"],
-         "it is refused above 400 MiB: lower --pages, --days, --trivial-per-day"),
+        (
+            ["--days", "60", "--trivial-per-day", "1440", "--trivial-fraction", "1"],
+            "it is refused above 400 MiB: lower --pages, --days, --trivial-per-day",
+        ),
         (["--rates-file", "/dev/zero"], "--rates-file /dev/zero is a device or a socket"),
     ],
 )

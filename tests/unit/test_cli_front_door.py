@@ -25,8 +25,13 @@ from tests.scrapy_runner import REPO
 def scrapy_simhash(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``scrapy simhash ARGS`` as a user types it, in ``cwd`` (no project there)."""
     return subprocess.run(
-        [sys.executable, "-m", "scrapy", "simhash", *args], cwd=cwd, capture_output=True,
-        text=True, timeout=120, check=False, env={**os.environ, "PYTHONPATH": str(REPO)},
+        [sys.executable, "-m", "scrapy", "simhash", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
     )
 
 
@@ -86,11 +91,26 @@ def test_resetting_a_shared_redis_namespace_asks_first(redis_url: str) -> None:
             return len(index)
 
     fill()
-    command = [sys.executable, "-m", "scrapy_simhash", "reset", "--index-url", redis_url,
-               "--namespace", "shop"]
+    command = [
+        sys.executable,
+        "-m",
+        "scrapy_simhash",
+        "reset",
+        "--index-url",
+        redis_url,
+        "--namespace",
+        "shop",
+    ]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    piped = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                           timeout=60, check=False, env=env)
+    piped = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+        check=False,
+        env=env,
+    )
     assert piped.returncode == 2
     assert "reset: not done: namespace 'shop' of redis://" in piped.stderr
     assert "is shared by every crawler process using that Redis" in piped.stderr
@@ -104,8 +124,15 @@ def test_resetting_a_shared_redis_namespace_asks_first(redis_url: str) -> None:
         if code == 0:
             assert b"cleared" in said
         fill()
-    yes = subprocess.run([*command, "--yes"], capture_output=True, text=True,
-                         stdin=subprocess.DEVNULL, timeout=60, check=False, env=env)
+    yes = subprocess.run(
+        [*command, "--yes"],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+        check=False,
+        env=env,
+    )
     assert yes.returncode == 0, yes.stderr
     assert held() == 0
 
@@ -177,8 +204,11 @@ def test_show_text_prints_what_a_page_was_read_as(
 
 
 def test_a_redis_url_with_an_unknown_parameter_is_refused_naming_the_known_ones() -> None:
-    for url in ("redis://127.0.0.1:1/0?foo", "redis://127.0.0.1:1/0?socket_timeot=5",
-                "redis+cluster://127.0.0.1:1/0?db=0&foo=1"):
+    for url in (
+        "redis://127.0.0.1:1/0?foo",
+        "redis://127.0.0.1:1/0?socket_timeot=5",
+        "redis+cluster://127.0.0.1:1/0?db=0&foo=1",
+    ):
         with pytest.raises(ConfigurationError) as refused:
             open_index(url, namespace="n")
         message = str(refused.value)
@@ -190,8 +220,9 @@ def test_a_redis_url_with_an_unknown_parameter_is_refused_naming_the_known_ones(
 @pytest.mark.redis
 def test_a_redis_url_with_known_parameters_is_read(redis_url: str) -> None:
     joined = "&" if "?" in redis_url else "?"
-    with open_index(f"{redis_url}{joined}socket_timeout=5&client_name=crawl",
-                    namespace="n") as index:
+    with open_index(
+        f"{redis_url}{joined}socket_timeout=5&client_name=crawl", namespace="n"
+    ) as index:
         index.observe("https://a.test/", 0x1)
         assert len(index) == 1
 
@@ -248,6 +279,8 @@ def test_a_radius_beyond_the_stated_recall_is_refused_naming_the_largest_served(
     # The command line says it as the crawl would.
     url = f"sqlite:///{tmp_path / 'state.sqlite3'}"
     open_index(url, namespace="n").close()
-    assert main(["stats", "--index-url", url, "--namespace", "n",
-                 "-s", "SIMHASH_MAX_DISTANCE=20"]) == 2
+    assert (
+        main(["stats", "--index-url", url, "--namespace", "n", "-s", "SIMHASH_MAX_DISTANCE=20"])
+        == 2
+    )
     assert "Set SIMHASH_MAX_DISTANCE to 13 or less" in capsys.readouterr().err

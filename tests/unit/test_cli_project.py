@@ -21,7 +21,7 @@ from scrapy_simhash.glue.commands import SimhashCommand
 from scrapy_simhash.index import open_index
 from scrapy_simhash.recrawl import open_recrawl_store
 
-SPIDERS = '''
+SPIDERS = """
 import scrapy
 
 class News(scrapy.Spider):
@@ -30,7 +30,7 @@ class News(scrapy.Spider):
 
 class Blog(scrapy.Spider):
     name = "blog"
-'''
+"""
 
 
 @pytest.fixture
@@ -124,19 +124,22 @@ def test_scrapy_simhash_reads_custom_settings_and_resets_everything(
     with open_recrawl_store(url, namespace="gazette") as store:
         store.observe("http://news/1", 0x1234)
     code, out = simhash_command(capsys, "stats", "--spider", "news")
-    assert (code, out.splitlines()[:5]) == (0, [
-        (
-            f"namespace 'gazette' of sqlite:///{state_file(project)}, over all crawls (one "
-            "crawl's own counts: the closing 'SimHash:' line of its log)"
-        ),
-        "  pages kept                        2   (one fingerprint each in the index)",
-        (
-            "  near-duplicates dropped           1   (URLs dropped when last fetched: 'lookup "
-            "URL' says of what)"
-        ),
-        "  URLs scheduled for recrawl        1",
-        "  due now                           0",
-    ])
+    assert (code, out.splitlines()[:5]) == (
+        0,
+        [
+            (
+                f"namespace 'gazette' of sqlite:///{state_file(project)}, over all crawls (one "
+                "crawl's own counts: the closing 'SimHash:' line of its log)"
+            ),
+            "  pages kept                        2   (one fingerprint each in the index)",
+            (
+                "  near-duplicates dropped           1   (URLs dropped when last fetched: 'lookup "
+                "URL' says of what)"
+            ),
+            "  URLs scheduled for recrawl        1",
+            "  due now                           0",
+        ],
+    )
     for internal in ("buckets", "largest_bucket", "layout", "mean_bucket", "tables", "entries"):
         assert internal not in out
     code, out = simhash_command(capsys, "stats", "--spider", "news", "--verbose")
@@ -218,9 +221,7 @@ def test_lookup_tells_never_fetched_from_fetched_without_a_fingerprint(
     assert out.startswith(f"{site}/never.html: not in the index: never fetched by a crawl of ")
     code, out = lookup("brief.html")
     assert code == 1
-    assert out.startswith(
-        f"{site}/brief.html: not in the index: fetched 1 time(s), last "
-    )
+    assert out.startswith(f"{site}/brief.html: not in the index: fetched 1 time(s), last ")
     assert "with status 200, but never fingerprinted: no text of its own" in out
     assert "The store does not record which" in out
     code, out = lookup("gone.html")

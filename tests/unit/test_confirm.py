@@ -55,8 +55,11 @@ class Crawl:
         radius = k if radius is None else radius
         options.setdefault("new_key", lambda: 0x5EED)  # one draw of the test, every run
         self.index = open_index(
-            url, max_distance=radius, exact_distance=min(exact, radius),
-            scheme=self.fingerprinter.scheme, **options,
+            url,
+            max_distance=radius,
+            exact_distance=min(exact, radius),
+            scheme=self.fingerprinter.scheme,
+            **options,
         )
 
     def read(self, body: bytes) -> PageFingerprint:
@@ -215,8 +218,10 @@ def edited(words: list[str], share: float, rng: random.Random) -> list[str]:
 
 @settings(max_examples=150, deadline=None, derandomize=True)
 @given(
-    seed=st.integers(0, 10**6), words=st.integers(300, 1500),
-    share=st.floats(0.0, 0.03), key=st.integers(0, 2**64 - 1),
+    seed=st.integers(0, 10**6),
+    words=st.integers(300, 1500),
+    share=st.floats(0.0, 0.03),
+    key=st.integers(0, 2**64 - 1),
 )
 def test_a_copy_with_at_most_3_percent_of_its_words_changed_is_confirmed(
     seed: int, words: int, share: float, key: int

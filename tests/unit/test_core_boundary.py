@@ -72,7 +72,8 @@ def test_settings_are_read_in_the_settings_package_only() -> None:
 
     def is_name(node: ast.AST) -> bool:
         return (
-            isinstance(node, ast.Constant) and isinstance(node.value, str)
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
             and name.fullmatch(node.value) is not None
         )
 
@@ -127,8 +128,11 @@ def _import_graph() -> dict[str, set[str]]:
                 if node.level:
                     up = package.split(".")[: len(package.split(".")) - node.level + 1]
                     base = ".".join([*up, *([base] if base else [])])
-                subs = [f"{base}.{alias.name}" for alias in node.names
-                        if f"{base}.{alias.name}" in files]
+                subs = [
+                    f"{base}.{alias.name}"
+                    for alias in node.names
+                    if f"{base}.{alias.name}" in files
+                ]
                 found.update(subs)
                 if len(subs) < len(node.names):
                     found.add(base)
@@ -200,7 +204,9 @@ def _core_strings() -> list[tuple[str, int, str]]:
     for path in sorted(root.rglob("*.py")):
         relative = path.relative_to(root).as_posix()
         if relative.startswith(("settings/", "glue/", "cli/")) or relative in (
-            "reset.py", "__main__.py", "signals.py",
+            "reset.py",
+            "__main__.py",
+            "signals.py",
         ):
             continue
         found.extend(
@@ -250,15 +256,20 @@ def test_every_option_the_core_names_has_its_setting() -> None:
 def test_settings_are_imported_by_the_glue_the_command_line_and_reset_only() -> None:
     graph = _import_graph()
     readers = {
-        module for module, imported in graph.items()
-        if any(m == "scrapy_simhash.settings" or m.startswith("scrapy_simhash.settings.")
-               for m in imported)
+        module
+        for module, imported in graph.items()
+        if any(
+            m == "scrapy_simhash.settings" or m.startswith("scrapy_simhash.settings.")
+            for m in imported
+        )
     }
     assert readers, "the graph sees the settings package's readers"
     outside = {
-        m for m in readers
-        if not m.startswith(("scrapy_simhash.settings", "scrapy_simhash.glue.",
-                             "scrapy_simhash.cli"))
+        m
+        for m in readers
+        if not m.startswith(
+            ("scrapy_simhash.settings", "scrapy_simhash.glue.", "scrapy_simhash.cli")
+        )
         and m != "scrapy_simhash.reset"
     }
     assert outside == set()

@@ -101,7 +101,10 @@ def kept(fingerprinter: Fingerprinter, pages: dict[str, str]) -> set[str]:
     the index's check-and-add in order."""
     max_distance, exact_distance = default_distances(64)
     index = open_index(
-        "memory://", bits=64, max_distance=max_distance, exact_distance=exact_distance,
+        "memory://",
+        bits=64,
+        max_distance=max_distance,
+        exact_distance=exact_distance,
         scheme=fingerprinter.scheme,
     )
     signer = Signer(index.confirm_key)
@@ -109,9 +112,10 @@ def kept(fingerprinter: Fingerprinter, pages: dict[str, str]) -> set[str]:
     for url, html in pages.items():
         read = fingerprinter.fingerprint_page(html.encode())
         fingerprint = read.fingerprint
-        if fingerprint is None or index.check_and_add(
-            url, fingerprint, signer.sign(read.evidence)
-        ) is None:
+        if (
+            fingerprint is None
+            or index.check_and_add(url, fingerprint, signer.sign(read.evidence)) is None
+        ):
             result.add(url)
     return result
 

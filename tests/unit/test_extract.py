@@ -239,7 +239,9 @@ def test_thread_inside_the_marked_article_is_measured_against_the_article() -> N
     )
     boxes = "".join(f'<div class="box"><p>{p}</p><p>{p}</p></div>' for p in EN_OTHER)
     bare = f"<html><body><main>{thread}</main></body></html>"
-    hosted = f"<html><body><main>{thread}</main><div class='more'>{boxes}{boxes}</div></body></html>"
+    hosted = (
+        f"<html><body><main>{thread}</main><div class='more'>{boxes}{boxes}</div></body></html>"
+    )
     assert extract(bare).text == "\n".join(EN_ARTICLE)
     assert extract(hosted).text == "\n".join(EN_ARTICLE)
 
@@ -329,8 +331,11 @@ def test_meta_named_wrapper_of_a_product_description_is_content() -> None:
         "<span class='byline'>by <a href='/a'>Jane</a></span></div>"
         "<div class='product-meta'><h2>Monday meditation</h2><p>$39.00 every month</p>"
         f"<div class='product-description'><p>{EN_ARTICLE[0]}</p><p>{EN_ARTICLE[1]}</p></div>"
-        "</div><footer>" + " ".join(f"<a href='/{i}'>Link {i}</a>" for i in range(40))
-        + "<p>" + EN_OTHER[0] + "</p></footer></body></html>"
+        "</div><footer>"
+        + " ".join(f"<a href='/{i}'>Link {i}</a>" for i in range(40))
+        + "<p>"
+        + EN_OTHER[0]
+        + "</p></footer></body></html>"
     )
     assert extract(html).text.split("\n")[-2:] == EN_ARTICLE[:2]
     assert "March 3" not in extract(html).text
@@ -596,7 +601,9 @@ def test_related_posts_with_long_excerpts_are_not_kept_as_an_article_wrapper() -
         "<html><body><main><section><div class='wysiwyg'>{story}</div></section></main>"
         "{related}</body></html>"
     )
-    page = template.format(story=story, related=f"<div id='related_posts'><ul>{excerpts}</ul></div>")
+    page = template.format(
+        story=story, related=f"<div id='related_posts'><ul>{excerpts}</ul></div>"
+    )
     bare = template.format(story=story, related="")
     main = extract_main_text(page.encode())
     assert "Excerpt" not in main.text
@@ -614,14 +621,18 @@ def test_a_page_of_links_only_has_no_text_of_its_own() -> None:
             f"<h2>{subject}</h2><ul>{links}</ul></body></html>"
         ).encode()
 
-    hinges = catalogue("Hardware", [f"Catalogue of brass hinges and locks, volume {n}" for n in range(12)])
+    hinges = catalogue(
+        "Hardware", [f"Catalogue of brass hinges and locks, volume {n}" for n in range(12)]
+    )
     main = extract_main_text(hinges)
     assert main.text == ""
     assert "only link lists: no text of its own" in main.notes
     page = Fingerprinter().fingerprint_page(hinges)
     assert page.fingerprint is None
     assert "only link lists" in " ".join(page.notes)
-    nav_only = b"<html><body><nav><a href='/'>Home</a> <a href='/x'>Browse all</a></nav></body></html>"
+    nav_only = (
+        b"<html><body><nav><a href='/'>Home</a> <a href='/x'>Browse all</a></nav></body></html>"
+    )
     assert extract_main_text(nav_only).text == ""
 
 

@@ -174,16 +174,60 @@ def reference_lines(
     return "\n".join(lines)
 
 
-_TAGS = ["div", "p", "span", "a", "b", "li", "ul", "section", "article", "main", "h1", "h2",
-         "br", "nav", "aside", "footer", "header", "noscript", "td", "blockquote", "em"]
-_ATTRIBUTES = [
-    "", "", "", ' class="content"', ' class="comment-list"', ' class="sidebar"',
-    ' class="share-bar"', ' id="post-12"', ' class="entry-content" id="main"', " hidden",
-    ' aria-hidden="true"', ' style="display: none"', ' role="navigation"', ' role="main"',
-    ' itemprop="articleBody"', ' class="related"', ' class="js-share article-body"',
+_TAGS = [
+    "div",
+    "p",
+    "span",
+    "a",
+    "b",
+    "li",
+    "ul",
+    "section",
+    "article",
+    "main",
+    "h1",
+    "h2",
+    "br",
+    "nav",
+    "aside",
+    "footer",
+    "header",
+    "noscript",
+    "td",
+    "blockquote",
+    "em",
 ]
-_WORDS = ["alpha", "beta, gamma", "delta.", "编辑", "新闻内容，", "  ", "\n", "word " * 12,
-          "long sentence with commas, and more, and more words here " * 3, "x"]
+_ATTRIBUTES = [
+    "",
+    "",
+    "",
+    ' class="content"',
+    ' class="comment-list"',
+    ' class="sidebar"',
+    ' class="share-bar"',
+    ' id="post-12"',
+    ' class="entry-content" id="main"',
+    " hidden",
+    ' aria-hidden="true"',
+    ' style="display: none"',
+    ' role="navigation"',
+    ' role="main"',
+    ' itemprop="articleBody"',
+    ' class="related"',
+    ' class="js-share article-body"',
+]
+_WORDS = [
+    "alpha",
+    "beta, gamma",
+    "delta.",
+    "编辑",
+    "新闻内容，",
+    "  ",
+    "\n",
+    "word " * 12,
+    "long sentence with commas, and more, and more words here " * 3,
+    "x",
+]
 
 
 @st.composite
@@ -224,17 +268,45 @@ def test_the_walk_and_read_out_give_what_the_reference_gives(fragment: str) -> N
     assert walk.dropped == reference.dropped
     assert walk.marks == reference.marks
     containers, _ = _choose(walk)
-    for options in ({}, {"dense_max_chars": 1000, "skip": containers},
-                    {"link_density": 1.0, "links_only": True}):
+    for options in (
+        {},
+        {"dense_max_chars": 1000, "skip": containers},
+        {"link_density": 1.0, "links_only": True},
+    ):
         for chosen in (containers, [body], [*containers, body]):
             expected = reference_lines(chosen, reference.stats, **options)  # type: ignore[arg-type]
             assert _lines(chosen, walk.stats, **options) == expected  # type: ignore[arg-type]
 
 
-_LINE_PIECES = ["copyright", "COPYRIGHT 2024", "Co\u0131pyright", "all rights reserved",
-                "ALL RIGHTS RESERVED", "all rigHts reſerved", "ICP备", "icp证", "\u0130CP备",
-                "©", "© 2024", "(c)", "责任编辑：", "阅读 123", "浏览：(5)", "点击数 7", "版权所有",
-                " ", "a", "p", "y", "g", "h", "Ｐy", "2024-03-01", "March 4, 2025", "x"]
+_LINE_PIECES = [
+    "copyright",
+    "COPYRIGHT 2024",
+    "Co\u0131pyright",
+    "all rights reserved",
+    "ALL RIGHTS RESERVED",
+    "all rigHts reſerved",
+    "ICP备",
+    "icp证",
+    "\u0130CP备",
+    "©",
+    "© 2024",
+    "(c)",
+    "责任编辑：",
+    "阅读 123",
+    "浏览：(5)",
+    "点击数 7",
+    "版权所有",
+    " ",
+    "a",
+    "p",
+    "y",
+    "g",
+    "h",
+    "Ｐy",
+    "2024-03-01",
+    "March 4, 2025",
+    "x",
+]
 
 
 @settings(max_examples=2000, deadline=None)
@@ -249,8 +321,6 @@ def test_credit_shortcuts_never_pass_a_line_the_patterns_match(line: str) -> Non
 @settings(max_examples=1000, deadline=None)
 @given(st.text(st.sampled_from("ab \n\x80\x81\x9f\ufeff\u00ef\u00bb\u00bf\u00ff\u00fe\u00e9")))
 def test_text_said_clean_is_left_as_it_is_by_the_cleaning(text: str) -> None:
-    cleaned = _BYTE_ORDER_MARKS.sub(
-        "", text.translate(_C1_AS_CP1252) if _C1.search(text) else text
-    )
+    cleaned = _BYTE_ORDER_MARKS.sub("", text.translate(_C1_AS_CP1252) if _C1.search(text) else text)
     if not _needs_cleaning(text):
         assert cleaned == text

@@ -215,20 +215,53 @@ def test_pos_factor_favours_nouns_over_adverbs_and_particles(tokenizer: str) -> 
 # forms, digits of several scripts, stop words and punctuation: what the default options'
 # counting path and the general token path must read alike.
 _PIECES = st.sampled_from(
-    ["的", "了", "北京", "天安门", "𠀀𠀁", "ｶﾀｶﾅ", "한국어", "Straße", "ÉTÉ", "ＡＢＣ", "the",
-     "und", "123", "٣٤", "x1", "_", "-", "，", "。", " ", "\n", "\t", "ﬁ", "①", "㎏", "Ⅻ"]
+    [
+        "的",
+        "了",
+        "北京",
+        "天安门",
+        "𠀀𠀁",
+        "ｶﾀｶﾅ",
+        "한국어",
+        "Straße",
+        "ÉTÉ",
+        "ＡＢＣ",
+        "the",
+        "und",
+        "123",
+        "٣٤",
+        "x1",
+        "_",
+        "-",
+        "，",
+        "。",
+        " ",
+        "\n",
+        "\t",
+        "ﬁ",
+        "①",
+        "㎏",
+        "Ⅻ",
+    ]
 )
 _MIXED_TEXT = st.lists(st.one_of(_PIECES, st.text(max_size=6)), max_size=40).map("".join)
 
 
-@given(_MIXED_TEXT, _MIXED_TEXT, st.sampled_from(["tf", "tfidf"]), st.booleans(),
-       st.sampled_from([0.0, 2.0]))
+@given(
+    _MIXED_TEXT,
+    _MIXED_TEXT,
+    st.sampled_from(["tf", "tfidf"]),
+    st.booleans(),
+    st.sampled_from([0.0, 2.0]),
+)
 @settings(max_examples=300, deadline=None)
 def test_counted_features_equal_the_general_path(
     text: str, title: str, weighting: str, keep_numbers: bool, title_weight: float
 ) -> None:
     extractor = FeatureExtractor(
-        weighting=weighting, keep_numbers=keep_numbers, title_weight=title_weight,
+        weighting=weighting,
+        keep_numbers=keep_numbers,
+        title_weight=title_weight,
         stopwords=STOP,
     )
     assert extractor._counted

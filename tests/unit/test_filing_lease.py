@@ -66,8 +66,9 @@ class Mortal:
 
 
 def guard(opener: Callable[[], Awaitable[Any]]) -> Guarded[Any]:
-    return Guarded("test store", "test://", opener, timeout=5.0, retry_after=60.0,
-                   log_interval=60.0)
+    return Guarded(
+        "test store", "test://", opener, timeout=5.0, retry_after=60.0, log_interval=60.0
+    )
 
 
 class Shared:
@@ -75,8 +76,11 @@ class Shared:
 
     def __init__(self, url: str, clock: Clock) -> None:
         self.clock = clock
-        self.index = guard(lambda: open_async_index(
-            url, namespace="lease", max_distance=3, scheme="lease-test", clock=clock))
+        self.index = guard(
+            lambda: open_async_index(
+                url, namespace="lease", max_distance=3, scheme="lease-test", clock=clock
+            )
+        )
         self.recrawl = guard(lambda: self._recrawl(url))
 
     @staticmethod
@@ -95,8 +99,7 @@ class Shared:
             counts[name] = counts.get(name, 0) + 1
 
         filings = Filings(index, LEASE, count=count, sleep=sleep or self.wait)
-        step = VerdictStep(index, recrawl, bits=64, change_distance=3, filings=filings,
-                           count=count)
+        step = VerdictStep(index, recrawl, bits=64, change_distance=3, filings=filings, count=count)
         step.counts = counts  # type: ignore[attr-defined]
         return step, filings
 
@@ -125,6 +128,7 @@ def run(coro: Awaitable[Any]) -> Any:
 
 def calls_of_one_page(url: str, key: str, own: str) -> int:
     """How many storage calls process A makes for one page before its callback runs."""
+
     async def go() -> int:
         shared = Shared(url, Clock())
         death = Death()
@@ -139,11 +143,14 @@ def calls_of_one_page(url: str, key: str, own: str) -> int:
     return int(run(go()))
 
 
-@pytest.mark.parametrize(("key", "own", "copy"), [
-    (ARTICLE, ARTICLE, AMP),  # a page under its own URL, a copy under another
-    (ARTICLE, PRINT, ARTICLE),  # a page naming its canonical URL, then that URL itself
-    (ARTICLE, PRINT, AMP),  # a page naming its canonical URL, then another copy
-])
+@pytest.mark.parametrize(
+    ("key", "own", "copy"),
+    [
+        (ARTICLE, ARTICLE, AMP),  # a page under its own URL, a copy under another
+        (ARTICLE, PRINT, ARTICLE),  # a page naming its canonical URL, then that URL itself
+        (ARTICLE, PRINT, AMP),  # a page naming its canonical URL, then another copy
+    ],
+)
 def test_a_page_filed_by_a_process_killed_at_any_step_reaches_a_callback(
     url: str, key: str, own: str, copy: str
 ) -> None:

@@ -426,7 +426,8 @@ def test_pages_without_enough_text_have_a_reason(fingerprinter: Fingerprinter, b
 def test_own_text_folds_like_line_by_line(text: str, title: str) -> None:
     folded_title = " ".join(normalize(title).split())
     expected = [
-        line for line in text.split("\n")
+        line
+        for line in text.split("\n")
         if (folded := " ".join(normalize(line).split())) and folded not in folded_title
     ]
     assert own_text(text, title) == ("\n".join(expected) if folded_title else text)
@@ -474,12 +475,14 @@ def paragraphs_only(
 def test_an_extractor_of_ones_own_by_import_path_enters_the_scheme() -> None:
     from scrapy_simhash.settings import fingerprint_config
 
-    article = " ".join(f"Sentence {i} tells of the harbour, the ferry and the bridge." for i in
-                       range(30))
+    article = " ".join(
+        f"Sentence {i} tells of the harbour, the ferry and the bridge." for i in range(30)
+    )
     page = f"<html><body><div>{'menu ' * 50}</div><p>{article}</p></body></html>"
     builtin = Fingerprinter(FingerprintConfig())
-    own = Fingerprinter(fingerprint_config(
-        {"SIMHASH_EXTRACTOR": "tests.unit.test_fingerprint.paragraphs_only"}))
+    own = Fingerprinter(
+        fingerprint_config({"SIMHASH_EXTRACTOR": "tests.unit.test_fingerprint.paragraphs_only"})
+    )
     assert own.fingerprint_page(page).fingerprint == own.fingerprint_text(article)
     assert own.scheme != builtin.scheme
     assert builtin.scheme == Fingerprinter(fingerprint_config({"SIMHASH_EXTRACTOR": ""})).scheme

@@ -99,10 +99,19 @@ def _links(rng: random.Random, count: int, cls: str = "menu") -> str:
 
 
 _CREDITS = [
-    "By Jane Doe", "2024-03-01 10:31", "来源：新华网 责任编辑：王五", "Updated March 4, 2025",
-    "分享到：", "Copyright 2024 Example Media. All rights reserved.", "阅读 (123)",
-    "Jonah Reyes, 2026-03-08", "Donnerstag, 3. Februar 2022", "Share", "记者 张三 2026-03-08",
-    "Posted by admin on Tuesday", "Tue, 4 Mar 2025 at 9:02 AM EST",
+    "By Jane Doe",
+    "2024-03-01 10:31",
+    "来源：新华网 责任编辑：王五",
+    "Updated March 4, 2025",
+    "分享到：",
+    "Copyright 2024 Example Media. All rights reserved.",
+    "阅读 (123)",
+    "Jonah Reyes, 2026-03-08",
+    "Donnerstag, 3. Februar 2022",
+    "Share",
+    "记者 张三 2026-03-08",
+    "Posted by admin on Tuesday",
+    "Tue, 4 Mar 2025 at 9:02 AM EST",
 ]
 _BOILERPLATE = [
     lambda rng: f"<nav>{_links(rng, 6)}</nav>",
@@ -119,13 +128,19 @@ _BOILERPLATE = [
     lambda rng: f"<div class='cookie-consent'><p>{_sentence(rng, False, 20)}</p></div>",
     lambda rng: f"<header class='masthead'><h2>Site</h2>{_links(rng, 4)}</header>",
     lambda rng: "<script>var x = '<p>not text</p>';</script><style>p {color: red}</style>",
-    lambda rng: f"<form><input name='q'><button>Go</button><select><option>A</option></select>"
-    f"<label>{_sentence(rng, False, 3)}</label></form>",
-    lambda rng: f"<table><tr><td>{_sentence(rng, False, 6)}</td><td>{rng.randint(1, 99)}"
-    f"</td></tr><tr><th>Head</th><td>{_sentence(rng, True, 4)}</td></tr></table>",
+    lambda rng: (
+        f"<form><input name='q'><button>Go</button><select><option>A</option></select>"
+        f"<label>{_sentence(rng, False, 3)}</label></form>"
+    ),
+    lambda rng: (
+        f"<table><tr><td>{_sentence(rng, False, 6)}</td><td>{rng.randint(1, 99)}"
+        f"</td></tr><tr><th>Head</th><td>{_sentence(rng, True, 4)}</td></tr></table>"
+    ),
     lambda rng: f"<noscript><p>{_sentence(rng, False, 9)}</p></noscript>",
-    lambda rng: f"<div class='widget' id='post-{rng.randint(1, 10**6)}'>"
-    f"<p>{_sentence(rng, False, 5)}</p></div>",
+    lambda rng: (
+        f"<div class='widget' id='post-{rng.randint(1, 10**6)}'>"
+        f"<p>{_sentence(rng, False, 5)}</p></div>"
+    ),
 ]
 
 
@@ -141,17 +156,19 @@ def _article(rng: random.Random, cjk: bool, title: str) -> str:
     if rng.random() < 0.3:
         body += "<h2>" + _sentence(rng, cjk, 4) + "</h2>" + _paragraphs(rng, cjk, 2)
     headline = f"<h1>{title}</h1>" if rng.random() < 0.7 else ""
-    wrapper = rng.choice([
-        "<article>{}</article>",
-        "<div class='entry-content post-body'>{}</div>",
-        "<div itemprop='articleBody'>{}</div>",
-        "<main><div>{}</div></main>",
-        "<div id='content'><div class='text'>{}</div></div>",
-        "<div>{}</div>",
-        "<section class='story'>{}</section>",
-        "<div class='content-with-sidebar-wrp'>{}</div>",
-        "<div class='sidebar-content'>{}</div>",
-    ])
+    wrapper = rng.choice(
+        [
+            "<article>{}</article>",
+            "<div class='entry-content post-body'>{}</div>",
+            "<div itemprop='articleBody'>{}</div>",
+            "<main><div>{}</div></main>",
+            "<div id='content'><div class='text'>{}</div></div>",
+            "<div>{}</div>",
+            "<section class='story'>{}</section>",
+            "<div class='content-with-sidebar-wrp'>{}</div>",
+            "<div class='sidebar-content'>{}</div>",
+        ]
+    )
     return headline + wrapper.format(body)
 
 
@@ -203,8 +220,14 @@ def _page(index: int) -> tuple[bytes, str | None]:
     meta = ""
     if rng.random() < 0.3:
         meta = f"<meta property='og:title' content='{title} | Example'>"
-    title_tag = rng.choice([f"<title>{title} - Example News</title>", "<title></title>",
-                            f"<title>Example | {title}</title>", ""])
+    title_tag = rng.choice(
+        [
+            f"<title>{title} - Example News</title>",
+            "<title></title>",
+            f"<title>Example | {title}</title>",
+            "",
+        ]
+    )
     stray = "</html>" if rng.random() < 0.1 else ""
     text = (
         f"<!DOCTYPE html><html><head><meta charset='{{charset}}'>{title_tag}{meta}</head>"
@@ -238,8 +261,8 @@ def corpus() -> dict[str, tuple[bytes, str | None]]:
     pages["text-only"] = (" ".join(_LATIN[:300]).encode(), "text/plain")
     pages["nul-bytes"] = (b"<html><body><p>" + b"word\x00 " * 80 + b"</p></body></html>", None)
     pages["too-deep"] = (
-        b"<html><body>" + b"<div>" * 2100 + " ".join(_LATIN[300:700]).encode()
-        + b"</body></html>", None,
+        b"<html><body>" + b"<div>" * 2100 + " ".join(_LATIN[300:700]).encode() + b"</body></html>",
+        None,
     )
     return pages
 
@@ -248,8 +271,17 @@ def _digest(page: PageFingerprint) -> str:
     """One digest of every text a page's fingerprint keeps (what the template memory and
     the second test read)."""
     h = hashlib.blake2b(digest_size=16)
-    for part in (page.text, page.page_text, page.own, page.visible, page.title, page.encoding,
-                 page.reason or "", "\x01".join(page.notes), str(page.chars)):
+    for part in (
+        page.text,
+        page.page_text,
+        page.own,
+        page.visible,
+        page.title,
+        page.encoding,
+        page.reason or "",
+        "\x01".join(page.notes),
+        str(page.chars),
+    ):
         h.update(part.encode("utf-8", "surrogatepass") + b"\x00")
     return h.hexdigest()
 

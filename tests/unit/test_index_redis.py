@@ -78,8 +78,11 @@ def test_an_index_in_an_older_redis_layout_is_refused(redis_url: str) -> None:
             '{"bits": 64, "entry_bits": 14, "format": 1, "layout": "4x1", "scheme": ""}',
         )
         # Written by a release (0.1: Redis layout 1): refused as old state, with the upgrade.
-        with pytest.raises(OldStateError, match=r"Redis layout 1, written by scrapy-simhash "
-                           r"0\.1.*scrapy simhash upgrade"):
+        with pytest.raises(
+            OldStateError,
+            match=r"Redis layout 1, written by scrapy-simhash "
+            r"0\.1.*scrapy simhash upgrade",
+        ):
             open_index(redis_url, namespace="old")
         with open_index(redis_url, namespace="old", reset=True) as index:
             assert index.observe("a", 5).stored
@@ -111,7 +114,10 @@ def test_outage_raises_a_masked_error_and_recovers(
     try:
         assert index.observe("a", 1000).stored
         own_redis.stop()
-        with caplog.at_level(logging.DEBUG, logger="scrapy_simhash"), pytest.raises(IndexBackendError) as info:
+        with (
+            caplog.at_level(logging.DEBUG, logger="scrapy_simhash"),
+            pytest.raises(IndexBackendError) as info,
+        ):
             index.observe("b", 1001)
         message = str(info.value)
         assert password not in message

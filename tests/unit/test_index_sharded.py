@@ -52,7 +52,9 @@ pages = st.lists(
 
 @settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(pages)
-def test_verdicts_equal_one_shard_and_brute_force(redis_cluster6_url: str, steps: list[Any]) -> None:
+def test_verdicts_equal_one_shard_and_brute_force(
+    redis_cluster6_url: str, steps: list[Any]
+) -> None:
     """Pages near a few centres (0 to 6 bits away), observed in turn by a sharded namespace
     and by one memory index: the same verdict every time, and every stored page within
     the exact distance (3) is found, as brute force says."""
@@ -160,8 +162,10 @@ def test_a_lock_met_past_its_lease_sweeps_every_expired_lock_of_its_shard(
         ident = key_id("https://dead.example/page")
         _inside(index)._lock(fp, ident, _inside(index)._plan(fp, ident))
         client = _inside(index)._client
-        bands = {codec.meta: [n for n in client.hkeys(codec.meta) if n[:1] == b"l"]
-                 for codec in _inside(index)._codecs}
+        bands = {
+            codec.meta: [n for n in client.hkeys(codec.meta) if n[:1] == b"l"]
+            for codec in _inside(index)._codecs
+        }
         # The dead page's band locks and, beside them, a lock of a page nobody will meet
         # again, all long past their deadline (server milliseconds).
         for meta, names in bands.items():
@@ -208,7 +212,10 @@ def test_a_namespace_grows_in_place_and_keeps_its_pages(redis_cluster6_url: str)
     fps = {f"https://site.example/{i}": rng.getrandbits(64) for i in range(200)}
     clock = Clock()
     options: dict[str, Any] = {
-        "max_distance": 5, "exact_distance": 3, "ttl_secs": 3600, "clock": clock,
+        "max_distance": 5,
+        "exact_distance": 3,
+        "ttl_secs": 3600,
+        "clock": clock,
     }
     with open_index(redis_cluster6_url, namespace="grow", **options) as index:
         for key, fp in fps.items():
@@ -289,7 +296,9 @@ def test_a_namespace_in_an_older_sharded_layout_is_refused(redis_cluster6_url: s
         assert record["sharded_format"] == 4
         record["sharded_format"] = 3  # as layout 3 wrote it
         _inside(index)._client.hset(root.meta, "config", json.dumps(record, sort_keys=True))
-    with pytest.raises(IndexMismatchError, match="sharded layout 3, this version reads sharded layout 4"):
+    with pytest.raises(
+        IndexMismatchError, match="sharded layout 3, this version reads sharded layout 4"
+    ):
         _sharded(redis_cluster6_url, namespace="older")
     # One shard keeps today's record, without the sharded layout.
     with open_index(redis_cluster6_url, namespace="single") as index:
@@ -301,8 +310,9 @@ def test_a_restarted_server_gets_the_library_and_records_back(own_redis: RedisSe
     """Without persistence a restart loses the shards' function library and records: the
     next page loads and writes them again instead of failing (shards on one plain server)."""
     fp = 0x0123_4567_89AB_CDEF
-    with open_index(own_redis.url, namespace="restart", shards=3, max_distance=5,
-                    exact_distance=3) as index:
+    with open_index(
+        own_redis.url, namespace="restart", shards=3, max_distance=5, exact_distance=3
+    ) as index:
         assert index.observe("https://site.example/a", fp).stored
         own_redis.stop()
         own_redis.start()
@@ -362,8 +372,9 @@ def test_a_band_record_left_behind_by_a_failed_home_never_drops_a_page(
         send = _inside(index)._send
 
         def home_store_fails(calls: list[tuple[int, list[bytes]]]) -> list[Any]:
-            lost = [i for i, (shard, args) in enumerate(calls)
-                    if shard == home and args[0] == b"store"]
+            lost = [
+                i for i, (shard, args) in enumerate(calls) if shard == home and args[0] == b"store"
+            ]
             replies = send([c for i, c in enumerate(calls) if i not in lost])
             for i in lost:
                 replies.insert(i, RedisConnectionError("connection lost"))
@@ -392,19 +403,47 @@ def test_a_lock_call_retried_after_its_reply_was_lost_holds_its_own_locks(
         ident = key_id("https://site.example/retried")
         token, _ = _inside(index)._lock(fp, ident, _inside(index)._plan(fp, ident))
         home = _inside(index).home(ident)
-        again = _inside(index)._round([
-            (shard, [b"lock", _inside(index)._codecs[shard].record_id, _inside(index)._conf[shard], _inside(index)._now(),
-                     _inside(index)._fp(fp), ident, b"1" if shard == home else b"", tables, token,
-                     _inside(index)._lease_ms])
-            for shard, tables in _inside(index)._plan(fp, ident).items()
-        ])
+        again = _inside(index)._round(
+            [
+                (
+                    shard,
+                    [
+                        b"lock",
+                        _inside(index)._codecs[shard].record_id,
+                        _inside(index)._conf[shard],
+                        _inside(index)._now(),
+                        _inside(index)._fp(fp),
+                        ident,
+                        b"1" if shard == home else b"",
+                        tables,
+                        token,
+                        _inside(index)._lease_ms,
+                    ],
+                )
+                for shard, tables in _inside(index)._plan(fp, ident).items()
+            ]
+        )
         assert [int(reply[0]) for reply in again] == [1] * len(again)
         # Another page's token still finds them busy.
-        other = _inside(index)._round([
-            (shard, [b"lock", _inside(index)._codecs[shard].record_id, _inside(index)._conf[shard], _inside(index)._now(),
-                     _inside(index)._fp(fp), ident, b"1" if shard == home else b"", tables,
-                     b"someone-else", _inside(index)._lease_ms])
-            for shard, tables in _inside(index)._plan(fp, ident).items()
-        ])
+        other = _inside(index)._round(
+            [
+                (
+                    shard,
+                    [
+                        b"lock",
+                        _inside(index)._codecs[shard].record_id,
+                        _inside(index)._conf[shard],
+                        _inside(index)._now(),
+                        _inside(index)._fp(fp),
+                        ident,
+                        b"1" if shard == home else b"",
+                        tables,
+                        b"someone-else",
+                        _inside(index)._lease_ms,
+                    ],
+                )
+                for shard, tables in _inside(index)._plan(fp, ident).items()
+            ]
+        )
         assert [int(reply[0]) for reply in other] == [0] * len(other)
         _inside(index)._unlock(fp, ident, token, _inside(index)._plan(fp, ident))

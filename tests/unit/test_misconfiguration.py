@@ -152,10 +152,13 @@ def _damaged(path: Path, how: str) -> None:
         file.truncate(size // 2)  # a copy cut short
 
 
-@pytest.mark.parametrize(("how", "said"), [
-    ("not a database", "file is not a database"),
-    ("truncated", "database disk image is malformed"),
-])
+@pytest.mark.parametrize(
+    ("how", "said"),
+    [
+        ("not a database", "file is not a database"),
+        ("truncated", "database disk image is malformed"),
+    ],
+)
 def test_a_damaged_sqlite_file_is_not_an_outage(tmp_path: Path, how: str, said: str) -> None:
     path = tmp_path / "index.sqlite3"
     _damaged(path, how)
@@ -210,8 +213,15 @@ def test_a_sqlite_file_found_damaged_mid_crawl_is_unusable(
         return await open_async_index(url, namespace="n")
 
     async def scenario() -> None:
-        guard = Guarded("SimHash index", url, opener, timeout=5, retry_after=0,
-                        log_interval=60, on_error=lambda: errors.append(1))
+        guard = Guarded(
+            "SimHash index",
+            url,
+            opener,
+            timeout=5,
+            retry_after=0,
+            log_interval=60,
+            on_error=lambda: errors.append(1),
+        )
         for _ in range(2):
             with pytest.raises(ConfigurationError, match="database disk image is malformed"):
                 await guard.call(lambda index: index.observe("a", 1))
@@ -267,8 +277,10 @@ def test_the_command_line_names_misspelt_settings_too(
     )
     assert warning in capsys.readouterr().err.splitlines()
     project = Settings({"SIMHASH_RECRAWL_BUDGET_PER_DAI": 10, "SIMHASH_INDEX_URL": url})
-    assert main(["due", "--namespace", "default"], project_settings=project,
-                prog="scrapy simhash") == 0
+    assert (
+        main(["due", "--namespace", "default"], project_settings=project, prog="scrapy simhash")
+        == 0
+    )
     warning = (
         "scrapy simhash: warning: unknown setting SIMHASH_RECRAWL_BUDGET_PER_DAI is ignored; did "
         "you mean SIMHASH_RECRAWL_BUDGET_PER_DAY?"
@@ -284,7 +296,10 @@ def test_a_command_whose_store_is_unreachable_says_what_to_check() -> None:
     for command in (["stats"], ["due"], ["rules"], ["lookup", "http://a/1"]):
         result = subprocess.run(
             [sys.executable, "-m", "scrapy_simhash", *command, "--index-url", url],
-            capture_output=True, text=True, timeout=60, check=False,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
         )
         assert result.returncode == 1, (command, result.stderr)
         assert result.stdout == ""
@@ -321,10 +336,15 @@ def test_a_bad_key_fails_one_call_alike_on_every_backend(index_url: str) -> None
     errors: list[int] = []
 
     async def scenario() -> None:
-        guard = Guarded("SimHash index", index_url,
-                        lambda: open_async_index(index_url, namespace="keys"),
-                        timeout=5, retry_after=60, log_interval=60,
-                        on_error=lambda: errors.append(1))
+        guard = Guarded(
+            "SimHash index",
+            index_url,
+            lambda: open_async_index(index_url, namespace="keys"),
+            timeout=5,
+            retry_after=60,
+            log_interval=60,
+            on_error=lambda: errors.append(1),
+        )
         with pytest.raises(InvalidKeyError, match="valid Unicode"):
             await guard.call(lambda index: index.observe("https://a.example/\ud800", 1))
         # Not an outage: the next page is checked at once.
@@ -460,8 +480,12 @@ def _alive(pid: int) -> bool:
 
 def test_workers_exit_when_the_crawl_is_killed(tmp_path: Path) -> None:
     parent = subprocess.Popen(
-        [sys.executable, "-c", _PARENT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=tmp_path, text=True,
+        [sys.executable, "-c", _PARENT],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        cwd=tmp_path,
+        text=True,
     )
     assert parent.stdout is not None
     workers = [int(pid) for pid in parent.stdout.readline().split()]

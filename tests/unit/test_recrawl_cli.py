@@ -23,7 +23,9 @@ def store_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'index.sqlite3'}"
 
 
-def test_due_add_list_claim(store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_due_add_list_claim(
+    store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     urls = tmp_path / "urls.txt"
     urls.write_text("# seeds\nhttp://a/1\n\nhttp://a/2\n")
     assert main(["due", "--index-url", store_url, "--namespace", "n", "--add", str(urls)]) == 0
@@ -31,7 +33,9 @@ def test_due_add_list_claim(store_url: str, tmp_path: Path, capsys: pytest.Captu
     assert main(["due", "--index-url", store_url, "--namespace", "n", "--json"]) == 0
     listed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [row["url"] for row in listed] == ["http://a/1", "http://a/2"]
-    assert main(["due", "--index-url", store_url, "--namespace", "n", "--claim", "--limit", "1"]) == 0
+    assert (
+        main(["due", "--index-url", store_url, "--namespace", "n", "--claim", "--limit", "1"]) == 0
+    )
     assert capsys.readouterr().out.strip().endswith("http://a/1")
     assert main(["due", "--index-url", store_url, "--namespace", "n"]) == 0
     assert capsys.readouterr().out.strip().endswith("http://a/2")  # a/1 is leased
@@ -89,8 +93,15 @@ def test_due_pushes_to_a_scrapy_redis_start_key(
 ) -> None:
     with open_recrawl_store(redis_url, namespace="shared") as store:
         store.add(["http://c/1", "http://c/2"])
-    argv = ["due", "--index-url", redis_url, "--namespace", "shared",
-            "--push-redis-key", "shared:start_urls"]
+    argv = [
+        "due",
+        "--index-url",
+        redis_url,
+        "--namespace",
+        "shared",
+        "--push-redis-key",
+        "shared:start_urls",
+    ]
     assert main(argv) == 0
     assert "pushed 2 URL(s)" in capsys.readouterr().err
     client = redis.Redis.from_url(redis_url)
@@ -116,8 +127,10 @@ def test_schedule_explains_one_page(store_url: str, capsys: pytest.CaptureFixtur
     assert "visits 2, changes 1" in text
     assert "X = changed): X" in text
     assert 'ETag "x"' in text
-    assert main(["schedule", "http://a/1", "--index-url", store_url, "--namespace", "n",
-                 "--json"]) == 0
+    assert (
+        main(["schedule", "http://a/1", "--index-url", store_url, "--namespace", "n", "--json"])
+        == 0
+    )
     report = json.loads(capsys.readouterr().out)
     assert report["history"] == [{"after_secs": 3600.0, "changed": True}]
     assert report["rate_per_day"] > 1.0  # one change within an hour beats the 1/day prior
@@ -145,8 +158,20 @@ def test_simulate_prints_policies_and_draws_png(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     png = tmp_path / "freshness.png"
-    argv = ["simulate", "--pages", "20", "--days", "6", "--warmup-days", "1", "--json",
-            "--png", str(png), "--budgets", "0.5,2"]
+    argv = [
+        "simulate",
+        "--pages",
+        "20",
+        "--days",
+        "6",
+        "--warmup-days",
+        "1",
+        "--json",
+        "--png",
+        str(png),
+        "--budgets",
+        "0.5,2",
+    ]
     assert main(argv) == 0
     out, err = capsys.readouterr()
     results = json.loads(out)
@@ -182,10 +207,19 @@ def test_simulate_answers_quickly_at_its_defaults_and_explains_its_table(
     lines = out.splitlines()
     assert lines[0] == "200 pages, 30 days (10 warm-up), 1 fetch/page/day, seed 0"
     assert lines[1].split() == [
-        "policy", "fetch/page/day", "freshness", "ratio", "age", "(h)", "wasted", "missed",
+        "policy",
+        "fetch/page/day",
+        "freshness",
+        "ratio",
+        "age",
+        "(h)",
+        "wasted",
+        "missed",
     ]
     assert lines[8].startswith("optimum (true rates)")
-    legend = "\n".join(lines[lines.index("columns (measured after the warm-up, over all pages):"):])
+    legend = "\n".join(
+        lines[lines.index("columns (measured after the warm-up, over all pages):") :]
+    )
     for column in ("fetch/page/day", "freshness", "ratio", "age (h)", "wasted", "missed"):
         assert f"\n  {column} " in legend, column
     for row in ("optimum (true rates)", "simhash (ours)", "exact digest"):

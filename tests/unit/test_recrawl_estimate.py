@@ -98,7 +98,10 @@ def test_cho_garcia_molina_reference_example() -> None:
     proportional = sum(freshness(r, 3.0 / r) for r in lambdas) / 5
     mu = solve_multiplier([(r, 1.0) for r in lambdas], 5.0)
     frequencies = [budget_frequency(r, mu) for r in lambdas]
-    optimal = sum(freshness(r, 1 / f) if f else 0.0 for r, f in zip(lambdas, frequencies, strict=True)) / 5
+    optimal = (
+        sum(freshness(r, 1 / f) if f else 0.0 for r, f in zip(lambdas, frequencies, strict=True))
+        / 5
+    )
     assert (round(uniform, 3), round(proportional, 3), round(optimal, 3)) == (0.365, 0.317, 0.374)
     assert [round(f, 2) for f in frequencies] == [1.15, 1.36, 1.35, 1.14, 0.0]
 
@@ -182,8 +185,11 @@ def test_advance_threshold_and_history_window() -> None:
 
 def test_config_from_settings_reads_strings_and_rejects_nonsense() -> None:
     config = recrawl_config(
-        {"SIMHASH_RECRAWL_POLICY": "NUTCH", "SIMHASH_RECRAWL_MIN_INTERVAL_SECS": "60",
-         "SIMHASH_RECRAWL_ENABLED": "false"}
+        {
+            "SIMHASH_RECRAWL_POLICY": "NUTCH",
+            "SIMHASH_RECRAWL_MIN_INTERVAL_SECS": "60",
+            "SIMHASH_RECRAWL_ENABLED": "false",
+        }
     )
     assert (config.policy, config.min_interval_secs, config.enabled) == ("nutch", 60.0, False)
     assert RecrawlConfig(budget_per_day=5).effective_policy == "budget"
@@ -195,8 +201,9 @@ def test_config_from_settings_reads_strings_and_rejects_nonsense() -> None:
     with pytest.raises(ConfigurationError, match="`min_interval_secs` must be > 0 and <= `max"):
         RecrawlConfig(min_interval_secs=10, max_interval_secs=5)  # the core speaks of options
     with pytest.raises(ConfigurationError, match="SIMHASH_RECRAWL_MIN_INTERVAL_SECS must be"):
-        recrawl_config({"SIMHASH_RECRAWL_MIN_INTERVAL_SECS": "10",
-                        "SIMHASH_RECRAWL_MAX_INTERVAL_SECS": "5"})  # the settings of settings
+        recrawl_config(
+            {"SIMHASH_RECRAWL_MIN_INTERVAL_SECS": "10", "SIMHASH_RECRAWL_MAX_INTERVAL_SECS": "5"}
+        )  # the settings of settings
 
 
 def test_an_estimate_rests_on_history_once_it_weighs_as_much_as_the_prior() -> None:

@@ -20,8 +20,14 @@ class EveryTwoHours:
 
     uses_budget = False
 
-    def interval(self, config: RecrawlConfig, rate: float, previous_interval: float | None,
-                 changed: bool | None, multiplier: float | None) -> float:
+    def interval(
+        self,
+        config: RecrawlConfig,
+        rate: float,
+        previous_interval: float | None,
+        changed: bool | None,
+        multiplier: float | None,
+    ) -> float:
         return 7200.0
 
 
@@ -74,8 +80,10 @@ def test_the_budget_policy_falls_back_to_the_target_until_a_multiplier_is_solved
 def test_the_change_distance_follows_the_fingerprint_width() -> None:
     assert recrawl_config({}).change_distance == 3
     assert recrawl_config({"SIMHASH_BITS": 128}).change_distance == 6
-    assert recrawl_config({"SIMHASH_BITS": 128,
-                           "SIMHASH_RECRAWL_CHANGE_DISTANCE": 2}).change_distance == 2
+    assert (
+        recrawl_config({"SIMHASH_BITS": 128, "SIMHASH_RECRAWL_CHANGE_DISTANCE": 2}).change_distance
+        == 2
+    )
 
 
 class HalfTheBudget:
@@ -83,8 +91,14 @@ class HalfTheBudget:
 
     uses_budget = True
 
-    def interval(self, config: RecrawlConfig, rate: float, previous_interval: float | None,
-                 changed: bool | None, multiplier: float | None) -> float:
+    def interval(
+        self,
+        config: RecrawlConfig,
+        rate: float,
+        previous_interval: float | None,
+        changed: bool | None,
+        multiplier: float | None,
+    ) -> float:
         self.multipliers.append(multiplier)
         return 2 * BudgetPolicy().interval(config, rate, previous_interval, changed, multiplier)
 
@@ -95,8 +109,7 @@ def test_a_budget_policy_of_ones_own_gets_the_solved_multiplier(clock: Clock) ->
     name = "tests.unit.test_recrawl_policies.HalfTheBudget"
     with pytest.raises(ConfigurationError, match="needs SIMHASH_RECRAWL_BUDGET_PER_DAY > 0"):
         recrawl_config({"SIMHASH_RECRAWL_POLICY": name})
-    config = recrawl_config({"SIMHASH_RECRAWL_POLICY": name,
-                             "SIMHASH_RECRAWL_BUDGET_PER_DAY": 10})
+    config = recrawl_config({"SIMHASH_RECRAWL_POLICY": name, "SIMHASH_RECRAWL_BUDGET_PER_DAY": 10})
     HalfTheBudget.multipliers.clear()
     with open_recrawl_store("memory://", config=config, clock=clock) as store:
         store.observe("https://a.test/1", 1)

@@ -41,8 +41,9 @@ def test_fixed_interval_freshness_matches_theory() -> None:
 
 def test_every_policy_spends_the_same_fetches_and_ours_learns() -> None:
     population = synthetic_population(80, seed=5)
-    results = {r.policy: r for r in compare(population, budget_per_day=80, days=30,
-                                            warmup_days=10, seed=6)}
+    results = {
+        r.policy: r for r in compare(population, budget_per_day=80, days=30, warmup_days=10, seed=6)
+    }
     assert len({r.fetches for r in results.values()}) == 1
     ours, optimum = results["simhash (ours)"], results["optimum (true rates)"]
     assert ours.freshness > results["fixed interval"].freshness

@@ -61,7 +61,9 @@ def test_every_spelling_is_masked(url: str) -> None:
 
 
 def test_mask_never_raises_and_keeps_user_names() -> None:
-    assert mask_url("redis://bob:pw@db.example:notaport/0") == "redis://bob:***@db.example:notaport/0"
+    assert (
+        mask_url("redis://bob:pw@db.example:notaport/0") == "redis://bob:***@db.example:notaport/0"
+    )
     assert mask_url("redis://[::1/0?password=x") == "redis://[::1/0?password=***"
     assert mask_url("redis://db.example/0") == "redis://db.example/0"
 
@@ -123,8 +125,15 @@ def _everything_said_about(url: str, tmp: Path) -> str:
             return await open_async_index(url, options={"retries": 0})
 
         async def scenario() -> None:
-            guard = Guarded("SimHash index", url, opener, timeout=5, retry_after=0,
-                            log_interval=0, on_error=count)
+            guard = Guarded(
+                "SimHash index",
+                url,
+                opener,
+                timeout=5,
+                retry_after=0,
+                log_interval=0,
+                on_error=count,
+            )
             for _ in range(2):
                 with contextlib.suppress(BackendUnavailable):
                     await guard.call(lambda index: index.observe("a", 1))
@@ -151,8 +160,15 @@ def _scrapy_simhash_stats(url: str) -> None:
     parser = argparse.ArgumentParser()
     command.add_options(parser)
     opts, positional = parser.parse_known_args(
-        ["stats", "--spider", "pages", "-s", f"SIMHASH_INDEX_URL={url}",
-         "-s", 'SIMHASH_INDEX_OPTIONS={"retries": 0}']
+        [
+            "stats",
+            "--spider",
+            "pages",
+            "-s",
+            f"SIMHASH_INDEX_URL={url}",
+            "-s",
+            'SIMHASH_INDEX_OPTIONS={"retries": 0}',
+        ]
     )
     command.process_options(positional, opts)
     command.run(positional, opts)

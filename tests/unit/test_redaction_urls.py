@@ -64,8 +64,9 @@ BREAKS = ["/", "#", "?", "@", ":", "//", "?#", "@@", "/@", ":/", "&", "=", "%", 
 def broken_secrets(draw: st.DrawFn) -> str:
     """A password with unencoded URL delimiters between its words (and maybe at its ends)."""
     words = draw(st.lists(WORD, min_size=2, max_size=4))
-    breaks = draw(st.lists(st.sampled_from(BREAKS), min_size=len(words) - 1,
-                           max_size=len(words) - 1))
+    breaks = draw(
+        st.lists(st.sampled_from(BREAKS), min_size=len(words) - 1, max_size=len(words) - 1)
+    )
     breaks[draw(st.integers(0, len(breaks) - 1))] = draw(st.sampled_from(["/", "#", "?", "@"]))
     text = words[0] + "".join(b + w for b, w in zip(breaks, words[1:], strict=True))
     head = draw(st.sampled_from(["", "", "/", "@", ":", "?"]))
@@ -116,6 +117,7 @@ def everything_said(url: str, tmp: Path) -> str:
 
     def close(opened: Any) -> None:
         opened.close()
+
     with loopback_only():
         attempt(lambda: close(open_index(url, options={"retries": 0})))
         attempt(lambda: open_recrawl_store(url).count())
@@ -123,13 +125,19 @@ def everything_said(url: str, tmp: Path) -> str:
         attempt(lambda: open_template_store(url, "ns").hosts())
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            attempt(lambda: cli_main(["due", "--index-url", url,
-                                      "-s", 'SIMHASH_INDEX_OPTIONS={"retries": 0}']))
+            attempt(
+                lambda: cli_main(
+                    ["due", "--index-url", url, "-s", 'SIMHASH_INDEX_OPTIONS={"retries": 0}']
+                )
+            )
             store = f"sqlite:///{tmp / 'recrawl.db'}"
             (tmp / "urls.txt").write_text("https://example.com/a\n")
             attempt(lambda: cli_main(["due", "--index-url", store, "--add", str(tmp / "urls.txt")]))
-            attempt(lambda: cli_main(["due", "--index-url", store, "--push-redis-key", "k",
-                                      "--redis", url]))
+            attempt(
+                lambda: cli_main(
+                    ["due", "--index-url", store, "--push-redis-key", "k", "--redis", url]
+                )
+            )
         said += [out.getvalue(), err.getvalue()]
     return "\n".join(said)
 
@@ -140,10 +148,12 @@ _BASELINE: list[str] = []
 def baseline(tmp: Path) -> str:
     """What is said for a URL in every place with a secret found nowhere else."""
     if not _BASELINE:
-        _BASELINE.append("\n".join(
-            everything_said(place.replace("{S}", "Zq9sentinelQ/Xsentinel"), tmp)
-            for place in PLACES
-        ))
+        _BASELINE.append(
+            "\n".join(
+                everything_said(place.replace("{S}", "Zq9sentinelQ/Xsentinel"), tmp)
+                for place in PLACES
+            )
+        )
     return _BASELINE[0]
 
 

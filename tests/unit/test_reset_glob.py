@@ -99,8 +99,12 @@ def test_the_reset_command_leaves_the_other_shop(redis_url: str) -> None:
         code = cli_main(["reset", "--index-url", url, "--namespace", "shop?", "--yes"])
     said = out.getvalue()
     assert code == 0, said
-    for line in ("cleared fingerprints", "cleared 1 URL rules", "cleared 1 host templates",
-                 "cleared 1 recrawl states"):
+    for line in (
+        "cleared fingerprints",
+        "cleared 1 URL rules",
+        "cleared 1 host templates",
+        "cleared 1 recrawl states",
+    ):
         assert line in said, said
     assert _held(url, "shop?", index=False) == {"recrawl": 0, "rules": 0, "templates": 0}
     assert _held(url, "shopX") == FULL

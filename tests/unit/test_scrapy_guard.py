@@ -42,8 +42,14 @@ def test_guard_pauses_throttles_logs_and_reconnects(
 
     async def scenario() -> None:
         guard = Guarded(
-            "SimHash index", url, opener, timeout=5, retry_after=2, log_interval=30,
-            on_error=lambda: errors.append(1), clock=clock,
+            "SimHash index",
+            url,
+            opener,
+            timeout=5,
+            retry_after=2,
+            log_interval=30,
+            on_error=lambda: errors.append(1),
+            clock=clock,
         )
         for _ in range(3):  # first failure opens and fails; the next two fail fast
             with pytest.raises(BackendUnavailable):
@@ -100,10 +106,26 @@ def test_an_outage_of_two_stores_in_one_redis_is_one_line_and_its_end_another(
         return await open_async_recrawl_store(url, namespace="outage")
 
     async def scenario() -> None:
-        index = Guarded("SimHash index", url, open_index, timeout=5, retry_after=2,
-                        log_interval=60, clock=clock, outages=outages)
-        store = Guarded("recrawl store", url, open_store, timeout=5, retry_after=2,
-                        log_interval=60, clock=clock, outages=outages)
+        index = Guarded(
+            "SimHash index",
+            url,
+            open_index,
+            timeout=5,
+            retry_after=2,
+            log_interval=60,
+            clock=clock,
+            outages=outages,
+        )
+        store = Guarded(
+            "recrawl store",
+            url,
+            open_store,
+            timeout=5,
+            retry_after=2,
+            log_interval=60,
+            clock=clock,
+            outages=outages,
+        )
         try:
             for _ in range(2):  # pages while Redis is away: both stores fail
                 with pytest.raises(BackendUnavailable):
@@ -143,8 +165,9 @@ def test_an_unexpected_error_keeps_its_traceback(caplog: pytest.LogCaptureFixtur
         return object()
 
     async def scenario() -> None:
-        guard = Guarded("SimHash index", "memory://", opener, timeout=1, retry_after=1,
-                        log_interval=60)
+        guard = Guarded(
+            "SimHash index", "memory://", opener, timeout=1, retry_after=1, log_interval=60
+        )
         with pytest.raises(BackendUnavailable):
             await guard.call(lambda backend: backend.observe("a", 1))  # type: ignore[attr-defined]
 
@@ -160,8 +183,9 @@ def test_configuration_errors_are_not_outages() -> None:
         raise ConfigurationError("index built with another scheme")
 
     async def scenario() -> None:
-        guard = Guarded("SimHash index", "memory://", opener, timeout=1, retry_after=1,
-                        log_interval=1)
+        guard = Guarded(
+            "SimHash index", "memory://", opener, timeout=1, retry_after=1, log_interval=1
+        )
         with pytest.raises(ConfigurationError):
             await guard.call(lambda index: index.observe("a", 1))  # type: ignore[attr-defined]
 
@@ -184,11 +208,19 @@ def test_a_page_the_index_could_not_check_is_no_outage() -> None:
     def failing(index: Any) -> Any:
         async def call() -> Any:
             raise PageNotChecked("locks of a page stayed busy; the page was not checked")
+
         return call()
 
     async def scenario() -> None:
-        guard = Guarded("SimHash index", "memory://", opener, timeout=1, retry_after=3600,
-                        log_interval=1, on_error=lambda: errors.append(1))
+        guard = Guarded(
+            "SimHash index",
+            "memory://",
+            opener,
+            timeout=1,
+            retry_after=3600,
+            log_interval=1,
+            on_error=lambda: errors.append(1),
+        )
         with pytest.raises(BackendUnavailable, match="not checked"):
             await guard.call(failing)
         # No retry pause, no reopening: the next page is checked by the same backend.
@@ -217,12 +249,21 @@ def test_a_call_without_an_answer_in_time_is_an_outage_said_as_such(in_a_task: b
             except asyncio.CancelledError:
                 cancelled.append(True)
                 raise
+
         return call()
 
     async def scenario() -> None:
-        guard = Guarded("SimHash index", "sqlite:///x.db", opener, timeout=0.05,
-                        retry_after=3600, log_interval=1)
-        with pytest.raises(BackendUnavailable, match=r"database is locked: no answer within 0\.05s"):
+        guard = Guarded(
+            "SimHash index",
+            "sqlite:///x.db",
+            opener,
+            timeout=0.05,
+            retry_after=3600,
+            log_interval=1,
+        )
+        with pytest.raises(
+            BackendUnavailable, match=r"database is locked: no answer within 0\.05s"
+        ):
             await guard.call(silent)
 
     if in_a_task:

@@ -39,7 +39,8 @@ def test_a_huge_body_is_cut_before_it_leaves_the_crawl_process() -> None:
     async def scenario() -> list[Any]:
         runner = FingerprintRunner(
             replace(config, extractor="tests.unit.test_scrapy_workers.body_size_extractor"),
-            workers=1, inline_max_bytes=0,
+            workers=1,
+            inline_max_bytes=0,
         )
         plain = FingerprintRunner(config, workers=1, inline_max_bytes=0, cache_size=8)
         try:
@@ -68,8 +69,10 @@ def test_a_huge_body_is_cut_before_it_leaves_the_crawl_process() -> None:
 
 
 def test_worker_process_gives_the_inline_fingerprints() -> None:
-    pages = [(SITE / name).read_bytes() for name in ("harbour.html", "school-gbk.html",
-                                                      "broken.html", "fake-html.bin")]
+    pages = [
+        (SITE / name).read_bytes()
+        for name in ("harbour.html", "school-gbk.html", "broken.html", "fake-html.bin")
+    ]
     inline = Fingerprinter(CONFIG)
 
     async def scenario() -> tuple[list[object], int, float]:

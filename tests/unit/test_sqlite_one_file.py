@@ -148,9 +148,7 @@ def test_a_store_opens_off_the_event_loop(store: str, tmp_path: Path) -> None:
         if store == "index":
             opened = await open_async_index(url, namespace="ns", options={"timeout": 5})
         else:
-            opened = await open_async_recrawl_store(
-                url, namespace="ns", options={"timeout": 5}
-            )
+            opened = await open_async_recrawl_store(url, namespace="ns", options={"timeout": 5})
         await letting_go
         await opened.close()
 

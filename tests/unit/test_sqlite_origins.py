@@ -42,7 +42,9 @@ _URLS = st.one_of(
 )
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(urls=st.lists(_URLS, max_size=10))
 def test_every_url_reads_back_from_its_origin_and_rest(tmp_path: Path, urls: list[str]) -> None:
     connection, origins = _origins(tmp_path / "origins.sqlite3")

@@ -35,8 +35,9 @@ def test_an_unknown_scheme_names_the_schemes_each_store_can_use() -> None:
 
 def test_a_storage_declared_once_opens_all_three_stores_sync_and_async() -> None:
     memory = storage.storage_for("memory://", "index")
-    register_storage(Storage("vault", ("vault",), index=memory.index, recrawl=memory.recrawl,
-                             rules=memory.rules))
+    register_storage(
+        Storage("vault", ("vault",), index=memory.index, recrawl=memory.recrawl, rules=memory.rules)
+    )
     index = open_index("vault://one", namespace="n")
     assert index.observe("https://a.test/x", 7).stored
     store = open_recrawl_store("vault://one")

@@ -72,8 +72,13 @@ def test_a_long_first_page_is_counted_in_part_never_more(redis_url: str) -> None
         store.record([Count("h.example", first), Count("h.example", first, kept=True)])
         store.record([Count("h.example", second)])
         memory = store.read("h.example")
-        exact = _exact([Count("h.example", first), Count("h.example", first, kept=True),
-                        Count("h.example", second)])["h.example"]
+        exact = _exact(
+            [
+                Count("h.example", first),
+                Count("h.example", first, kept=True),
+                Count("h.example", second),
+            ]
+        )["h.example"]
         assert (memory.seen_pages, memory.pages) == (2, 1)
         assert all(a <= b for a, b in zip(memory.seen, exact.seen, strict=True))
         assert all(a <= b for a, b in zip(memory.counts, exact.counts, strict=True))
@@ -131,8 +136,13 @@ def test_a_redis_host_of_two_pages_costs_its_counters(redis_url: str) -> None:
     client = redis.Redis.from_url(redis_url)
     store = RedisTemplateStore(redis_url, "two", ttl_secs=3600)
     try:
-        store.record([Count("h.example", (1, 2)), Count("h.example", (1, 2), kept=True),
-                      Count("h.example", (2, 3))])
+        store.record(
+            [
+                Count("h.example", (1, 2)),
+                Count("h.example", (1, 2), kept=True),
+                Count("h.example", (2, 3)),
+            ]
+        )
         key = "simhash:{two}:tp:h.example"
         assert client.strlen(key) == HOST_BYTES
         # 8,196 B of counters in jemalloc's 10,240 B size class, with the key's own bytes.
@@ -184,8 +194,11 @@ def test_a_host_memory_without_ttl_expires_after_the_default(redis_url: str) -> 
     try:
         store.see("h.example", [1])
         store.see("h.example", [2])
-        assert DEFAULT_TTL_SECS - 60 < client.ttl("simhash:{forever}:tp:h.example") <= (
-            DEFAULT_TTL_SECS)
+        assert (
+            DEFAULT_TTL_SECS - 60
+            < client.ttl("simhash:{forever}:tp:h.example")
+            <= (DEFAULT_TTL_SECS)
+        )
     finally:
         client.close()
         store.close()
@@ -213,8 +226,10 @@ def test_the_glue_writes_once_per_page(redis_url: str) -> None:
 
     async def crawl() -> HostMemory:
         memory = TemplateMemory(
-            lambda: open_template_store(redis_url, "writes"), fingerprinter,
-            count=errors.append, timeout_secs=5.0,
+            lambda: open_template_store(redis_url, "writes"),
+            fingerprinter,
+            count=errors.append,
+            timeout_secs=5.0,
         )
         for n in range(20):
             page = fingerprinter.fingerprint_page(_page(n).encode())
@@ -249,8 +264,10 @@ def test_a_cluster_url_on_a_plain_server_is_a_store_error(redis_url: str) -> Non
 
     async def crawl() -> bool:
         memory = TemplateMemory(
-            lambda: open_template_store(url, "ns"), fingerprinter,
-            count=errors.append, timeout_secs=5.0,
+            lambda: open_template_store(url, "ns"),
+            fingerprinter,
+            count=errors.append,
+            timeout_secs=5.0,
         )
         page = fingerprinter.fingerprint_page(_page(1).encode())
         same = await memory.apply("http://news.example/1", page) is page

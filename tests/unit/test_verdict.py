@@ -39,29 +39,44 @@ OK = Answer(200, etag='"v1"', last_modified="Tue, 01 Jul 2025 10:00:00 GMT")
 
 
 def guard(opener: Callable[[], Awaitable[Any]]) -> Guarded[Any]:
-    return Guarded("test store", "test://", opener, timeout=5.0, retry_after=60.0,
-                   log_interval=60.0)
+    return Guarded(
+        "test store", "test://", opener, timeout=5.0, retry_after=60.0, log_interval=60.0
+    )
 
 
 class Stores:
     """An index and a recrawl store of one URL, each behind a guard, and the step over them."""
 
-    def __init__(self, url: str, *, recrawl: bool = True, scheme: str = "test-scheme",
-                 prefer: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        recrawl: bool = True,
+        scheme: str = "test-scheme",
+        prefer: tuple[str, ...] = (),
+    ) -> None:
         self.url = url
         self.counts: dict[str, int] = {}
-        self.index = guard(lambda: open_async_index(
-            url, namespace="verdict", max_distance=3, scheme=scheme))
+        self.index = guard(
+            lambda: open_async_index(url, namespace="verdict", max_distance=3, scheme=scheme)
+        )
         self.recrawl = guard(self._open_recrawl) if recrawl else None
         self.step = VerdictStep(
-            self.index, self.recrawl, bits=64, change_distance=3, prefer_urls=prefer,
+            self.index,
+            self.recrawl,
+            bits=64,
+            change_distance=3,
+            prefer_urls=prefer,
             count=lambda name: self.counts.__setitem__(name, self.counts.get(name, 0) + 1),
         )
 
     def next_crawl(self) -> VerdictStep:
         """The step of another crawl on the same stores (nothing remembered in-process)."""
         return VerdictStep(
-            self.index, self.recrawl, bits=64, change_distance=3,
+            self.index,
+            self.recrawl,
+            bits=64,
+            change_distance=3,
             prefer_urls=self.step.prefer_urls,
         )
 
@@ -110,7 +125,11 @@ def test_a_copy_is_recorded_and_taken_off_the_schedule(url: str) -> None:
         stores = Stores(url)
         await stores.step.page("https://a.test/x", "https://a.test/x", A, OK)
         copy = await stores.step.page("https://a.test/x?s=1", "https://a.test/x?s=1", NEAR_A, OK)
-        assert (copy.outcome, copy.duplicate_of, copy.distance) == (DUPLICATE, "https://a.test/x", 2)
+        assert (copy.outcome, copy.duplicate_of, copy.distance) == (
+            DUPLICATE,
+            "https://a.test/x",
+            2,
+        )
         assert await stores.state("https://a.test/x?s=1") is None
         record = await stores.drop_of("https://a.test/x?s=1")
         assert (record.kept, record.distance) == ("https://a.test/x", 2)
@@ -163,7 +182,10 @@ def test_the_url_that_reached_the_spider_holds_its_page_in_later_crawls(url: str
             step = stores.next_crawl()
             again = await step.page(canonical, canonical, NEAR_A, OK)
             assert (again.outcome, again.key, again.duplicate_of, again.distance) == (
-                DUPLICATE, canonical, canonical, 2
+                DUPLICATE,
+                canonical,
+                canonical,
+                2,
             )
             held = await step.page(canonical, amp, A, OK)
             assert (held.outcome, held.key, held.changed) == (UNIQUE, canonical, False)
@@ -188,7 +210,9 @@ def test_a_page_misdeclaring_its_canonical_url_is_filed_under_its_own(url: str) 
         await stores.step.page("https://a.test/1", "https://a.test/1", A, OK)
         page_two = await stores.step.page("https://a.test/1", "https://a.test/2", FAR, OK)
         assert (page_two.outcome, page_two.key, page_two.duplicate_of) == (
-            UNIQUE, "https://a.test/2", None
+            UNIQUE,
+            "https://a.test/2",
+            None,
         )
         assert (await stores.state("https://a.test/2")).visits == 1
         await stores.close()
@@ -232,10 +256,13 @@ def test_a_preferred_url_renames_the_cluster_and_takes_over_its_schedule(url: st
 def test_a_page_without_a_fingerprint_is_a_visit_and_a_cached_one_is_not(url: str) -> None:
     async def scenario() -> None:
         stores = Stores(url)
-        short = await stores.step.page("https://a.test/s", "https://a.test/s", None, OK,
-                                       reason="too little text")
+        short = await stores.step.page(
+            "https://a.test/s", "https://a.test/s", None, OK, reason="too little text"
+        )
         assert (short.outcome, short.reason, short.fingerprint) == (
-            UNCHECKED, "too little text", None
+            UNCHECKED,
+            "too little text",
+            None,
         )
         assert (await stores.state("https://a.test/s")).visits == 1
         cached = await stores.step.page("https://a.test/c", "https://a.test/c", A, None)
@@ -313,8 +340,9 @@ def test_a_verdict_reads_as_the_meta_mapping_users_know() -> None:
 def test_change_follows_the_distance_to_the_previous_fingerprint(prints: list[int]) -> None:
     async def scenario() -> list[Verdict]:
         stores = Stores("memory://", recrawl=False)
-        verdicts = [await stores.step.page("https://a.test/x", "https://a.test/x", fp, OK)
-                    for fp in prints]
+        verdicts = [
+            await stores.step.page("https://a.test/x", "https://a.test/x", fp, OK) for fp in prints
+        ]
         await stores.close()
         return verdicts
 
@@ -372,8 +400,9 @@ def test_a_schedule_that_is_away_loses_the_visit_and_counts_it(tmp_path: Path) -
 
     async def scenario() -> None:
         stores = Stores("memory://")
-        stores.recrawl = guard(lambda: open_async_recrawl_store(
-            dead, namespace="verdict", config=RecrawlConfig()))
+        stores.recrawl = guard(
+            lambda: open_async_recrawl_store(dead, namespace="verdict", config=RecrawlConfig())
+        )
         stores.step.recrawl = stores.recrawl
         verdict = await stores.step.page("https://a.test/x", "https://a.test/x", A, OK)
         assert verdict.outcome == UNIQUE  # the page is checked; only its visit is lost

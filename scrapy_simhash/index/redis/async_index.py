@@ -67,9 +67,7 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
         index.layout = codec.layout
         return index
 
-    async def _run(
-        self, action: str, *args: Any, restored: bool = False, **named: Any
-    ) -> Any:
+    async def _run(self, action: str, *args: Any, restored: bool = False, **named: Any) -> Any:
         try:
             return await self._batcher.call(self._codec.args(action, *args, **named))
         except self.errors as exc:
@@ -100,9 +98,7 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
     ) -> Observation:
         return await self._check("observe", key, fingerprint, signature)
 
-    async def claim(
-        self, key: str, fingerprint: int, signature: int = NO_SIGNATURE
-    ) -> Observation:
+    async def claim(self, key: str, fingerprint: int, signature: int = NO_SIGNATURE) -> Observation:
         return await self._check("claim", key, fingerprint, signature)
 
     async def _check(self, mode: str, key: str, fingerprint: int, signature: int) -> Observation:
@@ -145,9 +141,7 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
     async def drop_count(self) -> int:
         return int(await self._client.hlen(self._codec.drop_keys[0]))
 
-    async def hold(
-        self, key: str, owner: str, lease_secs: float, *, create: bool = True
-    ) -> Hold:
+    async def hold(self, key: str, owner: str, lease_secs: float, *, create: bool = True) -> Hold:
         check_key(key)
         args = self._codec.hold_args(key, owner, lease_secs, create=create)
         async with self._batcher.slots:
@@ -212,9 +206,7 @@ class AsyncRedisIndex(AsyncNearDuplicateIndex):
         return removed
 
     async def stats(self) -> IndexStats:
-        groups = [
-            (name, int(await self._client.strlen(name))) for name in await self._names(b"b")
-        ]
+        groups = [(name, int(await self._client.strlen(name))) for name in await self._names(b"b")]
         return self._codec.stats(await self.count(), groups)
 
     async def close(self) -> None:

@@ -36,9 +36,7 @@ from scrapy_simhash.old_state import redis_index_old_state, refuse_old_redis
 SCRIPT = resources.files("scrapy_simhash.resources").joinpath("simhash_index.lua").read_text()
 #: Records a dropped near-duplicate (sent with EVAL: drops are rare next to pages, and the
 #: server caches the compiled script anyway).
-DROPS_SCRIPT = (
-    resources.files("scrapy_simhash.resources").joinpath("simhash_drops.lua").read_text()
-)
+DROPS_SCRIPT = resources.files("scrapy_simhash.resources").joinpath("simhash_drops.lua").read_text()
 
 #: Records per band group and entries per entry bucket aimed at when sizing a new index:
 #: a Redis key costs ~80 bytes, so ~64 records spread it to ~1 byte each, while the strings
@@ -281,34 +279,50 @@ class _Codec:
         now = config.clock()
         value = pack_record(DropRecord(url, kept, distance, int(now), apart))
         return [
-            DROPS_SCRIPT, 2, *self.drop_keys, key_id(url), value, repr(float(now)),
-            repr(float(config.drop_ttl_secs or 0)), config.drop_max_entries, TRIM_BATCH,
+            DROPS_SCRIPT,
+            2,
+            *self.drop_keys,
+            key_id(url),
+            value,
+            repr(float(now)),
+            repr(float(config.drop_ttl_secs or 0)),
+            config.drop_max_entries,
+            TRIM_BATCH,
         ]
 
-    def hold_args(
-        self, key: str, owner: str, lease_secs: float, *, create: bool
-    ) -> list[Any]:
+    def hold_args(self, key: str, owner: str, lease_secs: float, *, create: bool) -> list[Any]:
         """EVAL arguments of a hold (index/inflight.py)."""
         check_owner(owner)
         check_lease(lease_secs)
         return [
-            IN_FLIGHT_SCRIPT, 1, self.in_flight_key, b"hold", key.encode("utf-8", "surrogatepass"),
-            owner.encode(), repr(float(self.config.clock())).encode(),
-            repr(float(lease_secs)).encode(), b"1" if create else b"0",
+            IN_FLIGHT_SCRIPT,
+            1,
+            self.in_flight_key,
+            b"hold",
+            key.encode("utf-8", "surrogatepass"),
+            owner.encode(),
+            repr(float(self.config.clock())).encode(),
+            repr(float(lease_secs)).encode(),
+            b"1" if create else b"0",
         ]
 
     def settle_args(self, key: str, owner: str) -> list[Any]:
         """EVAL arguments of a settle."""
         return [
-            IN_FLIGHT_SCRIPT, 1, self.in_flight_key, b"settle",
-            key.encode("utf-8", "surrogatepass"), owner.encode(),
+            IN_FLIGHT_SCRIPT,
+            1,
+            self.in_flight_key,
+            b"settle",
+            key.encode("utf-8", "surrogatepass"),
+            owner.encode(),
         ]
 
     @staticmethod
     def hold_reply(reply: list[Any]) -> Hold:
         """The script's reply to a hold."""
-        state, owner, age = (part.decode() if isinstance(part, bytes) else str(part)
-                             for part in reply)
+        state, owner, age = (
+            part.decode() if isinstance(part, bytes) else str(part) for part in reply
+        )
         return Hold(state, owner, float(age))
 
     @staticmethod
@@ -349,9 +363,7 @@ class _Codec:
         start = bucket.find(ident)
         while start >= 0:
             if start % size == 0:
-                _, fingerprint, seen, signature = next(
-                    self.entries(bucket[start : start + size])
-                )
+                _, fingerprint, seen, signature = next(self.entries(bucket[start : start + size]))
                 if self.config.expired(seen, self.config.clock()):
                     return None
                 return fingerprint, signature
@@ -361,9 +373,7 @@ class _Codec:
     def expired_ids(self, bucket: bytes | None) -> list[bytes]:
         now = self.config.clock()
         return [
-            ident
-            for ident, _, seen, _ in self.entries(bucket)
-            if self.config.expired(seen, now)
+            ident for ident, _, seen, _ in self.entries(bucket) if self.config.expired(seen, now)
         ]
 
     def error(self, action: str, exc: BaseException) -> IndexBackendError:
@@ -373,8 +383,7 @@ class _Codec:
         # during an outage would otherwise log one ERROR per page).
         logger.debug("Redis index %s: %s failed: %s", masked, action, detail)
         return IndexBackendError(
-            f"Redis index {masked}: {action} failed: {detail} (is the server up and the URL "
-            "right?)"
+            f"Redis index {masked}: {action} failed: {detail} (is the server up and the URL right?)"
         )
 
     def stats(self, entries: int, groups: Iterable[tuple[bytes, int]]) -> IndexStats:

@@ -82,14 +82,22 @@ def _accepted_options() -> frozenset[str]:
     import redis.connection
 
     sources: list[Any] = [
-        redis.Redis, redis.RedisCluster, redis.asyncio.Redis, redis.asyncio.RedisCluster,
-        redis.connection.ConnectionPool, redis.asyncio.connection.ConnectionPool,
+        redis.Redis,
+        redis.RedisCluster,
+        redis.asyncio.Redis,
+        redis.asyncio.RedisCluster,
+        redis.connection.ConnectionPool,
+        redis.asyncio.connection.ConnectionPool,
     ]
     for module in (redis.connection, redis.asyncio.connection):
         sources += [
             getattr(module, name)
-            for name in ("AbstractConnection", "Connection", "SSLConnection",
-                         "UnixDomainSocketConnection")
+            for name in (
+                "AbstractConnection",
+                "Connection",
+                "SSLConnection",
+                "UnixDomainSocketConnection",
+            )
             if hasattr(module, name)
         ]
     names = {"retries"}
@@ -98,8 +106,11 @@ def _accepted_options() -> frozenset[str]:
             parameters = inspect.signature(source.__init__).parameters.values()
         except (TypeError, ValueError):  # pragma: no cover - a C or odd signature
             continue
-        names.update(p.name for p in parameters if p.kind is p.KEYWORD_ONLY
-                     or p.kind is p.POSITIONAL_OR_KEYWORD)
+        names.update(
+            p.name
+            for p in parameters
+            if p.kind is p.KEYWORD_ONLY or p.kind is p.POSITIONAL_OR_KEYWORD
+        )
     names.discard("self")
     return frozenset(names)
 
