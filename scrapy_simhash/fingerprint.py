@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import json
 import logging
+from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
@@ -31,7 +32,7 @@ from scrapy_simhash.features import (
     normalize,
 )
 from scrapy_simhash.simhash import from_hex, hamming, simhash, similarity, to_hex
-from scrapy_simhash.sketch import make_sketch
+from scrapy_simhash.sketch import line_hashes, make_sketch
 
 # from_hex, hamming, similarity and to_hex were documented here before they moved to
 # scrapy_simhash.simhash.
@@ -207,6 +208,18 @@ class PageFingerprint:
         a page is asked for it by its claim, its observe and its second look)."""
         sketch = make_sketch(self.page_text) if self.page_text else 0
         return Evidence(self.own, self.title, self.exact, self.visible, sketch)
+
+    @cached_property
+    def line_hashes(self) -> array[int]:
+        """The hash of each of the page's lines (``page_text``), folded: what its host's
+        template memory counts and sets aside (:func:`scrapy_simhash.sketch.line_hashes`),
+        made once a page (8 bytes a line), where the page is fingerprinted."""
+        return line_hashes(self.page_text)
+
+    @cached_property
+    def main_line_hashes(self) -> array[int]:
+        """:attr:`line_hashes` of the main text."""
+        return line_hashes(self.text)
 
 
 class Fingerprinter:

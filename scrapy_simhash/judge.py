@@ -76,7 +76,7 @@ class LocalTemplates:
         host = self.host(url)
         if self.host(match.key) != host:
             return None
-        return self.memory.second_look(host, page, sketch_of(match.signature))
+        return self.memory.second_look(host, page, sketch_of(match.signature), match.fingerprint)
 
     async def learn(self, url: str, page: PageFingerprint) -> None:
         self.memory.learn(self.host(url), page)

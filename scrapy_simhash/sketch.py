@@ -20,6 +20,7 @@ Pure core: no Scrapy, no storage.
 from __future__ import annotations
 
 import heapq
+from array import array
 from collections.abc import Iterable
 
 import xxhash
@@ -40,6 +41,19 @@ def folded(line: str) -> str:
 def _line_hash(line: str) -> int:
     """1..65535 (0 marks an empty place in a sketch)."""
     return 1 + xxhash.xxh3_64_intdigest(line.encode("utf-8")) % ((1 << _HASH_BITS) - 1)
+
+
+def line_hashes(text: str) -> array[int]:
+    """The 64-bit hash of each non-blank line of ``text``, folded, in order: what a host's
+    template memory counts (its bucket is the hash's remainder), made once a page."""
+    return array(
+        "Q",
+        (
+            xxhash.xxh3_64_intdigest(folded(line).encode("utf-8"))
+            for line in text.split("\n")
+            if line.strip()
+        ),
+    )
 
 
 def lines_outside(page_text: str, main_text: str) -> list[str]:

@@ -31,7 +31,7 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from scrapy_simhash._runners import StoreThread
@@ -64,12 +64,6 @@ CACHED_HOSTS = 1024
 #: Kept pages queued at most for the next write (write-behind, see the module); beyond it,
 #: while the store fails, the oldest are forgotten.
 MAX_QUEUED = 1024
-#: Pages whose line buckets are remembered between :meth:`TemplateMemory.see` and
-#: :meth:`TemplateMemory.learn`: the pages judged at once in a crawl of up to 64 concurrent
-#: requests (one slot was not enough: another page's ``see`` came in between and every
-#: kept page's lines were hashed twice). A page not kept holds its entry until 64 later
-#: pages push it out: a few MB of page text at most, beside the bodies in flight.
-HASHED_PAGES = 64
 
 T = TypeVar("T")
 
@@ -116,9 +110,6 @@ class TemplateMemory:
         self._count = count
         self._clock = clock
         self._cache: OrderedDict[str, tuple[float, HostMemory]] = OrderedDict()
-        #: Pages whose lines were hashed by see(), by identity, until learn() asks for the
-        #: same page (the page is held, so its id is not reused meanwhile).
-        self._hashed: OrderedDict[int, tuple[PageFingerprint, Sequence[int]]] = OrderedDict()
         #: Whether a store that cannot be used as configured was said.
         self._refused = False
         #: Kept pages not yet written (write-behind): they go with the next write.
@@ -199,17 +190,6 @@ class TemplateMemory:
             self._cache.popitem(last=False)
         return memory
 
-    def _slots(self, page: PageFingerprint, *, again: bool) -> Sequence[int]:
-        """The page's line buckets, hashed once per page: ``again`` True keeps them for
-        the page's next ask (see, then learn), False lets them go."""
-        known = self._hashed.pop(id(page), None)
-        slots = known[1] if known is not None and known[0] is page else learnable(page)
-        if again:
-            self._hashed[id(page)] = (page, slots)
-            while len(self._hashed) > HASHED_PAGES:
-                self._hashed.popitem(last=False)
-        return slots
-
     async def apply(self, url: str, page: PageFingerprint) -> PageFingerprint:
         """``page`` with its host's template set aside (the same page when none applies)."""
         memory = await self._memory(host_of(url))
@@ -221,13 +201,15 @@ class TemplateMemory:
         if host_of(match.key) != host:
             return None
         memory = await self._memory(host, fresh=True)
-        return second_look(self.fingerprinter, page, memory, sketch_of(match.signature))
+        return second_look(
+            self.fingerprinter, page, memory, sketch_of(match.signature), match.fingerprint
+        )
 
     async def see(self, url: str, page: PageFingerprint) -> None:
         """Count a fetched page's lines before it is judged: a page judged at the same
         time in another process is then counted when either looks again at a match. The
         kept pages queued since the last write go with it (the page's one write)."""
-        slots = self._slots(page, again=True)
+        slots = learnable(page)
         if slots:
             await self._write([Count(host_of(url), tuple(slots))])
 
@@ -235,7 +217,7 @@ class TemplateMemory:
         """Count a kept page's lines in its host's memory: in this process's copy now, in
         the store with this process's next write (see the module)."""
         host = host_of(url)
-        slots = self._slots(page, again=False)
+        slots = learnable(page)
         if not slots:
             return
         count = Count(host, tuple(slots), kept=True)

@@ -72,8 +72,11 @@ def _fingerprint_in_worker(body: bytes, content_type: str | None) -> tuple[PageF
         raise RuntimeError("worker not initialised")
     started = time.thread_time()
     page = _worker_fingerprinter.fingerprint_page(body, content_type=content_type)
+    # Made here, not in the crawl process: they go with the page (cached on it).
     if page.fingerprint is not None:
-        page.evidence  # noqa: B018 - made here, not in the crawl process: it goes with the page
+        page.evidence  # noqa: B018
+    page.line_hashes  # noqa: B018 - what its host's template memory counts
+    page.main_line_hashes  # noqa: B018
     return page, time.thread_time() - started
 
 

@@ -44,7 +44,7 @@ import numpy as np
 import xxhash
 
 from scrapy_simhash.confirm import Evidence
-from scrapy_simhash.sketch import folded, lines_not_in, lines_outside
+from scrapy_simhash.sketch import folded, line_hashes, lines_not_in, lines_outside
 from scrapy_simhash.text.readout import _drop_credits
 
 if TYPE_CHECKING:
@@ -96,13 +96,22 @@ def folded_slot(line: str) -> int:
 
 def page_slots(text: str) -> tuple[int, ...]:
     """The distinct buckets of a page's lines, in order, at most :data:`MAX_LINES`."""
+    return _slots(line_hashes(text))
+
+
+def _slots(hashes: Iterable[int]) -> tuple[int, ...]:
+    """:func:`page_slots` of lines already hashed (:func:`scrapy_simhash.sketch.line_hashes`)."""
     seen: dict[int, None] = {}
-    for line in text.split("\n"):
-        if line.strip():
-            seen.setdefault(line_slot(line), None)
-            if len(seen) >= MAX_LINES:
-                break
+    for hashed in hashes:
+        seen.setdefault(hashed % SLOTS, None)
+        if len(seen) >= MAX_LINES:
+            break
     return tuple(seen)
+
+
+def _lines(text: str) -> list[str]:
+    """A text's non-blank lines, as :func:`scrapy_simhash.sketch.line_hashes` hashes them."""
+    return [line for line in text.split("\n") if line.strip()]
 
 
 def threshold(pages: int) -> float:
@@ -232,9 +241,13 @@ HOST_BYTES = 2 * (2 * SLOTS + 2)
 EMPTY = HostMemory()
 
 
-def _lines_outside(text: str, slots: frozenset[int]) -> tuple[list[str], int]:
-    lines = [line for line in text.split("\n") if line.strip()]
-    kept = [line for line in lines if line_slot(line) not in slots]
+def _lines_outside(
+    text: str, hashes: Sequence[int], slots: frozenset[int]
+) -> tuple[list[str], int]:
+    """``text``'s lines (of these ``hashes``) outside the buckets ``slots``, and how many
+    were inside."""
+    lines = _lines(text)
+    kept = [line for line, hashed in zip(lines, hashes, strict=True) if hashed % SLOTS not in slots]
     return kept, len(lines) - len(kept)
 
 
@@ -253,10 +266,10 @@ def apply_template(
     """
     if not template or not page.page_text:
         return page
-    kept, dropped = _lines_outside(page.text, template)
+    kept, dropped = _lines_outside(page.text, page.main_line_hashes, template)
     if not dropped or fingerprinter.too_short("\n".join(kept), page.title) is None:
         return page
-    own, dropped_own = _lines_outside(page.page_text, template)
+    own, dropped_own = _lines_outside(page.page_text, page.line_hashes, template)
     other = _refingerprint(
         fingerprinter,
         page,
@@ -302,7 +315,11 @@ class SecondLook:
 
 
 def second_look(
-    fingerprinter: Fingerprinter, page: PageFingerprint, memory: HostMemory, sketch: int = 0
+    fingerprinter: Fingerprinter,
+    page: PageFingerprint,
+    memory: HostMemory,
+    sketch: int = 0,
+    matched: int | None = None,
 ) -> SecondLook | None:
     """Whether a page that matched another page of its own host really copies it.
 
@@ -321,7 +338,9 @@ def second_look(
     copies, as far as the counters tell lines apart. ``sketch``, the matched page's
     (:mod:`scrapy_simhash.sketch`), tells it at any size of host: a page with enough text
     outside its main text that the matched page certainly lacks is distinct. None: the
-    match stands.
+    match stands. ``matched``, the matched page's fingerprint: a page of that very
+    fingerprint and sketch reads as that page, and is not read again by its rarer lines
+    to credit it to another (the costly step, and the one every byte-identical copy met).
     """
     template = memory.template()
     counted = _counted_outside(page, template)
@@ -344,6 +363,8 @@ def second_look(
             found = _fingerprint_lines(fingerprinter, page, rest)
             if found is not None:
                 return SecondLook(True, found[0], found[1])
+    if matched == page.fingerprint and sketch == page.evidence.sketch:
+        return None
     # A copy of whichever page its lines shown on at most one other page match.
     rare = _fingerprint_lines(fingerprinter, page, (ln for ln, s in counted if seen[s] <= 2))
     if rare is not None and rare[0] != page.fingerprint:
@@ -354,15 +375,12 @@ def second_look(
 def _counted_outside(page: PageFingerprint, template: frozenset[int]) -> list[tuple[str, int]]:
     """The page's lines outside its main text and the template, with their buckets (a
     line beyond :data:`MAX_LINES` was never counted)."""
-    counted = set(page_slots(page.page_text))
-    main = {line_slot(line) for line in page.text.split("\n") if line.strip()}
+    counted = set(learnable(page))
+    main = {hashed % SLOTS for hashed in page.main_line_hashes}
     return [
         (line, slot)
-        for line in page.page_text.split("\n")
-        if line.strip()
-        and (slot := line_slot(line)) in counted
-        and slot not in template
-        and slot not in main
+        for line, hashed in zip(_lines(page.page_text), page.line_hashes, strict=True)
+        if (slot := hashed % SLOTS) in counted and slot not in template and slot not in main
     ]
 
 
@@ -385,7 +403,7 @@ def _fingerprint_lines(
 
 def learnable(page: PageFingerprint) -> Sequence[int]:
     """The buckets a kept page adds to its host's memory."""
-    return page_slots(page.page_text)
+    return _slots(page.line_hashes)
 
 
 class LocalMemory:
@@ -404,8 +422,10 @@ class LocalMemory:
         """Count a page fetched, before it is judged."""
         self.hosts[host] = self.hosts.get(host, EMPTY).saw(learnable(page))
 
-    def second_look(self, host: str, page: PageFingerprint, sketch: int = 0) -> SecondLook | None:
-        return second_look(self.fingerprinter, page, self.hosts.get(host, EMPTY), sketch)
+    def second_look(
+        self, host: str, page: PageFingerprint, sketch: int = 0, matched: int | None = None
+    ) -> SecondLook | None:
+        return second_look(self.fingerprinter, page, self.hosts.get(host, EMPTY), sketch, matched)
 
     def learn(self, host: str, page: PageFingerprint) -> None:
         slots = learnable(page)

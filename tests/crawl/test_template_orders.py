@@ -29,7 +29,7 @@ from scrapy_simhash.template import (
     second_look,
 )
 from tests.crawl.test_templates import article, urls
-from tests.scrapy_inprocess import harness, random_story, story
+from tests.scrapy_inprocess import HARBOUR, harness, random_story, story
 
 FINGERPRINTER = Fingerprinter()
 ARTICLES = [FINGERPRINTER.fingerprint_page(article(n)) for n in range(20)]
@@ -80,6 +80,31 @@ def test_a_copy_edited_inside_its_main_text_is_no_distinct_page() -> None:
     memory = EMPTY.saw(learnable(original)).saw(learnable(copy))
     look = second_look(FINGERPRINTER, copy, memory)
     assert look is None or not look.distinct
+
+
+def test_a_page_that_reads_as_the_matched_one_is_not_read_again_by_its_rarer_lines() -> None:
+    """A byte-identical copy (the commonest copy of all) has the matched page's very
+    fingerprint and sketch: it is that page's copy, without fingerprinting its rarer lines
+    to credit it elsewhere. A page of the same fingerprint but other lines still is."""
+    sidebar = "".join(f"<p>Sidebar teaser number {n} of the harbour desk.</p>" for n in range(8))
+
+    def page(extra: str = "") -> PageFingerprint:
+        prose = "".join(f"<p>{line}</p>" for line in HARBOUR)
+        body = f"<article>{prose}</article><aside>{sidebar}{extra}</aside>"
+        return FINGERPRINTER.fingerprint_page(f"<html><body>{body}</body></html>".encode())
+
+    original, copy = page(), page()
+    memory = EMPTY.saw(learnable(original)).saw(learnable(copy))
+    sketch = original.evidence.sketch
+    read_again = second_look(FINGERPRINTER, copy, memory, sketch)
+    assert read_again is not None  # the costly reading
+    assert not read_again.distinct
+    assert second_look(FINGERPRINTER, copy, memory, sketch, original.fingerprint) is None
+    other = page("<p>" + "A longer line of its own that the sidebar never showed. " * 3 + "</p>")
+    assert other.fingerprint == original.fingerprint
+    assert other.evidence.sketch != sketch
+    seen = EMPTY.saw(learnable(original)).saw(learnable(other))
+    assert second_look(FINGERPRINTER, other, seen, sketch, original.fingerprint) is not None
 
 
 @pytest.mark.parametrize("seed", [1, 2])

@@ -127,3 +127,11 @@ def test_a_page_s_evidence_is_made_in_the_worker_and_comes_back_with_it() -> Non
     assert "evidence" in vars(page)
     assert page.evidence == Fingerprinter(CONFIG).fingerprint_page(body).evidence
     assert page.evidence.sketch != 0
+    # So are the hashes of its lines that its host's template memory counts.
+    assert {"line_hashes", "main_line_hashes"} <= vars(page).keys()
+    inline = Fingerprinter(CONFIG).fingerprint_page(body)
+    assert (page.line_hashes, page.main_line_hashes) == (
+        inline.line_hashes,
+        inline.main_line_hashes,
+    )
+    assert len(page.line_hashes) >= len(page.main_line_hashes) > 0

@@ -15,10 +15,12 @@ from scrapy_simhash.sketch import (
     SKETCH_LINES,
     _line_hash,
     folded,
+    line_hashes,
     lines_not_in,
     lines_outside,
     make_sketch,
 )
+from scrapy_simhash.template import line_slot, page_slots
 
 LINE = st.text(alphabet="abcdefgh XYZ", min_size=1, max_size=60).filter(lambda s: s.strip())
 
@@ -54,3 +56,14 @@ def test_the_sketch_names_the_longest_lines_and_cuts_off_below_them() -> None:
 def test_no_sketch_tells_nothing() -> None:
     assert make_sketch("") == 0
     assert lines_not_in(0, ["anything at all, however long it is"]) == []
+
+
+@given(lines=st.lists(st.text(alphabet="abAB \u3000Ｘｘ\t", max_size=12), max_size=20))
+def test_a_text_s_line_hashes_are_its_non_blank_lines_folded_and_hashed(lines: list[str]) -> None:
+    """Made once a page, they stand for folding and hashing each line where it is asked."""
+    text = "\n".join(lines)
+    non_blank = [line for line in lines if line.strip()]
+    hashes = line_hashes(text)
+    assert len(hashes) == len(non_blank)
+    assert [h % 2048 for h in hashes] == [line_slot(line) for line in non_blank]
+    assert page_slots(text) == tuple(dict.fromkeys(line_slot(line) for line in non_blank))
