@@ -33,8 +33,11 @@ import re
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import SplitResult, urljoin, urlsplit, urlunsplit
+
+if TYPE_CHECKING:
+    from scrapy_simhash.index.drops import DropRecord
 
 #: Two-label suffixes under which each name is a separate site (a small, common subset of
 #: the public-suffix list: country second-level domains and shared hosting).
@@ -338,7 +341,9 @@ MEMORY_ENTRIES = 100_000
 
 
 class KeyMemory:
-    """Which keys this crawl saw stored by another URL, or declared canonical.
+    """Which keys this crawl saw stored by another URL, or declared canonical, and the
+    holder records it read of keys (what the index says another URL's page is filed
+    under them): all this crawl knows of who holds a key, in one place.
 
     One case needs memory beyond the index: a copy arrived first and was stored under the
     canonical URL it names, and then the canonical URL itself arrives. To the index that
@@ -352,6 +357,9 @@ class KeyMemory:
         self._entries = entries
         self._held: OrderedDict[str, str] = OrderedDict()
         self._declared: OrderedDict[str, None] = OrderedDict()
+        #: Holder records read (or written) in this crawl: key -> its record, None for
+        #: none. A key's record is read once per crawl at most.
+        self._records: OrderedDict[str, DropRecord | None] = OrderedDict()
 
     def declared(self, key: str) -> None:
         """A page of this crawl named ``key`` as its canonical URL."""
@@ -374,6 +382,17 @@ class KeyMemory:
             self._held.pop(key, None)
             return
         self._remember(self._held, key, own)
+
+    def knows_record(self, key: str) -> bool:
+        """Whether ``key``'s holder record was read (or written) in this crawl."""
+        return key in self._records
+
+    def record(self, key: str) -> DropRecord | None:
+        """``key``'s holder record as this crawl last knew it (None: none, or not read)."""
+        return self._records.get(key)
+
+    def remember_record(self, key: str, record: DropRecord | None) -> None:
+        self._remember(self._records, key, record)
 
     def _remember(self, memory: OrderedDict[str, Any], key: str, value: Any) -> None:
         """Add ``key`` as the newest entry, forgetting the oldest beyond the bound."""

@@ -265,10 +265,6 @@ class VerdictStep:
         self._count = count
         #: Whether a recrawl store that cannot be used as configured was reported.
         self._recrawl_refused = False
-        #: Records read (or written) in this crawl of keys that may hold another URL's
-        #: page: key -> its record, None for none. A key's record is read once per crawl
-        #: at most.
-        self._holders: OrderedDict[str, DropRecord | None] = OrderedDict()
         #: Records read in this crawl of keys a page matched (whose page it may take over:
         #: :meth:`_takes_over`); a record this step writes or forgets is read again.
         self._records: OrderedDict[str, DropRecord | None] = OrderedDict()
@@ -488,7 +484,7 @@ class VerdictStep:
                 if record_drops and holder is not None:
                     held = HELD_MARKED if marking else HELD_COPY
                     await self.record_drop(own, holder, held, apart)
-                    self._remember_holder(own, DropRecord(own, holder, held, 0, apart))
+                    self.keys.remember_record(own, DropRecord(own, holder, held, 0, apart))
             return Verdict(
                 DUPLICATE,
                 key=key,
@@ -578,7 +574,7 @@ class VerdictStep:
         each visit (it ages like any record), still saying whether the canonical URL was
         dropped as its copy since."""
         await self.record_drop(own, key, FILED)
-        known = self._holders.get(key)
+        known = self.keys.record(key)
         held = (
             known
             if known is not None
@@ -587,7 +583,7 @@ class VerdictStep:
             else DropRecord(key, own, HELD, 0)
         )
         await self.record_drop(key, own, held.distance, held.apart)
-        self._remember_holder(key, held)
+        self.keys.remember_record(key, held)
 
     def _defer(self, page: Unchecked) -> None:
         """A page the index could not check passes: keep it to index later, if there is
@@ -734,7 +730,7 @@ class VerdictStep:
         superseded by one saying it is a page of its own since (which keeps the URL it
         copied: the page's history is that URL's, :meth:`_takes_over`); a holder record
         (an entry since gone held another URL's page) goes."""
-        self._remember_holder(url, None)
+        self.keys.remember_record(url, None)
         record = await self._record(url)
         if record is None or record.distance == OWN_PAGE:
             return
@@ -752,7 +748,7 @@ class VerdictStep:
         a holder this URL ranks better than (:meth:`_names_back`)."""
         holder = await self._holder(key)
         previous = observation.previous
-        if holder is None and self._holders.get(key) is not None:
+        if holder is None and self.keys.record(key) is not None:
             # The record of a URL dropped (or filed elsewhere) at an earlier fetch: this
             # fetch reached the spider under its own URL, so the record no longer holds.
             await self._release(key)
@@ -784,7 +780,7 @@ class VerdictStep:
         by_host = host_preferred(key, holder, self.prefer_hosts)
         rules = tuple(rule for rule in self.prefer_urls if rule == "fewer_params")
         better = by_host if by_host is not None else preferred(key, holder, rules)
-        record = self._holders.get(key)
+        record = self.keys.record(key)
         return (
             better
             and self.keys.holder(key) is None
@@ -798,27 +794,21 @@ class VerdictStep:
         held = self.keys.holder(key)
         if held is not None:
             return held
-        if key in self._holders:
-            return holder_of(self._holders[key])
+        if self.keys.knows_record(key):
+            return holder_of(self.keys.record(key))
         try:
             record = await self.index.call(lambda backend: backend.drop_of(key))
         except (BackendUnavailable, ConfigurationError):
             return None
-        self._remember_holder(key, record)
+        self.keys.remember_record(key, record)
         return holder_of(record)
-
-    def _remember_holder(self, key: str, record: DropRecord | None) -> None:
-        self._holders[key] = record
-        self._holders.move_to_end(key)
-        while len(self._holders) > MEMORY_ENTRIES:
-            self._holders.popitem(last=False)
 
     async def _release(self, key: str) -> None:
         """``key``'s own page holds its entry now: forget its holder record (or any record
         of it)."""
-        if key in self._holders and self._holders[key] is None:
+        if self.keys.knows_record(key) and self.keys.record(key) is None:
             return
-        self._remember_holder(key, None)
+        self.keys.remember_record(key, None)
         await self.forget_drop(key)
 
     async def _refile(self, holder: str, fingerprint: int | None, signature: int | None) -> None:
@@ -1001,7 +991,7 @@ class VerdictStep:
         )
         self.keys.stored_by(key, own)
         self.keys.stored_by(holder, holder)  # nothing is filed under the holder now
-        self._remember_holder(holder, None)
+        self.keys.remember_record(holder, None)
         if reached and reached != key:
             await self.record_drop(reached, key, FILED)
         mine = await self._record(key)
