@@ -95,42 +95,21 @@ def _upgrade_sqlite(path: str, batch: int, report: Progress) -> Upgraded:
             if tables & {SQLITE_RECRAWL_020, SQLITE_RECRAWL_JSON}:
                 rs.create_schema(db)
         origins = UrlOrigins(connection)
-        while SQLITE_RECRAWL_020 in tables:
-            with connection.write() as db:
-                rows = db.execute(
-                    f"SELECT id, ns, url, due, bucket, state FROM {SQLITE_RECRAWL_020} "
-                    "ORDER BY id LIMIT ?",
-                    (batch,),
-                ).fetchall()
-                if not rows:
-                    db.execute(f"DROP TABLE {SQLITE_RECRAWL_020}")
-                    tables.discard(SQLITE_RECRAWL_020)
-                    continue
-                db.executemany(rs.WRITE, [rs.row(origins, *row) for row in rows])
-                db.executemany(
-                    f"DELETE FROM {SQLITE_RECRAWL_020} WHERE id = ?", [(row[0],) for row in rows]
-                )
-            moved += len(rows)
-            report(moved)
-        while SQLITE_RECRAWL_JSON in tables:
-            with connection.write() as db:
-                rows = db.execute(
-                    f"SELECT rowid, namespace, url, due, state FROM {SQLITE_RECRAWL_JSON} "
-                    "ORDER BY rowid LIMIT ?",
-                    (batch,),
-                ).fetchall()
-                if not rows:
-                    db.execute(f"DROP TABLE {SQLITE_RECRAWL_JSON}")
-                    tables.discard(SQLITE_RECRAWL_JSON)
-                    continue
-                for _, name, url, due, text in rows:
-                    rs.write_json_state(db, origins, name, url, due, text)
-                db.executemany(
-                    f"DELETE FROM {SQLITE_RECRAWL_JSON} WHERE rowid = ?",
-                    [(row[0],) for row in rows],
-                )
-            moved += len(rows)
-            report(moved)
+
+        def rows_020(db: Any, rows: list[Any]) -> None:
+            db.executemany(rs.WRITE, [rs.row(origins, *row) for row in rows])
+
+        def json_states(db: Any, rows: list[Any]) -> None:
+            for _, name, url, due, text in rows:
+                rs.write_json_state(db, origins, name, url, due, text)
+
+        for table, selected, carry in (
+            (SQLITE_RECRAWL_020, "id, ns, url, due, bucket, state", rows_020),
+            (SQLITE_RECRAWL_JSON, "rowid, namespace, url, due, state", json_states),
+        ):
+            if table in tables:
+                moved = _drain(connection, table, selected, batch, carry, moved, report)
+                tables.discard(table)
         emptied: tuple[str, ...] = ()
         if SQLITE_OLD_INDEX in tables:
             with connection.write() as db:
@@ -147,6 +126,34 @@ def _upgrade_sqlite(path: str, batch: int, report: Progress) -> Upgraded:
     if moved or emptied:
         logger.info("SQLite file %s upgraded: %s", path, Upgraded(moved, emptied))
     return Upgraded(moved, emptied)
+
+
+def _drain(
+    connection: Any,
+    table: str,
+    columns: str,
+    batch: int,
+    carry: Callable[[Any, list[Any]], None],
+    moved: int,
+    report: Progress,
+) -> int:
+    """Carry ``table``'s rows over, ``batch`` at a time in the order of their key (the
+    first of ``columns``), each batch one transaction that deletes what it carried (an
+    upgrade cut short goes on where it stopped); drop the table once empty. Returns
+    ``moved`` plus the rows carried."""
+    key = columns.split(",", 1)[0]
+    while True:
+        with connection.write() as db:
+            rows = db.execute(
+                f"SELECT {columns} FROM {table} ORDER BY {key} LIMIT ?", (batch,)
+            ).fetchall()
+            if not rows:
+                db.execute(f"DROP TABLE {table}")
+                return moved
+            carry(db, rows)
+            db.executemany(f"DELETE FROM {table} WHERE {key} = ?", [(row[0],) for row in rows])
+        moved += len(rows)
+        report(moved)
 
 
 def _upgrade_redis(
