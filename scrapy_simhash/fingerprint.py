@@ -218,8 +218,12 @@ class PageFingerprint:
 
     @cached_property
     def main_line_hashes(self) -> array[int]:
-        """:attr:`line_hashes` of the main text."""
-        return line_hashes(self.text)
+        """:attr:`line_hashes` of the main text: the first of the page's when its text
+        starts with the main text (as the extractor writes it), not hashed twice."""
+        text, page = self.text, self.page_text
+        if page.startswith(text) and page[len(text) : len(text) + 1] in ("", "\n"):
+            return self.line_hashes[: sum(1 for line in text.split("\n") if line.strip())]
+        return line_hashes(text)
 
 
 class Fingerprinter:

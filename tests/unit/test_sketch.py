@@ -67,3 +67,21 @@ def test_a_text_s_line_hashes_are_its_non_blank_lines_folded_and_hashed(lines: l
     assert len(hashes) == len(non_blank)
     assert [h % 2048 for h in hashes] == [line_slot(line) for line in non_blank]
     assert page_slots(text) == tuple(dict.fromkeys(line_slot(line) for line in non_blank))
+
+
+@given(
+    main=st.lists(st.text(alphabet="ab \u3000", max_size=6), max_size=8),
+    rest=st.lists(st.text(alphabet="ab \u3000", max_size=6), max_size=8),
+    joined=st.booleans(),
+)
+def test_the_main_text_s_line_hashes_are_those_of_its_own_lines(
+    main: list[str], rest: list[str], joined: bool
+) -> None:
+    """Taken from the page's hashes when the page's text starts with the main text, hashed
+    on their own otherwise: the same either way."""
+    from scrapy_simhash.fingerprint import PageFingerprint
+
+    text = "\n".join(main)
+    page_text = "\n".join([*main, *rest]) if joined else "\n".join([*rest, *main])
+    page = PageFingerprint(None, "", 0, "", text=text, page_text=page_text)
+    assert page.main_line_hashes == line_hashes(text)
