@@ -20,7 +20,7 @@ from scrapy_simhash.sketch import (
     lines_outside,
     make_sketch,
 )
-from scrapy_simhash.template import line_slot, page_slots
+from scrapy_simhash.template import SLOTS, line_slot, page_slots
 
 LINE = st.text(alphabet="abcdefgh XYZ", min_size=1, max_size=60).filter(lambda s: s.strip())
 
@@ -65,7 +65,7 @@ def test_a_text_s_line_hashes_are_its_non_blank_lines_folded_and_hashed(lines: l
     non_blank = [line for line in lines if line.strip()]
     hashes = line_hashes(text)
     assert len(hashes) == len(non_blank)
-    assert [h % 2048 for h in hashes] == [line_slot(line) for line in non_blank]
+    assert [h % SLOTS for h in hashes] == [line_slot(line) for line in non_blank]
     assert page_slots(text) == tuple(dict.fromkeys(line_slot(line) for line in non_blank))
 
 
