@@ -62,6 +62,7 @@ from scrapy_simhash.settings import (
     index_ttl_secs,
     recrawl_config,
 )
+from scrapy_simhash.text import compiled
 from scrapy_simhash.verdict import (
     DUPLICATE,
     INVALID_KEY,
@@ -285,6 +286,8 @@ class SimhashDownloaderMiddleware:
             "dropping" if self.config.drop_duplicates else "marking",
             self.config.workers,
         )
+        if not compiled.AVAILABLE:
+            logger.warning("SimHash: %s", compiled.MISSING)
 
     async def _spider_closed(self, spider: Any = None, reason: str = "") -> None:
         self.runner.close()

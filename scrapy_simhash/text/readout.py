@@ -13,6 +13,7 @@ from collections.abc import Iterable
 
 from lxml import etree
 
+from scrapy_simhash.text import compiled
 from scrapy_simhash.text.rules import (
     _BOILERPLATE_TAGS,
     _CREDIT_ANYWHERE,
@@ -59,6 +60,21 @@ def _lines(
     ``dense_max_chars``: only blocks of at most this many characters are skipped as link
     lists; a larger one is read into (a page wrapper that its menus make link-dense).
     ``skip``: elements not read (read already)."""
+    extension = compiled.extension
+    if extension is not None:
+        return extension.read(containers, stats, link_density, links_only, dense_max_chars, skip)
+    return _read_interpreted(containers, stats, link_density, links_only, dense_max_chars, skip)
+
+
+def _read_interpreted(
+    containers: Iterable[etree._Element],
+    stats: dict[etree._Element, _Frame],
+    link_density: float,
+    links_only: bool,
+    dense_max_chars: int | None,
+    skip: Iterable[etree._Element],
+) -> str:
+    """_lines in Python (and the reference of the compiled read-out)."""
     lines: list[str] = []
     current: list[str] = []
     inline_tags = _INLINE_TAGS

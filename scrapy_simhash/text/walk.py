@@ -15,6 +15,7 @@ from typing import Any
 
 from lxml import etree
 
+from scrapy_simhash.text import compiled
 from scrapy_simhash.text.rules import (
     _BOILERPLATE_TAGS,
     _HIDING_ATTRIBUTES,
@@ -54,6 +55,7 @@ class _Walk:
         # Kept elements that may mark the page's article (see _marked_article).
         self.marks: list[etree._Element] = []
         self._body_text: str | None = None
+        self._body_chars: int | None = None
 
     def body_text(self) -> str:
         """Every character of text in the body (the walk drops nothing from the tree)."""
@@ -62,7 +64,9 @@ class _Walk:
         return self._body_text
 
     def body_chars(self) -> int:
-        return len(self.body_text())
+        if self._body_chars is None:
+            self._body_chars = _text_chars(self.body)
+        return self._body_chars
 
     def is_boilerplate(
         self, el: etree._Element, tag: str, attributes: Sequence[str | bytes], guarded: bool
@@ -70,7 +74,7 @@ class _Walk:
         """True to drop ``el``; None when it looks like boilerplate but is kept for its size
         (its descendants are then not judged by class names); False otherwise."""
         if tag in _BOILERPLATE_TAGS or _is_hidden(el, attributes):
-            return self._small(len(_text_content(el))) or None
+            return self._small(_text_chars(el)) or None
         if guarded or _names_role(el) >= 0:
             return False
         return self.named_boilerplate(el)
@@ -80,7 +84,7 @@ class _Walk:
         unguarded, whose class/id names are boilerplate."""
         if el.get("itemprop") == "articleBody":
             return False
-        chars = len(_text_content(el))
+        chars = _text_chars(el)
         if not self._small(chars):
             return None
         # Shorter than one article paragraph, it cannot hold several: no XPath needed.
@@ -92,7 +96,17 @@ class _Walk:
         return chars < self.body_chars() * _LARGE_SHARE
 
     def run(self) -> None:
-        """Measure every element bottom-up in one walk.
+        """Measure every element bottom-up in one walk: compiled when the package was
+        built with its C extension (:mod:`~scrapy_simhash.text.compiled`), interpreted
+        otherwise; both give the same frames."""
+        extension = compiled.extension
+        if extension is not None:
+            extension.run(self, _score_paragraph)
+        else:
+            self.run_interpreted()
+
+    def run_interpreted(self) -> None:
+        """The walk in Python.
 
         This loop runs for every element of every page, so it is written for speed:
         frames are lists indexed by literal numbers (the meanings are _CHARS to
@@ -275,6 +289,14 @@ def _score_paragraph(own: list[str], frame: _Frame, stack: list[_Frame]) -> None
 
 def _text_content(el: etree._Element) -> str:
     return str(etree.tostring(el, method="text", encoding="unicode", with_tail=False))
+
+
+def _text_chars(el: etree._Element) -> int:
+    """``len(_text_content(el))``; counted without making the text when compiled."""
+    extension = compiled.extension
+    if extension is not None:
+        return int(extension.text_chars(el))
+    return len(_text_content(el))
 
 
 def _weight(el: etree._Element) -> float:

@@ -8,8 +8,8 @@ pages in code (seeded, so the same bytes on every machine) that touches every st
 extraction: boilerplate by tag, role, visibility and class name, marked articles,
 threads, streamed segments, credit lines, link lists, short pages, several charsets and
 scripts. It compares what ``Fingerprinter.fingerprint_page`` and ``Signer.sign`` give
-today with the values the code gave when the file ``frozen_fingerprints.json`` was
-written.
+today, on the compiled walk and read-out and on the interpreted ones, with the values the
+code gave when the file ``frozen_fingerprints.json`` was written.
 
 When fingerprints are *meant* to change (a new ``FORMAT_VERSION``), write the file anew:
 ``python3 tests/unit/test_fingerprint_frozen.py --write``.
@@ -28,6 +28,7 @@ import pytest
 
 from scrapy_simhash.confirm import Signer
 from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter, PageFingerprint
+from scrapy_simhash.text import compiled
 
 FROZEN = Path(__file__).with_name("frozen_fingerprints.json")
 #: The namespace key every frozen signature is made under (any fixed value will do).
@@ -308,8 +309,14 @@ def frozen() -> dict[str, dict[str, Any]]:
     return loaded
 
 
-@pytest.fixture(scope="module")
-def computed() -> dict[str, dict[str, Any]]:
+@pytest.fixture(scope="module", params=["compiled", "interpreted"])
+def computed(request: pytest.FixtureRequest) -> dict[str, dict[str, Any]]:
+    """Today's values on each path: the compiled walk and read-out, and the interpreted
+    ones of an install without a C compiler (both must keep every bit)."""
+    if request.param == "interpreted":
+        with compiled.interpreted():
+            return compute()
+    assert compiled.AVAILABLE, "the compiled extension was not built (pip install -e .)"
     return compute()
 
 

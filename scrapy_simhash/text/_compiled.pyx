@@ -1,0 +1,452 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""The scoring walk's loop and the read-out over libxml2's nodes: the same steps, in the
+same order, as :meth:`scrapy_simhash.text.walk._Walk.run_interpreted` and
+:func:`scrapy_simhash.text.readout._read_interpreted`.
+
+Why it exists: the loop runs for every element of every page, and in Python most of its
+time goes to asking lxml's proxies for an element's text, tail, parent and attribute names,
+each a call that builds objects. Here those are reads of the C tree; a proxy is made only
+for the elements the later steps look up (those kept), and the judgements of the few
+elements with class, id or hiding attributes are the interpreted ones. Every sum is made in
+the order the interpreted loop makes it, so both give identical frames and lines, and so
+identical fingerprints (``tests/unit/test_compiled.py`` holds them to it).
+"""
+
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.string cimport strcmp, strlen
+from lxml.includes cimport tree
+from lxml.includes.etreepublic cimport _Document, _Element, elementFactory, import_lxml__etree
+
+from scrapy_simhash.text.rules import (
+    _BOILERPLATE_TAGS,
+    _HIDING_ATTRIBUTES,
+    _INLINE_TAGS,
+    _JUDGED_ATTRIBUTES,
+    _MARK_ATTRIBUTES,
+    _MARK_TAGS,
+    _MIN_PARAGRAPH_BYTES,
+    _ROLES,
+    _names_role,
+)
+
+import_lxml__etree()
+
+
+cdef inline bint _element_like(tree.xmlNode* node) noexcept:
+    """What lxml's iterators yield: elements, comments, entity references, PIs."""
+    return (
+        node.type == tree.XML_ELEMENT_NODE
+        or node.type == tree.XML_COMMENT_NODE
+        or node.type == tree.XML_ENTITY_REF_NODE
+        or node.type == tree.XML_PI_NODE
+    )
+
+
+cdef inline tree.xmlNode* _element_from(tree.xmlNode* node) noexcept:
+    while node is not NULL and not _element_like(node):
+        node = node.next
+    return node
+
+
+cdef tree.xmlNode* _after(tree.xmlNode* node, tree.xmlNode* body) noexcept:
+    """The node after ``node``'s subtree in document order within ``body``; NULL at the
+    body's end (``walk._following``)."""
+    cdef tree.xmlNode* after
+    while node is not body:
+        after = _element_from(node.next)
+        if after is not NULL:
+            return after
+        node = node.parent
+        if node is NULL:
+            break
+    return NULL
+
+
+cdef inline tree.xmlNode* _next(tree.xmlNode* node, tree.xmlNode* body) noexcept:
+    """The next node of ``body.iter()`` (lxml does not enter entity references)."""
+    cdef tree.xmlNode* child = NULL
+    if node.type != tree.XML_ENTITY_REF_NODE:
+        child = _element_from(node.children)
+    if child is not NULL:
+        return child
+    return _after(node, body)
+
+
+cdef inline tree.xmlNode* _text_node(tree.xmlNode* node) noexcept:
+    """``node`` when it is text, passing XInclude marks; NULL otherwise (lxml's rule)."""
+    while node is not NULL:
+        if node.type == tree.XML_TEXT_NODE or node.type == tree.XML_CDATA_SECTION_NODE:
+            return node
+        if node.type != tree.XML_XINCLUDE_START and node.type != tree.XML_XINCLUDE_END:
+            return NULL
+        node = node.next
+    return NULL
+
+
+cdef inline bint _blank(const char* text) noexcept:
+    """Whether ``text`` is only the ASCII characters that ``str.strip`` removes."""
+    cdef unsigned char c
+    while True:
+        c = <unsigned char>text[0]
+        if c == 0:
+            return True
+        if not (c == 32 or 9 <= c <= 13 or 28 <= c <= 31):
+            return False
+        text += 1
+
+
+cdef str _stripped(tree.xmlNode* node):
+    """lxml's ``text`` (``node``: the first child) or ``tail`` (``node``: the next sibling)
+    stripped of whitespace; '' when there is none."""
+    cdef tree.xmlNode* first = _text_node(node)
+    if first is NULL:
+        return ""
+    cdef const char* content = <const char*>first.content
+    if _text_node(first.next) is NULL:
+        if _blank(content):
+            return ""
+        return PyUnicode_DecodeUTF8(content, strlen(content), NULL).strip()
+    pieces = []
+    while first is not NULL:
+        pieces.append(<bytes>first.content)
+        first = _text_node(first.next)
+    return b"".join(pieces).decode("utf-8").strip()
+
+
+cdef object _name(const tree.xmlChar* name, tree.xmlNs* ns):
+    """An element's tag or an attribute's name as lxml gives it; None when namespaced (the
+    proxy is asked then)."""
+    if ns is not NULL and ns.href is not NULL:
+        return None
+    return PyUnicode_DecodeUTF8(<const char*>name, strlen(<const char*>name), NULL)
+
+
+cdef list _attribute_names(tree.xmlNode* node, _Document doc):
+    """``el.keys()``: the names of the element's attributes, in document order."""
+    cdef tree.xmlAttr* attribute = node.properties
+    names = []
+    while attribute is not NULL:
+        if attribute.type == tree.XML_ATTRIBUTE_NODE:
+            name = _name(attribute.name, attribute.ns)
+            if name is None:
+                return elementFactory(doc, node).keys()
+            names.append(name)
+        attribute = attribute.next
+    return names
+
+
+def text_chars(_Element el):
+    """``len(_text_content(el))``: the characters of every text node under ``el`` (what
+    lxml's text serialisation concatenates), counted in their UTF-8 without making the
+    text."""
+    cdef tree.xmlNode* top = el._c_node
+    cdef tree.xmlNode* node = top.children
+    cdef const unsigned char* byte
+    cdef Py_ssize_t count = 0
+    while node is not NULL:
+        if node.type == tree.XML_TEXT_NODE or node.type == tree.XML_CDATA_SECTION_NODE:
+            byte = <const unsigned char*>node.content
+            if byte is not NULL:
+                while byte[0] != 0:
+                    if byte[0] & 0xC0 != 0x80:  # not a continuation byte: a character
+                        count += 1
+                    byte += 1
+        elif node.type == tree.XML_ELEMENT_NODE and node.children is not NULL:
+            node = node.children
+            continue
+        while node is not NULL and node.next is NULL:
+            node = node.parent
+            if node is top:
+                return count
+        if node is NULL:
+            break
+        node = node.next
+    return count
+
+
+cdef object _NOT_PLAIN = object()
+
+
+cdef object _attribute(tree.xmlNode* node, const char* name):
+    """``el.get(name)`` for an attribute without namespace; _NOT_PLAIN when its value is
+    not one text node (the proxy is asked then)."""
+    cdef tree.xmlAttr* attribute = node.properties
+    cdef tree.xmlNode* value
+    while attribute is not NULL:
+        if attribute.ns is NULL and strcmp(<const char*>attribute.name, name) == 0:
+            value = attribute.children
+            if value is NULL:
+                return ""
+            if value.next is NULL and (
+                value.type == tree.XML_TEXT_NODE or value.type == tree.XML_CDATA_SECTION_NODE
+            ):
+                return PyUnicode_DecodeUTF8(
+                    <const char*>value.content, strlen(<const char*>value.content), NULL
+                )
+            return _NOT_PLAIN
+        attribute = attribute.next
+    return None
+
+
+cdef int _role(tree.xmlNode* node, el, object roles) except? -9:
+    """``_names_role(el)``, its cache looked up here; the interpreted function decides what
+    the cache does not hold."""
+    cls = _attribute(node, "class")
+    ident = _attribute(node, "id")
+    if cls is _NOT_PLAIN or ident is _NOT_PLAIN:
+        return _names_role(el)
+    if ident is None:
+        if cls is None:
+            return 0
+        names = cls
+    else:
+        names = ident if cls is None else f"{cls} {ident}"
+    role = roles.get(names)
+    if role is None:
+        return _names_role(el)
+    return role
+
+
+def run(walk, score_paragraph):
+    """Fill ``walk``'s stats, candidates, dropped elements and marks (see ``_Walk.run``).
+
+    ``score_paragraph``: the interpreted ``_score_paragraph``, called for the few blocks
+    long enough to be paragraphs.
+    """
+    cdef _Element body_proxy = walk.body
+    cdef _Document doc = body_proxy._doc
+    cdef tree.xmlNode* body = body_proxy._c_node
+    cdef tree.xmlNode* node
+    cdef tree.xmlNode* top_node = body
+    cdef tree.xmlNode* parent
+    cdef list frame
+    cdef list top
+    cdef list block
+    cdef Py_ssize_t chars
+    cdef dict stats = walk.stats
+    cdef list candidates = walk.candidates
+    cdef list dropped = walk.dropped
+    cdef list marks = walk.marks
+    cdef object inline_tags = _INLINE_TAGS
+    cdef object boilerplate_tags = _BOILERPLATE_TAGS
+    cdef object judged = _JUDGED_ATTRIBUTES
+    cdef object hiding = _HIDING_ATTRIBUTES
+    cdef object mark_tags = _MARK_TAGS
+    cdef object mark_attributes = _MARK_ATTRIBUTES
+    cdef Py_ssize_t min_paragraph = _MIN_PARAGRAPH_BYTES
+    is_boilerplate = walk.is_boilerplate
+    named_boilerplate = walk.named_boilerplate
+    cdef object roles = _ROLES
+
+    own = []
+    root = [0, 0, 0.0, 0.0, own, own, False, body_proxy, body_proxy.tag]
+    cdef list stack = [root]
+    top = root
+    text = _stripped(body.children)
+    if text:
+        root[0] += len(text)
+        own.append(text)
+    node = _next(body, body)  # the body itself is never judged
+    while True:
+        parent = body if node is NULL else node.parent
+        while top_node is not parent:
+            # The end of the top element: its subtree is over.
+            frame = stack.pop()
+            top = stack[len(stack) - 1]
+            top_node = (<_Element>top[7])._c_node
+            own = frame[4]
+            if own and 4 * frame[0] + len(own) >= min_paragraph:
+                score_paragraph(own, frame, stack)
+            ended = frame[7]
+            if frame[2]:
+                candidates.append(ended)
+            chars = frame[0]
+            top[0] += chars
+            top[1] += chars if frame[8] == "a" else frame[1]
+            top[3] += frame[3]
+            tail = _stripped((<_Element>ended)._c_node.next)
+            if tail:
+                top[0] += len(tail)
+                top[5].append(tail)
+        if node is NULL:
+            break
+        guarded = top[6]
+        el = None
+        verdict = False
+        if node.type != tree.XML_ELEMENT_NODE:
+            verdict = True  # an entity or other non-element node: passed over
+        else:
+            tag = _name(node.name, node.ns)
+            if tag is None:
+                el = elementFactory(doc, node)
+                tag = el.tag
+            attributes = _attribute_names(node, doc) if node.properties is not NULL else []
+            if tag in boilerplate_tags or (attributes and not judged.isdisjoint(attributes)):
+                el = elementFactory(doc, node)
+                if tag in boilerplate_tags or not hiding.isdisjoint(attributes):
+                    verdict = is_boilerplate(el, tag, attributes, guarded)
+                elif not guarded and _role(node, el, roles) < 0:
+                    verdict = named_boilerplate(el)
+                if verdict:
+                    dropped.append(el)
+                elif verdict is None:
+                    guarded = True
+        if verdict:
+            # Its subtree is passed over; it ends at once, and its tail counts.
+            tail = _stripped(node.next)
+            if tail:
+                top[0] += len(tail)
+                top[5].append(tail)
+            node = _after(node, body)
+            continue
+        if el is None:
+            el = elementFactory(doc, node)
+        text = _stripped(node.children)
+        chars = len(text)
+        if tag in inline_tags:
+            block = top[5]
+            frame = [chars, 0, 0.0, 0.0, None, block, guarded, el, tag]
+        else:
+            block = []
+            frame = [chars, 0, 0.0, 0.0, block, block, guarded, el, tag]
+        if chars:
+            block.append(text)
+        stack.append(frame)
+        top = frame
+        top_node = node
+        stats[el] = frame
+        if tag in mark_tags or (attributes and not mark_attributes.isdisjoint(attributes)):
+            marks.append(el)
+        node = _next(node, body)
+    # The body's end: its tail is not part of it.
+    stats[body_proxy] = root
+    if root[2]:
+        candidates.append(body_proxy)
+
+
+cdef object _raw_text(tree.xmlNode* node):
+    """lxml's ``text`` or ``tail`` unstripped (None when there is none), except that a
+    piece of only ASCII whitespace is one space: the read-out joins its pieces and splits
+    them on whitespace, which gives the same line either way."""
+    cdef tree.xmlNode* first = _text_node(node)
+    if first is NULL:
+        return None
+    cdef const char* content = <const char*>first.content
+    if _text_node(first.next) is NULL:
+        if content[0] == 0:
+            return ""
+        if _blank(content):
+            return " "
+        return PyUnicode_DecodeUTF8(content, strlen(content), NULL)
+    pieces = []
+    while first is not NULL:
+        pieces.append(<bytes>first.content)
+        first = _text_node(first.next)
+    return b"".join(pieces).decode("utf-8")
+
+
+cdef inline tree.xmlNode* _element_after(tree.xmlNode* node) noexcept:
+    while node is not NULL and node.type != tree.XML_ELEMENT_NODE:
+        node = node.next
+    return node
+
+
+cdef inline object _known(tree.xmlNode* node, _Document doc):
+    """The element's proxy when it has one, else None: lxml keeps a proxy in ``_private``,
+    and an element without one is in no dict the walk filled."""
+    if node._private is NULL:
+        return None
+    return elementFactory(doc, node)
+
+
+cdef void _flush(list current, list lines) except *:
+    line = " ".join("".join(current).split())
+    if line:
+        lines.append(line)
+    del current[:]
+
+
+def read(
+    containers,
+    dict stats,
+    double link_density,
+    bint links_only,
+    dense_max_chars,
+    skip,
+):
+    """The lines of ``containers`` (see ``readout._lines``), in document order."""
+    cdef list lines = []
+    cdef list current = []
+    cdef set skipped = set(skip)
+    cdef object inline_tags = _INLINE_TAGS
+    cdef object boilerplate_tags = _BOILERPLATE_TAGS
+    cdef bint any_size = dense_max_chars is None
+    cdef Py_ssize_t dense_max = 0 if any_size else dense_max_chars
+    cdef _Element container_proxy
+    cdef _Document doc
+    cdef tree.xmlNode* container
+    cdef tree.xmlNode* node
+    cdef tree.xmlNode* child
+    cdef bint ending
+    cdef Py_ssize_t chars
+    names_role = _names_role
+    for container_proxy in containers:
+        doc = container_proxy._doc
+        container = container_proxy._c_node
+        node = container
+        ending = False
+        while True:
+            if not ending:
+                # The start of node: read into it, or pass its subtree over (its end
+                # still comes).
+                el = _known(node, doc)
+                frame = None if el is None else stats.get(el)
+                tag = _name(node.name, node.ns)
+                if tag is None:
+                    tag = el.tag
+                child = NULL
+                if frame is None or el in skipped:
+                    pass
+                elif links_only and (tag in boilerplate_tags or names_role(el) < 0):
+                    pass
+                else:
+                    enter = True
+                    if tag not in inline_tags:
+                        if current:
+                            _flush(current, lines)
+                        chars = frame[0]
+                        if tag == "h1" or (
+                            chars
+                            and frame[1] > chars * link_density
+                            and (any_size or chars <= dense_max)
+                        ):
+                            enter = False
+                    if enter:
+                        text = _raw_text(node.children)
+                        if text:
+                            current.append(text)
+                        child = _element_after(node.children)
+                if child is not NULL:
+                    node = child
+                    continue
+            # The end of node.
+            tag = _name(node.name, node.ns)
+            if tag is None:
+                tag = elementFactory(doc, node).tag
+            if current and (tag not in inline_tags or tag == "br"):
+                _flush(current, lines)
+            if node is container:
+                break
+            tail = _raw_text(node.next)
+            if tail:
+                current.append(tail)
+            child = _element_after(node.next)
+            if child is not NULL:
+                node = child
+                ending = False
+            else:
+                node = node.parent
+                ending = True
+        if current:
+            _flush(current, lines)
+    return "\n".join(lines)

@@ -1,0 +1,68 @@
+"""Whether the walk and the read-out run compiled, in one place.
+
+The extension (``_compiled.pyx``) is built at install when the machine has a C compiler;
+it gives the same frames and lines as the interpreted code, faster. Without it, the
+interpreted code runs, and the crawl says so once when it starts.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+if TYPE_CHECKING:
+    from lxml import etree
+
+
+class Extension(Protocol):
+    """What ``_compiled.pyx`` offers (its stub is ``_compiled.pyi``)."""
+
+    def run(self, walk: Any, score_paragraph: Callable[..., None]) -> None: ...
+
+    def read(
+        self,
+        containers: Iterable[etree._Element],
+        stats: dict[etree._Element, list[Any]],
+        link_density: float,
+        links_only: bool,
+        dense_max_chars: int | None,
+        skip: Iterable[etree._Element],
+    ) -> str: ...
+
+    def text_chars(self, el: etree._Element) -> int: ...
+
+
+def _built() -> Extension | None:
+    try:
+        return cast(Extension, importlib.import_module("scrapy_simhash.text._compiled"))
+    except ImportError:  # installed without a C compiler
+        return None
+
+
+#: The extension the walk and the read-out use now (None: the interpreted code).
+extension: Extension | None = _built()
+
+#: Whether this installation has the compiled extension.
+AVAILABLE = extension is not None
+
+#: What a crawl says once when it starts without the extension.
+MISSING = (
+    "the compiled extraction is not built in this installation (there was no C compiler "
+    "when scrapy-simhash was installed): pages get the same fingerprints on the interpreted "
+    "path, more slowly. To build it, install a C compiler and Python's headers (Debian: "
+    "apt-get install gcc python3-dev) and install scrapy-simhash again"
+)
+
+
+@contextmanager
+def interpreted() -> Iterator[None]:
+    """Run the interpreted walk and read-out within the block (tests and benchmarks
+    compare the two paths)."""
+    global extension
+    saved, extension = extension, None
+    try:
+        yield
+    finally:
+        extension = saved

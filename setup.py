@@ -1,0 +1,63 @@
+"""Builds the compiled walk and read-out (``scrapy_simhash/text/_compiled.pyx``) when it can.
+
+Everything else is in setup.cfg. The walk is an option, not a requirement: without a C
+compiler the build says why and goes on, and the package runs its interpreted walk, which
+gives the same fingerprints more slowly (the crawl says so once when it starts).
+"""
+
+from __future__ import annotations
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+from setuptools.errors import CCompilerError, CompileError, ExecError, LinkError, PlatformError
+
+#: What a machine without a working C compiler raises while building.
+_NO_COMPILER = (CCompilerError, CompileError, ExecError, LinkError, PlatformError, OSError)
+
+
+class OptionalBuildExt(build_ext):
+    """build_ext that reports a failed compile instead of failing the install, and leaves
+    what it could not build out of the install."""
+
+    def run(self) -> None:
+        try:
+            super().run()
+        except _NO_COMPILER as exc:  # no compiler at all: the interpreted path is complete
+            self._skipped(exc)
+
+    def build_extensions(self) -> None:
+        self.check_extensions_list(self.extensions)
+        built = []
+        for ext in self.extensions:
+            try:
+                self.build_extension(ext)
+            except _NO_COMPILER as exc:
+                self._skipped(exc)
+            else:
+                built.append(ext)
+        self.extensions = built
+
+    @staticmethod
+    def _skipped(exc: BaseException) -> None:
+        print(
+            f"scrapy-simhash: the compiled extraction was not built ({exc}); the package "
+            "works without it, more slowly. Install a C compiler and reinstall to build it."
+        )
+
+
+def extensions() -> list[Extension]:
+    try:
+        import lxml
+        from Cython.Build import cythonize
+    except ImportError as exc:  # a build without its build requirements
+        print(f"scrapy-simhash: the compiled extraction was not built ({exc})")
+        return []
+    compiled = Extension(
+        "scrapy_simhash.text._compiled",
+        ["scrapy_simhash/text/_compiled.pyx"],
+        include_dirs=lxml.get_include(),
+    )
+    return list(cythonize([compiled], quiet=True))
+
+
+setup(ext_modules=extensions(), cmdclass={"build_ext": OptionalBuildExt})

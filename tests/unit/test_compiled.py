@@ -1,0 +1,240 @@
+"""The compiled walk and read-out: built here, identical to the interpreted code, and not
+needed.
+
+An install on a machine with a C compiler builds ``scrapy_simhash/text/_compiled.pyx``;
+one without a compiler installs without it, and the interpreted code gives the same
+fingerprints. Both paths must agree on every page, or an index filled by one kind of
+install stops matching the copies another kind sees. The frozen corpus of
+``test_fingerprint_frozen.py`` runs on both paths; here random trees, which reach corners
+no hand-written page does (text in odd places, nesting, attributes of every kind), are read
+by both.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from lxml import etree
+
+from scrapy_simhash.text import compiled, extract_main_text
+from scrapy_simhash.text.parse import _parse, _place_streamed_segments, _strip_junk
+from scrapy_simhash.text.walk import _text_content, _Walk
+from tests.scrapy_inprocess import HARBOUR, harness, story
+
+REPO = Path(__file__).resolve().parents[2]
+
+_TAGS = [
+    "div", "p", "span", "a", "b", "br", "h1", "h2", "li", "ul", "article", "main", "section",
+    "nav", "aside", "footer", "header", "td", "table", "tr", "em", "font", "pre", "noscript",
+]  # fmt: skip
+_CLASSES = [
+    "content", "article-body", "sidebar", "comments", "share-bar", "entry-content has-sidebar",
+    "post", "related", "nav", "js-share", "skip-link", "menu-item", "", "x y z",
+]  # fmt: skip
+_TEXTS = st.sampled_from(
+    [
+        "",
+        " ",
+        "\n   \t",
+        "Hello, world.",
+        "The council met on Tuesday, and the budget passed after a long debate about trams.",
+        "新华社北京电，记者从会上获悉。今年的预算已经通过，",
+        "\xa0nbsp\u3000wide ",
+        "\x1c\x1dcontrol",
+        "a&amp;b &lt;c&gt;",
+        "Read more",
+        "来源：新华网 责任编辑：王五",
+        "By Staff Reporter, 2026-03-08",
+    ]
+)
+
+
+@st.composite
+def _attributes(draw: st.DrawFn) -> str:
+    parts = []
+    if draw(st.booleans()):
+        parts.append(f'class="{draw(st.sampled_from(_CLASSES))}"')
+    if draw(st.integers(0, 4)) == 0:
+        parts.append(f'id="{draw(st.sampled_from(_CLASSES))}"')
+    hiding = draw(st.integers(0, 12))
+    if hiding == 0:
+        parts.append("hidden")
+    elif hiding == 1:
+        parts.append('style="display: none"')
+    elif hiding == 2:
+        parts.append('aria-hidden="true"')
+    elif hiding == 3:
+        parts.append(f'role="{draw(st.sampled_from(["main", "navigation", "article", "x"]))}"')
+    elif hiding == 4:
+        parts.append('itemprop="articleBody"')
+    return (" " + " ".join(parts)) if parts else ""
+
+
+def _tree(depth: int) -> st.SearchStrategy[str]:
+    leaf = _TEXTS
+    if depth == 0:
+        return leaf
+
+    @st.composite
+    def element(draw: st.DrawFn) -> str:
+        tag = draw(st.sampled_from(_TAGS))
+        children = draw(st.lists(_tree(depth - 1), max_size=4))
+        closed = draw(st.integers(0, 9)) > 0  # unclosed tags: the parser repairs them
+        inner = "".join(children)
+        return f"<{tag}{draw(_attributes())}>{draw(_TEXTS)}{inner}" + (
+            f"</{tag}>{draw(_TEXTS)}" if closed else ""
+        )
+
+    return st.one_of(leaf, element())
+
+
+_PAGES = st.lists(_tree(4), min_size=1, max_size=6).map(
+    lambda parts: f"<html><head><title>A title</title></head><body>{''.join(parts)}</body></html>"
+)
+
+
+def _both(body: bytes) -> tuple[Any, Any]:
+    compiled_result = extract_main_text(body)
+    with compiled.interpreted():
+        interpreted_result = extract_main_text(body)
+    return compiled_result, interpreted_result
+
+
+def _prepared_body(html: str) -> etree._Element:
+    root = _parse(html.encode())
+    assert root is not None
+    _place_streamed_segments(root)
+    _strip_junk(root)
+    body = root.find("body")
+    return root if body is None else body
+
+
+def _measured(walk: _Walk) -> Any:
+    """What the later steps read of a walk, with elements named by their place."""
+    place = walk.body.getroottree().getpath
+    return (
+        [(place(el), frame[:4], frame[4], frame[5], frame[6], frame[8]) for el, frame in walk.stats.items()],
+        [place(el) for el in walk.candidates],
+        [place(el) for el in walk.dropped],
+        [place(el) for el in walk.marks],
+    )  # fmt: skip
+
+
+def test_the_extension_is_built_on_this_machine() -> None:
+    """The test machines have a C compiler: an install there that did not build the
+    extension is a broken build, not the slow path."""
+    assert compiled.AVAILABLE, (
+        "scrapy_simhash/text/_compiled was not built: run `pip install -e .` with a C "
+        "compiler present"
+    )
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_PAGES)
+def test_the_compiled_walk_measures_every_tree_as_the_interpreted_one(html: str) -> None:
+    body = _prepared_body(html)
+    fast = _Walk(body)
+    fast.run()
+    slow = _Walk(body)
+    with compiled.interpreted():
+        slow.run()
+    assert _measured(fast) == _measured(slow)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_PAGES)
+def test_both_paths_extract_every_page_alike(html: str) -> None:
+    fast, slow = _both(html.encode())
+    assert fast == slow
+
+
+@settings(max_examples=200, deadline=None)
+@given(_PAGES)
+def test_text_is_counted_as_lxml_serialises_it(html: str) -> None:
+    assert compiled.extension is not None
+    body = _prepared_body(html)
+    for el in body.iter():
+        if isinstance(el.tag, str):
+            assert compiled.extension.text_chars(el) == len(_text_content(el))
+
+
+def test_text_pieces_next_to_each_other_are_read_as_one() -> None:
+    """CDATA beside text (two text nodes in a row), as an XML-ish page gives them."""
+    html = "<html><body><div><p>one <![CDATA[two]]> three, and a long sentence to make it a paragraph</p></div></body></html>"  # fmt: skip
+    fast, slow = _both(html.encode())
+    assert fast == slow
+
+
+def test_without_the_extension_the_package_imports_and_extracts_the_same() -> None:
+    """An install without a compiler has no ``_compiled`` module: everything still works,
+    and says which path it is on."""
+    code = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'scrapy_simhash.text._compiled':\n"
+        "            raise ImportError('no compiler here')\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "from scrapy_simhash.text import compiled, extract_main_text\n"
+        "page = extract_main_text(sys.stdin.buffer.read())\n"
+        "print(compiled.AVAILABLE, repr(page.text))\n"
+    )
+    body = story(HARBOUR)
+    done = subprocess.run(
+        [sys.executable, "-c", code], input=body, capture_output=True, check=True, cwd=REPO
+    )
+    assert done.stdout.decode().strip() == f"False {extract_main_text(body).text!r}"
+
+
+def test_a_crawl_without_the_extension_says_so_once(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(compiled, "AVAILABLE", False)
+    monkeypatch.setattr(compiled, "extension", None)
+    with caplog.at_level(logging.WARNING, logger="scrapy_simhash"), harness() as h:
+        _, first = h.fetch("https://news.example/a", story(HARBOUR))
+        _, second = h.fetch("https://news.example/b", story(HARBOUR))
+    assert first["fingerprint"] is not None
+    assert second["duplicate_of"] == "https://news.example/a"  # the slow path works
+    said = [r for r in caplog.records if "compiled extraction is not built" in r.getMessage()]
+    assert len(said) == 1
+    assert "install a C compiler" in said[0].getMessage()
+
+
+def test_a_crawl_with_the_extension_says_nothing_of_it(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="scrapy_simhash"), harness() as h:
+        h.fetch("https://news.example/a", story(HARBOUR))
+    assert "compiled extraction" not in caplog.text
+
+
+def test_an_install_without_a_compiler_goes_on_and_says_why(tmp_path: Path) -> None:
+    """setup.py with a compiler that cannot run: the build succeeds without the
+    extension and says why."""
+    for name in ("setup.py", "setup.cfg", "pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, tmp_path / name)
+    shutil.copytree(
+        REPO / "scrapy_simhash",
+        tmp_path / "scrapy_simhash",
+        ignore=shutil.ignore_patterns("*.so", "*.c", "__pycache__"),
+    )
+    env = {**os.environ, "CC": "/nonexistent/cc", "LDSHARED": "/nonexistent/cc -shared"}
+    done = subprocess.run(
+        [sys.executable, "setup.py", "build_ext", "--inplace"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "the compiled extraction was not built" in done.stdout
+    assert not list((tmp_path / "scrapy_simhash" / "text").glob("_compiled*.so"))
