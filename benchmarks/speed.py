@@ -8,7 +8,9 @@ Measures, in one process (= one core):
 
 1. against reference parsers, on the same pages in the same run, on ``shared/data/pages``
    and on ``shared/data/pairs/cases``: HTML bytes to fingerprint at the given settings
-   (warm, caches filled as in a crawl), resiliparse's parse plus main-content extraction,
+   (warm, caches filled as in a crawl), the same on the interpreted walk and read-out (an
+   install without a C compiler), resiliparse's charset detection, parse and main-content
+   extraction,
    lxml's bare parse and selectolax's (lexbor) bare parse; ms per page and our speed as a
    share of each; then where our time goes, stage by stage (decode, parse, preparation,
    walk, container choice, read-out, length check, tokenise, hash, signature);
@@ -30,6 +32,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +44,7 @@ from scrapy_simhash.cli import parse_setting
 from scrapy_simhash.confirm import Signer, new_key
 from scrapy_simhash.fingerprint import Fingerprinter, hamming
 from scrapy_simhash.settings import fingerprint_config
-from scrapy_simhash.text import extract, walk
+from scrapy_simhash.text import compiled, extract, walk
 
 # Passes over the pages per timed contender; the fastest pass counts (least disturbed).
 _PASSES = 3
@@ -78,18 +81,27 @@ def _contenders(settings: dict[str, str]) -> dict[str, Callable[[bytes], object]
         page = fingerprinter.fingerprint_page(body)
         return signer.sign(page.evidence) if page.fingerprint is not None else page
 
+    def ours_interpreted(body: bytes) -> object:
+        """Ours on the interpreted walk and read-out (an install without a C compiler)."""
+        with compiled.interpreted():
+            return ours(body)
+
     contenders: dict[str, Callable[[bytes], object]] = {"ours": ours}
+    if compiled.AVAILABLE:
+        contenders["interpreted"] = ours_interpreted
     try:
         from resiliparse.extract.html2text import extract_plain_text
+        from resiliparse.parse.encoding import detect_encoding
         from resiliparse.parse.html import HTMLTree
 
         def resiliparse_main(body: bytes) -> object:
-            # UTF-8 assumed, no charset detection: the cheapest call, so the figure is
-            # resiliparse's best case.
-            tree = HTMLTree.parse_from_bytes(body, "utf-8")
+            # From the bytes a server sent, as ours: the charset detected, then parsed
+            # and the main content extracted.
+            tree = HTMLTree.parse_from_bytes(body, detect_encoding(body))
             return extract_plain_text(tree, main_content=True)
 
         contenders["resiliparse main"] = resiliparse_main
+        print(f"  resiliparse {version('resiliparse')}, selectolax {version('selectolax')}")
     except ImportError:
         print("  (resiliparse not installed: pip install resiliparse)")
     parser = etree.HTMLParser(
