@@ -13,6 +13,7 @@ identical fingerprints (``tests/unit/test_compiled.py`` holds them to it).
 """
 
 from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport strcmp, strlen
 from lxml.includes cimport tree
 from lxml.includes.etreepublic cimport _Document, _Element, elementFactory, import_lxml__etree
@@ -135,33 +136,71 @@ cdef list _attribute_names(tree.xmlNode* node, _Document doc):
     return names
 
 
-def text_chars(_Element el):
-    """``len(_text_content(el))``: the characters of every text node under ``el`` (what
-    lxml's text serialisation concatenates), counted in their UTF-8 without making the
-    text."""
-    cdef tree.xmlNode* top = el._c_node
-    cdef tree.xmlNode* node = top.children
-    cdef const unsigned char* byte
+cdef inline Py_ssize_t _characters(const unsigned char* byte) noexcept:
+    """The characters of NUL-terminated UTF-8: its bytes that are not continuation bytes."""
     cdef Py_ssize_t count = 0
-    while node is not NULL:
-        if node.type == tree.XML_TEXT_NODE or node.type == tree.XML_CDATA_SECTION_NODE:
-            byte = <const unsigned char*>node.content
-            if byte is not NULL:
-                while byte[0] != 0:
-                    if byte[0] & 0xC0 != 0x80:  # not a continuation byte: a character
-                        count += 1
-                    byte += 1
-        elif node.type == tree.XML_ELEMENT_NODE and node.children is not NULL:
-            node = node.children
-            continue
-        while node is not NULL and node.next is NULL:
-            node = node.parent
-            if node is top:
-                return count
-        if node is NULL:
-            break
-        node = node.next
+    if byte is NULL:
+        return 0
+    while byte[0] != 0:
+        if byte[0] & 0xC0 != 0x80:
+            count += 1
+        byte += 1
     return count
+
+
+def subtree_chars(_Element el, dict counted):
+    """``len(_text_content(el))``: the characters of every text node under ``el`` (what
+    lxml's text serialisation concatenates), counted in their UTF-8 without making the text.
+
+    The walk asks this of elements nested in one another (a wrapper, then a menu inside
+    it), so one count of a subtree keeps the count of each of its elements that has
+    attributes in ``counted`` (by node address, for this tree only) and later questions
+    about them are answered from there: the counting stays linear in the page.
+    """
+    cdef tree.xmlNode* top = el._c_node
+    found = counted.get(<size_t>top)
+    if found is not None:
+        return found
+    cdef Py_ssize_t depth = 0
+    cdef Py_ssize_t capacity = 64
+    cdef Py_ssize_t* sums = <Py_ssize_t*>malloc(capacity * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* grown
+    cdef Py_ssize_t total
+    cdef tree.xmlNode* current = top
+    cdef tree.xmlNode* node = top.children
+    if sums is NULL:
+        raise MemoryError()
+    sums[0] = 0
+    try:
+        while True:
+            if node is NULL:  # the end of current: its sum is complete
+                total = sums[depth]
+                if current.properties is not NULL or current is top:
+                    counted[<size_t>current] = total
+                if depth == 0:
+                    return total
+                depth -= 1
+                sums[depth] += total
+                node = current.next
+                current = current.parent
+            elif node.type == tree.XML_TEXT_NODE or node.type == tree.XML_CDATA_SECTION_NODE:
+                sums[depth] += _characters(<const unsigned char*>node.content)
+                node = node.next
+            elif node.type == tree.XML_ELEMENT_NODE and node.children is not NULL:
+                depth += 1
+                if depth == capacity:
+                    capacity *= 2
+                    grown = <Py_ssize_t*>realloc(sums, capacity * sizeof(Py_ssize_t))
+                    if grown is NULL:
+                        raise MemoryError()
+                    sums = grown
+                sums[depth] = 0
+                current = node
+                node = node.children
+            else:
+                node = node.next
+    finally:
+        free(sums)
 
 
 cdef object _NOT_PLAIN = object()

@@ -55,7 +55,8 @@ class _Walk:
         # Kept elements that may mark the page's article (see _marked_article).
         self.marks: list[etree._Element] = []
         self._body_text: str | None = None
-        self._body_chars: int | None = None
+        # Text lengths of elements by node address (compiled: see subtree_chars).
+        self._counted: dict[int, int] = {}
 
     def body_text(self) -> str:
         """Every character of text in the body (the walk drops nothing from the tree)."""
@@ -64,9 +65,17 @@ class _Walk:
         return self._body_text
 
     def body_chars(self) -> int:
-        if self._body_chars is None:
-            self._body_chars = _text_chars(self.body)
-        return self._body_chars
+        return self.chars(self.body)
+
+    def chars(self, el: etree._Element) -> int:
+        """``len(_text_content(el))``; compiled, counted without making the text, each
+        subtree once."""
+        extension = compiled.extension
+        if extension is None:
+            if el is self.body:
+                return len(self.body_text())
+            return len(_text_content(el))
+        return extension.subtree_chars(el, self._counted)
 
     def is_boilerplate(
         self, el: etree._Element, tag: str, attributes: Sequence[str | bytes], guarded: bool
@@ -74,7 +83,7 @@ class _Walk:
         """True to drop ``el``; None when it looks like boilerplate but is kept for its size
         (its descendants are then not judged by class names); False otherwise."""
         if tag in _BOILERPLATE_TAGS or _is_hidden(el, attributes):
-            return self._small(_text_chars(el)) or None
+            return self._small(self.chars(el)) or None
         if guarded or _names_role(el) >= 0:
             return False
         return self.named_boilerplate(el)
@@ -84,7 +93,7 @@ class _Walk:
         unguarded, whose class/id names are boilerplate."""
         if el.get("itemprop") == "articleBody":
             return False
-        chars = _text_chars(el)
+        chars = self.chars(el)
         if not self._small(chars):
             return None
         # Shorter than one article paragraph, it cannot hold several: no XPath needed.
@@ -289,14 +298,6 @@ def _score_paragraph(own: list[str], frame: _Frame, stack: list[_Frame]) -> None
 
 def _text_content(el: etree._Element) -> str:
     return str(etree.tostring(el, method="text", encoding="unicode", with_tail=False))
-
-
-def _text_chars(el: etree._Element) -> int:
-    """``len(_text_content(el))``; counted without making the text when compiled."""
-    extension = compiled.extension
-    if extension is not None:
-        return int(extension.text_chars(el))
-    return len(_text_content(el))
 
 
 def _weight(el: etree._Element) -> float:
