@@ -46,11 +46,18 @@ def _line_hash(line: str) -> int:
 def line_hashes(text: str) -> array[int]:
     """The 64-bit hash of each non-blank line of ``text``, folded, in order: what a host's
     template memory counts (its bucket is the hash's remainder), made once a page."""
+    lines = text.split("\n")
+    # One normalisation of the whole text rather than one a line (the same lines: no
+    # character folds to or from a line feed, checked by count).
+    folded_lines = normalize(text).split("\n")
+    if len(folded_lines) != len(lines):
+        folded_lines = [normalize(line) for line in lines]
+    digest = xxhash.xxh3_64_intdigest
     return array(
         "Q",
         (
-            xxhash.xxh3_64_intdigest(folded(line).encode("utf-8"))
-            for line in text.split("\n")
+            digest(" ".join(fold.split()).encode("utf-8"))
+            for line, fold in zip(lines, folded_lines, strict=True)
             if line.strip()
         ),
     )
