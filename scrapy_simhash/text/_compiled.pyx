@@ -246,11 +246,18 @@ cdef int _role(tree.xmlNode* node, el, object roles) except? -9:
     return role
 
 
+def address(_Element el):
+    """The key of ``el``'s frame in a compiled walk's stats: its node's address."""
+    return <size_t>el._c_node
+
+
 def run(walk, score_paragraph):
     """Fill ``walk``'s stats, candidates, dropped elements and marks (see ``_Walk.run``).
 
-    ``score_paragraph``: the interpreted ``_score_paragraph``, called for the few blocks
-    long enough to be paragraphs.
+    The stats are keyed by node address, and a frame's element is that address: the
+    elements looked at later (candidates, marks, the judged) get element objects, the
+    others (most of a page) never do. ``score_paragraph``: the interpreted
+    ``_score_paragraph``, called for the few blocks long enough to be paragraphs.
     """
     cdef _Element body_proxy = walk.body
     cdef _Document doc = body_proxy._doc
@@ -258,6 +265,7 @@ def run(walk, score_paragraph):
     cdef tree.xmlNode* node
     cdef tree.xmlNode* top_node = body
     cdef tree.xmlNode* parent
+    cdef tree.xmlNode* ended
     cdef list frame
     cdef list top
     cdef list block
@@ -278,7 +286,7 @@ def run(walk, score_paragraph):
     cdef object roles = _ROLES
 
     own = []
-    root = [0, 0, 0.0, 0.0, own, own, False, body_proxy, body_proxy.tag]
+    root = [0, 0, 0.0, 0.0, own, own, False, <size_t>body, body_proxy.tag]
     cdef list stack = [root]
     top = root
     text = _stripped(body.children)
@@ -292,18 +300,18 @@ def run(walk, score_paragraph):
             # The end of the top element: its subtree is over.
             frame = stack.pop()
             top = stack[len(stack) - 1]
-            top_node = (<_Element>top[7])._c_node
+            top_node = <tree.xmlNode*><size_t>top[7]
             own = frame[4]
             if own and 4 * frame[0] + len(own) >= min_paragraph:
                 score_paragraph(own, frame, stack)
-            ended = frame[7]
+            ended = <tree.xmlNode*><size_t>frame[7]
             if frame[2]:
-                candidates.append(ended)
+                candidates.append(elementFactory(doc, ended))
             chars = frame[0]
             top[0] += chars
             top[1] += chars if frame[8] == "a" else frame[1]
             top[3] += frame[3]
-            tail = _stripped((<_Element>ended)._c_node.next)
+            tail = _stripped(ended.next)
             if tail:
                 top[0] += len(tail)
                 top[5].append(tail)
@@ -338,27 +346,26 @@ def run(walk, score_paragraph):
                 top[5].append(tail)
             node = _after(node, body)
             continue
-        if el is None:
-            el = elementFactory(doc, node)
+        key = <size_t>node
         text = _stripped(node.children)
         chars = len(text)
         if tag in inline_tags:
             block = top[5]
-            frame = [chars, 0, 0.0, 0.0, None, block, guarded, el, tag]
+            frame = [chars, 0, 0.0, 0.0, None, block, guarded, key, tag]
         else:
             block = []
-            frame = [chars, 0, 0.0, 0.0, block, block, guarded, el, tag]
+            frame = [chars, 0, 0.0, 0.0, block, block, guarded, key, tag]
         if chars:
             block.append(text)
         stack.append(frame)
         top = frame
         top_node = node
-        stats[el] = frame
+        stats[key] = frame
         if tag in mark_tags or (attributes and not mark_attributes.isdisjoint(attributes)):
-            marks.append(el)
+            marks.append(elementFactory(doc, node) if el is None else el)
         node = _next(node, body)
     # The body's end: its tail is not part of it.
-    stats[body_proxy] = root
+    stats[<size_t>body] = root
     if root[2]:
         candidates.append(body_proxy)
 
@@ -390,14 +397,6 @@ cdef inline tree.xmlNode* _element_after(tree.xmlNode* node) noexcept:
     return node
 
 
-cdef inline object _known(tree.xmlNode* node, _Document doc):
-    """The element's proxy when it has one, else None: lxml keeps a proxy in ``_private``,
-    and an element without one is in no dict the walk filled."""
-    if node._private is NULL:
-        return None
-    return elementFactory(doc, node)
-
-
 cdef void _flush(list current, list lines) except *:
     line = " ".join("".join(current).split())
     if line:
@@ -413,10 +412,11 @@ def read(
     dense_max_chars,
     skip,
 ):
-    """The lines of ``containers`` (see ``readout._lines``), in document order."""
+    """The lines of ``containers`` (see ``readout._lines``), in document order; ``stats``
+    are a compiled walk's (keyed by node address)."""
     cdef list lines = []
     cdef list current = []
-    cdef set skipped = set(skip)
+    cdef set skipped = {<size_t>(<_Element>el)._c_node for el in skip}
     cdef object inline_tags = _INLINE_TAGS
     cdef object boilerplate_tags = _BOILERPLATE_TAGS
     cdef bint any_size = dense_max_chars is None
@@ -438,15 +438,16 @@ def read(
             if not ending:
                 # The start of node: read into it, or pass its subtree over (its end
                 # still comes).
-                el = _known(node, doc)
-                frame = None if el is None else stats.get(el)
+                frame = stats.get(<size_t>node)
                 tag = _name(node.name, node.ns)
                 if tag is None:
-                    tag = el.tag
+                    tag = elementFactory(doc, node).tag
                 child = NULL
-                if frame is None or el in skipped:
+                if frame is None or <size_t>node in skipped:
                     pass
-                elif links_only and (tag in boilerplate_tags or names_role(el) < 0):
+                elif links_only and (
+                    tag in boilerplate_tags or names_role(elementFactory(doc, node)) < 0
+                ):
                     pass
                 else:
                     enter = True

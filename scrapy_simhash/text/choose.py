@@ -21,16 +21,12 @@ def _best(walk: _Walk) -> tuple[float, etree._Element]:
     Candidates are tried by paragraph score, highest first, and the search stops when
     even the largest possible weight could not lift a candidate above the best so far.
     """
-    stats = walk.stats
-    order = sorted(
-        range(len(walk.candidates)),
-        key=lambda i: stats[walk.candidates[i]][_SCORE],
-        reverse=True,
-    )
+    scores = [walk.frame(el)[_SCORE] for el in walk.candidates]
+    order = sorted(range(len(walk.candidates)), key=scores.__getitem__, reverse=True)
     best_score, best_index = float("-inf"), -1
     for i in order:
         el = walk.candidates[i]
-        frame = stats[el]
+        frame = walk.frame(el)
         if best_score > 0 and frame[_SCORE] + _MAX_WEIGHT < best_score:
             break
         score = _final_score(el, frame)
@@ -59,8 +55,7 @@ def _choose(walk: _Walk) -> tuple[list[etree._Element], bool]:
     if _contains(best, marked):
         # A wrapper of the article and more: the article alone when it holds most of
         # the wrapper's prose (the rest is the template's), else the wrapper's reading.
-        stats = walk.stats
-        if stats[marked][_MASS] >= stats[best][_MASS] * _ARTICLE_SHARE:
+        if walk.frame(marked)[_MASS] >= walk.frame(best)[_MASS] * _ARTICLE_SHARE:
             return [marked], False
         return chosen, False
     return [marked], True
@@ -80,14 +75,14 @@ def _best_container(
     if parent is None or best is walk.body:
         return best, [best]
     threshold = max(10.0, best_score * _SIBLING_SHARE)
-    best_mass = walk.stats[best][_MASS]
+    best_mass = walk.frame(best)[_MASS]
     best_key = (best.tag, best.get("class"))
     chosen: list[etree._Element] = []
     for sibling in parent:
         if sibling is best:
             chosen.append(sibling)
             continue
-        frame = walk.stats.get(sibling)
+        frame = walk.measured(sibling)
         if frame is None or not frame[_CHARS]:
             continue
         chars, link = frame[_CHARS], frame[_LINK]
@@ -140,7 +135,7 @@ def _marked_article(walk: _Walk) -> etree._Element | None:
         if tag == "main" or el.get("role") == "main":
             kinds[2].append(el)
     for found in kinds:
-        if len(found) == 1 and walk.stats[found[0]][_MASS] > 0:
+        if len(found) == 1 and walk.frame(found[0])[_MASS] > 0:
             return found[0]
         if found:
             return None
@@ -170,7 +165,6 @@ def _thread(
     cls = best.get("class")
     if not cls or best is walk.body:
         return []
-    stats = walk.stats
     tag = best.tag
     page = marked if marked is not None and _contains(marked, best) else walk.body
     # Candidates hold paragraphs and come in page order (for blocks that do not nest).
@@ -182,7 +176,7 @@ def _thread(
     chosen = set(posts)
     posts = [el for el in posts if not any(a in chosen for a in el.iterancestors())]
     # Repeated blocks that hold little of the page's prose are a carousel or teasers.
-    if sum(stats[el][_MASS] for el in posts) < stats[page][_MASS] * _THREAD_SHARE:
+    if sum(walk.frame(el)[_MASS] for el in posts) < walk.frame(page)[_MASS] * _THREAD_SHARE:
         return []
     return posts
 
@@ -193,12 +187,12 @@ def _widen(best: etree._Element, walk: _Walk) -> etree._Element:
     On a forum thread the best element is one post's body inside its list item; the list
     item is the unit whose siblings (the other posts) continue the content.
     """
-    stats = walk.stats
     while best is not walk.body:
         parent = best.getparent()
-        if parent is None or parent is walk.body or parent not in stats:
+        if parent is None or parent is walk.body:
             break
-        if stats[parent][_MASS] > stats[best][_MASS] * _WRAPPER_MASS:
+        frame = walk.measured(parent)
+        if frame is None or frame[_MASS] > walk.frame(best)[_MASS] * _WRAPPER_MASS:
             break
         best = parent
     return best

@@ -21,10 +21,12 @@ class Extension(Protocol):
 
     def run(self, walk: Any, score_paragraph: Callable[..., None]) -> None: ...
 
+    def address(self, el: etree._Element) -> int: ...
+
     def read(
         self,
         containers: Iterable[etree._Element],
-        stats: dict[etree._Element, list[Any]],
+        stats: dict[Any, list[Any]],
         link_density: float,
         links_only: bool,
         dense_max_chars: int | None,

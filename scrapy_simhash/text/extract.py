@@ -71,18 +71,18 @@ def _extract(data: bytes, encoding: str, notes: list[str]) -> MainText:
     walk = _Walk(body)
     walk.run()
     containers, marked = _choose(walk)
-    main = _drop_credits(_lines(containers, walk.stats))
+    main = _drop_credits(_lines(containers, walk))
     # Every line a reader sees, for the host's template memory: the main text and the rest
     # of the page, where a wrapper that its menus make link-dense is read into rather than
     # skipped. The main containers are not read twice; credit lines stay (they are short,
     # and the memory counts lines rather than fingerprinting them).
-    rest = _lines([body], walk.stats, dense_max_chars=_PAGE_DENSE_CHARS, skip=containers)
+    rest = _lines([body], walk, dense_max_chars=_PAGE_DENSE_CHARS, skip=containers)
     page_text = f"{main}\n{rest}" if main and rest else main or rest
     # A character is at least one UTF-8 byte: most texts need no encode to be judged long.
     if not marked and len(main) < _FALLBACK_BYTES and len(main.encode("utf-8")) < _FALLBACK_BYTES:
         # No container of prose (product pages, galleries, landing pages): the page's
         # own text is everything that is not boilerplate or link lists.
-        whole = _drop_credits(_lines([body], walk.stats))
+        whole = _drop_credits(_lines([body], walk))
         if len(whole) > len(main):
             notes.append("no prose container; using all non-boilerplate text")
             main = whole
@@ -91,7 +91,7 @@ def _extract(data: bytes, encoding: str, notes: list[str]) -> MainText:
         # of its own: its link texts ("Read more", thumbnails' captions) read alike from
         # page to page of a listing, and a listing dropped as a copy of another would end
         # the discovery of the articles it alone links to.
-        links = _lines([body], walk.stats, link_density=1.0, links_only=True)
+        links = _lines([body], walk, link_density=1.0, links_only=True)
         notes.append("only link lists: no text of its own" if links else "no main text found")
     visible = walk.body_text() if len(main) < VISIBLE_TEXT_BELOW else ""
     # The page's text starts with the main text (unless the fallback above replaced it):

@@ -13,7 +13,6 @@ from collections.abc import Iterable
 
 from lxml import etree
 
-from scrapy_simhash.text import compiled
 from scrapy_simhash.text.rules import (
     _BOILERPLATE_TAGS,
     _CREDIT_ANYWHERE,
@@ -31,7 +30,7 @@ from scrapy_simhash.text.rules import (
     _WORD,
     _names_role,
 )
-from scrapy_simhash.text.walk import _Frame, _text_content
+from scrapy_simhash.text.walk import _Frame, _text_content, _Walk
 
 # C1 control characters never occur in real text: they are windows-1252 bytes that some
 # earlier step decoded as Latin-1 (a UTF-8 "’" read that way is "â\x80\x99"). HTML maps
@@ -47,7 +46,7 @@ _C1_AS_CP1252 = {
 
 def _lines(
     containers: Iterable[etree._Element],
-    stats: dict[etree._Element, _Frame],
+    walk: _Walk,
     *,
     link_density: float = _MAX_LINK_DENSITY,
     links_only: bool = False,
@@ -59,11 +58,16 @@ def _lines(
     lists too, but none that looks like navigation (kept by the walk for its size).
     ``dense_max_chars``: only blocks of at most this many characters are skipped as link
     lists; a larger one is read into (a page wrapper that its menus make link-dense).
-    ``skip``: elements not read (read already)."""
-    extension = compiled.extension
+    ``skip``: elements not read (read already). The walk's measurements say what is a
+    link list; the extension that ran it, if any, reads them."""
+    extension = walk.extension
     if extension is not None:
-        return extension.read(containers, stats, link_density, links_only, dense_max_chars, skip)
-    return _read_interpreted(containers, stats, link_density, links_only, dense_max_chars, skip)
+        return extension.read(
+            containers, walk.stats, link_density, links_only, dense_max_chars, skip
+        )
+    return _read_interpreted(
+        containers, walk.stats, link_density, links_only, dense_max_chars, skip
+    )
 
 
 def _read_interpreted(

@@ -39,7 +39,7 @@ _MASS = 3  # paragraph scores of the whole subtree
 _OWN = 4  # block elements: the text pieces directly inside (through inline elements)
 _BLOCK = 5  # where this element's text pieces go: its own _OWN, or its block's
 _GUARDED = 6  # inside an element kept despite looking like boilerplate
-_ELEMENT = 7  # the element measured
+_ELEMENT = 7  # the element measured (compiled: its key, see _Walk.extension)
 _TAG = 8  # its tag
 _Frame = list[Any]  # [chars, link, score, mass, own, block's own, guarded, element, tag]
 
@@ -49,14 +49,32 @@ class _Walk:
 
     def __init__(self, body: etree._Element) -> None:
         self.body = body
-        self.stats: dict[etree._Element, _Frame] = {}
+        #: Every kept element's frame, by element; by node address when compiled (no
+        #: element object is made for most elements then): ask :meth:`frame`.
+        self.stats: dict[Any, _Frame] = {}
         self.candidates: list[etree._Element] = []
         self.dropped: list[etree._Element] = []
         # Kept elements that may mark the page's article (see _marked_article).
         self.marks: list[etree._Element] = []
+        #: The extension that ran the walk (its read-out reads what it keyed), or None.
+        self.extension: compiled.Extension | None = None
         self._body_text: str | None = None
         # Text lengths of elements by node address (compiled: see subtree_chars).
         self._counted: dict[int, int] = {}
+
+    def measured(self, el: etree._Element) -> _Frame | None:
+        """The frame of ``el``; None when it was dropped, is inside a dropped element, is
+        outside the body or is no element."""
+        if self.extension is None:
+            return self.stats.get(el)
+        return self.stats.get(self.extension.address(el))
+
+    def frame(self, el: etree._Element) -> _Frame:
+        """The frame of ``el``, which the walk kept."""
+        found = self.measured(el)
+        if found is None:
+            raise KeyError(el)
+        return found
 
     def body_text(self) -> str:
         """Every character of text in the body (the walk drops nothing from the tree)."""
@@ -70,7 +88,7 @@ class _Walk:
     def chars(self, el: etree._Element) -> int:
         """``len(_text_content(el))``; compiled, counted without making the text, each
         subtree once."""
-        extension = compiled.extension
+        extension = self.extension
         if extension is None:
             if el is self.body:
                 return len(self.body_text())
@@ -110,6 +128,7 @@ class _Walk:
         otherwise; both give the same frames."""
         extension = compiled.extension
         if extension is not None:
+            self.extension = extension
             extension.run(self, _score_paragraph)
         else:
             self.run_interpreted()

@@ -119,14 +119,17 @@ def _prepared_body(html: str) -> etree._Element:
 
 
 def _measured(walk: _Walk) -> Any:
-    """What the later steps read of a walk, with elements named by their place."""
+    """What the later steps read of a walk, with elements named by their place (a frame's
+    element is the element on one path and its key on the other)."""
     place = walk.body.getroottree().getpath
+    frames = [(el, walk.measured(el)) for el in walk.body.iter()]
     return (
-        [(place(el), frame[:4], frame[4], frame[5], frame[6], frame[8]) for el, frame in walk.stats.items()],
+        [(place(el), f[:4], f[4], f[5], f[6], f[8]) for el, f in frames if f is not None],
         [place(el) for el in walk.candidates],
         [place(el) for el in walk.dropped],
         [place(el) for el in walk.marks],
-    )  # fmt: skip
+        len(walk.stats),
+    )
 
 
 def test_the_extension_is_built_on_this_machine() -> None:
