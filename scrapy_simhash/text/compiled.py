@@ -36,26 +36,35 @@ class Extension(Protocol):
     def subtree_chars(self, el: etree._Element, counted: dict[int, int]) -> int: ...
 
 
-def _built() -> Extension | None:
-    try:
-        return cast(Extension, importlib.import_module("scrapy_simhash.text._compiled"))
-    except ImportError:  # installed without a C compiler
-        return None
-
-
-#: The extension the walk and the read-out use now (None: the interpreted code).
-extension: Extension | None = _built()
-
-#: Whether this installation has the compiled extension.
-AVAILABLE = extension is not None
-
-#: What a crawl says once when it starts without the extension.
-MISSING = (
+#: What a crawl says when the installation has no extension.
+NOT_BUILT = (
     "the compiled extraction is not built in this installation (there was no C compiler "
     "when scrapy-simhash was installed): pages get the same fingerprints on the interpreted "
     "path, more slowly. To build it, install a C compiler and Python's headers (Debian: "
     "apt-get install gcc python3-dev) and install scrapy-simhash again"
 )
+
+
+def _load() -> tuple[Extension | None, str]:
+    """The extension, or None and what a crawl says of its absence."""
+    try:
+        module = importlib.import_module("scrapy_simhash.text._compiled")
+    except ModuleNotFoundError:
+        return None, NOT_BUILT
+    except (ImportError, TypeError, ValueError) as exc:  # built against another lxml
+        return None, (
+            f"the compiled extraction cannot be loaded ({exc}): pages get the same "
+            "fingerprints on the interpreted path, more slowly. Install scrapy-simhash "
+            "again to build it against the lxml installed now"
+        )
+    return cast(Extension, module), ""
+
+
+#: The extension the walk and the read-out use now (None: the interpreted code).
+extension, MISSING = _load()
+
+#: Whether this installation has the compiled extension (MISSING says why not).
+AVAILABLE = extension is not None
 
 
 @contextmanager

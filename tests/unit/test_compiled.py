@@ -178,25 +178,44 @@ def test_text_pieces_next_to_each_other_are_read_as_one() -> None:
     assert fast == slow
 
 
-def test_without_the_extension_the_package_imports_and_extracts_the_same() -> None:
-    """An install without a compiler has no ``_compiled`` module: everything still works,
-    and says which path it is on."""
+def _without_extension(error: str) -> str:
+    """What a fresh interpreter says of the extraction when importing the extension raises
+    ``error``: whether it is compiled, why not, and the main text of a page."""
     code = (
         "import sys\n"
         "class Block:\n"
         "    def find_spec(self, name, path=None, target=None):\n"
         "        if name == 'scrapy_simhash.text._compiled':\n"
-        "            raise ImportError('no compiler here')\n"
+        f"            raise {error}\n"
         "sys.meta_path.insert(0, Block())\n"
         "from scrapy_simhash.text import compiled, extract_main_text\n"
         "page = extract_main_text(sys.stdin.buffer.read())\n"
         "print(compiled.AVAILABLE, repr(page.text))\n"
+        "print(compiled.MISSING)\n"
     )
-    body = story(HARBOUR)
     done = subprocess.run(
-        [sys.executable, "-c", code], input=body, capture_output=True, check=True, cwd=REPO
+        [sys.executable, "-c", code],
+        input=story(HARBOUR),
+        capture_output=True,
+        check=True,
+        cwd=REPO,
     )
-    assert done.stdout.decode().strip() == f"False {extract_main_text(body).text!r}"
+    return done.stdout.decode()
+
+
+def test_without_the_extension_the_package_imports_and_extracts_the_same() -> None:
+    """An install without a compiler has no ``_compiled`` module: everything still works,
+    and says which path it is on and how to build the other."""
+    said = _without_extension("ModuleNotFoundError(name)").splitlines()
+    assert said[0] == f"False {extract_main_text(story(HARBOUR)).text!r}"
+    assert said[1] == compiled.NOT_BUILT
+
+
+def test_an_extension_built_against_another_lxml_is_passed_over_and_named() -> None:
+    said = _without_extension("ImportError('undefined symbol: xmlFreeDoc')").splitlines()
+    assert said[0] == f"False {extract_main_text(story(HARBOUR)).text!r}"
+    assert "cannot be loaded (undefined symbol: xmlFreeDoc)" in said[1]
+    assert "Install scrapy-simhash again" in said[1]
 
 
 def test_a_crawl_without_the_extension_says_so_once(
@@ -204,6 +223,7 @@ def test_a_crawl_without_the_extension_says_so_once(
 ) -> None:
     monkeypatch.setattr(compiled, "AVAILABLE", False)
     monkeypatch.setattr(compiled, "extension", None)
+    monkeypatch.setattr(compiled, "MISSING", compiled.NOT_BUILT)
     with caplog.at_level(logging.WARNING, logger="scrapy_simhash"), harness() as h:
         _, first = h.fetch("https://news.example/a", story(HARBOUR))
         _, second = h.fetch("https://news.example/b", story(HARBOUR))
