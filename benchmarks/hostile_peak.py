@@ -1,0 +1,106 @@
+"""Peak memory and CPU of fingerprinting one hostile page, compiled and interpreted.
+
+Run by hand (not by pytest) from the repository root:
+
+    python3 benchmarks/hostile_peak.py
+
+Each page is fingerprinted in a fresh process, as a fingerprint worker does it (the page's
+fingerprint, the second test's evidence, the line hashes its host's template memory
+counts), once on the compiled walk and read-out and once on the interpreted ones (an
+install without a C compiler: the code as it was before the extension). Printed per page
+and path: the process's peak resident memory (``ru_maxrss``) above what it held before the
+page, and the CPU seconds of the page. The pages are those the reliability tests feed the
+extractor, made larger: wrappers nested 3,000 deep, one text node of 11 MB, 200,000 short
+paragraphs, 100,000 elements with class names never seen before.
+"""
+
+from __future__ import annotations
+
+import random
+import resource
+import string
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+_WORDS = [
+    "".join(random.Random(i).choices(string.ascii_lowercase, k=3 + i % 7)) for i in range(3000)
+]
+
+
+def _prose(rng: random.Random, words: int) -> str:
+    return " ".join(rng.choice(_WORDS) for _ in range(words)) + "."
+
+
+def page(kind: str) -> bytes:
+    rng = random.Random(kind)
+    if kind == "nested":
+        paragraphs = "".join(f"<p>{_prose(rng, 60)}</p>" for _ in range(8))
+        body = "<div class='row'>" * 3000 + paragraphs
+    elif kind == "text node":
+        words = " ".join(_WORDS[:400]) + ". "
+        body = "<p>" + words * (11_000_000 // len(words) + 1) + "</p>"
+    elif kind == "paragraphs":
+        body = "".join(f"<p>{_prose(rng, 6)}</p>" for _ in range(200_000))
+    elif kind == "class names":
+        body = "".join(
+            f"<div class='{''.join(rng.choices(string.ascii_lowercase, k=40))}'>"
+            f"{_prose(rng, 5)}</div>"
+            for _ in range(100_000)
+        )
+    else:
+        raise ValueError(kind)
+    return f"<html><head><title>Hostile</title></head><body>{body}</body></html>".encode()
+
+
+def child(kind: str, interpreted: bool) -> None:
+    from contextlib import nullcontext
+
+    from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
+    from scrapy_simhash.text import compiled
+
+    body = page(kind)
+    fingerprinter = Fingerprinter(FingerprintConfig())
+    fingerprinter.fingerprint_text("warm up " * 100)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    started = time.process_time()
+    with compiled.interpreted() if interpreted else nullcontext():
+        result = fingerprinter.fingerprint_page(body)
+        if result.fingerprint is not None:
+            result.evidence  # noqa: B018 - made in the worker, as a crawl makes it
+        result.line_hashes  # noqa: B018
+        result.main_line_hashes  # noqa: B018
+    cpu = time.process_time() - started
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(f"{(peak - before) / 1024:.1f} {cpu:.2f}")
+
+
+def main() -> None:
+    if len(sys.argv) == 4 and sys.argv[1] == "--child":
+        child(sys.argv[2], sys.argv[3] == "interpreted")
+        return
+    kinds = ["nested", "text node", "paragraphs", "class names"]
+    print("peak RSS above the process's before the page (MB) / CPU s, one page per process")
+    print(f"  {'page':<14}{'MB':>8}{'compiled':>10}{'interpreted':>14}")
+    for kind in kinds:
+        size = len(page(kind)) / 1e6
+        figures = {}
+        for path in ("compiled", "interpreted"):
+            done = subprocess.run(
+                [sys.executable, __file__, "--child", kind, path],
+                capture_output=True,
+                text=True,
+                check=True,
+                cwd=REPO,
+            )
+            mb, cpu = done.stdout.split()
+            figures[path] = f"{mb} MB {cpu} s"
+        print(f"  {kind:<14}{size:>8.1f}{figures['compiled']:>18}{figures['interpreted']:>18}")
+
+
+if __name__ == "__main__":
+    main()
