@@ -57,7 +57,11 @@ def extensions() -> list[Extension]:
         ["scrapy_simhash/text/_compiled.pyx"],
         include_dirs=lxml.get_include(),
     )
-    return list(cythonize([compiled], quiet=True))
+    try:
+        return list(cythonize([compiled], quiet=True))
+    except Exception as exc:  # noqa: BLE001 - a Cython error must not stop the install
+        print(f"scrapy-simhash: the compiled extraction was not built ({exc})")
+        return []
 
 
 setup(ext_modules=extensions(), cmdclass={"build_ext": OptionalBuildExt})

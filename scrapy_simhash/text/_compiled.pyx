@@ -5,9 +5,9 @@ same order, as :meth:`scrapy_simhash.text.walk._Walk.run_interpreted` and
 
 Why it exists: the loop runs for every element of every page, and in Python most of its
 time goes to asking lxml's proxies for an element's text, tail, parent and attribute names,
-each a call that builds objects. Here those are reads of the C tree; a proxy is made only
-for the elements the later steps look up (those kept), and the judgements of the few
-elements with class, id or hiding attributes are the interpreted ones. Every sum is made in
+each a call that builds objects. Here those are reads of the C tree; an element object is
+made only for the few elements looked at again (candidates, marks, the judged), and the
+judgements of elements with class, id or hiding attributes are the interpreted ones. Every sum is made in
 the order the interpreted loop makes it, so both give identical frames and lines, and so
 identical fingerprints (``tests/unit/test_compiled.py`` holds them to it).
 """
@@ -84,6 +84,22 @@ cdef inline tree.xmlNode* _text_node(tree.xmlNode* node) noexcept:
     return NULL
 
 
+cdef inline const char* _content(tree.xmlNode* node) noexcept:
+    """A text node's content ('' for none)."""
+    if node.content is NULL:
+        return b""
+    return <const char*>node.content
+
+
+cdef bytes _joined(tree.xmlNode* first):
+    """The content of ``first`` and the text nodes that follow it, as lxml joins them."""
+    pieces = []
+    while first is not NULL:
+        pieces.append(<bytes>_content(first))
+        first = _text_node(first.next)
+    return b"".join(pieces)
+
+
 cdef inline bint _blank(const char* text) noexcept:
     """Whether ``text`` is only the ASCII characters that ``str.strip`` removes."""
     cdef unsigned char c
@@ -102,16 +118,12 @@ cdef str _stripped(tree.xmlNode* node):
     cdef tree.xmlNode* first = _text_node(node)
     if first is NULL:
         return ""
-    cdef const char* content = <const char*>first.content
+    cdef const char* content = _content(first)
     if _text_node(first.next) is NULL:
         if _blank(content):
             return ""
         return PyUnicode_DecodeUTF8(content, strlen(content), NULL).strip()
-    pieces = []
-    while first is not NULL:
-        pieces.append(<bytes>first.content)
-        first = _text_node(first.next)
-    return b"".join(pieces).decode("utf-8").strip()
+    return _joined(first).decode("utf-8").strip()
 
 
 cdef object _name(const tree.xmlChar* name, tree.xmlNs* ns):
@@ -120,6 +132,12 @@ cdef object _name(const tree.xmlChar* name, tree.xmlNs* ns):
     if ns is not NULL and ns.href is not NULL:
         return None
     return PyUnicode_DecodeUTF8(<const char*>name, strlen(<const char*>name), NULL)
+
+
+cdef inline object _tag(tree.xmlNode* node, _Document doc):
+    """``el.tag`` of an element, its element object made only when it is namespaced."""
+    tag = _name(node.name, node.ns)
+    return elementFactory(doc, node).tag if tag is None else tag
 
 
 cdef list _attribute_names(tree.xmlNode* node, _Document doc):
@@ -219,9 +237,7 @@ cdef object _attribute(tree.xmlNode* node, const char* name):
             if value.next is NULL and (
                 value.type == tree.XML_TEXT_NODE or value.type == tree.XML_CDATA_SECTION_NODE
             ):
-                return PyUnicode_DecodeUTF8(
-                    <const char*>value.content, strlen(<const char*>value.content), NULL
-                )
+                return PyUnicode_DecodeUTF8(_content(value), strlen(_content(value)), NULL)
             return _NOT_PLAIN
         attribute = attribute.next
     return None
@@ -323,10 +339,7 @@ def run(walk, score_paragraph):
         if node.type != tree.XML_ELEMENT_NODE:
             verdict = True  # an entity or other non-element node: passed over
         else:
-            tag = _name(node.name, node.ns)
-            if tag is None:
-                el = elementFactory(doc, node)
-                tag = el.tag
+            tag = _tag(node, doc)
             attributes = _attribute_names(node, doc) if node.properties is not NULL else []
             if tag in boilerplate_tags or (attributes and not judged.isdisjoint(attributes)):
                 el = elementFactory(doc, node)
@@ -377,18 +390,14 @@ cdef object _raw_text(tree.xmlNode* node):
     cdef tree.xmlNode* first = _text_node(node)
     if first is NULL:
         return None
-    cdef const char* content = <const char*>first.content
+    cdef const char* content = _content(first)
     if _text_node(first.next) is NULL:
         if content[0] == 0:
             return ""
         if _blank(content):
             return " "
         return PyUnicode_DecodeUTF8(content, strlen(content), NULL)
-    pieces = []
-    while first is not NULL:
-        pieces.append(<bytes>first.content)
-        first = _text_node(first.next)
-    return b"".join(pieces).decode("utf-8")
+    return _joined(first).decode("utf-8")
 
 
 cdef inline tree.xmlNode* _element_after(tree.xmlNode* node) noexcept:
@@ -439,9 +448,7 @@ def read(
                 # The start of node: read into it, or pass its subtree over (its end
                 # still comes).
                 frame = stats.get(<size_t>node)
-                tag = _name(node.name, node.ns)
-                if tag is None:
-                    tag = elementFactory(doc, node).tag
+                tag = _tag(node, doc)
                 child = NULL
                 if frame is None or <size_t>node in skipped:
                     pass
@@ -470,9 +477,7 @@ def read(
                     node = child
                     continue
             # The end of node.
-            tag = _name(node.name, node.ns)
-            if tag is None:
-                tag = elementFactory(doc, node).tag
+            tag = _tag(node, doc)
             if current and (tag not in inline_tags or tag == "br"):
                 _flush(current, lines)
             if node is container:
