@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import heapq
 from array import array
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 import xxhash
 
@@ -63,16 +63,29 @@ def line_hashes(text: str) -> array[int]:
     )
 
 
-def lines_outside(page_text: str, main_text: str) -> list[str]:
-    """The distinct folded lines of a page outside its main text, in page order."""
-    main = {folded(line) for line in main_text.split("\n") if line.strip()}
-    seen: dict[str, None] = {}
-    for line in page_text.split("\n"):
-        if line.strip():
-            fold = folded(line)
-            if fold and fold not in main:
-                seen.setdefault(fold, None)
-    return list(seen)
+def lines_outside(
+    page_text: str,
+    hashes: Sequence[int],
+    main_hashes: Iterable[int],
+    keep: Callable[[int], bool] | None = None,
+) -> list[str]:
+    """The distinct folded lines of a page outside its main text, in page order, those
+    whose hash ``keep`` accepts (all without it). ``hashes``: the page's
+    :func:`line_hashes`; ``main_hashes``: its main text's. Lines are told apart by their
+    64-bit hashes, so only the lines returned are folded (a copy's second look, on every
+    byte-identical copy, passes over a host's template lines without reading them)."""
+    main = set(main_hashes)
+    seen: set[int] = set()
+    outside = []
+    lines = (line for line in page_text.split("\n") if line.strip())
+    for line, hashed in zip(lines, hashes, strict=True):
+        if hashed in main or hashed in seen or (keep is not None and not keep(hashed)):
+            continue
+        seen.add(hashed)
+        fold = folded(line)
+        if fold:
+            outside.append(fold)
+    return outside
 
 
 def make_sketch(page_text: str) -> int:

@@ -350,11 +350,14 @@ def second_look(
         return SecondLook(True, novel[0], novel[1])
     if sketch:
         widely = memory.widely_seen()
-        rest = [
-            line
-            for line in lines_outside(page.page_text, page.text)
-            if (slot := folded_slot(line)) not in template and seen[slot] <= widely
-        ]
+
+        def not_widely_shown(hashed: int) -> bool:
+            slot = hashed % SLOTS
+            return slot not in template and seen[slot] <= widely
+
+        rest = lines_outside(
+            page.page_text, page.line_hashes, page.main_line_hashes, not_widely_shown
+        )
         lacking = "\n".join(lines_not_in(sketch, rest))
         # Distinct when what the matched page lacks is text enough for a fingerprint; the
         # page is then filed under all its text outside the main text (what its copies

@@ -28,7 +28,8 @@ LINE = st.text(alphabet="abcdefgh XYZ", min_size=1, max_size=60).filter(lambda s
 @given(rest=st.lists(LINE, min_size=1, max_size=30), main=st.lists(LINE, max_size=5))
 def test_no_line_of_the_kept_page_is_ever_called_missing(rest: list[str], main: list[str]) -> None:
     sketch = make_sketch("\n".join(rest + main))
-    outside = lines_outside("\n".join(rest + main), "\n".join(main))
+    page, main_text = "\n".join(rest + main), "\n".join(main)
+    outside = lines_outside(page, line_hashes(page), line_hashes(main_text))
     assert lines_not_in(sketch, outside) == []
 
 
@@ -85,3 +86,31 @@ def test_the_main_text_s_line_hashes_are_those_of_its_own_lines(
     page_text = "\n".join([*main, *rest]) if joined else "\n".join([*rest, *main])
     page = PageFingerprint(None, "", 0, "", text=text, page_text=page_text)
     assert page.main_line_hashes == line_hashes(text)
+
+
+@given(
+    page=st.lists(st.text(alphabet="abAB ﬁ\u3000x", max_size=8), max_size=25),
+    main=st.integers(0, 25),
+    kept=st.integers(0, 3),
+)
+def test_lines_outside_are_the_folded_lines_the_main_text_lacks(
+    page: list[str], main: int, kept: int
+) -> None:
+    """Told apart by hash as by folded text, in page order, each once; ``keep`` sees each
+    line's hash (its folded text's)."""
+    text, main_text = "\n".join(page), "\n".join(page[:main])
+    inside = {folded(line) for line in page[:main] if line.strip()}
+    expected: dict[str, None] = {}
+    for line in page:
+        fold = folded(line)
+        if line.strip() and fold and fold not in inside:
+            expected.setdefault(fold, None)
+
+    def keep(hashed: int) -> bool:
+        return hashed % 4 != kept
+
+    hashes = line_hashes(text)
+    assert lines_outside(text, hashes, line_hashes(main_text)) == list(expected)
+    assert lines_outside(text, hashes, line_hashes(main_text), keep) == [
+        fold for fold in expected if keep(line_hashes(fold)[0])
+    ]
