@@ -262,4 +262,5 @@ def test_an_install_without_a_compiler_goes_on_and_says_why(tmp_path: Path) -> N
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "the compiled extraction was not built" in done.stdout
+    assert "/nonexistent/cc" in done.stdout  # the compiler failed, not a missing Cython
     assert not list((tmp_path / "scrapy_simhash" / "text").glob("_compiled*.so"))
