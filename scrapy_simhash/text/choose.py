@@ -21,12 +21,11 @@ def _best(walk: _Walk) -> tuple[float, etree._Element]:
     Candidates are tried by paragraph score, highest first, and the search stops when
     even the largest possible weight could not lift a candidate above the best so far.
     """
-    scores = [walk.frame(el)[_SCORE] for el in walk.candidates]
-    order = sorted(range(len(walk.candidates)), key=scores.__getitem__, reverse=True)
+    frames = [walk.frame(el) for el in walk.candidates]
+    order = sorted(range(len(frames)), key=lambda i: frames[i][_SCORE], reverse=True)
     best_score, best_index = float("-inf"), -1
     for i in order:
-        el = walk.candidates[i]
-        frame = walk.frame(el)
+        el, frame = walk.candidates[i], frames[i]
         if best_score > 0 and frame[_SCORE] + _MAX_WEIGHT < best_score:
             break
         score = _final_score(el, frame)
