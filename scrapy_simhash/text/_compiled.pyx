@@ -26,8 +26,8 @@ from scrapy_simhash.text.rules import (
     _MARK_ATTRIBUTES,
     _MARK_TAGS,
     _MIN_PARAGRAPH_BYTES,
-    _ROLES,
     _names_role,
+    _role_of_names,
 )
 
 import_lxml__etree()
@@ -243,23 +243,13 @@ cdef object _attribute(tree.xmlNode* node, const char* name):
     return None
 
 
-cdef int _role(tree.xmlNode* node, el, object roles) except? -9:
-    """``_names_role(el)``, its cache looked up here; the interpreted function decides what
-    the cache does not hold."""
+cdef int _role(tree.xmlNode* node, el) except? -9:
+    """``_names_role(el)``, the attributes read from the node."""
     cls = _attribute(node, "class")
     ident = _attribute(node, "id")
     if cls is _NOT_PLAIN or ident is _NOT_PLAIN:
         return _names_role(el)
-    if ident is None:
-        if cls is None:
-            return 0
-        names = cls
-    else:
-        names = ident if cls is None else f"{cls} {ident}"
-    role = roles.get(names)
-    if role is None:
-        return _names_role(el)
-    return role
+    return _role_of_names(cls, ident)
 
 
 def address(_Element el):
@@ -299,7 +289,6 @@ def run(walk, score_paragraph):
     cdef Py_ssize_t min_paragraph = _MIN_PARAGRAPH_BYTES
     is_boilerplate = walk.is_boilerplate
     named_boilerplate = walk.named_boilerplate
-    cdef object roles = _ROLES
 
     own = []
     root = [0, 0, 0.0, 0.0, own, own, False, <size_t>body, body_proxy.tag]
@@ -345,7 +334,7 @@ def run(walk, score_paragraph):
                 el = elementFactory(doc, node)
                 if tag in boilerplate_tags or not hiding.isdisjoint(attributes):
                     verdict = is_boilerplate(el, tag, attributes, guarded)
-                elif not guarded and _role(node, el, roles) < 0:
+                elif not guarded and _role(node, el) < 0:
                     verdict = named_boilerplate(el)
                 if verdict:
                     dropped.append(el)

@@ -320,8 +320,11 @@ _MAX_BYLINE_CHARS = 80
 
 def _names_role(el: etree._Element) -> int:
     """The role (see _class_role) of an element's class and id names together."""
-    cls = el.get("class")
-    ident = el.get("id")
+    return _role_of_names(el.get("class"), el.get("id"))
+
+
+def _role_of_names(cls: str | None, ident: str | None) -> int:
+    """_names_role of an element with these class and id attributes (None: absent)."""
     if ident is None:
         if cls is None:
             return 0
