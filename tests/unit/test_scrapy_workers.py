@@ -79,6 +79,7 @@ def test_worker_process_gives_the_inline_fingerprints() -> None:
         runner = FingerprintRunner(CONFIG, workers=1, inline_max_bytes=0)
         runner.start()
         try:
+            await runner.wait_started()
             pages_out = await asyncio.gather(*(runner.fingerprint(p, "text/html") for p in pages))
             return list(pages_out), runner.computed, runner.cpu_secs
         finally:
@@ -89,6 +90,39 @@ def test_worker_process_gives_the_inline_fingerprints() -> None:
     # The workers report their own CPU time: what a page cost, not how long it waited.
     assert computed == len(pages)
     assert cpu_secs > 0
+
+
+def test_pages_that_come_before_a_worker_has_started_are_fingerprinted_inline(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A crawl's first pages do not wait for a worker's start-up (a fresh interpreter) while
+    holding their download slots; once one runs, pages go to it."""
+    fifo = tmp_path / "start"
+    os.mkfifo(fifo)
+    monkeypatch.setenv("SIMHASH_TEST_HOLD_FIFO", str(fifo))
+    monkeypatch.setenv("SIMHASH_TEST_HOLD_OWNER", str(os.getpid()))
+    config = replace(CONFIG, extractor="tests.unit.held_worker_start.extractor")
+    body = (SITE / "harbour.html").read_bytes()
+
+    async def scenario() -> tuple[Any, bool, Any, bool]:
+        runner = FingerprintRunner(config, workers=1, inline_max_bytes=0)
+        runner.start()
+        try:
+            early = await runner.fingerprint(body, "text/html")
+            started_early = runner.started
+            await asyncio.to_thread(fifo.write_bytes, b"")  # the worker's start-up goes on
+            await runner.wait_started()
+            late = await runner.fingerprint(body, "text/html")
+            return early, started_early, late, runner.started
+        finally:
+            runner.close()
+
+    early, started_early, late, started_late = asyncio.run(scenario())
+    assert (started_early, started_late) == (False, True)
+    assert early.notes[-1] == f"read in process {os.getpid()}"
+    assert re.fullmatch(r"read in process \d+", late.notes[-1])
+    assert late.notes[-1] != early.notes[-1]
+    assert late.fingerprint == early.fingerprint is not None
 
 
 def test_identical_bodies_are_fingerprinted_once() -> None:
