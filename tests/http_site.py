@@ -55,6 +55,12 @@ def _content_type(name: str) -> str:
     return "text/html; charset=utf-8"
 
 
+class _Server(ThreadingHTTPServer):
+    #: socketserver listens with a backlog of 5: a crawl opening more connections at once
+    #: than that has the rest of its SYNs dropped and retried a second later.
+    request_queue_size = 128
+
+
 class SiteServer:
     """The server plus knobs the tests turn: page version, extra pages, hit counts."""
 
@@ -68,7 +74,7 @@ class SiteServer:
         self.latency = 0.0
         self._huge: bytes | None = None
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = _Server(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
