@@ -5,14 +5,19 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
 from scrapy_simhash.glue.workers import FingerprintRunner
 from scrapy_simhash.text import MainText, extract_main_text
 
+REPO = Path(__file__).parents[2]
 SITE = Path(__file__).parents[1] / "site"
 CONFIG = FingerprintConfig(tokenizer="rjieba")
 
@@ -123,6 +128,66 @@ def test_pages_that_come_before_a_worker_has_started_are_fingerprinted_inline(
     assert re.fullmatch(r"read in process \d+", late.notes[-1])
     assert late.notes[-1] != early.notes[-1]
     assert late.fingerprint == early.fingerprint is not None
+
+
+# A crawl's main script: it notes each process that runs it, then fingerprints one page in
+# a worker and prints where the page was read.
+MAIN_SCRIPT = """
+import asyncio, os, sys
+from pathlib import Path
+
+with Path(sys.argv[1]).open("a") as ran:
+    ran.write(f"{__name__} {os.getpid()}\\n")
+
+from tests.unit.held_worker_start import extractor as extract
+
+
+async def main():
+    from scrapy_simhash.fingerprint import FingerprintConfig
+    from scrapy_simhash.glue.workers import FingerprintRunner
+
+    config = FingerprintConfig(tokenizer="rjieba", extractor=sys.argv[2])
+    runner = FingerprintRunner(config, workers=1, inline_max_bytes=0)
+    runner.start()
+    try:
+        await runner.wait_started()
+        page = await runner.fingerprint(sys.stdin.buffer.read(), "text/html")
+    finally:
+        runner.close()
+    print(page.notes[-1])
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize(
+    ("extractor", "runs_in_worker"),
+    [("tests.unit.held_worker_start.extractor", False), ("__main__.extract", True)],
+)
+def test_workers_do_not_run_the_crawl_s_main_script(
+    tmp_path: Path, extractor: str, runs_in_worker: bool
+) -> None:
+    """A worker started by a "spawn" pool runs its parent's main script again; for
+    ``scrapy crawl`` that imports Scrapy into every worker (35 MB, 0.2 s). Workers skip it,
+    unless the extractor they must run is defined there."""
+    script, ran = tmp_path / "crawl.py", tmp_path / "ran"
+    script.write_text(MAIN_SCRIPT)
+    done = subprocess.run(
+        [sys.executable, str(script), str(ran), extractor],
+        input=(SITE / "harbour.html").read_bytes(),
+        capture_output=True,
+        check=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    read_in = re.fullmatch(r"read in process (\d+)\n", done.stdout.decode())
+    assert read_in is not None, done.stdout
+    runs = dict(line.split() for line in ran.read_text().splitlines())
+    crawl = int(runs.pop("__main__"))
+    assert int(read_in[1]) != crawl  # the page was read in the worker
+    assert runs == ({"__mp_main__": read_in[1]} if runs_in_worker else {})
 
 
 def test_identical_bodies_are_fingerprinted_once() -> None:
