@@ -38,7 +38,7 @@ import math
 import re
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import repeat
 
 import numpy as np
@@ -175,6 +175,9 @@ class Evidence:
     #: The sketch of the page's lines outside its main text, stored beside the signature
     #: (0: none).
     sketch: int = 0
+    #: (key, signature) when it was signed where the page was read (a fingerprint worker
+    #: signs under the key its crawl's index held then), so the crawl process need not.
+    signed: tuple[int, int] | None = field(default=None, compare=False)
 
 
 class Signer:
@@ -258,6 +261,8 @@ class Signing:
         self.evidence = evidence
         self._signature = NO_SIGNATURE
         self._key: int | None = None
+        if evidence is not None and evidence.signed is not None:
+            self._key, self._signature = evidence.signed
 
     @property
     def signed(self) -> int:

@@ -20,7 +20,7 @@ from typing import Protocol, cast
 
 import xxhash
 
-from scrapy_simhash.confirm import Evidence, exact_fingerprint
+from scrapy_simhash.confirm import Evidence, Signer, exact_fingerprint
 from scrapy_simhash.exceptions import ConfigurationError
 from scrapy_simhash.features import (
     CJK_FEATURES,
@@ -208,6 +208,13 @@ class PageFingerprint:
         a page is asked for it by its claim, its observe and its second look)."""
         sketch = make_sketch(self.page_text) if self.page_text else 0
         return Evidence(self.own, self.title, self.exact, self.visible, sketch)
+
+    def sign(self, key: int) -> None:
+        """Sign :attr:`evidence` under ``key`` now, where the page was read: a fingerprint
+        worker does, so that the crawl process's one thread need not (it signs again only
+        if its index's key has changed since, :class:`scrapy_simhash.confirm.Signing`)."""
+        evidence = self.evidence
+        vars(self)["evidence"] = replace(evidence, signed=(key, Signer(key).sign(evidence)))
 
     @cached_property
     def line_hashes(self) -> array[int]:

@@ -422,9 +422,12 @@ class SimhashDownloaderMiddleware:
     async def _fingerprint(self, response: Response) -> tuple[PageFingerprint | None, str | None]:
         """The page's fingerprint, or None and why (the fingerprinting failed)."""
         content_type = response.headers.get(b"Content-Type")
+        index = self.stores.index.current  # its key, when open, for a worker to sign under
         try:
             page = await self.runner.fingerprint(
-                response.body, content_type.decode("latin-1") if content_type else None
+                response.body,
+                content_type.decode("latin-1") if content_type else None,
+                index.confirm_key if index is not None else None,
             )
         except Exception as exc:
             self._inc("error")

@@ -75,7 +75,9 @@ def _init_worker(config: FingerprintConfig, check_secs: float = PARENT_CHECK_SEC
     _worker_fingerprinter.fingerprint_text("warm up the tokenizer 预热分词词典")
 
 
-def _fingerprint_in_worker(body: bytes, content_type: str | None) -> tuple[PageFingerprint, float]:
+def _fingerprint_in_worker(
+    body: bytes, content_type: str | None, sign_key: int | None
+) -> tuple[PageFingerprint, float]:
     """Fingerprint in a worker; also return the CPU seconds it took there."""
     if _worker_fingerprinter is None:  # pragma: no cover - the initializer always runs first
         raise RuntimeError("worker not initialised")
@@ -83,7 +85,10 @@ def _fingerprint_in_worker(body: bytes, content_type: str | None) -> tuple[PageF
     page = _worker_fingerprinter.fingerprint_page(body, content_type=content_type)
     # Made here, not in the crawl process: they go with the page (cached on it).
     if page.fingerprint is not None:
-        page.evidence  # noqa: B018
+        if sign_key:
+            page.sign(sign_key)
+        else:
+            page.evidence  # noqa: B018
     page.line_hashes  # noqa: B018 - what its host's template memory counts
     page.main_line_hashes  # noqa: B018
     return page, time.thread_time() - started
@@ -178,25 +183,30 @@ class FingerprintRunner:
                 return_when=asyncio.FIRST_COMPLETED,
             )
 
-    async def fingerprint(self, body: bytes, content_type: str | None) -> PageFingerprint:
+    async def fingerprint(
+        self, body: bytes, content_type: str | None, sign_key: int | None = None
+    ) -> PageFingerprint:
         """The page's fingerprint. A body over ``max_body_bytes`` is cut here, in the crawl
         process, before it is hashed for the cache or pickled to a worker: a decompression
-        bomb must not be copied whole (1 GiB for a gzip of a few MB) to be cut there."""
+        bomb must not be copied whole (1 GiB for a gzip of a few MB) to be cut there.
+        ``sign_key``: the key the index holds now; a worker signs the page under it."""
         limit = self.fingerprinter.config.max_body_bytes
         if limit and len(body) > limit:
-            page = await self._fingerprint(body[:limit], content_type)
+            page = await self._fingerprint(body[:limit], content_type, sign_key)
             # What the extractor says of a body it cuts itself.
             return replace(page, notes=(f"truncated to {limit} bytes", *page.notes))
-        return await self._fingerprint(body, content_type)
+        return await self._fingerprint(body, content_type, sign_key)
 
-    async def _fingerprint(self, body: bytes, content_type: str | None) -> PageFingerprint:
+    async def _fingerprint(
+        self, body: bytes, content_type: str | None, sign_key: int | None
+    ) -> PageFingerprint:
         if not self.cache_size:
-            return await self._compute(body, content_type)
+            return await self._compute(body, content_type, sign_key)
         key = (xxhash.xxh3_128_digest(body), content_type)
         cached = self._cache.get(key)
         if cached is None:
             # Copies fetched at the same time share one computation.
-            cached = asyncio.ensure_future(self._compute(body, content_type))
+            cached = asyncio.ensure_future(self._compute(body, content_type, sign_key))
             self._cache[key] = cached
             if len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
@@ -231,13 +241,15 @@ class FingerprintRunner:
         self.computed += 1
         self.cpu_secs += cpu_secs
 
-    async def _compute(self, body: bytes, content_type: str | None) -> PageFingerprint:
+    async def _compute(
+        self, body: bytes, content_type: str | None, sign_key: int | None
+    ) -> PageFingerprint:
         if self._pool is None or len(body) < self.inline_max_bytes or not self.started:
             return self._inline(body, content_type)
         loop = asyncio.get_running_loop()
         try:
             page, cpu_secs = await loop.run_in_executor(
-                self._pool, _fingerprint_in_worker, body, content_type
+                self._pool, _fingerprint_in_worker, body, content_type, sign_key
             )
         except BrokenProcessPool:
             logger.warning(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 import string
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from scrapy_simhash.confirm import (
     CONFIRM_DISTANCE,
     Evidence,
     Signer,
+    Signing,
     confirms,
     pass_probability,
     resemblance,
@@ -256,3 +258,32 @@ def test_the_estimator_states_the_chance_a_pair_passes() -> None:
     assert resemblance(63) == pytest.approx(1.0 - 126 / 127)
     # The threshold's stated chance for an unrelated pair is what the estimator gives.
     assert pass_probability(0.0, CONFIRM_DISTANCE) < 1e-15
+
+
+READER = Fingerprinter()
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    key=st.integers(min_value=1, max_value=2**64 - 1),
+    other=st.integers(min_value=1, max_value=2**64 - 1),
+)
+def test_a_page_signed_where_it_was_read_is_signed_again_only_under_another_key(
+    key: int, other: int
+) -> None:
+    """A fingerprint worker signs a page under the key its crawl's index held then; the
+    crawl process uses that signature while the key holds, and signs anew once it changed
+    (a namespace created anew mid-crawl)."""
+    page = READER.fingerprint_page(html(article(7)))
+    plain = page.evidence
+    page.sign(key)
+    assert page.evidence == plain  # the same evidence, now carrying its signature
+    assert page.evidence.signed == (key, Signer(key).sign(plain))
+    # The signature it came with is the one used (a stand-in proves it is not remade).
+    stand_in = replace(page.evidence, signed=(key, 12345))
+    assert Signing(stand_in).under(key) == 12345
+    signing = Signing(page.evidence)
+    assert signing.signed == Signer(key).sign(plain)
+    if other != key:
+        assert signing.under(other) == Signer(other).sign(plain)
+        assert signing.signed == Signer(other).sign(plain)

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from scrapy_simhash.confirm import Signer
 from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
 from scrapy_simhash.glue.workers import FingerprintRunner
 from scrapy_simhash.text import MainText, extract_main_text
@@ -210,14 +211,14 @@ def test_identical_bodies_are_fingerprinted_once() -> None:
 
 
 def test_a_page_s_evidence_is_made_in_the_worker_and_comes_back_with_it() -> None:
-    """The second test's text and the sketch of the page's lines are made where the page
-    was read, not again in the crawl process."""
+    """The second test's text, its signature and the sketch of the page's lines are made
+    where the page was read, not again in the crawl process."""
     body = (SITE / "harbour.html").read_bytes()
 
     async def scenario() -> Any:
         runner = FingerprintRunner(CONFIG, workers=1, inline_max_bytes=0)
         try:
-            return await runner.fingerprint(body, "text/html")
+            return await runner.fingerprint(body, "text/html", sign_key=0x5EED)
         finally:
             runner.close()
 
@@ -226,6 +227,8 @@ def test_a_page_s_evidence_is_made_in_the_worker_and_comes_back_with_it() -> Non
     assert "evidence" in vars(page)
     assert page.evidence == Fingerprinter(CONFIG).fingerprint_page(body).evidence
     assert page.evidence.sketch != 0
+    # Signed there too, under the key the crawl process passed.
+    assert page.evidence.signed == (0x5EED, Signer(0x5EED).sign(page.evidence))
     # So are the hashes of its lines that its host's template memory counts.
     assert {"line_hashes", "main_line_hashes"} <= vars(page).keys()
     inline = Fingerprinter(CONFIG).fingerprint_page(body)
