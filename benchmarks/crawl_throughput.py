@@ -2,7 +2,7 @@
 
 Run by hand from the repository root::
 
-    python3 benchmarks/crawl_throughput.py [--pages 300] [--variants 3] [--concurrency 32]
+    python3 benchmarks/crawl_throughput.py [--pages 300] [--variants 3] [--concurrency 16]
 
 The pages of ../shared/data/pages (real HTML, gzip-compressed; see its README) are served by a
 local HTTP server, each under ``--variants`` URLs (``/p/<n>/<v>.html``: byte-identical copies,
@@ -159,7 +159,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", type=int, default=300, help="distinct pages (default 300)")
     parser.add_argument("--variants", type=int, default=3, help="URLs per page (default 3)")
-    parser.add_argument("--concurrency", type=int, default=32, help="CONCURRENT_REQUESTS")
+    parser.add_argument(
+        "--concurrency", type=int, default=16, help="CONCURRENT_REQUESTS (default 16, Scrapy's)"
+    )
     parser.add_argument(
         "--per-domain",
         type=int,
