@@ -132,13 +132,13 @@ def test_pages_that_come_before_a_worker_has_started_are_fingerprinted_inline(
 
 
 # A crawl's main script: it notes each process that runs it, then fingerprints one page in
-# a worker and prints where the page was read.
+# a worker and prints where the page was read ({guard}: the script's last lines, indented).
 MAIN_SCRIPT = """
 import asyncio, os, sys
 from pathlib import Path
 
 with Path(sys.argv[1]).open("a") as ran:
-    ran.write(f"{__name__} {os.getpid()}\\n")
+    ran.write(f"{{__name__}} {{os.getpid()}}\\n")
 
 from tests.unit.held_worker_start import extractor as extract
 
@@ -158,23 +158,31 @@ async def main():
     print(page.notes[-1])
 
 
-if __name__ == "__main__":
+{guard}
     asyncio.run(main())
 """
 
 
 @pytest.mark.parametrize(
-    ("extractor", "runs_in_worker"),
-    [("tests.unit.held_worker_start.extractor", False), ("__main__.extract", True)],
+    ("extractor", "guarded", "runs_in_worker"),
+    [
+        ("tests.unit.held_worker_start.extractor", True, False),
+        # Nor does a script that starts its crawl without `if __name__ == "__main__":`
+        # start it again in each worker.
+        ("tests.unit.held_worker_start.extractor", False, False),
+        ("__main__.extract", True, True),
+    ],
 )
 def test_workers_do_not_run_the_crawl_s_main_script(
-    tmp_path: Path, extractor: str, runs_in_worker: bool
+    tmp_path: Path, extractor: str, guarded: bool, runs_in_worker: bool
 ) -> None:
     """A worker started by a "spawn" pool runs its parent's main script again; for
     ``scrapy crawl`` that imports Scrapy into every worker (35 MB, 0.2 s). Workers skip it,
     unless the extractor they must run is defined there."""
     script, ran = tmp_path / "crawl.py", tmp_path / "ran"
-    script.write_text(MAIN_SCRIPT)
+    script.write_text(
+        MAIN_SCRIPT.format(guard='if __name__ == "__main__":' if guarded else "if True:")
+    )
     done = subprocess.run(
         [sys.executable, str(script), str(ran), extractor],
         input=(SITE / "harbour.html").read_bytes(),
