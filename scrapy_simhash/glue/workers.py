@@ -9,10 +9,9 @@ more than ``SIMHASH_MAX_BODY_BYTES`` of its body (the rest is cut before). Byte-
 bodies (URL variants, mirrors, session parameters) are fingerprinted once: a small LRU cache
 keyed by a 128-bit body digest returns the earlier result.
 
-A worker is a fresh interpreter: it takes 0.1-0.3 s to start (more when the crawl's main
-script imports Scrapy, which the worker imports again). Pages that arrive before one has
-started are fingerprinted inline: held for a worker, they would keep their download slots and
-stall the crawl's first seconds.
+A worker is a fresh interpreter: it takes 0.1 s or more to start. Pages that arrive before
+one has started are fingerprinted inline: held for a worker, they would keep their download
+slots and stall the crawl's first seconds.
 """
 
 from __future__ import annotations
@@ -194,7 +193,10 @@ class FingerprintRunner:
         if limit and len(body) > limit:
             page = await self._fingerprint(body[:limit], content_type, sign_key)
             # What the extractor says of a body it cuts itself.
-            return replace(page, notes=(f"truncated to {limit} bytes", *page.notes))
+            cut = replace(page, notes=(f"truncated to {limit} bytes", *page.notes))
+            # With what the worker made of it (evidence, signature, line hashes).
+            vars(cut).update({k: v for k, v in vars(page).items() if k not in vars(cut)})
+            return cut
         return await self._fingerprint(body, content_type, sign_key)
 
     async def _fingerprint(

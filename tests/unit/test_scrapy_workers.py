@@ -70,6 +70,8 @@ def test_a_huge_body_is_cut_before_it_leaves_the_crawl_process() -> None:
     assert page == Fingerprinter(config).fingerprint_page(body, content_type="text/html")
     assert page.fingerprint is not None
     assert page.notes[0] == f"truncated to {limit} bytes"
+    # It keeps what the worker made of it: the crawl process does not make it again.
+    assert {"evidence", "line_hashes", "main_line_hashes"} <= vars(page).keys()
     assert again.fingerprint == page.fingerprint
     assert hits == 1
 
