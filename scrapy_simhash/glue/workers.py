@@ -139,6 +139,8 @@ class FingerprintRunner:
         #: Bodies fingerprinted (not served from the cache) and the CPU seconds they took.
         self.computed = 0
         self.cpu_secs = 0.0
+        #: Of them, read in this thread (small, or come before a worker had started).
+        self.computed_inline = 0
         self._cache: OrderedDict[tuple[bytes, str | None], asyncio.Future[PageFingerprint]] = (
             OrderedDict()
         )
@@ -222,6 +224,7 @@ class FingerprintRunner:
             raise
 
     def _inline(self, body: bytes, content_type: str | None) -> PageFingerprint:
+        self.computed_inline += 1
         started = time.thread_time()
         try:
             return self.fingerprinter.fingerprint_page(body, content_type=content_type)
@@ -229,10 +232,12 @@ class FingerprintRunner:
             self._count(time.thread_time() - started)
 
     def stats(self) -> dict[str, int]:
-        """Body cache hits and the CPU time spent fingerprinting (reactor thread and
-        workers), not wall time: wall time of concurrent pages overlaps and includes
-        waiting for a worker."""
+        """Body cache hits, the pages read in this thread though workers run, and the CPU
+        time spent fingerprinting (reactor thread and workers), not wall time: wall time of
+        concurrent pages overlaps and includes waiting for a worker."""
         stats = {"body_cache_hits": self.cache_hits} if self.cache_hits else {}
+        if self.workers and self.computed_inline:
+            stats["fingerprinted_inline"] = self.computed_inline
         if self.computed:
             total_us = int(self.cpu_secs * 1_000_000)
             stats["fingerprint_cpu_us"] = total_us

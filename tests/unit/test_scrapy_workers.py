@@ -112,7 +112,7 @@ def test_pages_that_come_before_a_worker_has_started_are_fingerprinted_inline(
     config = replace(CONFIG, extractor="tests.unit.held_worker_start.extractor")
     body = (SITE / "harbour.html").read_bytes()
 
-    async def scenario() -> tuple[Any, bool, Any, bool]:
+    async def scenario() -> tuple[Any, bool, Any, bool, dict[str, int]]:
         runner = FingerprintRunner(config, workers=1, inline_max_bytes=0)
         runner.start()
         try:
@@ -121,12 +121,13 @@ def test_pages_that_come_before_a_worker_has_started_are_fingerprinted_inline(
             await asyncio.to_thread(fifo.write_bytes, b"")  # the worker's start-up goes on
             await runner.wait_started()
             late = await runner.fingerprint(body, "text/html")
-            return early, started_early, late, runner.started
+            return early, started_early, late, runner.started, runner.stats()
         finally:
             runner.close()
 
-    early, started_early, late, started_late = asyncio.run(scenario())
+    early, started_early, late, started_late, stats = asyncio.run(scenario())
     assert (started_early, started_late) == (False, True)
+    assert stats["fingerprinted_inline"] == 1  # said in the crawl's stats
     assert early.notes[-1] == f"read in process {os.getpid()}"
     assert re.fullmatch(r"read in process \d+", late.notes[-1])
     assert late.notes[-1] != early.notes[-1]
