@@ -257,6 +257,14 @@ def address(_Element el):
     return <size_t>el._c_node
 
 
+cdef void _count_tail(tree.xmlNode* node, list top) except *:
+    """The text after ``node`` (its tail) is its parent's: counted and kept in ``top``."""
+    tail = _stripped(node.next)
+    if tail:
+        top[0] += len(tail)
+        top[5].append(tail)
+
+
 def run(walk, score_paragraph):
     """Fill ``walk``'s stats, candidates, dropped elements and marks (see ``_Walk.run``).
 
@@ -316,10 +324,7 @@ def run(walk, score_paragraph):
             top[0] += chars
             top[1] += chars if frame[8] == "a" else frame[1]
             top[3] += frame[3]
-            tail = _stripped(ended.next)
-            if tail:
-                top[0] += len(tail)
-                top[5].append(tail)
+            _count_tail(ended, top)
         if node is NULL:
             break
         guarded = top[6]
@@ -342,10 +347,7 @@ def run(walk, score_paragraph):
                     guarded = True
         if verdict:
             # Its subtree is passed over; it ends at once, and its tail counts.
-            tail = _stripped(node.next)
-            if tail:
-                top[0] += len(tail)
-                top[5].append(tail)
+            _count_tail(node, top)
             node = _after(node, body)
             continue
         key = <size_t>node
@@ -393,6 +395,15 @@ cdef inline tree.xmlNode* _element_after(tree.xmlNode* node) noexcept:
     while node is not NULL and node.type != tree.XML_ELEMENT_NODE:
         node = node.next
     return node
+
+
+cdef tree.xmlNode* _read_run(tree.xmlNode* first, list current) except? NULL:
+    """Read the text nodes from ``first`` on (an element's text, or its tail) into
+    ``current``; the element after them (NULL: none)."""
+    text = _raw_text(first)
+    if text:
+        current.append(text)
+    return _element_after(first)
 
 
 cdef void _flush(list current, list lines) except *:
@@ -458,10 +469,7 @@ def read(
                         ):
                             enter = False
                     if enter:
-                        text = _raw_text(node.children)
-                        if text:
-                            current.append(text)
-                        child = _element_after(node.children)
+                        child = _read_run(node.children, current)
                 if child is not NULL:
                     node = child
                     continue
@@ -471,10 +479,7 @@ def read(
                 _flush(current, lines)
             if node is container:
                 break
-            tail = _raw_text(node.next)
-            if tail:
-                current.append(tail)
-            child = _element_after(node.next)
+            child = _read_run(node.next, current)
             if child is not NULL:
                 node = child
                 ending = False
