@@ -60,14 +60,8 @@ def _lines(
     lists; a larger one is read into (a page wrapper that its menus make link-dense).
     ``skip``: elements not read (read already). The walk's measurements say what is a
     link list; the extension that ran it, if any, reads them."""
-    extension = walk.extension
-    if extension is not None:
-        return extension.read(
-            containers, walk.stats, link_density, links_only, dense_max_chars, skip
-        )
-    return _read_interpreted(
-        containers, walk.stats, link_density, links_only, dense_max_chars, skip
-    )
+    read = _read_interpreted if walk.extension is None else walk.extension.read
+    return read(containers, walk.stats, link_density, links_only, dense_max_chars, skip)
 
 
 def _read_interpreted(
