@@ -28,7 +28,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -98,7 +98,7 @@ def _noop() -> None:
 
 
 @contextmanager
-def _main_script_hidden(hide: bool) -> Iterator[None]:
+def _main_script_hidden() -> Iterator[None]:
     """Workers started inside do not run the crawl's main script again.
 
     A "spawn" child runs its parent's main script (as ``__mp_main__``) so that functions
@@ -107,9 +107,6 @@ def _main_script_hidden(hide: bool) -> Iterator[None]:
     Twisted, which cost each worker about 0.2 s of CPU and 35 MB before its first page.
     The children read ``sys.modules["__main__"]`` while they are started, in this thread.
     """
-    if not hide:
-        yield
-        return
     main = sys.modules["__main__"]
     sys.modules["__main__"] = types.ModuleType("__main__")
     try:
@@ -163,7 +160,7 @@ class FingerprintRunner:
         if self._pool is not None:
             # An extractor of the main script's own is found there, so the workers need it.
             own_extractor = self.fingerprinter.config.extractor.startswith("__main__.")
-            with _main_script_hidden(not own_extractor):
+            with nullcontext() if own_extractor else _main_script_hidden():
                 self._started = [self._pool.submit(_noop) for _ in range(self.workers)]
 
     @property
