@@ -23,7 +23,7 @@ class OptionalBuildExt(build_ext):
         try:
             super().run()
         except _NO_COMPILER as exc:  # no compiler at all: the interpreted path is complete
-            self._skipped(exc)
+            _not_built(exc)
 
     def build_extensions(self) -> None:
         self.check_extensions_list(self.extensions)
@@ -32,17 +32,17 @@ class OptionalBuildExt(build_ext):
             try:
                 self.build_extension(ext)
             except _NO_COMPILER as exc:
-                self._skipped(exc)
+                _not_built(exc)
             else:
                 built.append(ext)
         self.extensions = built
 
-    @staticmethod
-    def _skipped(exc: BaseException) -> None:
-        print(
-            f"scrapy-simhash: the compiled extraction was not built ({exc}); the package "
-            "works without it, more slowly. Install a C compiler and reinstall to build it."
-        )
+
+def _not_built(reason: BaseException) -> None:
+    print(
+        f"scrapy-simhash: the compiled extraction was not built ({reason}); the package "
+        "works without it, more slowly. Install a C compiler and reinstall to build it."
+    )
 
 
 def extensions() -> list[Extension]:
@@ -50,7 +50,7 @@ def extensions() -> list[Extension]:
         import lxml
         from Cython.Build import cythonize
     except ImportError as exc:  # a build without its build requirements
-        print(f"scrapy-simhash: the compiled extraction was not built ({exc})")
+        _not_built(exc)
         return []
     compiled = Extension(
         "scrapy_simhash.text._compiled",
@@ -60,7 +60,7 @@ def extensions() -> list[Extension]:
     try:
         return list(cythonize([compiled], quiet=True))
     except Exception as exc:  # noqa: BLE001 - a Cython error must not stop the install
-        print(f"scrapy-simhash: the compiled extraction was not built ({exc})")
+        _not_built(exc)
         return []
 
 
