@@ -1,4 +1,5 @@
-"""Builds the compiled walk and read-out (``scrapy_simhash/text/_compiled.pyx``) when it can.
+"""Builds the compiled walk and read-out (``scrapy_simhash/text/_compiled.pyx``) and the
+compiled hashing (``scrapy_simhash/_hashes.pyx``, over the vendored xxhash header) when it can.
 
 Everything else is in setup.cfg. The walk is an option, not a requirement: without a C
 compiler the build says why and goes on, and the package runs its interpreted walk, which
@@ -52,13 +53,19 @@ def extensions() -> list[Extension]:
     except ImportError as exc:  # a build without its build requirements
         _not_built(exc)
         return []
-    compiled = Extension(
+    walk = Extension(
         "scrapy_simhash.text._compiled",
         ["scrapy_simhash/text/_compiled.pyx"],
         include_dirs=lxml.get_include(),
     )
+    hashes = Extension(
+        "scrapy_simhash._hashes",
+        ["scrapy_simhash/_hashes.pyx"],
+        include_dirs=["scrapy_simhash/_vendor/xxhash"],
+        depends=["scrapy_simhash/_vendor/xxhash/xxhash.h"],
+    )
     try:
-        return list(cythonize([compiled], quiet=True))
+        return list(cythonize([walk, hashes], quiet=True))
     except Exception as exc:  # noqa: BLE001 - a Cython error must not stop the install
         _not_built(exc)
         return []

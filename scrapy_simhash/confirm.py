@@ -40,10 +40,12 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import repeat
+from typing import cast
 
 import numpy as np
 import xxhash
 
+from scrapy_simhash import _native
 from scrapy_simhash.features import _CJK, _CJK_CHAR, normalize
 
 #: Bits of a signature (128 bins of one bit). 64 bins were tried: their estimate is noisy
@@ -191,46 +193,60 @@ class Signer:
         its whole text (marked); a text of no token at all, a keyed digest of it and its
         title (marked, confirming only its equal)."""
         text, title = evidence.text, evidence.title
-        if evidence.exact:
-            found = tokens(normalize(evidence.page or f"{text}\n{title}"))
-        else:
-            found = tokens(text)
+        folded = normalize(evidence.page or f"{text}\n{title}") if evidence.exact else text
         sketch = evidence.sketch << SIGNATURE_BITS
-        if not found:
+        signature = _minhash(folded, self.key)
+        if signature is None:
             return xxhash.xxh3_128_intdigest(_exact_text(text, title), self.key) | _EXACT | sketch
-        return self._minhash(found) | (_EXACT if evidence.exact else 0) | sketch
+        return signature | (_EXACT if evidence.exact else 0) | sketch
 
-    def _minhash(self, found: list[str]) -> int:
-        """One-permutation 1-bit MinHash of the 3-shingles of ``found``, bit 0 clear.
 
-        Each token is hashed once under the key; a shingle's hash mixes its three tokens'
-        (rotated, XORed, then the MurmurHash3 finaliser) in numpy, not a string and a hash
-        call per shingle. A repeated shingle changes no minimum, so none is removed.
-        """
-        count = len(found)
-        hashed = np.fromiter(
-            map(xxhash.xxh3_64_intdigest, map(str.encode, found), repeat(self.key)),
-            dtype=np.uint64,
-            count=count,
-        )
-        size = SHINGLE_TOKENS
-        if count >= size:
-            mixed = hashed[: count - size + 1].copy()
-            for at in range(1, size):
-                mixed ^= _rotate(hashed[at : count - size + 1 + at], (21 * at) % 64)
-            hashed = _mix(mixed)
-        mins = np.full(_BINS, _EMPTY, dtype=np.uint64)
-        np.minimum.at(mins, (hashed >> _BIN_SHIFT).astype(np.intp), hashed & _VALUE_MASK)
-        empty = mins == _EMPTY
-        if empty.any():
-            # Rotation densification: an empty bin takes the next filled bin's minimum to
-            # its right (circularly). The bit is then drawn from the minimum and the bin's
-            # own number, so the bins that borrow one minimum still give independent bits.
-            filled = np.flatnonzero(~empty)
-            mins = mins[filled[np.searchsorted(filled, _BIN_NUMBERS) % len(filled)]]
-        bits = (_mix(mins ^ _BIN_SALTS) & _ONE).astype(np.uint8)
-        # Bit 0 (the last bin) is the exact-digest mark: a near signature keeps it clear.
-        return int.from_bytes(np.packbits(bits).tobytes(), "big") & ~_EXACT
+def _minhash(folded: str, key: int) -> int | None:
+    """One-permutation 1-bit MinHash of the 3-shingles of the tokens of ``folded`` (a
+    normalised text) under ``key``, bit 0 clear; None when it has no token. Compiled when
+    the package was built with its C extension, interpreted otherwise: the same bits."""
+    hashes = _native.hashes
+    if hashes is not None:
+        found = hashes.minhash(folded, key)
+        if found is not NotImplemented:
+            return cast(int | None, found)
+    return _minhash_interpreted(folded, key)
+
+
+def _minhash_interpreted(folded: str, key: int) -> int | None:
+    """_minhash in Python and numpy.
+
+    Each token is hashed once under the key; a shingle's hash mixes its three tokens'
+    (rotated, XORed, then the MurmurHash3 finaliser) in numpy, not a string and a hash
+    call per shingle. A repeated shingle changes no minimum, so none is removed.
+    """
+    found = tokens(folded)
+    if not found:
+        return None
+    count = len(found)
+    hashed = np.fromiter(
+        map(xxhash.xxh3_64_intdigest, map(str.encode, found), repeat(key)),
+        dtype=np.uint64,
+        count=count,
+    )
+    size = SHINGLE_TOKENS
+    if count >= size:
+        mixed = hashed[: count - size + 1].copy()
+        for at in range(1, size):
+            mixed ^= _rotate(hashed[at : count - size + 1 + at], (21 * at) % 64)
+        hashed = _mix(mixed)
+    mins = np.full(_BINS, _EMPTY, dtype=np.uint64)
+    np.minimum.at(mins, (hashed >> _BIN_SHIFT).astype(np.intp), hashed & _VALUE_MASK)
+    empty = mins == _EMPTY
+    if empty.any():
+        # Rotation densification: an empty bin takes the next filled bin's minimum to
+        # its right (circularly). The bit is then drawn from the minimum and the bin's
+        # own number, so the bins that borrow one minimum still give independent bits.
+        filled = np.flatnonzero(~empty)
+        mins = mins[filled[np.searchsorted(filled, _BIN_NUMBERS) % len(filled)]]
+    bits = (_mix(mins ^ _BIN_SALTS) & _ONE).astype(np.uint8)
+    # Bit 0 (the last bin) is the exact-digest mark: a near signature keeps it clear.
+    return int.from_bytes(np.packbits(bits).tobytes(), "big") & ~_EXACT
 
 
 def _rotate(values: np.ndarray, by: int) -> np.ndarray:

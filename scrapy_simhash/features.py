@@ -35,6 +35,7 @@ from typing import Protocol
 
 import xxhash
 
+from scrapy_simhash import _native
 from scrapy_simhash.exceptions import ConfigurationError
 
 logger = logging.getLogger(__name__)
@@ -373,11 +374,10 @@ class FeatureExtractor:
     def _counted_features(self, folded: str) -> dict[str, float]:
         """features() of one text under the default options, the same weights as
         _general_features: every token's factor is 1 there, so a weight is a count times
-        an IDF. Ideographs and words are found and counted by two C-level passes instead
+        an IDF. Ideographs and words are found and counted in C (_count_tokens) instead
         of one Python step per token (a Chinese page has thousands of ideographs).
         ``folded`` is the text normalised."""
-        chars = Counter(_CJK_CHAR.findall(folded))
-        words = Counter(_NON_CJK_WORD.findall(folded))
+        chars, words = _count_tokens(folded)
         # Deletions and weights in C (dict's own methods, map): a page has hundreds of
         # distinct words, and Counter's __delitem__ is Python code.
         remove = dict.__delitem__
@@ -425,6 +425,16 @@ class FeatureExtractor:
                 ]
         for feature, value in items:
             weights[feature] = weights.get(feature, 0.0) + boost * value
+
+
+def _count_tokens(folded: str) -> tuple[dict[str, int], dict[str, int]]:
+    """The counts of the ideographs of ``folded`` and of its other words (runs of letters
+    and digits), each in the order of first occurrence: compiled when the package was built
+    with its C extension, two regular expressions otherwise."""
+    hashes = _native.hashes
+    if hashes is not None:
+        return hashes.count_tokens(folded)
+    return Counter(_CJK_CHAR.findall(folded)), Counter(_NON_CJK_WORD.findall(folded))
 
 
 def _bounded(run: str) -> str:

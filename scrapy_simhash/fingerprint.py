@@ -270,7 +270,7 @@ class Fingerprinter:
 
     def fingerprint_features(self, features: Mapping[str, float]) -> int | None:
         """SimHash of weighted features; None when there are none (never all zeros)."""
-        return simhash(features, self._digest, self.bits, self.config.seed)
+        return simhash(features, self.bits, self.config.seed)
 
     def too_short(self, text: str, title: str = "", *, folded: str | None = None) -> str | None:
         """Why ``text`` is too little to fingerprint, or None when it is enough.

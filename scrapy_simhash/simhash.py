@@ -9,10 +9,14 @@ few functions are all an index, a report or another tool needs.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from itertools import repeat
+from typing import cast
 
 import numpy as np
+import xxhash
+
+from scrapy_simhash import _native
 
 # Weights are multiplied by this and rounded: sums of integers below 2**53 are exact in
 # float64 whatever the order.
@@ -24,13 +28,24 @@ _BYTE_SLOTS = np.arange(16, dtype=np.intp) * 256
 _BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(np.float64)
 
 
-def simhash(
-    features: Mapping[str, float], digest: Callable[..., bytes], bits: int, seed: int = 0
-) -> int | None:
-    """SimHash of weighted features under ``digest`` (an xxhash function giving ``bits``
-    bits); None when there are none or their weights sum to nothing (never all zeros)."""
+def simhash(features: Mapping[str, float], bits: int, seed: int = 0) -> int | None:
+    """SimHash of weighted features under xxh3 of ``bits`` bits (64 or 128) seeded with
+    ``seed``; None when there are none or their weights sum to nothing (never all zeros).
+
+    Compiled when the package was built with its C extension, interpreted otherwise; both
+    give the same fingerprints."""
+    hashes = _native.hashes
+    if hashes is not None and type(features) is dict:
+        found = hashes.simhash(features, bits, seed)
+        if found is not NotImplemented:
+            return cast(int | None, found)
+    return _simhash_interpreted(features, bits, seed)
+
+
+def _simhash_interpreted(features: Mapping[str, float], bits: int, seed: int) -> int | None:
     if not features:
         return None
+    digest = xxhash.xxh3_64_digest if bits == 64 else xxhash.xxh3_128_digest
     count, width = len(features), bits // 8
     names = map(str.encode, features)
     hashes = map(digest, names, repeat(seed)) if seed else map(digest, names)

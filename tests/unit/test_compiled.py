@@ -25,6 +25,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
+from scrapy_simhash.confirm import Signer
+from scrapy_simhash.fingerprint import Fingerprinter
 from scrapy_simhash.text import compiled, extract_main_text
 from scrapy_simhash.text.parse import _parse, _place_streamed_segments, _strip_junk
 from scrapy_simhash.text.walk import _text_content, _Walk
@@ -185,19 +187,25 @@ def test_text_pieces_next_to_each_other_are_read_as_one() -> None:
 
 
 def _without_extension(error: str) -> str:
-    """What a fresh interpreter says of the extraction when importing the extension raises
-    ``error``: whether it is compiled, why not, and the main text of a page."""
+    """What a fresh interpreter says of the extraction when importing the compiled parts
+    raises ``error``: whether it is compiled, why not, the main text of a page, its
+    fingerprint and its signature."""
     code = (
         "import sys\n"
         "class Block:\n"
         "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'scrapy_simhash.text._compiled':\n"
+        "        if name in ('scrapy_simhash.text._compiled', 'scrapy_simhash._hashes'):\n"
         f"            raise {error}\n"
         "sys.meta_path.insert(0, Block())\n"
         "from scrapy_simhash.text import compiled, extract_main_text\n"
-        "page = extract_main_text(sys.stdin.buffer.read())\n"
+        "from scrapy_simhash.confirm import Signer\n"
+        "from scrapy_simhash.fingerprint import Fingerprinter\n"
+        "body = sys.stdin.buffer.read()\n"
+        "page = extract_main_text(body)\n"
         "print(compiled.AVAILABLE, repr(page.text))\n"
         "print(compiled.MISSING)\n"
+        "found = Fingerprinter().fingerprint_page(body)\n"
+        "print(found.fingerprint, Signer(7).sign(found.evidence))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code],
@@ -215,6 +223,8 @@ def test_without_the_extension_the_package_imports_and_extracts_the_same() -> No
     said = _without_extension("ModuleNotFoundError(name)").splitlines()
     assert said[0] == f"False {extract_main_text(story(HARBOUR)).text!r}"
     assert said[1] == compiled.NOT_BUILT
+    found = Fingerprinter().fingerprint_page(story(HARBOUR))
+    assert said[2] == f"{found.fingerprint} {Signer(7).sign(found.evidence)}"
 
 
 def test_an_extension_built_against_another_lxml_is_passed_over_and_named() -> None:
@@ -269,4 +279,4 @@ def test_an_install_without_a_compiler_goes_on_and_says_why(tmp_path: Path) -> N
     assert done.returncode == 0, done.stderr[-2000:]
     assert "the compiled extraction was not built" in done.stdout
     assert "/nonexistent/cc" in done.stdout  # the compiler failed, not a missing Cython
-    assert not list((tmp_path / "scrapy_simhash" / "text").glob("_compiled*.so"))
+    assert not list((tmp_path / "scrapy_simhash").glob("**/*.so"))

@@ -1,0 +1,295 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""From a page's normalised text to its hashes in C: the counting of its words and
+ideographs, SimHash's votes and the signature's MinHash, over xxhash's own C code (the
+header the ``xxhash`` package is built from, in ``_vendor/xxhash``).
+
+Why it exists: these steps look at every character, feature or token of every page. In Python each hash
+is a string encoded, a call and a boxed integer, and numpy's array steps cost more to set
+up than a page's few hundred values take to add. Here a token is hashed where it lies in
+the text's UTF-8, and the votes and minima are plain loops. The results are the
+interpreted code's (``features.FeatureExtractor._counted_features``,
+:func:`scrapy_simhash.simhash._simhash_interpreted`,
+:func:`scrapy_simhash.confirm._minhash_interpreted`) bit for bit: the tokens are found by
+the same character classes as the regular expressions there, the weights are the same integers (exact sums), and the bins
+are densified and mixed the same way (``tests/unit/test_hashes.py`` holds them to it).
+Anything outside what these loops can match exactly (a text that is not valid UTF-8, a
+weight that is not finite or too large for exact sums) is given back to the interpreted
+code.
+"""
+
+from cpython.unicode cimport Py_UNICODE_ISALNUM, Py_UNICODE_ISSPACE
+from libc.math cimport fabs, isfinite, rint
+from libc.stdint cimport int64_t, uint64_t
+
+cdef extern from *:
+    """
+    #define XXH_INLINE_ALL
+    #include "xxhash.h"
+    """
+    ctypedef unsigned long long XXH64_hash_t
+    ctypedef struct XXH128_hash_t:
+        XXH64_hash_t low64
+        XXH64_hash_t high64
+    XXH64_hash_t XXH3_64bits_withSeed(const void* data, size_t length, XXH64_hash_t seed)
+    XXH128_hash_t XXH3_128bits_withSeed(const void* data, size_t length, XXH64_hash_t seed)
+
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL
+
+
+#: Weights are multiplied by this and rounded (``simhash._FIXED_POINT``).
+cdef double _FIXED_POINT = 1024.0
+#: Above this a sum of weights may no longer be exact in float64, as numpy sums them.
+cdef double _EXACT_SUMS = 2.0 ** 52
+cdef int _BINS = 128
+cdef uint64_t _VALUE_MASK = (<uint64_t>1 << 57) - 1
+cdef uint64_t _EMPTY = <uint64_t>1 << 57
+cdef uint64_t _GOLDEN = 0x9E3779B97F4A7C15ULL
+cdef uint64_t _M1 = 0xFF51AFD7ED558CCDULL
+cdef uint64_t _M2 = 0xC4CEB9FE1A85EC53ULL
+cdef uint64_t _U64 = 0xFFFFFFFFFFFFFFFFULL
+
+
+cdef inline uint64_t _mix(uint64_t value) noexcept:
+    """MurmurHash3's 64-bit finaliser (``confirm._mix``)."""
+    value ^= value >> 33
+    value *= _M1
+    value ^= value >> 33
+    value *= _M2
+    value ^= value >> 33
+    return value
+
+
+cdef inline uint64_t _rotate(uint64_t value, int by) noexcept:
+    return (value << by) | (value >> (64 - by))
+
+
+cdef inline bint _cjk(Py_UCS4 c) noexcept:
+    """``features._CJK``: the ideographs read one by one."""
+    return (
+        0x3400 <= c <= 0x4DBF
+        or 0x4E00 <= c <= 0x9FFF
+        or 0xF900 <= c <= 0xFAFF
+        or 0x20000 <= c <= 0x2EBEF
+    )
+
+
+cdef inline Py_ssize_t _utf8_length(Py_UCS4 c) noexcept:
+    if c < 0x80:
+        return 1
+    if c < 0x800:
+        return 2
+    if c < 0x10000:
+        return 3
+    return 4
+
+
+def count_tokens(str folded):
+    """``Counter(_CJK_CHAR.findall(folded))`` and ``Counter(_NON_CJK_WORD.findall(folded))``
+    (:mod:`scrapy_simhash.features`) as two dicts in the same order: the ideographs one by
+    one, and the runs of other letters and digits."""
+    cdef dict chars = {}
+    cdef dict words = {}
+    cdef Py_ssize_t at = 0
+    cdef Py_ssize_t start = -1
+    cdef Py_UCS4 c
+    for c in folded:
+        if _cjk(c):
+            if start >= 0:
+                _count(words, folded[start:at])
+                start = -1
+            _count(chars, c)
+        elif Py_UNICODE_ISALNUM(c):
+            if start < 0:
+                start = at
+        elif start >= 0:
+            _count(words, folded[start:at])
+            start = -1
+        at += 1
+    if start >= 0:
+        _count(words, folded[start:at])
+    return chars, words
+
+
+cdef inline void _count(dict counts, str token) except *:
+    counts[token] = counts.get(token, 0) + 1
+
+
+cdef struct _Shingles:
+    # The last two tokens' hashes, the tokens seen, and each bin's least shingle value.
+    uint64_t before_last
+    uint64_t last
+    Py_ssize_t tokens
+    uint64_t key
+    uint64_t mins[128]
+
+
+cdef inline void _keep(_Shingles* state, uint64_t hashed) noexcept:
+    cdef int slot = <int>(hashed >> 57)
+    cdef uint64_t value = hashed & _VALUE_MASK
+    if value < state.mins[slot]:
+        state.mins[slot] = value
+
+
+cdef inline void _token(_Shingles* state, const char* start, Py_ssize_t length) noexcept:
+    """One token's hash under the key; from the third token on, the shingle ending here."""
+    cdef uint64_t hashed = XXH3_64bits_withSeed(start, <size_t>length, state.key)
+    if state.tokens >= 2:
+        _keep(
+            state,
+            _mix(state.before_last ^ _rotate(state.last, 21) ^ _rotate(hashed, 42)),
+        )
+    state.before_last = state.last
+    state.last = hashed
+    state.tokens += 1
+
+
+def minhash(str folded, key):
+    """``confirm._minhash_interpreted(folded, key)``: the one-permutation MinHash of the
+    3-shingles of ``folded``'s tokens (``confirm.tokens``), bit 0 clear; None when it has
+    no token; NotImplemented when the text has no UTF-8 form (a lone surrogate), which the
+    interpreted code then answers."""
+    cdef Py_ssize_t size = 0
+    cdef const char* utf8
+    try:
+        utf8 = PyUnicode_AsUTF8AndSize(folded, &size)
+    except UnicodeEncodeError:
+        return NotImplemented
+    cdef _Shingles state
+    cdef int slot
+    for slot in range(_BINS):
+        state.mins[slot] = _EMPTY
+    state.tokens = 0
+    state.before_last = 0
+    state.last = 0
+    state.key = <uint64_t>(key & _U64)
+    cdef bint ideographs = False
+    cdef Py_UCS4 c
+    for c in folded:
+        if _cjk(c):
+            ideographs = True
+            break
+    # Tokens: words between whitespace (str.split); with ideographs, each ideograph alone
+    # and the runs of other letters and digits (confirm._TOKEN).
+    cdef Py_ssize_t at = 0  # the UTF-8 offset of c
+    cdef Py_ssize_t start = -1  # the UTF-8 offset of the open token's start (-1: none)
+    cdef bint inside
+    for c in folded:
+        if ideographs:
+            if _cjk(c):
+                if start >= 0:
+                    _token(&state, utf8 + start, at - start)
+                    start = -1
+                _token(&state, utf8 + at, _utf8_length(c))
+                at += _utf8_length(c)
+                continue
+            inside = Py_UNICODE_ISALNUM(c)
+        else:
+            inside = not Py_UNICODE_ISSPACE(c)
+        if inside:
+            if start < 0:
+                start = at
+        elif start >= 0:
+            _token(&state, utf8 + start, at - start)
+            start = -1
+        at += _utf8_length(c)
+    if start >= 0:
+        _token(&state, utf8 + start, at - start)
+    if state.tokens == 0:
+        return None
+    if state.tokens < 3:  # fewer tokens than a shingle: the tokens themselves
+        if state.tokens == 2:
+            _keep(&state, state.before_last)
+        _keep(&state, state.last)
+    return _bits(state.mins)
+
+
+cdef object _bits(uint64_t* mins):
+    """The signature of the bins' minima: an empty bin borrows the next filled bin's
+    minimum (circularly), each bin gives one bit of its minimum mixed with its salt, bin 0
+    the most significant; bit 0 (the exact-digest mark) clear."""
+    cdef uint64_t high = 0
+    cdef uint64_t low = 0
+    cdef uint64_t value
+    cdef uint64_t bit
+    cdef int slot
+    cdef int source
+    for slot in range(_BINS):
+        source = slot
+        while mins[source % _BINS] == _EMPTY:
+            source += 1
+        value = mins[source % _BINS]
+        bit = _mix(value ^ (<uint64_t>(slot + 1) * _GOLDEN)) & 1
+        if slot < 64:
+            high |= bit << (63 - slot)
+        else:
+            low |= bit << (127 - slot)
+    low &= ~(<uint64_t>1)
+    return (<object>high << 64) | <object>low
+
+
+cdef inline void _vote(int64_t* votes, uint64_t hashed, int64_t weight) noexcept:
+    """Add ``weight`` to the votes of the bits set in ``hashed``, the most significant
+    first (no branch: the bits of a hash are a coin toss each)."""
+    cdef int bit
+    for bit in range(64):
+        votes[bit] += weight & -<int64_t>((hashed >> (63 - bit)) & 1)
+
+
+def simhash(dict features, int bits, seed):
+    """``simhash._simhash_interpreted(features, bits, seed)``: each feature's xxh3 digest
+    votes on every bit with its weight in fixed point; None when there are none or their
+    weights sum to nothing; NotImplemented when a name has no UTF-8 form or a weight is not
+    finite or large enough to make sums inexact, which the interpreted code then answers."""
+    if not features:
+        return None
+    if bits != 64 and bits != 128:
+        return NotImplemented
+    cdef uint64_t seed64 = <uint64_t>(seed & _U64)
+    cdef int64_t votes[128]
+    cdef int64_t total = 0
+    cdef double magnitude = 0.0
+    cdef double weight
+    cdef int64_t fixed
+    cdef Py_ssize_t size
+    cdef const char* utf8
+    cdef XXH128_hash_t wide
+    cdef uint64_t high = 0
+    cdef uint64_t low = 0
+    cdef int bit
+    for bit in range(128):
+        votes[bit] = 0
+    for name, value in features.items():
+        if type(name) is not str:
+            return NotImplemented
+        try:
+            weight = rint(<double>value * _FIXED_POINT)
+        except (TypeError, ValueError):  # numpy reads more kinds of number than this
+            return NotImplemented
+        magnitude += fabs(weight)
+        if not isfinite(weight) or magnitude >= _EXACT_SUMS:
+            return NotImplemented
+        try:
+            utf8 = PyUnicode_AsUTF8AndSize(name, &size)
+        except UnicodeEncodeError:
+            return NotImplemented
+        fixed = <int64_t>weight
+        total += fixed
+        if bits == 64:
+            _vote(votes, XXH3_64bits_withSeed(utf8, <size_t>size, seed64), fixed)
+        else:
+            wide = XXH3_128bits_withSeed(utf8, <size_t>size, seed64)
+            _vote(votes, wide.high64, fixed)
+            _vote(votes + 64, wide.low64, fixed)
+    if total <= 0:
+        return None
+    # A bit is set where its votes outweigh half the total: 2 * votes > total, exactly.
+    for bit in range(64):
+        if 2 * votes[bit] > total:
+            high |= (<uint64_t>1) << (63 - bit)
+    if bits == 64:
+        return <object>high
+    for bit in range(64):
+        if 2 * votes[64 + bit] > total:
+            low |= (<uint64_t>1) << (63 - bit)
+    return (<object>high << 64) | <object>low

@@ -1,0 +1,130 @@
+"""The compiled counting and hashing (``scrapy_simhash/_hashes.pyx``) give the interpreted
+code's results, bit for bit, on any text and any weights.
+
+An index filled by an install with the extension must match the copies an install without
+it sees: a feature counted differently, a vote rounded otherwise or a token split elsewhere
+would move fingerprints and signatures between the two. The frozen corpus of
+``test_fingerprint_frozen.py`` runs on both paths; here random texts reach the corners of
+the character classes (ideographs at the edges of their blocks, Unicode spaces, digits
+that are not decimal, underscores, combining marks) and random weights the corners of the
+arithmetic.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scrapy_simhash import _native
+from scrapy_simhash.confirm import Evidence, Signer, _minhash, _minhash_interpreted, tokens
+from scrapy_simhash.features import _CJK_CHAR, _NON_CJK_WORD
+from scrapy_simhash.simhash import _simhash_interpreted, simhash
+from scrapy_simhash.text import compiled
+
+hashes = _native.hashes
+
+#: Characters at the edges of the classes the tokens are cut by.
+_EDGES = [
+    "a", "Z", "9", "_", "-", ".", ",", "'", " ", "\t", "\n", "\r", "\x0b", "\x1c", "\x85",
+    "\xa0", "\u1680", "\u2000", "\u2028", "\u3000", "\u200b", "é", "ß", "\u0301", "²", "½",
+    "٣", "Ⅻ", "ｱ", "가", "あ", "😀", "\u33ff", "\u3400", "\u4dbf", "\u4dc0", "\u4e00",
+    "\u9fff", "\ua000", "\uf8ff", "\uf900", "\ufaff", "\ufb00", "\U0001ffff", "\U00020000",
+    "\U0002ebef", "\U0002ebf0", "新", "华", "社",
+]  # fmt: skip
+_TEXT = st.text(
+    alphabet=st.one_of(st.sampled_from(_EDGES), st.characters(blacklist_categories=("Cs",))),
+    max_size=300,
+)
+_KEY = st.integers(min_value=-(2**70), max_value=2**70)
+
+
+def test_the_hashing_is_built_on_this_machine() -> None:
+    """The test machines have a C compiler: an install there that did not build the
+    hashing would pass every comparison below by skipping it."""
+    assert hashes is not None, _native.HASHES_MISSING
+    assert compiled.AVAILABLE
+
+
+@settings(max_examples=400, deadline=None)
+@given(_TEXT)
+def test_words_and_ideographs_are_counted_as_the_regular_expressions_count_them(
+    text: str,
+) -> None:
+    assert hashes is not None
+    chars, words = hashes.count_tokens(text)
+    assert list(chars.items()) == list(Counter(_CJK_CHAR.findall(text)).items())
+    assert list(words.items()) == list(Counter(_NON_CJK_WORD.findall(text)).items())
+
+
+@settings(max_examples=400, deadline=None)
+@given(_TEXT, _KEY)
+def test_the_minhash_is_the_interpreted_one(text: str, key: int) -> None:
+    """On texts with and without ideographs (which cut tokens differently), of none, one,
+    two and many tokens (fewer than a shingle are hashed alone)."""
+    assert hashes is not None
+    expected = _minhash_interpreted(text, key & (2**64 - 1))
+    assert hashes.minhash(text, key & (2**64 - 1)) == expected
+    assert (expected is None) == (not tokens(text))
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, 3, 4, 500])
+def test_the_minhash_of_few_and_many_tokens(count: int) -> None:
+    assert hashes is not None
+    text = " ".join(f"w{i}" for i in range(count))
+    assert hashes.minhash(text, 12345) == _minhash_interpreted(text, 12345)
+
+
+def test_a_text_without_utf8_is_given_back_to_the_interpreted_code() -> None:
+    """A lone surrogate has no UTF-8: the compiled MinHash declines, and a signature is
+    what the interpreted code makes of it (here: it cannot encode the token either)."""
+    assert hashes is not None
+    assert hashes.minhash("a \ud800 b", 1) is NotImplemented
+    with pytest.raises(UnicodeEncodeError):
+        _minhash("a \ud800 b", 1)
+    assert hashes.minhash("新 \ud800 华", 1) is NotImplemented
+    assert _minhash("新 \ud800 华", 1) == _minhash_interpreted("新 \ud800 华", 1)
+
+
+_WEIGHT = st.one_of(
+    st.floats(min_value=0, max_value=1e6, allow_nan=False),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(min_value=-(10**6), max_value=10**6),
+    st.sampled_from([0.0, 0.5 / 1024, 1.5 / 1024, 2.5 / 1024, 2.0**45, 2.0**60]),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.dictionaries(st.one_of(_TEXT, st.sampled_from(_EDGES)), _WEIGHT, max_size=60),
+    st.sampled_from([64, 128]),
+    _KEY,
+)
+def test_simhash_is_the_interpreted_one(features: dict[str, float], bits: int, seed: int) -> None:
+    """Half-way weights round to even on both paths; weights whose sums would be inexact
+    (or that are not finite) are left to the interpreted code, which then answers."""
+    seed &= 2**64 - 1
+    assert hashes is not None
+    found = hashes.simhash(features, bits, seed)
+    expected = _simhash_interpreted(features, bits, seed)
+    scaled = [value * 1024 for value in features.values()]
+    if found is NotImplemented:  # declined only where the sums could be inexact
+        assert not all(map(math.isfinite, scaled)) or math.fsum(map(abs, scaled)) >= 2**51
+    else:
+        assert found == expected
+    assert simhash(features, bits, seed) == expected
+
+
+def test_a_signature_is_the_same_on_both_paths() -> None:
+    evidence = Evidence("the council met on tuesday and the budget passed 新华社北京电")
+    short = Evidence("read more", "title", exact=True, page="Read more\nHome About")
+    signer = Signer(2**63 + 5)
+    fast = [signer.sign(evidence), signer.sign(short), signer.sign(Evidence("", "t"))]
+    with compiled.interpreted():
+        assert _native.hashes is None
+        slow = [signer.sign(evidence), signer.sign(short), signer.sign(Evidence("", "t"))]
+    assert _native.hashes is hashes
+    assert fast == slow
