@@ -40,6 +40,8 @@ class Extension(Protocol):
 
     def subtree_chars(self, el: etree._Element, counted: dict[int, int]) -> int: ...
 
+    def without_closing_roots(self, data: bytes) -> bytes: ...
+
 
 def _load() -> tuple[Extension | None, str]:
     """The extension, or None and what a crawl says of its absence (or of the hashing's)."""

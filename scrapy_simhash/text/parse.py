@@ -11,6 +11,7 @@ import re
 
 from lxml import etree
 
+from scrapy_simhash.text import compiled
 from scrapy_simhash.text.rules import _JUNK_TAGS
 
 # React streaming server rendering sends late parts of a page as <div hidden id="S:n">
@@ -49,7 +50,10 @@ def _parse(data: bytes, notes: list[str] | None = None) -> etree._Element | None
     # libxml2 ignores everything after a stray </html> and puts what follows a stray
     # </body> outside the body; real pages have both (an included header fragment that
     # ends in </html>). Without them the parser closes body and html at the end anyway.
-    data = _CLOSING_ROOT.sub(b"", data)
+    extension = compiled.extension
+    data = (
+        _CLOSING_ROOT.sub(b"", data) if extension is None else extension.without_closing_roots(data)
+    )
     try:
         root = etree.fromstring(data, _PARSER)
         if not _too_deep():

@@ -28,7 +28,12 @@ from lxml import etree
 from scrapy_simhash.confirm import Signer
 from scrapy_simhash.fingerprint import Fingerprinter
 from scrapy_simhash.text import compiled, extract_main_text
-from scrapy_simhash.text.parse import _parse, _place_streamed_segments, _strip_junk
+from scrapy_simhash.text.parse import (
+    _CLOSING_ROOT,
+    _parse,
+    _place_streamed_segments,
+    _strip_junk,
+)
 from scrapy_simhash.text.walk import _text_content, _Walk
 from tests.scrapy_inprocess import HARBOUR, harness, story
 
@@ -160,6 +165,21 @@ def test_the_compiled_walk_measures_every_tree_as_the_interpreted_one(html: str)
 def test_both_paths_extract_every_page_alike(html: str) -> None:
     fast, slow = _both(html.encode())
     assert fast == slow
+
+
+_CLOSING_PIECES = st.sampled_from(
+    [b"</body>", b"</BODY >", b"</bOdY\t\n>", b"</html>", b"</HTML\x0b>", b"</html", b"</body",
+     b"</bodyy>", b"</body\x1c>", b"</htm>", b"<", b"/", b">", b" ", b"\n", b"\r", b"\x0c", b"<p>",
+     b"x", b"</p>", b"</b>", b"\xe6\x96\xb0", b"<</html>>", b"</body\r>", b"</html \x0c>"]
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_CLOSING_PIECES, max_size=40).map(b"".join))
+def test_closing_root_tags_are_taken_out_as_the_regular_expression_does(data: bytes) -> None:
+    extension = compiled.extension
+    assert extension is not None
+    assert extension.without_closing_roots(data) == _CLOSING_ROOT.sub(b"", data)
 
 
 @settings(max_examples=200, deadline=None)
