@@ -15,7 +15,8 @@ identical fingerprints (``tests/unit/test_compiled.py`` holds them to it).
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdlib cimport free, malloc, realloc
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
-from libc.string cimport memchr, memcpy, strcmp, strlen
+from cpython.ref cimport PyObject
+from libc.string cimport memchr, memcpy, memset, strcmp, strlen
 from lxml.includes cimport tree
 from lxml.includes.etreepublic cimport _Document, _Element, elementFactory, import_lxml__etree
 
@@ -193,32 +194,73 @@ cdef str _stripped(tree.xmlNode* node):
     return _joined(first).decode("utf-8").strip()
 
 
-cdef object _name(const tree.xmlChar* name, tree.xmlNs* ns):
+#: Slots of a _Names table: a page has a few dozen distinct tag and attribute names.
+cdef enum:
+    _NAME_SLOTS = 256
+
+
+cdef struct _NameSlot:
+    const tree.xmlChar* name
+    PyObject* text
+
+
+cdef class _Names:
+    """The Python strings of one tree's element and attribute names, by the address of
+    the name: libxml2 keeps one copy of each name in its document's dictionary, and nothing
+    is freed while a walk or a read-out runs, so one address is one name. Each distinct
+    name is decoded once, and the sets it is looked up in hash it once, not once per
+    element (a page has a thousand elements and a few dozen names)."""
+
+    cdef _NameSlot slots[_NAME_SLOTS]
+    cdef Py_ssize_t used
+    cdef list kept  # the strings the slots point to
+
+    def __cinit__(self):
+        self.used = 0
+        self.kept = []
+        memset(self.slots, 0, sizeof(self.slots))
+
+    cdef object decoded(self, const tree.xmlChar* name):
+        cdef size_t slot = (<size_t>name >> 3) % _NAME_SLOTS
+        while self.slots[slot].name is not NULL:
+            if self.slots[slot].name == name:
+                return <object>self.slots[slot].text
+            slot = (slot + 1) % _NAME_SLOTS
+        text = PyUnicode_DecodeUTF8(<const char*>name, strlen(<const char*>name), NULL)
+        if 2 * self.used < _NAME_SLOTS:  # a table half full stays quick to probe
+            self.kept.append(text)
+            self.slots[slot].name = name
+            self.slots[slot].text = <PyObject*>text
+            self.used += 1
+        return text
+
+
+cdef object _name(const tree.xmlChar* name, tree.xmlNs* ns, _Names names):
     """An element's tag or an attribute's name as lxml gives it; None when namespaced (the
     proxy is asked then)."""
     if ns is not NULL and ns.href is not NULL:
         return None
-    return PyUnicode_DecodeUTF8(<const char*>name, strlen(<const char*>name), NULL)
+    return names.decoded(name)
 
 
-cdef inline object _tag(tree.xmlNode* node, _Document doc):
+cdef inline object _tag(tree.xmlNode* node, _Document doc, _Names names):
     """``el.tag`` of an element, its element object made only when it is namespaced."""
-    tag = _name(node.name, node.ns)
+    tag = _name(node.name, node.ns, names)
     return elementFactory(doc, node).tag if tag is None else tag
 
 
-cdef list _attribute_names(tree.xmlNode* node, _Document doc):
+cdef list _attribute_names(tree.xmlNode* node, _Document doc, _Names names):
     """``el.keys()``: the names of the element's attributes, in document order."""
     cdef tree.xmlAttr* attribute = node.properties
-    names = []
+    result = []
     while attribute is not NULL:
         if attribute.type == tree.XML_ATTRIBUTE_NODE:
-            name = _name(attribute.name, attribute.ns)
+            name = _name(attribute.name, attribute.ns, names)
             if name is None:
                 return elementFactory(doc, node).keys()
-            names.append(name)
+            result.append(name)
         attribute = attribute.next
-    return names
+    return result
 
 
 cdef inline Py_ssize_t _characters(const unsigned char* byte) noexcept:
@@ -362,6 +404,7 @@ def run(walk, score_paragraph):
     cdef object mark_tags = _MARK_TAGS
     cdef object mark_attributes = _MARK_ATTRIBUTES
     cdef Py_ssize_t min_paragraph = _MIN_PARAGRAPH_BYTES
+    cdef _Names names = _Names()
     is_boilerplate = walk.is_boilerplate
     named_boilerplate = walk.named_boilerplate
 
@@ -400,8 +443,8 @@ def run(walk, score_paragraph):
         if node.type != tree.XML_ELEMENT_NODE:
             verdict = True  # an entity or other non-element node: passed over
         else:
-            tag = _tag(node, doc)
-            attributes = _attribute_names(node, doc) if node.properties is not NULL else []
+            tag = _tag(node, doc, names)
+            attributes = _attribute_names(node, doc, names) if node.properties is not NULL else []
             if tag in boilerplate_tags or (attributes and not judged.isdisjoint(attributes)):
                 el = elementFactory(doc, node)
                 if tag in boilerplate_tags or not hiding.isdisjoint(attributes):
@@ -504,6 +547,7 @@ def read(
     cdef tree.xmlNode* child
     cdef bint ending
     cdef Py_ssize_t chars
+    cdef _Names names = _Names()
     names_role = _names_role
     for container_proxy in containers:
         doc = container_proxy._doc
@@ -515,7 +559,7 @@ def read(
                 # The start of node: read into it, or pass its subtree over (its end
                 # still comes).
                 frame = stats.get(<size_t>node)
-                tag = _tag(node, doc)
+                tag = _tag(node, doc, names)
                 child = NULL
                 if frame is None or <size_t>node in skipped:
                     pass
@@ -541,7 +585,7 @@ def read(
                     node = child
                     continue
             # The end of node.
-            tag = _tag(node, doc)
+            tag = _tag(node, doc, names)
             if current and (tag not in inline_tags or tag == "br"):
                 _flush(current, lines)
             if node is container:

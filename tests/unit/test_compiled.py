@@ -193,6 +193,22 @@ def test_text_is_counted_as_lxml_serialises_it(html: str) -> None:
             assert compiled.extension.subtree_chars(el, counted) == len(_text_content(el))
 
 
+def test_a_page_of_more_names_than_the_name_table_holds_reads_alike() -> None:
+    """Each distinct tag and attribute name is decoded once per walk into a table of 256
+    slots, filled to half: a page of hundreds of custom elements overflows it, and the
+    names past it are decoded each time, the same names."""
+    paragraph = "The council met on Tuesday, and the budget passed after a long debate. " * 3
+    pieces = [
+        f'<x-part{i} data-k{i}="v" class="{"sidebar" if i % 7 == 0 else "content"}">'
+        f"<p>{paragraph} {i}</p><aside>related {i}</aside></x-part{i}>"
+        for i in range(400)
+    ]
+    html = f"<html><head><title>t</title></head><body>{''.join(pieces)}</body></html>"
+    fast, slow = _both(html.encode())
+    assert fast == slow
+    assert fast.text.count("council met") > 1000  # the article was found and read
+
+
 def test_text_pieces_next_to_each_other_are_read_as_one() -> None:
     """A script or style removed from inside a paragraph leaves the text before it and
     its tail as two text nodes in a row, which lxml reads as one text."""
