@@ -4,13 +4,14 @@ Run by hand (not by pytest) from the repository root:
 
     python3 benchmarks/compiled_paths.py [--pages-only | --cases-only]
 
-An install with a C compiler walks and reads pages out in ``scrapy_simhash/text/_compiled``;
+An install with a C compiler walks and reads pages out in ``scrapy_simhash/text/_compiled``
+and counts and hashes them in ``scrapy_simhash/_hashes``;
 one without runs the interpreted code. Both must give every page the same fingerprint, or
 an index filled by one kind of install stops matching the copies the other sees. The test
 suite holds the two paths to it on its own corpus and on random trees; this runs both over
 every page of ``shared/data/pages`` and every file of ``shared/data/pairs/cases`` and prints
 how many pages differ in any field of the page's record (texts, notes, fingerprint,
-signature's evidence), with the first few that do.
+signature's evidence, signature), with the first few that do.
 """
 
 from __future__ import annotations
@@ -23,13 +24,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._pages import data_dir, load_pages
+from scrapy_simhash.confirm import Signer
 from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
 from scrapy_simhash.text import compiled
+
+#: One key for both paths' signatures.
+_SIGNER = Signer(0x5EED_5EED_5EED_5EED)
 
 
 def _record(fingerprinter: Fingerprinter, body: bytes) -> tuple[object, ...]:
     page = fingerprinter.fingerprint_page(body)
     evidence = page.evidence if page.fingerprint is not None else None
+    signature = _SIGNER.sign(evidence) if evidence is not None else None
     return (
         page.fingerprint,
         page.exact,
@@ -39,6 +45,7 @@ def _record(fingerprinter: Fingerprinter, body: bytes) -> tuple[object, ...]:
         page.title,
         page.notes,
         evidence,
+        signature,
     )
 
 
