@@ -74,6 +74,24 @@ cdef inline bint _cjk(Py_UCS4 c) noexcept:
     )
 
 
+cdef inline bint _alnum(Py_UCS4 c) noexcept:
+    """``str.isalnum`` of one character (``\\w`` without ``_``), ASCII without a call."""
+    if c < 128:
+        return (
+            (<Py_UCS4>'0' <= c <= <Py_UCS4>'9')
+            or (<Py_UCS4>'a' <= c <= <Py_UCS4>'z')
+            or (<Py_UCS4>'A' <= c <= <Py_UCS4>'Z')
+        )
+    return Py_UNICODE_ISALNUM(c)
+
+
+cdef inline bint _space(Py_UCS4 c) noexcept:
+    """``str.isspace`` of one character, ASCII without a call."""
+    if c < 128:
+        return c == 32 or 9 <= c <= 13 or 28 <= c <= 31
+    return Py_UNICODE_ISSPACE(c)
+
+
 cdef inline Py_ssize_t _utf8_length(Py_UCS4 c) noexcept:
     if c < 0x80:
         return 1
@@ -99,7 +117,7 @@ def count_tokens(str folded):
                 _count(words, folded[start:at])
                 start = -1
             _count(chars, c)
-        elif Py_UNICODE_ISALNUM(c):
+        elif _alnum(c):
             if start < 0:
                 start = at
         elif start >= 0:
@@ -183,9 +201,9 @@ def minhash(str folded, key):
                 _token(&state, utf8 + at, _utf8_length(c))
                 at += _utf8_length(c)
                 continue
-            inside = Py_UNICODE_ISALNUM(c)
+            inside = _alnum(c)
         else:
-            inside = not Py_UNICODE_ISSPACE(c)
+            inside = not _space(c)
         if inside:
             if start < 0:
                 start = at
