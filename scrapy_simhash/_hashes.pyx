@@ -7,9 +7,8 @@ Why it exists: these steps look at every character, feature or token of every pa
 is a string encoded, a call and a boxed integer, and numpy's array steps cost more to set
 up than a page's few hundred values take to add. Here a token is hashed where it lies in
 the text's UTF-8, and the votes and minima are plain loops. The results are the
-interpreted code's (``features.FeatureExtractor._counted_features``,
-:func:`scrapy_simhash.simhash._simhash_interpreted`,
-:func:`scrapy_simhash.confirm._minhash_interpreted`) bit for bit: the tokens are found by
+interpreted code's (``features._count_tokens``, :mod:`scrapy_simhash._hashes_interpreted`)
+bit for bit: the tokens are found by
 the same character classes as the regular expressions there, the weights are the same integers (exact sums), and the bins
 are densified and mixed the same way (``tests/unit/test_hashes.py`` holds them to it).
 Anything outside what these loops can match exactly (a text that is not valid UTF-8, a
@@ -37,7 +36,7 @@ cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL
 
 
-#: Weights are multiplied by this and rounded (``simhash._FIXED_POINT``).
+#: Weights are multiplied by this and rounded (``_hashes_interpreted._FIXED_POINT``).
 cdef double _FIXED_POINT = 1024.0
 #: Above this a sum of weights may no longer be exact in float64, as numpy sums them.
 cdef double _EXACT_SUMS = 2.0 ** 52
@@ -51,7 +50,7 @@ cdef uint64_t _U64 = 0xFFFFFFFFFFFFFFFFULL
 
 
 cdef inline uint64_t _mix(uint64_t value) noexcept:
-    """MurmurHash3's 64-bit finaliser (``confirm._mix``)."""
+    """MurmurHash3's 64-bit finaliser (``_hashes_interpreted._mix``)."""
     value ^= value >> 33
     value *= _M1
     value ^= value >> 33
@@ -163,7 +162,7 @@ cdef inline void _token(_Shingles* state, const char* start, Py_ssize_t length) 
 
 
 def minhash(str folded, key):
-    """``confirm._minhash_interpreted(folded, key)``: the one-permutation MinHash of the
+    """The interpreted ``confirm._minhash(folded, key)``: the one-permutation MinHash of the
     3-shingles of ``folded``'s tokens (``confirm.tokens``), bit 0 clear; None when it has
     no token; NotImplemented when the text has no UTF-8 form (a lone surrogate), which the
     interpreted code then answers."""
@@ -255,7 +254,7 @@ cdef inline void _vote(int64_t* votes, uint64_t hashed, int64_t weight) noexcept
 
 
 def simhash(dict features, int bits, seed):
-    """``simhash._simhash_interpreted(features, bits, seed)``: each feature's xxh3 digest
+    """``_hashes_interpreted.simhash(features, bits, seed)``: each feature's xxh3 digest
     votes on every bit with its weight in fixed point; None when there are none or their
     weights sum to nothing; NotImplemented when a name has no UTF-8 form or a weight is not
     finite or large enough to make sums inexact, which the interpreted code then answers."""

@@ -39,10 +39,8 @@ import re
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import repeat
 from typing import cast
 
-import numpy as np
 import xxhash
 
 from scrapy_simhash import _native
@@ -78,14 +76,6 @@ _EXACT = 1
 _TOKEN = re.compile(f"[{_CJK}]|[^\\W_{_CJK}]+")
 #: Bits a near signature compares: bit 0 is the exact-digest mark, always clear in one.
 _COMPARED = SIGNATURE_BITS - 1
-_BINS = SIGNATURE_BITS
-_BIN_SHIFT = np.uint64(64 - 7)  # the top 7 bits of a shingle's hash pick its bin
-_VALUE_MASK = np.uint64((1 << 57) - 1)
-_EMPTY = np.uint64(1 << 57)
-_BIN_NUMBERS = np.arange(_BINS)
-#: Mixed into each bin's minimum before its bit is taken (one odd multiple per bin).
-_BIN_SALTS = np.arange(1, _BINS + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-_ONE = np.uint64(1)
 
 
 def new_key() -> int:
@@ -210,62 +200,13 @@ def _minhash(folded: str, key: int) -> int | None:
         found = hashes.minhash(folded, key)
         if found is not NotImplemented:
             return cast(int | None, found)
-    return _minhash_interpreted(folded, key)
+    from scrapy_simhash import _hashes_interpreted  # numpy: only off the compiled path
 
-
-def _minhash_interpreted(folded: str, key: int) -> int | None:
-    """_minhash in Python and numpy.
-
-    Each token is hashed once under the key; a shingle's hash mixes its three tokens'
-    (rotated, XORed, then the MurmurHash3 finaliser) in numpy, not a string and a hash
-    call per shingle. A repeated shingle changes no minimum, so none is removed.
-    """
     found = tokens(folded)
     if not found:
         return None
-    count = len(found)
-    hashed = np.fromiter(
-        map(xxhash.xxh3_64_intdigest, map(str.encode, found), repeat(key)),
-        dtype=np.uint64,
-        count=count,
-    )
-    size = SHINGLE_TOKENS
-    if count >= size:
-        mixed = hashed[: count - size + 1].copy()
-        for at in range(1, size):
-            mixed ^= _rotate(hashed[at : count - size + 1 + at], (21 * at) % 64)
-        hashed = _mix(mixed)
-    mins = np.full(_BINS, _EMPTY, dtype=np.uint64)
-    np.minimum.at(mins, (hashed >> _BIN_SHIFT).astype(np.intp), hashed & _VALUE_MASK)
-    empty = mins == _EMPTY
-    if empty.any():
-        # Rotation densification: an empty bin takes the next filled bin's minimum to
-        # its right (circularly). The bit is then drawn from the minimum and the bin's
-        # own number, so the bins that borrow one minimum still give independent bits.
-        filled = np.flatnonzero(~empty)
-        mins = mins[filled[np.searchsorted(filled, _BIN_NUMBERS) % len(filled)]]
-    bits = (_mix(mins ^ _BIN_SALTS) & _ONE).astype(np.uint8)
     # Bit 0 (the last bin) is the exact-digest mark: a near signature keeps it clear.
-    return int.from_bytes(np.packbits(bits).tobytes(), "big") & ~_EXACT
-
-
-def _rotate(values: np.ndarray, by: int) -> np.ndarray:
-    return (values << np.uint64(by)) | (values >> np.uint64(64 - by))
-
-
-_M1 = np.uint64(0xFF51AFD7ED558CCD)
-_M2 = np.uint64(0xC4CEB9FE1A85EC53)
-_33 = np.uint64(33)
-
-
-def _mix(values: np.ndarray) -> np.ndarray:
-    """MurmurHash3's 64-bit finaliser: every output bit depends on every input bit."""
-    values ^= values >> _33
-    values *= _M1
-    values ^= values >> _33
-    values *= _M2
-    values ^= values >> _33
-    return values
+    return _hashes_interpreted.minhash(found, key) & ~_EXACT
 
 
 class Signing:

@@ -10,22 +10,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from itertools import repeat
 from typing import cast
-
-import numpy as np
-import xxhash
 
 from scrapy_simhash import _native
 
-# Weights are multiplied by this and rounded: sums of integers below 2**53 are exact in
-# float64 whatever the order.
-_FIXED_POINT = 1024.0
 _HEX = re.compile("[0-9a-f]{1,32}")
-# Offset of each digest byte position in the (position, byte value) weight table.
-_BYTE_SLOTS = np.arange(16, dtype=np.intp) * 256
-# Row v holds the 8 bits of byte value v, most significant first.
-_BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(np.float64)
 
 
 def simhash(features: Mapping[str, float], bits: int, seed: int = 0) -> int | None:
@@ -39,30 +28,9 @@ def simhash(features: Mapping[str, float], bits: int, seed: int = 0) -> int | No
         found = hashes.simhash(features, bits, seed)
         if found is not NotImplemented:
             return cast(int | None, found)
-    return _simhash_interpreted(features, bits, seed)
+    from scrapy_simhash import _hashes_interpreted  # numpy: only off the compiled path
 
-
-def _simhash_interpreted(features: Mapping[str, float], bits: int, seed: int) -> int | None:
-    if not features:
-        return None
-    digest = xxhash.xxh3_64_digest if bits == 64 else xxhash.xxh3_128_digest
-    count, width = len(features), bits // 8
-    names = map(str.encode, features)
-    hashes = map(digest, names, repeat(seed)) if seed else map(digest, names)
-    raw = b"".join(hashes)
-    digests = np.frombuffer(raw, dtype=np.uint8).reshape(count, width)
-    weights = np.fromiter(features.values(), dtype=np.float64, count=count)
-    np.rint(np.multiply(weights, _FIXED_POINT, out=weights), out=weights)
-    total = float(weights.sum())
-    if total <= 0:
-        return None
-    # Sum the weights per (byte position, byte value), then expand each byte value to
-    # its 8 bits: 8x less arithmetic than a features x bits matrix. Byte 0 of the
-    # canonical digest is the most significant, so the votes come out in bit order.
-    slots = (digests + _BYTE_SLOTS[:width]).ravel()
-    per_value = np.bincount(slots, weights=np.repeat(weights, width), minlength=256 * width)
-    votes = (per_value.reshape(width, 256) @ _BYTE_BITS).ravel()
-    return int.from_bytes(np.packbits(votes > total / 2).tobytes(), "big")
+    return _hashes_interpreted.simhash(features, bits, seed)
 
 
 def hamming(a: int, b: int) -> int:

@@ -19,10 +19,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_simhash import _native
-from scrapy_simhash.confirm import Evidence, Signer, _minhash, _minhash_interpreted, tokens
+from scrapy_simhash import _hashes_interpreted, _native
+from scrapy_simhash._hashes_interpreted import simhash as _simhash_interpreted
+from scrapy_simhash.confirm import (
+    _EXACT,
+    SHINGLE_TOKENS,
+    SIGNATURE_BITS,
+    Evidence,
+    Signer,
+    _minhash,
+    tokens,
+)
 from scrapy_simhash.features import _CJK_CHAR, _NON_CJK_WORD
-from scrapy_simhash.simhash import _simhash_interpreted, simhash
+from scrapy_simhash.simhash import simhash
 from scrapy_simhash.text import compiled
 
 hashes = _native.hashes
@@ -40,6 +49,17 @@ _TEXT = st.text(
     max_size=300,
 )
 _KEY = st.integers(min_value=-(2**70), max_value=2**70)
+
+
+def _minhash_interpreted(text: str, key: int) -> int | None:
+    found = tokens(text)
+    return _hashes_interpreted.minhash(found, key) & ~_EXACT if found else None
+
+
+def test_the_interpreted_hashing_has_the_signatures_shape() -> None:
+    """It keeps its own copy of the shape, not importing confirm (which imports it)."""
+    assert _hashes_interpreted.BINS == SIGNATURE_BITS
+    assert _hashes_interpreted.SHINGLE_TOKENS == SHINGLE_TOKENS
 
 
 def test_the_hashing_is_built_on_this_machine() -> None:
