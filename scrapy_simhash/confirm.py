@@ -197,9 +197,9 @@ def _minhash(folded: str, key: int) -> int | None:
     the package was built with its C extension, interpreted otherwise: the same bits."""
     hashes = _native.hashes
     if hashes is not None:
-        found = hashes.minhash(folded, key)
-        if found is not NotImplemented:
-            return cast(int | None, found)
+        signature = hashes.minhash(folded, key)
+        if signature is not NotImplemented:
+            return cast(int | None, signature)
     from scrapy_simhash import _hashes_interpreted  # numpy: only off the compiled path
 
     found = tokens(folded)
