@@ -3,17 +3,17 @@
 ideographs, SimHash's votes and the signature's MinHash, over xxhash's own C code (the
 header the ``xxhash`` package is built from, in ``_vendor/xxhash``).
 
-Why it exists: these steps look at every character, feature or token of every page. In Python each hash
-is a string encoded, a call and a boxed integer, and numpy's array steps cost more to set
-up than a page's few hundred values take to add. Here a token is hashed where it lies in
-the text's UTF-8, and the votes and minima are plain loops. The results are the
-interpreted code's (``features._count_tokens``, :mod:`scrapy_simhash._hashes_interpreted`)
-bit for bit: the tokens are found by
-the same character classes as the regular expressions there, the weights are the same integers (exact sums), and the bins
-are densified and mixed the same way (``tests/unit/test_hashes.py`` holds them to it).
-Anything outside what these loops can match exactly (a text that is not valid UTF-8, a
-weight that is not finite or too large for exact sums) is given back to the interpreted
-code.
+Why it exists: these steps look at every character, feature or token of every page. In
+Python each hash is a string encoded, a call and a boxed integer, and numpy's array steps
+cost more to set up than a page's few hundred values take to add. Here a token is hashed
+where it lies in the text's UTF-8, and the votes and minima are plain loops. The results
+are the interpreted code's (``features._count_tokens``,
+:mod:`scrapy_simhash._hashes_interpreted`) bit for bit: the tokens are found by the same
+character classes as the regular expressions there, the weights are the same integers
+(exact sums), and the bins are densified and mixed the same way
+(``tests/unit/test_hashes.py`` holds them to it). Anything these loops cannot match
+exactly (a text with no UTF-8 form, a weight that is not finite or too large for exact
+sums) is given back to the interpreted code.
 """
 
 from cpython.unicode cimport Py_UNICODE_ISALNUM, Py_UNICODE_ISSPACE
