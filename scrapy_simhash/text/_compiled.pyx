@@ -374,13 +374,58 @@ cdef void _count_tail(tree.xmlNode* node, list top) except *:
         top[5].append(tail)
 
 
-def run(walk, score_paragraph):
+cdef void _score_paragraph(list own, list frame, list stack) except *:
+    """``walk._score_paragraph``: a block's own text, when it is a paragraph, credited to
+    its parent and grandparent. Its UTF-8 length and its commas and full stops are counted
+    over the pieces, not a joined and encoded copy; the score's sum is made in the
+    interpreted code's order (the same float). A piece with no UTF-8 form (a lone
+    surrogate, where the interpreted code raises) is left to the interpreted code."""
+    cdef Py_ssize_t size = len(own) - 1  # the spaces joining the pieces
+    cdef Py_ssize_t commas = 0
+    cdef Py_ssize_t wide_commas = 0
+    cdef Py_ssize_t stops = 0
+    cdef Py_UCS4 c
+    cdef str piece
+    for piece in own:
+        for c in piece:
+            if c < 0x80:
+                size += 1
+                if c == 44:  # ,
+                    commas += 1
+            elif c < 0x800:
+                size += 2
+            elif c < 0x10000:
+                if 0xD800 <= c <= 0xDFFF:
+                    from scrapy_simhash.text.walk import _score_paragraph as interpreted
+
+                    interpreted(own, frame, stack)
+                    return
+                size += 3
+                if c == 0xFF0C:  # ，
+                    wide_commas += 1
+                elif c == 0x3002:  # 。
+                    stops += 1
+            else:
+                size += 4
+    if size < _MIN_PARAGRAPH_BYTES:
+        return
+    cdef double score = 1.0
+    score += commas
+    score += wide_commas
+    score += stops
+    score += min(size / 100.0, 3.0)
+    frame[3] += score
+    stack[len(stack) - 1][2] += score
+    if len(stack) > 1:
+        stack[len(stack) - 2][2] += score / 2
+
+
+def run(walk):
     """Fill ``walk``'s stats, candidates, dropped elements and marks (see ``_Walk.run``).
 
     The stats are keyed by node address, and a frame's element is that address: the
     elements looked at later (candidates, marks, the judged) get element objects, the
-    others (most of a page) never do. ``score_paragraph``: the interpreted
-    ``_score_paragraph``, called for the few blocks long enough to be paragraphs.
+    others (most of a page) never do.
     """
     cdef _Element body_proxy = walk.body
     cdef _Document doc = body_proxy._doc
@@ -426,7 +471,7 @@ def run(walk, score_paragraph):
             top_node = <tree.xmlNode*><size_t>top[7]
             own = frame[4]
             if own and 4 * frame[0] + len(own) >= min_paragraph:
-                score_paragraph(own, frame, stack)
+                _score_paragraph(own, frame, stack)
             ended = <tree.xmlNode*><size_t>frame[7]
             if frame[2]:
                 candidates.append(elementFactory(doc, ended))

@@ -8,7 +8,7 @@ too, :mod:`scrapy_simhash._native`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -24,7 +24,7 @@ NOT_BUILT = _native.NOT_BUILT
 class Extension(Protocol):
     """What ``_compiled.pyx`` offers (its stub is ``_compiled.pyi``)."""
 
-    def run(self, walk: Any, score_paragraph: Callable[..., None]) -> None: ...
+    def run(self, walk: Any) -> None: ...
 
     def address(self, el: etree._Element) -> int: ...
 

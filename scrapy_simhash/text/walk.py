@@ -129,7 +129,7 @@ class _Walk:
         extension = compiled.extension
         if extension is not None:
             self.extension = extension
-            extension.run(self, _score_paragraph)
+            extension.run(self)
         else:
             self.run_interpreted()
 
