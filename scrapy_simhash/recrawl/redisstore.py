@@ -693,17 +693,34 @@ class AsyncShardedRedisBackend:
             AsyncRedisBackend(url, name, client=self._client, bits=bits)
             for name in _namespaces(namespace, shards)
         ]
+        self._unchecked = list(self._parts)
+        self._checking = asyncio.Lock()
 
-    def _part(self, url: str) -> AsyncRedisBackend:
+    async def _checked(self) -> None:
+        """Each shard's layout read once, one shard after another, before the shards are
+        asked anything at once. A new cluster client's first commands, sent to several
+        masters at once, lost a connection in redis-py now and then (a connection
+        reconnected by one command while another sent on it: ``'NoneType' object has no
+        attribute 'writelines'``)."""
+        if not self._unchecked:
+            return
+        async with self._checking:
+            while self._unchecked:
+                await self._unchecked[0].check_format()
+                del self._unchecked[0]
+
+    async def _part(self, url: str) -> AsyncRedisBackend:
+        await self._checked()
         return self._parts[_shard_of(url, len(self._parts))]
 
     async def update(self, url: str, step: Step) -> PageState:
-        return await self._part(url).update(url, step)
+        return await (await self._part(url)).update(url, step)
 
     async def get(self, url: str) -> PageState | None:
-        return await self._part(url).get(url)
+        return await (await self._part(url)).get(url)
 
     async def add(self, states: list[PageState]) -> int:
+        await self._checked()
         groups = _group(states, len(self._parts))
         added = await asyncio.gather(*(self._parts[s].add(g) for s, g in groups.items()))
         return sum(added)
@@ -711,6 +728,7 @@ class AsyncShardedRedisBackend:
     async def claim(
         self, now: float, limit: int, lease_until: float
     ) -> list[tuple[PageState, float]]:
+        await self._checked()
         peeks = await asyncio.gather(*(part.peek(now, limit) for part in self._parts))
         cutoff, counts = _merge(list(peeks), limit)
         claimed = await asyncio.gather(
@@ -723,13 +741,15 @@ class AsyncShardedRedisBackend:
         return _earliest(list(claimed), limit)
 
     async def due(self, until: float, limit: int) -> list[tuple[PageState, float]]:
+        await self._checked()
         parts = await asyncio.gather(*(part.due(until, limit) for part in self._parts))
         return _earliest(list(parts), limit)
 
     async def remove(self, url: str) -> bool:
-        return await self._part(url).remove(url)
+        return await (await self._part(url)).remove(url)
 
     async def count(self) -> int:
+        await self._checked()
         return sum(await asyncio.gather(*(part.count() for part in self._parts)))
 
     async def clear(self) -> None:
@@ -737,6 +757,7 @@ class AsyncShardedRedisBackend:
             await part.clear()
 
     async def rate_histogram(self) -> dict[int, int]:
+        await self._checked()
         parts = await asyncio.gather(*(part.rate_histogram() for part in self._parts))
         return _sum_histograms(list(parts))
 

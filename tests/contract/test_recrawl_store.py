@@ -22,7 +22,7 @@ from scrapy_simhash.recrawl import (
     open_recrawl_store,
 )
 from scrapy_simhash.recrawl.packing import quantize_interval
-from scrapy_simhash.recrawl.redisstore import stored_shards
+from scrapy_simhash.recrawl.redisstore import AsyncShardedRedisBackend, stored_shards
 from tests.conftest import MODES, Clock, backend_params, backend_url
 from tests.index_helpers import Blocking
 from tests.redis_servers import RedisServer
@@ -519,3 +519,38 @@ def test_a_claim_across_more_buckets_than_one_call_takes_keeps_every_bucket_in_p
     assert len(backend.claim(100.0, 2000, 200.0)) == 1500
     backend.clear()
     backend.close()
+
+
+@pytest.mark.cluster
+def test_sharded_asyncio_store_reads_each_shards_layout_alone_before_asking_them_at_once(
+    redis_cluster6_url: str,
+) -> None:
+    """A new cluster client's first commands, sent to several masters at once, lost a
+    connection in redis-py now and then (``'NoneType' object has no attribute
+    'writelines'``): the shards' layouts are read one after another before the shards are
+    asked anything together."""
+    assert stored_shards(redis_cluster6_url, "alone", 6) == 6
+    backend = AsyncShardedRedisBackend(redis_cluster6_url, "alone", 6)
+    events: list[tuple[str, int]] = []
+    for number, part in enumerate(backend._parts):
+        check = part.check_format
+
+        async def recorded(check: Any = check, number: int = number) -> None:
+            events.append(("start", number))
+            await asyncio.sleep(0)  # a chance for another check to start, were they parallel
+            await check()
+            events.append(("end", number))
+
+        part.check_format = recorded  # type: ignore[method-assign]
+
+    async def scenario() -> int:
+        try:
+            states = [PageState(url=f"https://seed.test/{n}", next_due=1.0) for n in range(60)]
+            return await backend.add(states)
+        finally:
+            await backend.close()
+
+    assert asyncio.run(scenario()) == 60
+    # Each check begins after the one before has ended (the parts check again, at once,
+    # when asked: a layout once read is not read again).
+    assert events[:12] == [(kind, n) for n in range(6) for kind in ("start", "end")]
