@@ -693,7 +693,6 @@ class AsyncShardedRedisBackend:
             AsyncRedisBackend(url, name, client=self._client, bits=bits)
             for name in _namespaces(namespace, shards)
         ]
-        self._unchecked = list(self._parts)
         self._checking = asyncio.Lock()
 
     async def _checked(self) -> None:
@@ -702,12 +701,11 @@ class AsyncShardedRedisBackend:
         masters at once, lost a connection in redis-py now and then (a connection
         reconnected by one command while another sent on it: ``'NoneType' object has no
         attribute 'writelines'``)."""
-        if not self._unchecked:
-            return
+        if all(part.layout.bits is not None for part in self._parts):
+            return  # every layout read: no call goes to the server
         async with self._checking:
-            while self._unchecked:
-                await self._unchecked[0].check_format()
-                del self._unchecked[0]
+            for part in self._parts:
+                await part.check_format()
 
     async def _part(self, url: str) -> AsyncRedisBackend:
         await self._checked()
