@@ -16,7 +16,7 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdlib cimport free, malloc, realloc
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.ref cimport PyObject
-from libc.string cimport memchr, memcpy, memset, strcmp, strlen
+from libc.string cimport memchr, memcpy, strcmp, strlen
 from lxml.includes cimport tree
 from lxml.includes.etreepublic cimport _Document, _Element, elementFactory, import_lxml__etree
 
@@ -211,14 +211,13 @@ cdef class _Names:
     name is decoded once, and the sets it is looked up in hash it once, not once per
     element (a page has a thousand elements and a few dozen names)."""
 
+    # An extension type's C fields start zeroed: every slot empty, none used.
     cdef _NameSlot slots[_NAME_SLOTS]
     cdef Py_ssize_t used
     cdef list kept  # the strings the slots point to
 
     def __cinit__(self):
-        self.used = 0
         self.kept = []
-        memset(self.slots, 0, sizeof(self.slots))
 
     cdef object decoded(self, const tree.xmlChar* name):
         cdef size_t slot = (<size_t>name >> 3) % _NAME_SLOTS

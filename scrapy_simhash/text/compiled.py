@@ -22,7 +22,7 @@ NOT_BUILT = _native.NOT_BUILT
 
 
 class Extension(Protocol):
-    """What ``_compiled.pyx`` offers (its stub is ``_compiled.pyi``)."""
+    """What ``_compiled.pyx`` offers (it has no stub: this is its type)."""
 
     def run(self, walk: Any) -> None: ...
 
