@@ -16,9 +16,18 @@ exactly (a text with no UTF-8 form, a weight that is not finite or too large for
 sums) is given back to the interpreted code.
 """
 
-from cpython.unicode cimport Py_UNICODE_ISALNUM, Py_UNICODE_ISSPACE
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.unicode cimport (
+    Py_UNICODE_ISALNUM,
+    Py_UNICODE_ISSPACE,
+    PyUnicode_DATA,
+    PyUnicode_KIND,
+    PyUnicode_READ,
+)
 from libc.math cimport fabs, isfinite, rint
-from libc.stdint cimport int64_t, uint64_t
+from libc.stdint cimport int64_t, uint32_t, uint64_t
+
+import unicodedata
 
 cdef extern from *:
     """
@@ -34,6 +43,8 @@ cdef extern from *:
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL
+    object PyUnicode_FromKindAndData(int kind, const void* buffer, Py_ssize_t size)
+    int PyUnicode_4BYTE_KIND
 
 
 #: Weights are multiplied by this and rounded (``_hashes_interpreted._FIXED_POINT``).
@@ -85,10 +96,11 @@ cdef inline bint _alnum(Py_UCS4 c) noexcept:
 
 
 cdef inline bint _space(Py_UCS4 c) noexcept:
-    """``str.isspace`` of one character, ASCII without a call."""
+    """``str.isspace`` of one character, ASCII and what lies above the ideographic space
+    (U+3000, the last whitespace character) without a call."""
     if c < 128:
         return c == 32 or 9 <= c <= 13 or 28 <= c <= 31
-    return Py_UNICODE_ISSPACE(c)
+    return c <= 0x3000 and Py_UNICODE_ISSPACE(c)
 
 
 cdef inline Py_ssize_t _utf8_length(Py_UCS4 c) noexcept:
@@ -99,6 +111,139 @@ cdef inline Py_ssize_t _utf8_length(Py_UCS4 c) noexcept:
     if c < 0x10000:
         return 3
     return 4
+
+
+#: What _fold_alone answers for a character it does not fold.
+cdef uint32_t _NOT_ALONE = 0x110000
+#: Fast characters in a row that end a run handed to unicodedata (see fold).
+cdef Py_ssize_t _RUN_END = 8
+
+
+cdef inline uint32_t _fold_alone(uint32_t c) noexcept:
+    """``unicodedata.normalize("NFKC", c).casefold()`` for the characters of most pages
+    (ASCII, Latin-1 letters, the common ideographs, CJK and typographic punctuation,
+    full-width forms, no-break and ideographic spaces), each of which is a starter that no
+    normalisation ever joins to the character before it; _NOT_ALONE for any other.
+    ``tests/unit/test_hashes.py`` checks both claims against the running unicodedata."""
+    if c < 0x80:
+        return c + 32 if 0x41 <= c <= 0x5A else c
+    if 0x4E00 <= c <= 0x9FFF:
+        return c
+    if 0xFF01 <= c <= 0xFF5E:  # full-width ASCII
+        c -= 0xFEE0
+        return c + 32 if 0x41 <= c <= 0x5A else c
+    if 0xC0 <= c <= 0xFF:
+        if c == 0xD7 or c == 0xF7 or c >= 0xE0:
+            return c
+        return c + 32 if c != 0xDF else _NOT_ALONE  # ß folds to "ss"
+    if c == 0xA0 or c == 0x3000:
+        return 0x20
+    if 0x3001 <= c <= 0x3002 or 0x3008 <= c <= 0x3011:
+        return c
+    if c == 0x2013 or c == 0x2014 or c == 0x2018 or c == 0x2019 or c == 0x201C or c == 0x201D:
+        return c
+    return _NOT_ALONE
+
+
+def fold(str text):
+    """``features.normalize``: NFKC, then casefold.
+
+    unicodedata normalises a whole text again as soon as one character of it is not
+    normalised, and in Chinese text every full-width comma is one. Here each character of
+    _fold_alone is folded where it stands, and only the runs of other characters go to
+    unicodedata, each with the character before it (the one a combining mark would join):
+    no character of _fold_alone joins what comes before it, so the text splits before
+    each of them without changing what NFKC makes of it, and casefold maps characters
+    one by one. A run ends at _RUN_END folded characters in a row, so that words of
+    another script separated by spaces go to unicodedata together rather than one call a
+    word."""
+    cdef Py_ssize_t size = len(text)
+    cdef uint32_t* out = <uint32_t*>PyMem_Malloc(max(size, 1) * sizeof(uint32_t))
+    if out is NULL:
+        raise MemoryError()
+    cdef Py_ssize_t filled = 0
+    cdef Py_ssize_t at = 0
+    cdef Py_ssize_t start
+    cdef Py_ssize_t end
+    cdef Py_ssize_t fast
+    cdef uint32_t folded
+    cdef int kind = PyUnicode_KIND(text)
+    cdef void* data = PyUnicode_DATA(text)
+    pieces = []
+    try:
+        while at < size:
+            folded = _fold_alone(PyUnicode_READ(kind, data, at))
+            if folded != _NOT_ALONE:
+                out[filled] = folded
+                filled += 1
+                at += 1
+                continue
+            # A run of characters that unicodedata must fold, from the one before it.
+            start = at - 1 if filled else at
+            if filled:
+                filled -= 1
+            end = at + 1
+            fast = 0
+            while end < size and fast < _RUN_END:
+                fast = fast + 1 if _fold_alone(PyUnicode_READ(kind, data, end)) != _NOT_ALONE else 0
+                end += 1
+            end -= fast
+            if filled:
+                pieces.append(PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, out, filled))
+                filled = 0
+            pieces.append(unicodedata.normalize("NFKC", text[start:end]).casefold())
+            at = end
+        if not pieces:
+            return PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, out, filled)
+        if filled:
+            pieces.append(PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, out, filled))
+        return "".join(pieces)
+    finally:
+        PyMem_Free(out)
+
+
+def own_lines(str folded, str folded_title):
+    """``"\\n".join(fingerprint._own_lines(text, title, folded, fold=True))`` given
+    ``folded_title`` (the title folded, its whitespace runs single spaces): the lines of
+    ``folded`` with text that the title does not hold. A line's length with its whitespace
+    runs as single spaces is counted here; only a line short enough to be inside the title
+    is made into that string, and ``folded`` itself is returned when every line stays."""
+    cdef Py_ssize_t size = len(folded)
+    cdef Py_ssize_t limit = len(folded_title)
+    cdef Py_ssize_t start = 0
+    cdef Py_ssize_t at = 0
+    cdef Py_ssize_t length
+    cdef bint in_word
+    cdef bint all_kept = True
+    cdef Py_UCS4 c
+    cdef int kind = PyUnicode_KIND(folded)
+    cdef void* data = PyUnicode_DATA(folded)
+    kept = []
+    while start <= size:
+        # The line from start to at, and its length with whitespace runs as single spaces.
+        length = -1
+        in_word = False
+        at = start
+        while at < size:
+            c = PyUnicode_READ(kind, data, at)
+            if c == 10:
+                break
+            if _space(c):
+                in_word = False
+            else:
+                if not in_word:
+                    length += 1
+                    in_word = True
+                length += 1
+            at += 1
+        if length > 0 and (
+            length > limit or " ".join(folded[start:at].split()) not in folded_title
+        ):
+            kept.append(folded[start:at])
+        else:
+            all_kept = False
+        start = at + 1
+    return folded if all_kept else "\n".join(kept)
 
 
 def count_tokens(str folded):

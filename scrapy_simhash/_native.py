@@ -36,8 +36,13 @@ def load(name: str) -> tuple[ModuleType | None, str]:
 
 
 class Hashes(Protocol):
-    """What ``_hashes.pyx`` offers: each answers NotImplemented for an input the
-    interpreted code must answer."""
+    """What ``_hashes.pyx`` offers: ``simhash`` and ``minhash`` answer NotImplemented
+    for an input the interpreted code must answer; ``fold`` hands such input to
+    unicodedata itself."""
+
+    def fold(self, text: str) -> str: ...
+
+    def own_lines(self, folded: str, folded_title: str) -> str: ...
 
     def count_tokens(self, folded: str) -> tuple[dict[str, int], dict[str, int]]: ...
 

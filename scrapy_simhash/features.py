@@ -138,6 +138,9 @@ def get_tokenizer(name: str, hmm: bool = False) -> Tokenizer:
 
 def normalize(text: str) -> str:
     """Fold width and compatibility forms (NFKC) and case so copies compare equal."""
+    hashes = _native.hashes
+    if hashes is not None:
+        return hashes.fold(text)
     return unicodedata.normalize("NFKC", text).casefold()
 
 

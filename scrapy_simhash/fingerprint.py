@@ -20,6 +20,7 @@ from typing import Protocol, cast
 
 import xxhash
 
+from scrapy_simhash import _native
 from scrapy_simhash.confirm import Evidence, Signer, exact_fingerprint
 from scrapy_simhash.exceptions import ConfigurationError
 from scrapy_simhash.features import (
@@ -393,6 +394,9 @@ def own_folded(text: str, title: str, folded: str | None = None) -> str:
         folded = normalize(text)
     if not title.strip():
         return folded
+    hashes = _native.hashes
+    if hashes is not None and folded.count("\n") == text.count("\n"):
+        return hashes.own_lines(folded, " ".join(normalize(title).split()))
     return "\n".join(_own_lines(text, title, folded, fold=True))
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+import unicodedata
 from collections import Counter
 
 import pytest
@@ -33,6 +34,7 @@ from scrapy_simhash.confirm import (
     tokens,
 )
 from scrapy_simhash.features import _CJK_CHAR, _NON_CJK_WORD
+from scrapy_simhash.fingerprint import _own_lines
 from scrapy_simhash.simhash import simhash
 from scrapy_simhash.text import compiled
 from tests.scrapy_inprocess import HARBOUR, story
@@ -70,6 +72,90 @@ def test_the_hashing_is_built_on_this_machine() -> None:
     hashing would pass every comparison below by skipping it."""
     assert hashes is not None, _native.HASHES_MISSING
     assert compiled.AVAILABLE
+
+
+def _folded(text: str) -> str:
+    """``features.normalize`` as the interpreted code does it."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+#: Characters a fold folds alone, beside what normalisation joins them to or splits them
+#: into: combining marks, Hangul jamo, ß, ligatures, full-width forms and their edges.
+_FOLD_EDGES = [
+    *_EDGES, "A", "\x00", "\x7f", "\xc0", "\xd6", "\xd7", "\xde", "\xdf", "\xe0", "\xf7",
+    "\xff", "\xb5", "\u0130", "\u0308", "\u0327", "\u0345", "\u0344", "\u1100", "\u1161",
+    "\u11a8", "\uac00", "\u3099", "\u309b", "\u304b", "\uff00", "\uff01", "\uff21", "\uff3a",
+    "\uff5e", "\uff5f", "\ufb01", "\u2026", "\u2013", "\u2018", "\u201d", "\u3001", "\u3007",
+    "\u3008", "\u3011", "\u3012", "\u212b", "\u0f73",
+]  # fmt: skip
+
+
+def test_no_whitespace_lies_above_the_ideographic_space() -> None:
+    """The compiled tokens and lines take every character above U+3000 for a letter or
+    a sign without asking unicodedata: a Unicode version with a space up there must stop
+    the tests."""
+    assert [hex(code) for code in range(0x3001, 0x110000) if chr(code).isspace()] == []
+
+
+def test_every_character_alone_is_folded_as_unicodedata_folds_it() -> None:
+    assert hashes is not None
+    wrong = [
+        hex(code)
+        for code in range(0x110000)
+        if not 0xD800 <= code <= 0xDFFF and hashes.fold(chr(code)) != _folded(chr(code))
+    ]
+    assert wrong == []
+
+
+def test_every_pair_that_composes_is_folded_as_unicodedata_folds_it() -> None:
+    """A character folded where it stands must never be one that normalisation joins to
+    the character before it: each pair with a canonical composition (and Hangul's, which
+    are computed) folds as a whole."""
+    assert hashes is not None
+    pairs = ["\u1100\u1161", "\uac00\u11a8", "\u1100\u1161\u11a8"]
+    for code in range(0x110000):
+        decomposition = unicodedata.decomposition(chr(code)).split()
+        if len(decomposition) == 2 and not decomposition[0].startswith("<"):
+            pairs.append("".join(chr(int(part, 16)) for part in decomposition))
+    assert len(pairs) > 900
+    wrong = [pair for pair in pairs if hashes.fold(pair) != _folded(pair)]
+    assert wrong == []
+    # And with what is folded alone around them, inside and at the ends of runs.
+    wrong = [pair for pair in pairs if hashes.fold(f"ab{pair}x" * 3) != _folded(f"ab{pair}x" * 3)]
+    assert wrong == []
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.text(
+        alphabet=st.one_of(
+            st.sampled_from(_FOLD_EDGES), st.characters(blacklist_categories=("Cs",))
+        ),
+        max_size=200,
+    )
+)
+def test_a_text_is_folded_as_unicodedata_folds_it(text: str) -> None:
+    assert hashes is not None
+    assert hashes.fold(text) == _folded(text)
+
+
+def test_long_runs_of_other_scripts_are_folded_as_unicodedata_folds_them() -> None:
+    assert hashes is not None
+    text = "Привет, мир: ﬁne ½ Å\u0301 " * 50 + "新华社电，ＡＢＣ　" * 50 + "e\u0301" * 9
+    assert hashes.fold(text) == _folded(text)
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.text(alphabet="ab \t\n\r\u3000\xa0\x85X新", max_size=60),
+    st.text(alphabet="ab \u3000X新", max_size=12),
+)
+def test_the_own_lines_are_the_interpreted_ones(text: str, title: str) -> None:
+    """Lines made of the title's words, in other spacing, blank and not."""
+    assert hashes is not None
+    folded = _folded(text)
+    expected = "\n".join(_own_lines(text, title, folded, fold=True))
+    assert hashes.own_lines(folded, " ".join(_folded(title).split())) == expected
 
 
 @settings(max_examples=400, deadline=None)
