@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import json
+import os
 import pstats
 import re
 import shutil
@@ -186,6 +187,11 @@ def _valgrind(command: list[str], workdir: Path) -> int:
             *command,
         ],
         cwd=workdir,
+        # The child runs ``-m tests.scrapy_runner`` from the work directory.
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+        },
         capture_output=True,
         text=True,
         check=False,
