@@ -26,6 +26,7 @@ from cpython.unicode cimport (
 )
 from libc.math cimport fabs, isfinite, rint
 from libc.stdint cimport int64_t, uint32_t, uint64_t
+from libc.string cimport memcmp, memcpy, memset
 
 import unicodedata
 
@@ -249,32 +250,135 @@ def own_lines(str folded, str folded_title):
 def count_tokens(str folded):
     """``Counter(_CJK_CHAR.findall(folded))`` and ``Counter(_NON_CJK_WORD.findall(folded))``
     (:mod:`scrapy_simhash.features`) as two dicts in the same order: the ideographs one by
-    one, and the runs of other letters and digits."""
-    cdef dict chars = {}
-    cdef dict words = {}
-    cdef Py_ssize_t at = 0
+    one, and the runs of other letters and digits.
+
+    A page has thousands of tokens and a few hundred distinct ones. Each token is counted
+    where it lies in the text (_Tally), and a string is made once for each distinct token
+    rather than once for each token."""
+    cdef int kind = PyUnicode_KIND(folded)
+    cdef const char* data = <const char*>PyUnicode_DATA(folded)
+    cdef Py_ssize_t size = len(folded)
+    cdef Py_ssize_t at
     cdef Py_ssize_t start = -1
     cdef Py_UCS4 c
-    for c in folded:
-        if _cjk(c):
-            if start >= 0:
-                _count(words, folded[start:at])
+    cdef _Tally chars
+    cdef _Tally words
+    _tally_open(&chars)
+    _tally_open(&words)
+    try:
+        for at in range(size):
+            c = PyUnicode_READ(kind, data, at)
+            if _cjk(c):
+                if start >= 0:
+                    _tally_add(&words, data, kind, start, at - start)
+                    start = -1
+                _tally_add(&chars, data, kind, at, 1)
+            elif _alnum(c):
+                if start < 0:
+                    start = at
+            elif start >= 0:
+                _tally_add(&words, data, kind, start, at - start)
                 start = -1
-            _count(chars, c)
-        elif _alnum(c):
-            if start < 0:
-                start = at
-        elif start >= 0:
-            _count(words, folded[start:at])
-            start = -1
-        at += 1
-    if start >= 0:
-        _count(words, folded[start:at])
-    return chars, words
+        if start >= 0:
+            _tally_add(&words, data, kind, start, size - start)
+        return _tally_dict(&chars, folded), _tally_dict(&words, folded)
+    finally:
+        _tally_close(&chars)
+        _tally_close(&words)
 
 
-cdef inline void _count(dict counts, str token) except *:
-    counts[token] = counts.get(token, 0) + 1
+cdef struct _Counted:
+    uint64_t hashed
+    Py_ssize_t start
+    Py_ssize_t length
+    Py_ssize_t count
+
+
+# Counts of the distinct substrings of one text, in the order each first occurs, and an
+# open-addressing table of indices into that list (0: an empty slot), at most half full.
+cdef struct _Tally:
+    _Counted* counted
+    Py_ssize_t used
+    Py_ssize_t room
+    Py_ssize_t* slots
+    Py_ssize_t mask
+
+
+cdef void _tally_open(_Tally* tally) noexcept:
+    tally.counted = NULL
+    tally.used = 0
+    tally.room = 0
+    tally.slots = NULL
+    tally.mask = -1
+
+
+cdef void _tally_close(_Tally* tally) noexcept:
+    PyMem_Free(tally.counted)
+    PyMem_Free(tally.slots)
+
+
+cdef int _tally_grow(_Tally* tally) except -1:
+    """Twice the room (256 at first), every substring counted so far placed again."""
+    cdef Py_ssize_t room = max(2 * tally.room, 256)
+    cdef Py_ssize_t mask = 2 * room - 1
+    cdef _Counted* counted = <_Counted*>PyMem_Malloc(room * sizeof(_Counted))
+    cdef Py_ssize_t* slots = <Py_ssize_t*>PyMem_Malloc((mask + 1) * sizeof(Py_ssize_t))
+    cdef Py_ssize_t index
+    cdef Py_ssize_t slot
+    if counted is NULL or slots is NULL:
+        PyMem_Free(counted)
+        PyMem_Free(slots)
+        raise MemoryError()
+    memset(slots, 0, (mask + 1) * sizeof(Py_ssize_t))
+    if tally.used:
+        memcpy(counted, tally.counted, tally.used * sizeof(_Counted))
+    for index in range(tally.used):
+        slot = counted[index].hashed & mask
+        while slots[slot]:
+            slot = (slot + 1) & mask
+        slots[slot] = index + 1
+    _tally_close(tally)
+    tally.counted, tally.slots, tally.room, tally.mask = counted, slots, room, mask
+    return 0
+
+
+cdef int _tally_add(
+    _Tally* tally, const char* data, int kind, Py_ssize_t start, Py_ssize_t length
+) except -1:
+    """One more of the substring of ``length`` characters at ``start``."""
+    cdef const char* token = data + start * kind
+    cdef size_t size = length * kind
+    cdef uint64_t hashed = XXH3_64bits_withSeed(token, size, 0)
+    cdef Py_ssize_t slot
+    cdef _Counted* seen
+    if tally.used == tally.room:
+        _tally_grow(tally)
+    slot = hashed & tally.mask
+    while tally.slots[slot]:
+        seen = &tally.counted[tally.slots[slot] - 1]
+        if (
+            seen.hashed == hashed
+            and seen.length == length
+            and memcmp(data + seen.start * kind, token, size) == 0
+        ):
+            seen.count += 1
+            return 0
+        slot = (slot + 1) & tally.mask
+    tally.counted[tally.used] = _Counted(hashed, start, length, 1)
+    tally.used += 1
+    tally.slots[slot] = tally.used
+    return 0
+
+
+cdef dict _tally_dict(_Tally* tally, str text):
+    """The counts as a dict of the substrings of ``text``, in order of first occurrence."""
+    cdef dict counts = {}
+    cdef Py_ssize_t index
+    cdef _Counted* seen
+    for index in range(tally.used):
+        seen = &tally.counted[index]
+        counts[text[seen.start : seen.start + seen.length]] = seen.count
+    return counts
 
 
 cdef struct _Shingles:

@@ -169,6 +169,20 @@ def test_words_and_ideographs_are_counted_as_the_regular_expressions_count_them(
     assert list(words.items()) == list(Counter(_NON_CJK_WORD.findall(text)).items())
 
 
+@pytest.mark.parametrize("astral", ["", "😀"])
+def test_thousands_of_distinct_words_and_ideographs_are_counted_in_order(astral: str) -> None:
+    """More distinct tokens than the counting's first table holds, in texts of each width."""
+    assert hashes is not None
+    words = [f"w{i}{astral}" for i in range(3000)]
+    ideographs = [chr(0x4E00 + i) for i in range(2000)]
+    text = " ".join(words[i % 3000] + ideographs[i % 2000] for i in range(9000))
+    chars, counted = hashes.count_tokens(text)
+    assert list(chars.items()) == list(Counter(_CJK_CHAR.findall(text)).items())
+    assert list(counted.items()) == list(Counter(_NON_CJK_WORD.findall(text)).items())
+    assert len(chars) == 2000
+    assert len(counted) == 3000
+
+
 @settings(max_examples=400, deadline=None)
 @given(_TEXT, _KEY)
 def test_the_minhash_is_the_interpreted_one(text: str, key: int) -> None:
