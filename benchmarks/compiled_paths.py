@@ -11,7 +11,8 @@ an index filled by one kind of install stops matching the copies the other sees.
 suite holds the two paths to it on its own corpus and on random trees; this runs both over
 every page of ``shared/data/pages`` and every file of ``shared/data/pairs/cases`` and prints
 how many pages differ in any field of the page's record (texts, notes, fingerprint,
-signature's evidence, signature), with the first few that do.
+signature's evidence, signature, the line hashes of the template memory), with the first
+few that do.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ def _record(fingerprinter: Fingerprinter, body: bytes) -> tuple[object, ...]:
         page.notes,
         evidence,
         signature,
+        list(page.line_hashes),
+        list(page.main_line_hashes),
     )
 
 

@@ -16,7 +16,8 @@ exactly (a text with no UTF-8 form, a weight that is not finite or too large for
 sums) is given back to the interpreted code.
 """
 
-from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.unicode cimport (
     Py_UNICODE_ISALNUM,
     Py_UNICODE_ISSPACE,
@@ -116,14 +117,18 @@ cdef inline Py_ssize_t _utf8_length(Py_UCS4 c) noexcept:
 
 #: What _fold_alone answers for a character it does not fold.
 cdef uint32_t _NOT_ALONE = 0x110000
+# Bit n set: U+00A0 + n (_LATIN1_SIGNS) or U+2010 + n (_PUNCTUATION) folds to itself.
+cdef uint64_t _LATIN1_SIGNS = 0x88c37afe
+cdef uint64_t _PUNCTUATION = 0xe25008fff7d
 #: Fast characters in a row that end a run handed to unicodedata (see fold).
 cdef Py_ssize_t _RUN_END = 8
 
 
 cdef inline uint32_t _fold_alone(uint32_t c) noexcept:
     """``unicodedata.normalize("NFKC", c).casefold()`` for the characters of most pages
-    (ASCII, Latin-1 letters, the common ideographs, CJK and typographic punctuation,
-    full-width forms, no-break and ideographic spaces), each of which is a starter that no
+    (ASCII, Latin-1 letters and signs, the common ideographs, CJK and typographic
+    punctuation, the arrows and shapes of menus, full-width forms, no-break and ideographic
+    spaces), each of which is a starter that no
     normalisation ever joins to the character before it; _NOT_ALONE for any other.
     ``tests/unit/test_hashes.py`` checks both claims against the running unicodedata."""
     if c < 0x80:
@@ -139,9 +144,15 @@ cdef inline uint32_t _fold_alone(uint32_t c) noexcept:
         return c + 32 if c != 0xDF else _NOT_ALONE  # ß folds to "ss"
     if c == 0xA0 or c == 0x3000:
         return 0x20
-    if 0x3001 <= c <= 0x3002 or 0x3008 <= c <= 0x3011:
+    if 0xA0 < c < 0xC0:  # Latin-1 signs: those that are not a compatibility form
+        return c if _LATIN1_SIGNS >> (c - 0xA0) & 1 else _NOT_ALONE
+    if 0x2010 <= c <= 0x203F:  # dashes, quotes, bullets, primes, guillemets
+        return c if _PUNCTUATION >> (c - 0x2010) & 1 else _NOT_ALONE
+    if 0x3001 <= c <= 0x3002 or 0x3007 <= c <= 0x3013:  # CJK punctuation and brackets
         return c
-    if c == 0x2013 or c == 0x2014 or c == 0x2018 or c == 0x2019 or c == 0x201C or c == 0x201D:
+    if 0x2190 <= c <= 0x2199 or c == 0x25A0 or c == 0x25B2 or c == 0x25BC or c == 0x25CF:
+        return c  # arrows and shapes of menus and lists
+    if c == 0x2605 or c == 0x2606 or c == 0x30FB:
         return c
     return _NOT_ALONE
 
@@ -245,6 +256,98 @@ def own_lines(str folded, str folded_title):
             all_kept = False
         start = at + 1
     return folded if all_kept else "\n".join(kept)
+
+
+def line_hashes(str text, str folded):
+    """``sketch.line_hashes`` given ``folded``, ``normalize(text)`` with as many lines: for
+    each line of ``text`` that is not blank, xxh3-64 of the UTF-8 of its folded line with
+    whitespace runs as single spaces, as 8-byte integers in native order; NotImplemented
+    when a folded line has no UTF-8 form (a lone surrogate)."""
+    cdef int text_kind = PyUnicode_KIND(text)
+    cdef void* text_data = PyUnicode_DATA(text)
+    cdef int kind = PyUnicode_KIND(folded)
+    cdef void* data = PyUnicode_DATA(folded)
+    cdef Py_ssize_t text_size = len(text)
+    cdef Py_ssize_t size = len(folded)
+    cdef Py_ssize_t text_at = 0
+    cdef Py_ssize_t at = 0
+    cdef Py_ssize_t start
+    cdef Py_ssize_t index
+    cdef Py_ssize_t used
+    cdef Py_ssize_t room = 0
+    cdef Py_ssize_t count = 0
+    cdef bint blank
+    cdef bint spaced
+    cdef Py_UCS4 c
+    cdef unsigned char* line = NULL
+    cdef unsigned char* grown
+    cdef uint64_t* hashes = <uint64_t*>PyMem_Malloc((folded.count("\n") + 1) * sizeof(uint64_t))
+    if hashes is NULL:
+        raise MemoryError()
+    try:
+        while text_at <= text_size:
+            blank = True
+            while text_at < text_size:
+                c = PyUnicode_READ(text_kind, text_data, text_at)
+                text_at += 1
+                if c == 10:
+                    break
+                if blank and not _space(c):
+                    blank = False
+            else:
+                text_at += 1  # past the end: the last line is read
+            start = at
+            while at < size and PyUnicode_READ(kind, data, at) != 10:
+                at += 1
+            if not blank:
+                if 4 * (at - start) + 1 > room:
+                    room = 4 * (at - start) + 1
+                    grown = <unsigned char*>PyMem_Realloc(line, room)
+                    if grown is NULL:
+                        raise MemoryError()
+                    line = grown
+                used = 0
+                spaced = True  # at the start: no space before the first word
+                for index in range(start, at):
+                    c = PyUnicode_READ(kind, data, index)
+                    if _space(c):
+                        spaced = True
+                        continue
+                    if 0xD800 <= c <= 0xDFFF:
+                        return NotImplemented
+                    if spaced and used:
+                        line[used] = 32
+                        used += 1
+                    spaced = False
+                    used += _put_utf8(line + used, c)
+                hashes[count] = XXH3_64bits_withSeed(line, used, 0)
+                count += 1
+            at += 1
+        return PyBytes_FromStringAndSize(<char*>hashes, count * sizeof(uint64_t))
+    finally:
+        PyMem_Free(line)
+        PyMem_Free(hashes)
+
+
+cdef inline Py_ssize_t _put_utf8(unsigned char* out, uint32_t c) noexcept:
+    """Write ``c`` in UTF-8 (not a surrogate); its length."""
+    if c < 0x80:
+        out[0] = c
+        return 1
+    if c < 0x800:
+        out[0] = 0xC0 | (c >> 6)
+        out[1] = 0x80 | (c & 0x3F)
+        return 2
+    if c < 0x10000:
+        out[0] = 0xE0 | (c >> 12)
+        out[1] = 0x80 | ((c >> 6) & 0x3F)
+        out[2] = 0x80 | (c & 0x3F)
+        return 3
+    out[0] = 0xF0 | (c >> 18)
+    out[1] = 0x80 | ((c >> 12) & 0x3F)
+    out[2] = 0x80 | ((c >> 6) & 0x3F)
+    out[3] = 0x80 | (c & 0x3F)
+    return 4
 
 
 def count_tokens(str folded):

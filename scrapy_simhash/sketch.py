@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import xxhash
 
+from scrapy_simhash import _native
 from scrapy_simhash.features import normalize
 
 #: Lines a sketch names: three 16-bit hashes and the 16-bit cutoff fill 64 bits.
@@ -46,10 +47,18 @@ def _line_hash(line: str) -> int:
 def line_hashes(text: str) -> array[int]:
     """The 64-bit hash of each non-blank line of ``text``, folded, in order: what a host's
     template memory counts (its bucket is the hash's remainder), made once a page."""
-    lines = text.split("\n")
     # One normalisation of the whole text rather than one a line (the same lines: no
     # character folds to or from a line feed, checked by count).
-    folded_lines = normalize(text).split("\n")
+    folded = normalize(text)
+    hashes = _native.hashes
+    if hashes is not None and folded.count("\n") == text.count("\n"):
+        packed = hashes.line_hashes(text, folded)
+        if isinstance(packed, bytes):  # not NotImplemented
+            found = array("Q")
+            found.frombytes(packed)
+            return found
+    lines = text.split("\n")
+    folded_lines = folded.split("\n")
     if len(folded_lines) != len(lines):
         folded_lines = [normalize(line) for line in lines]
     digest = xxhash.xxh3_64_intdigest

@@ -16,6 +16,7 @@ import math
 import subprocess
 import sys
 import unicodedata
+from array import array
 from collections import Counter
 
 import pytest
@@ -36,6 +37,7 @@ from scrapy_simhash.confirm import (
 from scrapy_simhash.features import _CJK_CHAR, _NON_CJK_WORD
 from scrapy_simhash.fingerprint import _own_lines
 from scrapy_simhash.simhash import simhash
+from scrapy_simhash.sketch import line_hashes
 from scrapy_simhash.text import compiled
 from tests.scrapy_inprocess import HARBOUR, story
 
@@ -156,6 +158,35 @@ def test_the_own_lines_are_the_interpreted_ones(text: str, title: str) -> None:
     folded = _folded(text)
     expected = "\n".join(_own_lines(text, title, folded, fold=True))
     assert hashes.own_lines(folded, " ".join(_folded(title).split())) == expected
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.text(
+        alphabet=st.one_of(
+            st.sampled_from([*_FOLD_EDGES, "\n", "\n", "\n"]),
+            st.characters(blacklist_categories=("Cs",)),
+        ),
+        max_size=200,
+    )
+)
+def test_the_line_hashes_are_the_interpreted_ones(text: str) -> None:
+    """Blank lines, lines that fold longer or shorter, every width of UTF-8."""
+    assert hashes is not None
+    folded = _folded(text)
+    packed = hashes.line_hashes(text, folded)
+    assert packed is not NotImplemented
+    found = array("Q")
+    found.frombytes(packed)
+    with compiled.interpreted():
+        expected = line_hashes(text)
+    assert list(found) == list(expected)
+
+
+def test_a_line_without_utf8_is_given_back_to_the_interpreted_code() -> None:
+    assert hashes is not None
+    assert hashes.line_hashes("a\nb\ud800", "a\nb\ud800") is NotImplemented
+    assert hashes.line_hashes("a\n \ud800", "a\n \ud800") is NotImplemented
 
 
 @settings(max_examples=400, deadline=None)
