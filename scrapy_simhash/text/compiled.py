@@ -42,6 +42,8 @@ class Extension(Protocol):
 
     def without_closing_roots(self, data: bytes) -> bytes: ...
 
+    def valid_utf8(self, data: bytes) -> bool: ...
+
 
 def _load() -> tuple[Extension | None, str]:
     """The extension, or None and what a crawl says of its absence (or of the hashing's)."""

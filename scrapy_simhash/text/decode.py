@@ -22,6 +22,8 @@ from w3lib.encoding import (
     resolve_encoding,
 )
 
+from scrapy_simhash.text import compiled
+
 logger = logging.getLogger("scrapy_simhash.decode")  # the name log settings know
 
 __all__ = ["DecodedHtml", "decode_html", "is_binary"]
@@ -76,7 +78,6 @@ class DecodedHtml:
     overruled, bytes replaced, binary body).
     """
 
-    text: str
     encoding: str
     source: str
     notes: tuple[str, ...] = ()
@@ -84,6 +85,17 @@ class DecodedHtml:
     # nothing replaced or dropped): a parser that wants UTF-8 bytes can take it as it is
     # instead of encoding ``text`` again.
     utf8: bytes | None = field(default=None, repr=False, compare=False)
+    # The text when it was made in deciding the encoding; None: ``utf8`` decoded when asked.
+    decoded: str | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def text(self) -> str:
+        """The body as text. A body that is UTF-8 already is decoded only when asked: the
+        parser reads ``utf8``, and making the text of a page of hundreds of kilobytes
+        costs more than checking it is UTF-8."""
+        if self.decoded is None:
+            object.__setattr__(self, "decoded", (self.utf8 or b"").decode("utf-8"))
+        return self.decoded or ""
 
 
 def _canonical(label: str | None) -> str | None:
@@ -123,15 +135,20 @@ def _utf16_without_bom(body: bytes) -> str | None:
     return None
 
 
-def _decode(body: bytes, encoding: str) -> tuple[str, int, bool]:
+def _decode(body: bytes, encoding: str, *, lazy: bool = False) -> tuple[str | None, int, bool]:
     """Decode with replacement; count the replacement characters it needed and say
     whether the decode was exact (every byte decoded, nothing replaced or dropped).
+    With ``lazy``, a body that is valid UTF-8 (when checked as ``encoding``) is only
+    checked, in C when the package is built with it: no text (None), no replacements, exact.
 
     An incomplete character at the very end (a body cut at a byte limit) is dropped
     instead of counted. Replacement characters that UTF-8 bodies already contain (the
     bytes EF BF BD, left by some earlier broken conversion) are not errors of this decode.
     Clean bodies, the usual case, take one strict C-level decode.
     """
+    extension = compiled.extension
+    if lazy and encoding == "utf-8" and extension is not None and extension.valid_utf8(body):
+        return None, 0, True
     try:
         return body.decode(encoding), 0, True
     except UnicodeDecodeError:
@@ -152,7 +169,7 @@ def _acceptable(errors: int, body: bytes) -> bool:
     return errors == 0 or errors <= _non_ascii(body) * _MAX_ERROR_SHARE
 
 
-def _detect(body: bytes) -> tuple[str, str, int, bool]:
+def _detect(body: bytes) -> tuple[str | None, str, int, bool]:
     """Guess the encoding of a body whose declaration is missing or wrong.
 
     UTF-8 first (multi-byte UTF-8 rarely validates by accident). Then the shape of the
@@ -164,7 +181,7 @@ def _detect(body: bytes) -> tuple[str, str, int, bool]:
     page it fancies (cp1250, cp852, mac-latin2, even Big5), turning every apostrophe into
     a different letter and the fingerprint with it. windows-1252 is the last resort.
     """
-    text, errors, exact = _decode(body, "utf-8")
+    text, errors, exact = _decode(body, "utf-8", lazy=True)
     if _acceptable(errors, body):
         return text, "utf-8", errors, exact
     non_ascii = _non_ascii(body)
@@ -205,23 +222,23 @@ def decode_html(body: bytes, content_type: str | None = None) -> DecodedHtml:
     replacement characters. Never raises for any bytes.
     """
     if not body:
-        return DecodedHtml("", "utf-8", "empty", ("empty body",))
+        return DecodedHtml("utf-8", "empty", ("empty body",), decoded="")
     bom_encoding, bom = read_bom(body)
     if bom_encoding is not None and bom is not None:
         encoding = codecs.lookup(bom_encoding).name
         text, errors, _ = _decode(body[len(bom) :], encoding)
         replaced = (f"{errors} undecodable bytes replaced",) if errors else ()
-        return DecodedHtml(text, encoding, "bom", replaced)
+        return DecodedHtml(encoding, "bom", replaced, decoded=text)
     utf16 = _utf16_without_bom(body)
     if utf16 is not None:
         text, _, _ = _decode(body, utf16)
-        return DecodedHtml(text, utf16, "detected", ("UTF-16 without byte-order mark",))
+        return DecodedHtml(utf16, "detected", ("UTF-16 without byte-order mark",), decoded=text)
     if is_binary(body):
-        return DecodedHtml("", "", "binary", ("binary body",))
+        return DecodedHtml("", "binary", ("binary body",), decoded="")
 
     if body.isascii():
         # Every ASCII-compatible charset decodes pure ASCII identically.
-        return DecodedHtml(body.decode("ascii"), "ascii", "default", utf8=body)
+        return DecodedHtml("ascii", "default", utf8=body)
 
     declared: list[tuple[str, str]] = []
     http = _canonical(http_content_type_encoding(content_type)) if content_type else None
@@ -237,16 +254,16 @@ def decode_html(body: bytes, content_type: str | None = None) -> DecodedHtml:
             # A UTF-16 declaration inside bytes we could read as ASCII is impossible.
             continue
         if encoding != "utf-8":
-            text, errors, exact = _decode(body, "utf-8")
+            text, errors, exact = _decode(body, "utf-8", lazy=True)
             if errors == 0:
                 notes.append(f"charset declared {encoding} but decoded as utf-8")
-                return DecodedHtml(text, "utf-8", "detected", tuple(notes), body if exact else None)
-        text, errors, exact = _decode(body, encoding)
+                return DecodedHtml("utf-8", "detected", tuple(notes), body if exact else None, text)
+        text, errors, exact = _decode(body, encoding, lazy=True)
         if _acceptable(errors, body):
             if errors:
                 notes.append(f"{errors} undecodable bytes replaced")
             utf8 = body if exact and encoding == "utf-8" else None
-            return DecodedHtml(text, encoding, source, tuple(notes), utf8)
+            return DecodedHtml(encoding, source, tuple(notes), utf8, text)
         notes.append(f"charset declared {encoding} does not fit the body ({errors} bad bytes)")
 
     text, encoding, errors, exact = _detect(body)
@@ -257,4 +274,4 @@ def decode_html(body: bytes, content_type: str | None = None) -> DecodedHtml:
     if notes:
         logger.debug("decoded as %s: %s", encoding, "; ".join(notes))
     utf8 = body if exact and encoding == "utf-8" else None
-    return DecodedHtml(text, encoding, "detected", tuple(notes), utf8)
+    return DecodedHtml(encoding, "detected", tuple(notes), utf8, text)

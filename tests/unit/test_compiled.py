@@ -182,6 +182,38 @@ def test_closing_root_tags_are_taken_out_as_the_regular_expression_does(data: by
     assert extension.without_closing_roots(data) == _CLOSING_ROOT.sub(b"", data)
 
 
+def _decodes(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+#: The edges of UTF-8: overlong forms, surrogates, the last code point, stray continuation
+#: bytes, leads that are never valid, and runs of ASCII long enough for the 8-byte scan.
+_UTF8_PIECES = st.sampled_from(
+    [b"a", b"abcdefgh", b"\x00", b"\x7f", b"\x80", b"\xbf", b"\xc0\x80", b"\xc1\xbf", b"\xc2\x80",
+     b"\xdf\xbf", b"\xe0\x9f\xbf", b"\xe0\xa0\x80", b"\xed\x9f\xbf", b"\xed\xa0\x80",
+     b"\xef\xbf\xbd", b"\xf0\x8f\xbf\xbf", b"\xf0\x90\x80\x80", b"\xf4\x8f\xbf\xbf",
+     b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80", b"\xff", b"\xe6\x96", b"\xe6", b"\xf0\x9f\x98"]
+)  # fmt: skip
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.one_of(
+        st.lists(_UTF8_PIECES, max_size=30).map(b"".join),
+        st.text().map(lambda text: text.encode("utf-8", "surrogatepass")),
+        st.binary(max_size=40),
+    )
+)
+def test_utf8_is_checked_as_the_decoder_checks_it(data: bytes) -> None:
+    extension = compiled.extension
+    assert extension is not None
+    assert extension.valid_utf8(data) == _decodes(data)
+
+
 @settings(max_examples=200, deadline=None)
 @given(_PAGES)
 def test_text_is_counted_as_lxml_serialises_it(html: str) -> None:

@@ -173,3 +173,24 @@ def test_utf8_bytes_are_handed_on_only_when_they_are_exactly_the_text() -> None:
     cut = clean + "新".encode()[:2]
     assert decode_html(cut).utf8 is None  # an incomplete last character was dropped
     assert decode_html(page(ZH, '<meta charset="gbk">').encode("gbk")).utf8 is None
+
+
+@pytest.mark.parametrize("declared", ["", '<meta charset="utf-8">', '<meta charset="gbk">'])
+def test_a_utf8_body_is_given_to_the_parser_as_it_is_and_read_as_text_when_asked(
+    declared: str,
+) -> None:
+    """Whatever it declares, a valid UTF-8 body is not made into text to be chosen: the
+    parser takes its bytes, and the text, when someone asks, is the body decoded."""
+    body = page(ZH + DE, declared).encode("utf-8")
+    decoded = decode_html(body)
+    assert decoded.encoding == "utf-8"
+    assert decoded.utf8 is body
+    assert decoded.text == body.decode("utf-8")
+
+
+def test_a_body_cut_inside_a_character_is_not_given_to_the_parser_as_it_is() -> None:
+    body = page(ZH).encode("utf-8")[: -len("</p></body></html>") - 1]
+    decoded = decode_html(body)
+    assert decoded.encoding == "utf-8"
+    assert decoded.utf8 is None
+    assert decoded.text == body[:-2].decode("utf-8")
