@@ -14,6 +14,8 @@ and lexbor's bare parse), one warm pass over N files of ``shared/data/pairs/case
 and a run of one (start-up and loading cancel out). An instruction of C code and one of
 the Python interpreter do not take the same time, so the ratio beside resiliparse is not
 the speed ratio of ``speed.py``; the figure is for comparing two versions of our code.
+``--ours-only`` counts ours, compiled and interpreted, and ``worker``: all a fingerprint
+worker makes of a page, ours and the hashes of its lines for the template memory.
 
 ``--stages`` counts where our instructions go instead: the product's steps run cumulatively
 (decode; + parse; + preparation; + walk; + container choice; + read-out, i.e. the whole
@@ -121,8 +123,17 @@ def _stage_runners(settings: dict[str, str]) -> dict[str, Callable[[bytes], obje
 
         return run
 
+    def worker(body: bytes) -> object:
+        """All a fingerprint worker makes of a page (``glue/workers.py``): ours, and the
+        hashes of the page's lines that its host's template memory counts."""
+        page = fingerprinter.fingerprint_page(body)
+        if page.fingerprint is not None:
+            signer.sign(page.evidence)
+        return page.line_hashes, page.main_line_hashes
+
     runners = {stage: extraction(stage) for stage in _STAGES[:5]}
     runners.update({stage: fingerprinting(stage) for stage in _STAGES[5:]})
+    runners["worker"] = worker
     return runners
 
 
@@ -179,7 +190,8 @@ def main() -> None:
     parser.add_argument(
         "--ours-only",
         action="store_true",
-        help="count ours alone, compiled and interpreted (for comparing two versions)",
+        help="count ours alone, compiled and interpreted, and all a fingerprint worker makes "
+        "of a page (for comparing two versions)",
     )
     parser.add_argument(
         "--stages",
@@ -208,7 +220,7 @@ def main() -> None:
     )
     names = list(_contenders(settings))
     if args.ours_only:
-        names = [name for name in names if name in ("ours", "interpreted")]
+        names = [name for name in names if name in ("ours", "interpreted")] + ["worker"]
     if args.stages:
         names = [*_STAGES, "ours", "lexbor parse", "lxml parse"]
     runs = [(name, passes) for name in names for passes in (1, 2)]
