@@ -138,8 +138,9 @@ def _utf16_without_bom(body: bytes) -> str | None:
 def _decode(body: bytes, encoding: str, *, lazy: bool = False) -> tuple[str | None, int, bool]:
     """Decode with replacement; count the replacement characters it needed and say
     whether the decode was exact (every byte decoded, nothing replaced or dropped).
-    With ``lazy``, a body that is valid UTF-8 (when checked as ``encoding``) is only
-    checked, in C when the package is built with it: no text (None), no replacements, exact.
+    With ``lazy``, a body valid as UTF-8, the ``encoding`` asked, is only checked (in C
+    when the package is built with it): no text (None: the caller's ``DecodedHtml.utf8``,
+    the body, stands for it), no replacements, exact.
 
     An incomplete character at the very end (a body cut at a byte limit) is dropped
     instead of counted. Replacement characters that UTF-8 bodies already contain (the
