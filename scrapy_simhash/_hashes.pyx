@@ -24,6 +24,7 @@ from cpython.unicode cimport (
     PyUnicode_DATA,
     PyUnicode_KIND,
     PyUnicode_READ,
+    PyUnicode_WRITE,
 )
 from libc.math cimport fabs, isfinite, rint
 from libc.stdint cimport int64_t, uint32_t, uint64_t
@@ -46,7 +47,6 @@ cdef extern from *:
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL
     object PyUnicode_FromKindAndData(int kind, const void* buffer, Py_ssize_t size)
-    int PyUnicode_4BYTE_KIND
 
 
 #: Weights are multiplied by this and rounded (``_hashes_interpreted._FIXED_POINT``).
@@ -170,7 +170,10 @@ def fold(str text):
     another script separated by spaces go to unicodedata together rather than one call a
     word."""
     cdef Py_ssize_t size = len(text)
-    cdef uint32_t* out = <uint32_t*>PyMem_Malloc(max(size, 1) * sizeof(uint32_t))
+    cdef int kind = PyUnicode_KIND(text)
+    cdef void* data = PyUnicode_DATA(text)
+    # In the text's own width: a character folded alone is never wider than it was.
+    cdef void* out = PyMem_Malloc(max(size, 1) * kind)
     if out is NULL:
         raise MemoryError()
     cdef Py_ssize_t filled = 0
@@ -179,14 +182,12 @@ def fold(str text):
     cdef Py_ssize_t end
     cdef Py_ssize_t fast
     cdef uint32_t folded
-    cdef int kind = PyUnicode_KIND(text)
-    cdef void* data = PyUnicode_DATA(text)
     pieces = []
     try:
         while at < size:
             folded = _fold_alone(PyUnicode_READ(kind, data, at))
             if folded != _NOT_ALONE:
-                out[filled] = folded
+                PyUnicode_WRITE(kind, out, filled, folded)
                 filled += 1
                 at += 1
                 continue
@@ -201,14 +202,14 @@ def fold(str text):
                 end += 1
             end -= fast
             if filled:
-                pieces.append(PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, out, filled))
+                pieces.append(PyUnicode_FromKindAndData(kind, out, filled))
                 filled = 0
             pieces.append(unicodedata.normalize("NFKC", text[start:end]).casefold())
             at = end
         if not pieces:
-            return PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, out, filled)
+            return PyUnicode_FromKindAndData(kind, out, filled)
         if filled:
-            pieces.append(PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, out, filled))
+            pieces.append(PyUnicode_FromKindAndData(kind, out, filled))
         return "".join(pieces)
     finally:
         PyMem_Free(out)
