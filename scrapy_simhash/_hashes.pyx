@@ -128,9 +128,9 @@ cdef inline uint32_t _fold_alone(uint32_t c) noexcept:
     """``unicodedata.normalize("NFKC", c).casefold()`` for the characters of most pages
     (ASCII, Latin-1 letters and signs, the common ideographs, CJK and typographic
     punctuation, the arrows and shapes of menus, full-width forms, no-break and ideographic
-    spaces), each of which is a starter that no
-    normalisation ever joins to the character before it; _NOT_ALONE for any other.
-    ``tests/unit/test_hashes.py`` checks both claims against the running unicodedata."""
+    spaces), each of which is a starter that no normalisation ever joins to the character
+    before it; _NOT_ALONE for any other. ``tests/unit/test_hashes.py`` checks both claims
+    against the running unicodedata."""
     if c < 0x80:
         return c + 32 if 0x41 <= c <= 0x5A else c
     if 0x4E00 <= c <= 0x9FFF:
