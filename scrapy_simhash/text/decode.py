@@ -81,9 +81,9 @@ class DecodedHtml:
     encoding: str
     source: str
     notes: tuple[str, ...] = ()
-    # The body itself when it already is ``text`` in UTF-8 (valid UTF-8 or ASCII, no BOM,
-    # nothing replaced or dropped): a parser that wants UTF-8 bytes can take it as it is
-    # instead of encoding ``text`` again.
+    # The body (after its BOM, if any) when it already is ``text`` in UTF-8 (valid UTF-8
+    # or ASCII, nothing replaced or dropped): a parser that wants UTF-8 bytes can take it
+    # as it is instead of encoding ``text`` again.
     utf8: bytes | None = field(default=None, repr=False, compare=False)
     # The text when it was made in deciding the encoding; None: ``utf8`` decoded when asked.
     decoded: str | None = field(default=None, repr=False, compare=False)
@@ -135,12 +135,12 @@ def _utf16_without_bom(body: bytes) -> str | None:
     return None
 
 
-def _decode(body: bytes, encoding: str, *, lazy: bool = False) -> tuple[str | None, int, bool]:
+def _decode(body: bytes, encoding: str) -> tuple[str | None, int, bool]:
     """Decode with replacement; count the replacement characters it needed and say
     whether the decode was exact (every byte decoded, nothing replaced or dropped).
-    With ``lazy``, a body valid as UTF-8, the ``encoding`` asked, is only checked (in C
-    when the package is built with it): no text (None: the caller's ``DecodedHtml.utf8``,
-    the body, stands for it), no replacements, exact.
+    A body valid as UTF-8, the ``encoding`` asked, is only checked (in C when the package
+    is built with it): no text (None: the caller's ``DecodedHtml.utf8``, the body, stands
+    for it), no replacements, exact.
 
     An incomplete character at the very end (a body cut at a byte limit) is dropped
     instead of counted. Replacement characters that UTF-8 bodies already contain (the
@@ -148,7 +148,7 @@ def _decode(body: bytes, encoding: str, *, lazy: bool = False) -> tuple[str | No
     Clean bodies, the usual case, take one strict C-level decode.
     """
     extension = compiled.extension
-    if lazy and encoding == "utf-8" and extension is not None and extension.valid_utf8(body):
+    if encoding == "utf-8" and extension is not None and extension.valid_utf8(body):
         return None, 0, True
     try:
         return body.decode(encoding), 0, True
@@ -182,7 +182,7 @@ def _detect(body: bytes) -> tuple[str | None, str, int, bool]:
     page it fancies (cp1250, cp852, mac-latin2, even Big5), turning every apostrophe into
     a different letter and the fingerprint with it. windows-1252 is the last resort.
     """
-    text, errors, exact = _decode(body, "utf-8", lazy=True)
+    text, errors, exact = _decode(body, "utf-8")
     if _acceptable(errors, body):
         return text, "utf-8", errors, exact
     non_ascii = _non_ascii(body)
@@ -227,9 +227,10 @@ def decode_html(body: bytes, content_type: str | None = None) -> DecodedHtml:
     bom_encoding, bom = read_bom(body)
     if bom_encoding is not None and bom is not None:
         encoding = codecs.lookup(bom_encoding).name
-        text, errors, _ = _decode(body[len(bom) :], encoding)
+        rest = body[len(bom) :]
+        text, errors, _ = _decode(rest, encoding)
         replaced = (f"{errors} undecodable bytes replaced",) if errors else ()
-        return DecodedHtml(encoding, "bom", replaced, decoded=text)
+        return DecodedHtml(encoding, "bom", replaced, rest if text is None else None, text)
     utf16 = _utf16_without_bom(body)
     if utf16 is not None:
         text, _, _ = _decode(body, utf16)
@@ -255,11 +256,11 @@ def decode_html(body: bytes, content_type: str | None = None) -> DecodedHtml:
             # A UTF-16 declaration inside bytes we could read as ASCII is impossible.
             continue
         if encoding != "utf-8":
-            text, errors, exact = _decode(body, "utf-8", lazy=True)
+            text, errors, exact = _decode(body, "utf-8")
             if errors == 0:
                 notes.append(f"charset declared {encoding} but decoded as utf-8")
                 return DecodedHtml("utf-8", "detected", tuple(notes), body if exact else None, text)
-        text, errors, exact = _decode(body, encoding, lazy=True)
+        text, errors, exact = _decode(body, encoding)
         if _acceptable(errors, body):
             if errors:
                 notes.append(f"{errors} undecodable bytes replaced")
