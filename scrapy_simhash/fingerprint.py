@@ -33,6 +33,7 @@ from scrapy_simhash.features import (
     normalize,
 )
 from scrapy_simhash.simhash import from_hex, hamming, simhash, similarity, to_hex
+from scrapy_simhash.sketch import folded as fold_spaced
 from scrapy_simhash.sketch import line_hashes, make_sketch
 
 # from_hex, hamming, similarity and to_hex were documented here before they moved to
@@ -396,7 +397,7 @@ def own_folded(text: str, title: str, folded: str | None = None) -> str:
         return folded
     hashes = _native.hashes
     if hashes is not None and folded.count("\n") == text.count("\n"):
-        return hashes.own_lines(folded, " ".join(normalize(title).split()))
+        return hashes.own_lines(folded, fold_spaced(title))
     return "\n".join(_own_lines(text, title, folded, fold=True))
 
 
@@ -405,7 +406,7 @@ def _own_lines(
 ) -> Iterator[str]:
     """The lines of own_text (folded ones with ``fold``), one at a time, so that a length
     check can stop early."""
-    folded_title = " ".join(normalize(title).split())
+    folded_title = fold_spaced(title)
     lines = text.split("\n")
     if not folded_title and not fold:
         yield from lines
