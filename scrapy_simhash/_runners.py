@@ -68,7 +68,12 @@ class StoreThread(Generic[S]):
     """A blocking store used from asyncio, on one thread of its own, opened there on first
     use: for stores called rarely (the URL rules, the hosts' template memory), a thread
     serves every backend alike without a second, asyncio, implementation of each, and the
-    one thread keeps their connections to the thread that made them."""
+    one thread keeps their connections to the thread that made them.
+
+    A store whose ``runner`` is set says where its calls run instead once it is open: one
+    on the embedded SQLite file runs them as the index does, inline until they would wait
+    (a hop to a thread and back costs more than the call, and a call in this thread held
+    the file's lock, so that the index's calls met it and queued behind in theirs)."""
 
     def __init__(self, opener: Callable[[], S], name: str) -> None:
         self._opener = opener
@@ -81,7 +86,10 @@ class StoreThread(Generic[S]):
         return func(self._store)
 
     async def call(self, func: Callable[[S], T]) -> T:
-        """``func(store)`` in the store's thread."""
+        """``func(store)`` where the open store's ``runner`` says, else in its thread."""
+        runner: Runner | None = getattr(self._store, "runner", None)
+        if runner is not None:
+            return await runner(func, self._store)
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, self._with_store, func)
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import xxhash
 
 from scrapy_simhash._redis import mask_url, redis_errors, sync_client
+from scrapy_simhash._runners import Runner
 from scrapy_simhash._sqlite import BUSY_TIMEOUT_SECS, open_with_schema
 from scrapy_simhash.exceptions import IndexBackendError
 
@@ -72,7 +73,11 @@ def check_digest(host: str, rule: str, url: str, kept: str) -> int:
 
 
 class RuleStore(ABC):
-    """The blocking contract; :class:`scrapy_simhash.dust.AsyncRuleStore` runs it off-loop."""
+    """The blocking contract; :class:`scrapy_simhash.dust.AsyncRuleStore` runs it off-loop,
+    or where ``runner`` says (see :class:`~scrapy_simhash._runners.StoreThread`)."""
+
+    #: Where the crawl runs this store's calls; None: a thread of the store's own.
+    runner: Runner | None = None
 
     @abstractmethod
     def support(self, host: str, rule: str, copy: str, kept: str) -> int:
@@ -207,6 +212,7 @@ class SqliteRuleStore(RuleStore):
             self.connection = open_with_schema(path, _SCHEMA, timeout_secs=timeout_secs)
         except sqlite3.Error as exc:
             raise self._error("open", exc) from exc
+        self.runner = self.connection.run
 
     def _error(self, action: str, exc: BaseException) -> IndexBackendError:
         return IndexBackendError(f"SQLite rule store {self._where}: {action} failed: {exc}")

@@ -44,6 +44,7 @@ from typing import Any
 import xxhash
 
 from scrapy_simhash._redis import mask_url, sync_client
+from scrapy_simhash._runners import Runner
 from scrapy_simhash._sqlite import BUSY_TIMEOUT_SECS, open_with_schema
 from scrapy_simhash.exceptions import IndexBackendError
 from scrapy_simhash.template import EMPTY, HALVE_AT, HOST_BYTES, SLOTS, HostMemory
@@ -74,7 +75,11 @@ class Count:
 
 
 class TemplateStore(ABC):
-    """The blocking contract; the crawl runs it off its event loop."""
+    """The blocking contract; the crawl runs it off its event loop, or where ``runner``
+    says (see :class:`~scrapy_simhash._runners.StoreThread`)."""
+
+    #: Where the crawl runs this store's calls; None: a thread of the store's own.
+    runner: Runner | None = None
 
     @abstractmethod
     def read(self, host: str) -> HostMemory:
@@ -168,6 +173,7 @@ class SqliteTemplateStore(TemplateStore):
             self.connection = open_with_schema(path, _SCHEMA, timeout_secs=timeout_secs)
         except sqlite3.Error as exc:
             raise self._error("open", exc) from exc
+        self.runner = self.connection.run
 
     def _error(self, action: str, exc: BaseException) -> IndexBackendError:
         return IndexBackendError(f"SQLite template store {self._where}: {action} failed: {exc}")

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from scrapy_simhash import storage
-from scrapy_simhash._runners import in_thread, inline
+from scrapy_simhash._runners import StoreThread, in_thread, inline
+from scrapy_simhash._sqlite import _file_lock
 from scrapy_simhash.dust import open_rule_store
+from scrapy_simhash.dust.store import RuleStore, SqliteRuleStore
 from scrapy_simhash.exceptions import ConfigurationError
 from scrapy_simhash.index import open_async_index, open_index, register_backend
 from scrapy_simhash.index.memory import MemoryIndex
@@ -16,6 +21,7 @@ from scrapy_simhash.index.threaded import AsyncIndexAdapter
 from scrapy_simhash.recrawl import open_async_recrawl_store, open_recrawl_store
 from scrapy_simhash.recrawl.threaded import AsyncBackendAdapter
 from scrapy_simhash.storage import Storage, register_storage
+from scrapy_simhash.template.store import SqliteTemplateStore, TemplateStore
 
 
 @pytest.fixture(autouse=True)
@@ -93,3 +99,51 @@ def test_a_storage_with_an_asyncio_opener_is_opened_through_it() -> None:
 
     asyncio.run(scenario())
     assert opened == ["inline://a"]
+
+
+@pytest.mark.parametrize(
+    "opener",
+    [
+        lambda path: SqliteTemplateStore(path, "ns"),
+        lambda path: SqliteRuleStore(path, "ns"),
+    ],
+    ids=["templates", "rules"],
+)
+def test_sqlite_store_calls_run_in_the_loop_until_they_would_wait(
+    tmp_path: Path, opener: Callable[[str], TemplateStore | RuleStore]
+) -> None:
+    """As the index's calls: a hop to a thread costs more than the call, and a call held in
+    a thread of the store's own held the file's lock, so that the index's calls queued."""
+    path = str(tmp_path / "crawl.db")
+
+    def where(store: TemplateStore | RuleStore) -> str:
+        store.clear()  # takes the file's lock
+        return threading.current_thread().name
+
+    async def scenario() -> None:
+        store = StoreThread(lambda: opener(path), "simhash-own")
+        loop_thread = threading.current_thread().name
+        assert (await store.call(where)).startswith("simhash-own")  # opened there
+        assert await store.call(where) == loop_thread
+        # Another thread holds the file: the call waits in the connection's thread, not
+        # in the loop, and runs once the file is free.
+        lock = _file_lock(path)
+        held, release = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            with lock:
+                held.set()
+                release.wait(10)
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        held.wait(10)
+        waiting = asyncio.ensure_future(store.call(where))
+        await asyncio.sleep(0)
+        assert not waiting.done()
+        release.set()
+        assert (await waiting).startswith("simhash-sqlite")
+        holder.join()
+        await store.aclose()
+
+    asyncio.run(scenario())
