@@ -663,3 +663,22 @@ def simhash(dict features, int bits, seed):
         if 2 * votes[64 + bit] > total:
             low |= (<uint64_t>1) << (63 - bit)
     return (<object>high << 64) | <object>low
+
+
+def counter_total(const unsigned short[::1] counts):
+    """The sum of a host's 16-bit counters (``template._above_load``)."""
+    cdef int64_t total = 0
+    cdef Py_ssize_t i
+    for i in range(counts.shape[0]):
+        total += counts[i]
+    return total
+
+
+def counters_at_least(const unsigned short[::1] counts, double least):
+    """The buckets whose counter is ``least`` or more, in order (``HostMemory.template``)."""
+    cdef list found = []
+    cdef Py_ssize_t i
+    for i in range(counts.shape[0]):
+        if counts[i] >= least:
+            found.append(i)
+    return found

@@ -1,14 +1,16 @@
-"""SimHash and the signature's MinHash in Python and numpy: what an install without the
-compiled hashing (``_hashes.pyx``) runs, what the compiled code gives an input back to
-when it cannot match it exactly, and the reference the compiled code is held to
-(``tests/unit/test_hashes.py``).
+"""SimHash, the signature's MinHash and the template memory's counter scans in Python and
+numpy: what an install without the compiled hashing (``_hashes.pyx``) runs, what the
+compiled code gives an input back to when it cannot match it exactly, and the reference
+the compiled code is held to (``tests/unit/test_hashes.py``).
 
 numpy is imported here only, and this module only when it is needed: a process on the
-compiled path (a fingerprint worker) never loads numpy and its BLAS threads.
+compiled path (a fingerprint worker, the crawl process) never loads numpy and its BLAS
+threads.
 """
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Mapping
 from itertools import repeat
 
@@ -109,3 +111,14 @@ def _mix(values: np.ndarray) -> np.ndarray:
     values *= _M2
     values ^= values >> _33
     return values
+
+
+def counter_total(counts: array[int]) -> int:
+    """The sum of a host's 16-bit counters (``template._above_load``)."""
+    return int(np.frombuffer(counts, dtype=np.uint16).sum(dtype=np.int64))
+
+
+def counters_at_least(counts: array[int], least: float) -> list[int]:
+    """The buckets whose counter is ``least`` or more, in order (``HostMemory.template``)."""
+    found: list[int] = np.flatnonzero(np.frombuffer(counts, dtype=np.uint16) >= least).tolist()
+    return found

@@ -9,6 +9,7 @@ as the interpreted code, faster; without it, the interpreted code runs.
 from __future__ import annotations
 
 import importlib
+from array import array
 from types import ModuleType
 from typing import Protocol, cast
 
@@ -51,6 +52,10 @@ class Hashes(Protocol):
     def simhash(self, features: dict[str, float], bits: int, seed: int) -> object: ...
 
     def minhash(self, folded: str, key: int) -> object: ...
+
+    def counter_total(self, counts: array[int]) -> int: ...
+
+    def counters_at_least(self, counts: array[int], least: float) -> list[int]: ...
 
 
 _module, HASHES_MISSING = load("scrapy_simhash._hashes")

@@ -299,3 +299,38 @@ def test_a_worker_on_the_compiled_path_never_loads_numpy() -> None:
         [sys.executable, "-c", code], input=story(HARBOUR), capture_output=True, check=True
     )
     assert done.stdout.decode().split() == ["True", "False"]
+
+
+_COUNTERS = st.lists(st.integers(0, 0xFFFF), min_size=0, max_size=2048)
+
+
+@settings(max_examples=300)
+@given(
+    _COUNTERS,
+    st.one_of(st.floats(-1.0, 70000.0, allow_nan=False), st.integers(0, 0xFFFF).map(float)),
+)
+def test_the_template_counters_are_scanned_alike_on_both_paths(
+    values: list[int], least: float
+) -> None:
+    assert hashes is not None
+    counts = array("H", values)
+    assert hashes.counter_total(counts) == _hashes_interpreted.counter_total(counts) == sum(values)
+    found = hashes.counters_at_least(counts, least)
+    assert found == _hashes_interpreted.counters_at_least(counts, least)
+    assert found == [i for i, value in enumerate(values) if value >= least]
+
+
+def test_the_template_memory_on_the_compiled_path_never_loads_numpy() -> None:
+    """The crawl process reads its hosts' templates (numpy: 0.25 s of CPU at start, its
+    objects scanned by every full garbage collection, BLAS threads)."""
+    code = (
+        "import sys\n"
+        "import scrapy_simhash.glue.addon\n"
+        "from scrapy_simhash.template import HostMemory\n"
+        "memory = HostMemory()\n"
+        "for page in range(30):\n"
+        "    memory = memory.learned([1, 2, page]).saw([1, 2, page])\n"
+        "print(sorted(memory.template()), memory.widely_seen() > 0, 'numpy' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True)
+    assert done.stdout.decode().split() == ["[1,", "2]", "True", "False"]
