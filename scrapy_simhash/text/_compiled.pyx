@@ -12,11 +12,17 @@ the order the interpreted loop makes it, so both give identical frames and lines
 identical fingerprints (``tests/unit/test_compiled.py`` holds them to it).
 """
 
-from cpython.unicode cimport PyUnicode_DecodeUTF8
+from cpython.unicode cimport (
+    Py_UNICODE_ISALNUM,
+    PyUnicode_DATA,
+    PyUnicode_DecodeUTF8,
+    PyUnicode_KIND,
+    PyUnicode_READ,
+)
 from libc.stdlib cimport free, malloc, realloc
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.ref cimport PyObject
-from libc.stdint cimport uint64_t
+from libc.stdint cimport uint32_t, uint64_t
 from libc.string cimport memchr, memcpy, strcmp, strlen
 from lxml.includes cimport tree
 from lxml.includes.etreepublic cimport _Document, _Element, elementFactory, import_lxml__etree
@@ -29,6 +35,9 @@ from scrapy_simhash.text.rules import (
     _MARK_ATTRIBUTES,
     _MARK_TAGS,
     _MIN_PARAGRAPH_BYTES,
+    _NEGATIVE_STEMS,
+    _NEGATIVE_WHOLE,
+    _POSITIVE_WORDS,
     _names_role,
     _role_of_names,
 )
@@ -692,3 +701,92 @@ def read(
         if current:
             _flush(current, lines)
     return "\n".join(lines)
+
+
+# The role words of class tokens by their first letter (``rules._ROLE_WORD``): at each place
+# of a token only the few words starting with its letter are compared.
+cdef tuple _by_letter(words):
+    buckets = [[] for _ in range(26)]
+    for word in words:
+        buckets[ord(word[0]) - 97].append(word.encode("ascii"))
+    return tuple(tuple(bucket) for bucket in buckets)
+
+
+cdef tuple _STEMS = _by_letter(_NEGATIVE_STEMS)
+cdef tuple _WHOLE = _by_letter(_NEGATIVE_WHOLE)
+cdef tuple _POSITIVE = _by_letter(_POSITIVE_WORDS)
+
+
+cdef inline bint _word_at(int kind, void* data, Py_ssize_t n, Py_ssize_t at, bytes word):
+    cdef const unsigned char* letters = <const unsigned char*>PyBytes_AS_STRING(word)
+    cdef Py_ssize_t size = PyBytes_GET_SIZE(word)
+    cdef Py_ssize_t k
+    if at + size > n:
+        return False
+    for k in range(size):
+        if <uint32_t>PyUnicode_READ(kind, data, at + k) != letters[k]:
+            return False
+    return True
+
+
+cdef inline tuple _bucket(tuple words, int kind, void* data, Py_ssize_t at):
+    cdef uint32_t letter = PyUnicode_READ(kind, data, at)
+    if letter < 97 or letter > 122:
+        return ()
+    return <tuple>words[letter - 97]
+
+
+cdef inline bint _ends_word(int kind, void* data, Py_ssize_t n, Py_ssize_t at):
+    """``(?=$|[_-])`` at ``at``: ``$`` is the end or a newline that ends the token."""
+    cdef uint32_t c
+    if at == n:
+        return True
+    c = PyUnicode_READ(kind, data, at)
+    return c == 95 or c == 45 or (c == 10 and at == n - 1)
+
+
+cdef bint _negative_words_at(int kind, void* data, Py_ssize_t n, Py_ssize_t at):
+    cdef bytes word
+    cdef Py_ssize_t end
+    if at >= n:
+        return False
+    for word in _bucket(_STEMS, kind, data, at):
+        if _word_at(kind, data, n, at, word):
+            # \w* then the lookahead: any place along the run of word characters (an
+            # underscore, the one of them the lookahead takes, has ended it already).
+            end = at + len(word)
+            while (
+                not _ends_word(kind, data, n, end)
+                and end < n
+                and Py_UNICODE_ISALNUM(<Py_UCS4>PyUnicode_READ(kind, data, end))
+            ):
+                end += 1
+            if _ends_word(kind, data, n, end):
+                return True
+    for word in _bucket(_WHOLE, kind, data, at):
+        if _word_at(kind, data, n, at, word) and _ends_word(kind, data, n, at + len(word)):
+            return True
+    return False
+
+
+def role_word(str token):
+    """``rules._role_word``: -1 or +1 by the token's first role word, 0 for none, found as
+    ``_ROLE_WORD.search`` finds it (the leftmost place where a word starts; there, a
+    boilerplate word before a content word)."""
+    cdef int kind = PyUnicode_KIND(token)
+    cdef void* data = PyUnicode_DATA(token)
+    cdef Py_ssize_t n = len(token)
+    cdef Py_ssize_t at
+    cdef uint32_t c
+    cdef bytes word
+    for at in range(n + 1):
+        if at == 0 and _negative_words_at(kind, data, n, 0):
+            return -1
+        if at < n:
+            c = PyUnicode_READ(kind, data, at)
+            if (c == 95 or c == 45) and _negative_words_at(kind, data, n, at + 1):
+                return -1
+            for word in _bucket(_POSITIVE, kind, data, at):
+                if _word_at(kind, data, n, at, word):
+                    return 1
+    return 0

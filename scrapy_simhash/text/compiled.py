@@ -44,6 +44,8 @@ class Extension(Protocol):
 
     def valid_utf8(self, data: bytes) -> bool: ...
 
+    def role_word(self, token: str) -> int: ...
+
 
 def _load() -> tuple[Extension | None, str]:
     """The extension, or None and what a crawl says of its absence (or of the hashing's)."""

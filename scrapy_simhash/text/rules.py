@@ -8,10 +8,16 @@ words they remember, bounded so that no page can grow them.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from lxml import etree
+
+if TYPE_CHECKING:
+    from scrapy_simhash.text.compiled import Extension
 
 # Elements whose content is never main text; removed by lxml in C before the walk.
 _JUNK_TAGS = (
@@ -92,25 +98,34 @@ _INLINE_TAGS = frozenset(
         "wbr",
     ]
 )
-# Boilerplate class/id words, matched as words of a class token (split at - and _),
-# several also as prefixes of run-together names ("commentlist", "relatedPosts").
-_NEGATIVE_WORDS = (
-    r"(?:^|[_-])(?:"
-    r"(?:comment|disqus|related|recommend|share|sharing|social|sidebar|cookie|consent|"
-    r"breadcrumb|newsletter|subscri|advert|sponsor|pagination|outbrain|taboola|popup|"
-    r"footer|masthead|toolbar)\w*"
-    r"|nav|navbar|navigation|menu|header|foot|side|aside|gdpr|cmp|banner|ads?|promo|signup|login|"
-    r"modal|overlay|pager|paging|tags?|tagcloud|copyright|print|byline|hot|"
-    r"rank|ranking|search|reply|replies|respond|rss|community|extra|shoutbox|bottom|"
-    r"crumbs?|follow|author|jump|more|btn|button|icons?"
-    r")(?=$|[_-])"
-)
-# Words that mark content containers.
+# Boilerplate class/id words, matched as words of a class token (split at - and _): stems
+# also match as the start of a run-together word ("commentlist", "relatedPosts"), whole
+# words only alone.
+_NEGATIVE_STEMS = (
+    "comment", "disqus", "related", "recommend", "share", "sharing", "social", "sidebar",
+    "cookie", "consent", "breadcrumb", "newsletter", "subscri", "advert", "sponsor",
+    "pagination", "outbrain", "taboola", "popup", "footer", "masthead", "toolbar",
+)  # fmt: skip
+_NEGATIVE_WHOLE = (
+    "nav", "navbar", "navigation", "menu", "header", "foot", "side", "aside", "gdpr", "cmp",
+    "banner", "ad", "ads", "promo", "signup", "login", "modal", "overlay", "pager", "paging",
+    "tag", "tags", "tagcloud", "copyright", "print", "byline", "hot", "rank", "ranking",
+    "search", "reply", "replies", "respond", "rss", "community", "extra", "shoutbox",
+    "bottom", "crumb", "crumbs", "follow", "author", "jump", "more", "btn", "button", "icon",
+    "icons",
+)  # fmt: skip
+# Words that mark content containers, anywhere in a token.
 _POSITIVE_WORDS = (
-    r"article|body|content|entry|main|post|story|text|blog|detail|news|endtext|hentry|"
-    r"page|read|prose|markdown|rich|column|wrap|container"
+    "article", "body", "content", "entry", "main", "post", "story", "text", "blog", "detail",
+    "news", "endtext", "hentry", "page", "read", "prose", "markdown", "rich", "column",
+    "wrap", "container",
+)  # fmt: skip
+# A token's first role word (leftmost; a boilerplate word before a content word at the same
+# place). The compiled walk finds the same (``_compiled.role_word``).
+_ROLE_WORD = re.compile(
+    rf"(?P<negative>(?:^|[_-])(?:(?:{'|'.join(_NEGATIVE_STEMS)})\w*|{'|'.join(_NEGATIVE_WHOLE)})"
+    rf"(?=$|[_-]))|(?P<positive>{'|'.join(_POSITIVE_WORDS)})"
 )
-_ROLE_WORD = re.compile(f"(?P<negative>{_NEGATIVE_WORDS})|(?P<positive>{_POSITIVE_WORDS})")
 # Class tokens that name a script's hook, not the element's role.
 _JS_HOOK = ("js-", "js_")
 # Class tokens that describe the layout around an element ("has-sidebar", "no-sidebars",
@@ -167,12 +182,32 @@ def _token_role(token: str) -> int:
     if token.endswith(_LAYOUT_SUFFIX):
         return 0
     token = token.split("--", 1)[0]
+    role = _role_word(token)
+    if role < 0 and _STRONG_NEGATIVE.search(token):
+        return _STRONG
+    return role
+
+
+def _role_word(token: str) -> int:
+    """-1 or +1 by the token's first role word (see _ROLE_WORD), 0 for none: compiled when
+    the package was built with its C extension (a regular expression of 90 words tried at
+    each place of each new token is most of the time spent judging a page's class names)."""
+    extension: Extension | None = _compiled().extension
+    if extension is not None:
+        return extension.role_word(token)
     match = _ROLE_WORD.search(token)
     if match is None:
         return 0
-    if match.lastgroup == "positive":
-        return 1
-    return _STRONG if _STRONG_NEGATIVE.search(token) else -1
+    return 1 if match.lastgroup == "positive" else -1
+
+
+@functools.cache
+def _compiled() -> ModuleType:
+    """:mod:`scrapy_simhash.text.compiled`, which imports this module (so not at the top),
+    imported once: an import statement in ``_role_word`` cost as much as the search."""
+    from scrapy_simhash.text import compiled
+
+    return compiled
 
 
 class _RoleCache(dict[str, int]):

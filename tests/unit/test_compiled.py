@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -27,7 +28,7 @@ from lxml import etree
 
 from scrapy_simhash.confirm import Signer
 from scrapy_simhash.fingerprint import Fingerprinter
-from scrapy_simhash.text import compiled, extract_main_text
+from scrapy_simhash.text import compiled, extract_main_text, rules
 from scrapy_simhash.text.parse import (
     _CLOSING_ROOT,
     _parse,
@@ -348,3 +349,55 @@ def test_an_install_without_a_compiler_goes_on_and_says_why(tmp_path: Path) -> N
     assert "the compiled extraction was not built" in done.stdout
     assert "/nonexistent/cc" in done.stdout  # the compiler failed, not a missing Cython
     assert not list((tmp_path / "scrapy_simhash").glob("**/*.so"))
+
+
+# The expression class tokens were judged by before the words were listed once (rules.py):
+# the compiled search and the one built from the lists must both find what it finds.
+_ROLE_WORD_AS_WRITTEN = re.compile(
+    r"(?P<negative>(?:^|[_-])(?:"
+    r"(?:comment|disqus|related|recommend|share|sharing|social|sidebar|cookie|consent|"
+    r"breadcrumb|newsletter|subscri|advert|sponsor|pagination|outbrain|taboola|popup|"
+    r"footer|masthead|toolbar)\w*"
+    r"|nav|navbar|navigation|menu|header|foot|side|aside|gdpr|cmp|banner|ads?|promo|signup|login|"
+    r"modal|overlay|pager|paging|tags?|tagcloud|copyright|print|byline|hot|"
+    r"rank|ranking|search|reply|replies|respond|rss|community|extra|shoutbox|bottom|"
+    r"crumbs?|follow|author|jump|more|btn|button|icons?"
+    r")(?=$|[_-]))|(?P<positive>"
+    r"article|body|content|entry|main|post|story|text|blog|detail|news|endtext|hentry|"
+    r"page|read|prose|markdown|rich|column|wrap|container)"
+)
+_ROLE_PIECES = [
+    *rules._NEGATIVE_STEMS, *rules._NEGATIVE_WHOLE, *rules._POSITIVE_WORDS,
+    "-", "_", "--", "\n", "x", "s", "9", "é", "ß", "²", "٣", "Ⅻ", "新", ".", ":", "/", " ",
+    "\u0301", "ａ", "K",
+]  # fmt: skip
+
+
+def _role_as_written(token: str) -> int:
+    match = _ROLE_WORD_AS_WRITTEN.search(token)
+    if match is None:
+        return 0
+    return 1 if match.lastgroup == "positive" else -1
+
+
+@settings(max_examples=3000, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(_ROLE_PIECES), max_size=8).map("".join) | st.text(max_size=20))
+def test_a_class_token_s_role_word_is_found_alike_on_both_paths(token: str) -> None:
+    extension = compiled.extension
+    assert extension is not None, compiled.MISSING
+    expected = _role_as_written(token)
+    assert extension.role_word(token) == expected
+    with compiled.interpreted():
+        assert rules._role_word(token) == expected
+
+
+def test_every_role_word_is_found_at_every_edge() -> None:
+    extension = compiled.extension
+    assert extension is not None, compiled.MISSING
+    words = [*rules._NEGATIVE_STEMS, *rules._NEGATIVE_WHOLE, *rules._POSITIVE_WORDS]
+    edges = ["", "-", "_", "x", "-x", "_x", "x-", "2", "\n", "\nx", "--", ".", "é"]
+    tokens = [f"{before}{word}{after}" for word in words for before in edges for after in edges]
+    found = [extension.role_word(token) for token in tokens]
+    assert found == [_role_as_written(token) for token in tokens]
+    assert found.count(-1) > 1000  # both kinds are reached
+    assert found.count(1) > 1000
