@@ -373,16 +373,16 @@ class SharedConnection:
     @contextmanager
     def reading(self) -> Iterator[sqlite3.Connection]:
         """The connection, holding the file, once the files are checked (:meth:`check`):
-        what a store called from a thread of its own (the URL rules, the hosts' templates)
-        reads through, as :meth:`run` checks before each call of the index."""
+        what a store beside the index's tables (the URL rules, the hosts' templates) reads
+        through, whether its call runs through :meth:`run` or in a thread of its own."""
         with self.lock:
             self.check()
             yield self.db
 
     @contextmanager
     def writing(self) -> Iterator[sqlite3.Connection]:
-        """:meth:`write` once the files are checked: a transaction of a store called from
-        a thread of its own (see :meth:`reading`)."""
+        """:meth:`write` once the files are checked: a transaction of a store beside the
+        index's tables (see :meth:`reading`)."""
         with self.lock:
             self.check()
             with self.write() as db:

@@ -32,7 +32,9 @@ __all__ = [
 
 class AsyncRuleStore:
     """A blocking rule store run on one thread of its own, opened there on first use (rule
-    store calls are rare: one per learned pair, a listing every refresh)."""
+    store calls are rare: one per learned pair, a listing every refresh); on the embedded
+    file, its calls then run as the index's do (:class:`~scrapy_simhash._runners.StoreThread`).
+    """
 
     def __init__(self, opener: Callable[[], RuleStore]) -> None:
         self._thread = StoreThread(opener, "simhash-rules")
