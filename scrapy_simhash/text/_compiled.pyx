@@ -708,6 +708,8 @@ def read(
 cdef tuple _by_letter(words):
     buckets = [[] for _ in range(26)]
     for word in words:
+        if not ("a" <= word[:1] <= "z" and word.isascii()):
+            raise ValueError(f"a role word must be ASCII and start with a-z: {word!r}")
         buckets[ord(word[0]) - 97].append(word.encode("ascii"))
     return tuple(tuple(bucket) for bucket in buckets)
 
