@@ -54,8 +54,6 @@ class Addon:
         from scrapy_simhash.glue.follow import SimhashSpiderMiddleware
         from scrapy_simhash.glue.middleware import PRIORITY as MIDDLEWARE_PRIORITY
         from scrapy_simhash.glue.middleware import SimhashDownloaderMiddleware
-        from scrapy_simhash.glue.pipeline import PRIORITY as PIPELINE_PRIORITY
-        from scrapy_simhash.glue.pipeline import SimhashPipeline
 
         for name, value in DEFAULTS.items():
             settings.set(name, value, priority="addon")
@@ -69,6 +67,10 @@ class Addon:
                 "SPIDER_MIDDLEWARES", SimhashSpiderMiddleware, SPIDER_MW_PRIORITY
             )
         if item_fields(settings):
+            # Imported only here: itemadapter loads pydantic (60 modules) when it is there.
+            from scrapy_simhash.glue.pipeline import PRIORITY as PIPELINE_PRIORITY
+            from scrapy_simhash.glue.pipeline import SimhashPipeline
+
             settings.setdefault_in_component_priority_dict(
                 "ITEM_PIPELINES", SimhashPipeline, PIPELINE_PRIORITY
             )

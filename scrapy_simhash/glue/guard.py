@@ -26,6 +26,8 @@ import asyncio
 import inspect
 import logging
 import re
+import sqlite3
+import sys
 import time
 import traceback
 from collections.abc import Awaitable, Callable
@@ -50,24 +52,22 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-def _backend_errors() -> tuple[type[BaseException], ...]:
-    errors: list[type[BaseException]] = [IndexBackendError, OSError, asyncio.TimeoutError]
-    try:
-        import redis.exceptions
-
-        errors.append(redis.exceptions.RedisError)
-    except ImportError:  # pragma: no cover - redis is a dependency
-        pass
-    try:
-        import sqlite3
-
-        errors.append(sqlite3.Error)
-    except ImportError:  # pragma: no cover
-        pass
-    return tuple(errors)
+_LOCAL_ERRORS: tuple[type[BaseException], ...] = (
+    IndexBackendError,
+    OSError,
+    asyncio.TimeoutError,
+    sqlite3.Error,
+)
 
 
-BACKEND_ERRORS = _backend_errors()
+def backend_errors() -> tuple[type[BaseException], ...]:
+    """What a store raises when it is out of reach: Redis's errors too once redis is loaded.
+    A crawl on the embedded file never loads it (60 modules), and nothing can raise its
+    errors then."""
+    redis_exceptions = sys.modules.get("redis.exceptions")
+    if redis_exceptions is None:
+        return _LOCAL_ERRORS
+    return (*_LOCAL_ERRORS, redis_exceptions.RedisError)
 
 
 def without_own_name(message: str, url: str) -> str:
@@ -138,7 +138,7 @@ class OutageLog:
         self._unlogged += 1
         now = self._clock()
         where = f"{guard.what} at {mask_url(self.url)}"
-        if exc is not None and first_of_guard and not isinstance(exc, BACKEND_ERRORS):
+        if exc is not None and first_of_guard and not isinstance(exc, backend_errors()):
             # Not an outage but a bug, in a backend or here: where it happened matters.
             trace = scrub("".join(traceback.format_exception(exc)), self.url)
             logger.error(
@@ -309,7 +309,7 @@ class Guarded(Generic[T]):
                 self.unusable = described(ConfigurationError(broken_file_message(self.url, broken)))
                 logger.error("%s", self.unusable)
                 raise self.unusable from None
-            # Outages (BACKEND_ERRORS) and anything unexpected from a backend alike: the page
+            # Outages (backend_errors()) and anything unexpected from a backend alike: the page
             # must not be lost to it.
             self._failed(exc)
             await self._discard()

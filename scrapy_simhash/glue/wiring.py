@@ -16,10 +16,10 @@ from scrapy_simhash._failures import broken_file, broken_file_message, permanent
 from scrapy_simhash._redact import mask_url, scrub
 from scrapy_simhash.exceptions import ConfigurationError, IndexBackendError
 from scrapy_simhash.glue.guard import (
-    BACKEND_ERRORS,
     ON_INDEX_ERROR,
     Guarded,
     OutageLog,
+    backend_errors,
     without_own_name,
 )
 from scrapy_simhash.settings.names import in_setting_names, setting_names
@@ -66,7 +66,7 @@ def validate_index(url: str, kwargs: Mapping[str, Any], *, start_unreachable: bo
                 reset_namespace(url, str(kwargs["namespace"]), kwargs)
             else:
                 open_index(url, **kwargs).close()
-    except BACKEND_ERRORS as exc:
+    except backend_errors() as exc:
         broken = broken_file(exc)
         if broken is not None:
             raise ConfigurationError(in_setting_names(broken_file_message(url, broken))) from None
@@ -115,7 +115,7 @@ def check_recrawl_store(
             f"SimHash recrawl store at {mask_url(url)} cannot be used: {exc} (or set "
             "SIMHASH_RECRAWL_ENABLED = False to crawl without the recrawl schedule)"
         ) from None
-    except BACKEND_ERRORS:
+    except backend_errors():
         return
 
 
@@ -305,7 +305,7 @@ class EvictionWatch:
                 scrub(str(exc), self.url),
             )
             return
-        except BACKEND_ERRORS as exc:  # it answered a moment ago: the first look will tell
+        except backend_errors() as exc:  # it answered a moment ago: the first look will tell
             self._started = False
             logger.debug("reading the memory policy of %s failed: %s", mask_url(self.url), exc)
             return

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
 import scrapy_simhash
+
+REPO = Path(__file__).resolve().parents[2]
 
 #: The Scrapy glue layer (with the package ``scrapy_simhash.glue``); every other module is
 #: the pure core.
@@ -273,3 +277,46 @@ def test_settings_are_imported_by_the_glue_the_command_line_and_reset_only() -> 
         and m != "scrapy_simhash.reset"
     }
     assert outside == set()
+
+
+def test_a_crawl_on_the_embedded_default_loads_no_redis_pydantic_or_numpy(tmp_path: Path) -> None:
+    """Each costs every crawl's start (0.3 s of CPU together) and its objects every full
+    garbage collection: redis with no Redis URL, pydantic through itemadapter with no item
+    fields to compare, numpy on the compiled path. The add-on configures a crawl, and a
+    page and its copy go through the downloader middleware on the embedded SQLite file,
+    the template memory on."""
+    code = (
+        "import sys\n"
+        "from scrapy.settings import Settings\n"
+        "from scrapy_simhash import Addon\n"
+        "from tests.scrapy_inprocess import HARBOUR, harness, story\n"
+        "Addon().update_settings(Settings())\n"
+        "with harness(SIMHASH_INDEX_URL=None) as h:\n"
+        "    h.fetch('https://a.test/1', story(HARBOUR))\n"
+        "    dropped, _ = h.fetch('https://a.test/1?print=1', story(HARBOUR))\n"
+        "    print(type(dropped).__name__)\n"
+        "print(sorted(m for m in ('redis', 'pydantic', 'itemadapter', 'numpy') if m in sys.modules))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert result.stdout.split("\n")[-3:-1] == ["NearDuplicate", "[]"]
+
+
+def test_redis_errors_are_outages_once_redis_is_loaded() -> None:
+    code = (
+        "from scrapy_simhash.glue.guard import backend_errors\n"
+        "before = [e.__name__ for e in backend_errors()]\n"
+        "import redis\n"
+        "print('RedisError' in before, redis.RedisError in backend_errors())\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert result.stdout.split() == ["False", "True"]
