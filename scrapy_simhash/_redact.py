@@ -79,8 +79,10 @@ def _userinfo_span(url: str) -> tuple[Span | None, bool]:
     """(the hidden range of the userinfo, whether the URL reads two ways).
 
     The userinfo runs from ``://`` to the last ``@``. Its user name stays visible only
-    when urlsplit reads the same userinfo and the name is plain; otherwise all of it is
-    hidden, since a name with a ``/`` in it may be a password's first half.
+    when urlsplit reads the same userinfo, the name is plain and no other ``@`` is in the
+    userinfo; otherwise all of it is hidden, since a name with a ``/`` in it may be a
+    password's first half, and so may what comes before the ``:`` of a pasted password
+    holding an ``@`` (``redis://Qa:Qb@Qc@host`` from a password ``Qa:Qb@Qc``).
     """
     start = _start(url)
     at = url.rfind("@")
@@ -89,7 +91,7 @@ def _userinfo_span(url: str) -> tuple[Span | None, bool]:
     ambiguous = at >= _authority_end(url, start)
     userinfo = url[start:at]
     user, colon, _ = userinfo.partition(":")
-    if colon and not ambiguous and _PLAIN_USER.fullmatch(user):
+    if colon and not ambiguous and "@" not in userinfo and _PLAIN_USER.fullmatch(user):
         begin = start + len(user) + 1
         return ((begin, at) if begin < at else None), False
     return ((start, at) if start < at else None), ambiguous

@@ -176,6 +176,7 @@ def test_no_word_of_a_broken_password_is_ever_said(secret: str, place: str, tmp_
 
 @settings(max_examples=300)
 @given(secret=broken_secrets(), place=st.sampled_from(PLACES))
+@example(secret="Q000:Q000@Q000", place=f"redis://{{S}}@{HOST}/0")
 def test_the_redaction_functions_say_no_word_of_it(secret: str, place: str) -> None:
     """mask_url and scrub, on a message quoting the URL and the password in any spelling."""
     url = place.replace("{S}", secret)
