@@ -12,6 +12,20 @@ import scrapy_simhash
 
 REPO = Path(__file__).resolve().parents[2]
 
+
+def _python(code: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``code`` run by a fresh interpreter (in ``cwd``, the repository importable)."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+
+
 #: The Scrapy glue layer (with the package ``scrapy_simhash.glue``); every other module is
 #: the pure core.
 GLUE = {"scrapy_simhash.signals"}
@@ -45,9 +59,7 @@ def test_core_modules_import_without_scrapy() -> None:
         "    importlib.import_module(name)\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'scrapy', 'twisted'}))\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
-    )
+    result = _python(code)
     assert result.stdout.strip().splitlines()[-1] == "[]"
 
 
@@ -58,9 +70,7 @@ def test_package_exports_scrapy_components_lazily() -> None:
         "addon = scrapy_simhash.Addon\n"
         "print(before, addon.__module__, 'scrapy' in sys.modules)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
-    )
+    result = _python(code)
     assert result.stdout.split() == ["False", "scrapy_simhash.glue.addon", "True"]
 
 
@@ -297,15 +307,7 @@ def test_a_crawl_on_the_embedded_default_loads_no_redis_pydantic_or_numpy(tmp_pa
         "    print(type(dropped).__name__)\n"
         "print(sorted(m for m in ('redis', 'pydantic', 'itemadapter', 'numpy') if m in sys.modules))\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
+    result = _python(code, cwd=tmp_path)
     assert result.stdout.split("\n")[-3:-1] == ["NearDuplicate", "[]"]
 
 
@@ -316,7 +318,5 @@ def test_redis_errors_are_outages_once_redis_is_loaded() -> None:
         "import redis\n"
         "print('RedisError' in before, redis.RedisError in backend_errors())\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
-    )
+    result = _python(code)
     assert result.stdout.split() == ["False", "True"]
