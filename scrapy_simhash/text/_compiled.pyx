@@ -21,6 +21,7 @@ from cpython.unicode cimport (
 )
 from libc.stdlib cimport free, malloc, realloc
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.dict cimport PyDict_GetItem
 from cpython.ref cimport PyObject
 from libc.stdint cimport uint32_t, uint64_t
 from libc.string cimport memchr, memcpy, strcmp, strlen
@@ -34,12 +35,21 @@ from scrapy_simhash.text.rules import (
     _JUDGED_ATTRIBUTES,
     _MARK_ATTRIBUTES,
     _MARK_TAGS,
+    _LAYOUT_SUFFIX,
+    _MAX_CACHED,
+    _MAX_CACHED_CHARS,
+    _MAX_CACHED_KEY,
     _MIN_PARAGRAPH_BYTES,
     _NEGATIVE_STEMS,
     _NEGATIVE_WHOLE,
+    _NEUTRAL_PREFIXES,
     _POSITIVE_WORDS,
+    _ROLES,
+    _SKIP_LINK_PREFIXES,
+    _STRONG,
+    _STRONG_NEGATIVE_WORDS,
+    _TOKEN_ROLES,
     _names_role,
-    _role_of_names,
 )
 
 import_lxml__etree()
@@ -414,7 +424,16 @@ cdef int _role(tree.xmlNode* node, el) except? -9:
     ident = _attribute(node, "id")
     if cls is _NOT_PLAIN or ident is _NOT_PLAIN:
         return _names_role(el)
-    return _role_of_names(cls, ident)
+    if ident is None:
+        if cls is None:
+            return 0
+        names = cls
+    else:
+        names = ident if cls is None else f"{cls} {ident}"
+    cdef PyObject* cached = PyDict_GetItem(_ROLES, names)
+    if cached is not NULL:
+        return <object>cached
+    return _remember(_ROLES, names, class_role(names.lower()))
 
 
 def address(_Element el):
@@ -775,6 +794,10 @@ def role_word(str token):
     """``rules._role_word``: -1 or +1 by the token's first role word, 0 for none, found as
     ``_ROLE_WORD.search`` finds it (the leftmost place where a word starts; there, a
     boilerplate word before a content word)."""
+    return _role_word(token)
+
+
+cdef int _role_word(str token) except? -9:
     cdef int kind = PyUnicode_KIND(token)
     cdef void* data = PyUnicode_DATA(token)
     cdef Py_ssize_t n = len(token)
@@ -792,3 +815,64 @@ def role_word(str token):
                 if _word_at(kind, data, n, at, word):
                     return 1
     return 0
+
+
+# -- class and id names (``rules._class_role``) --------------------------------------------
+
+cdef Py_ssize_t _MAX_KEY = _MAX_CACHED_KEY
+cdef Py_ssize_t _MAX_KEYS = _MAX_CACHED
+cdef Py_ssize_t _MAX_CHARS = _MAX_CACHED_CHARS
+cdef int _STRONG_ROLE = _STRONG
+
+
+cdef int _remember(cache, str key, int value) except? -9:
+    """``rules._remember``: the same caches, bounded alike."""
+    if len(key) > _MAX_KEY:
+        return value
+    if len(cache) >= _MAX_KEYS or cache.chars + len(key) > _MAX_CHARS:
+        cache.clear()
+        cache.chars = 0
+    cache[key] = value
+    cache.chars += len(key)
+    return value
+
+
+cdef int _token_role(str token) except? -9:
+    """``rules._token_role``."""
+    if token.startswith(_SKIP_LINK_PREFIXES):
+        return _STRONG_ROLE
+    if token.startswith(_NEUTRAL_PREFIXES) or token.endswith(_LAYOUT_SUFFIX):
+        return 0
+    cdef Py_ssize_t modifier = token.find("--")
+    if modifier >= 0:
+        token = token[:modifier]
+    cdef int role = _role_word(token)
+    if role < 0:
+        for word in _STRONG_NEGATIVE_WORDS:
+            if word in token:
+                return _STRONG_ROLE
+    return role
+
+
+def class_role(str names):
+    """``rules._class_role``: -1, +1 or 0 for lower-case class/id names, each new token
+    judged here and remembered in the same cache."""
+    cdef bint negative = False
+    cdef bint positive = False
+    cdef int role
+    cdef PyObject* cached
+    for token in names.split():
+        cached = PyDict_GetItem(_TOKEN_ROLES, token)
+        if cached is NULL:
+            role = _remember(_TOKEN_ROLES, token, _token_role(token))
+        else:
+            role = <object>cached
+        if role == _STRONG_ROLE:
+            return -1
+        if role < 0:
+            negative = True
+        elif role > 0:
+            positive = True
+    if positive:
+        return 1
+    return -1 if negative else 0

@@ -46,6 +46,8 @@ class Extension(Protocol):
 
     def role_word(self, token: str) -> int: ...
 
+    def class_role(self, names: str) -> int: ...
+
 
 def _load() -> tuple[Extension | None, str]:
     """The extension, or None and what a crawl says of its absence (or of the hashing's)."""

@@ -126,17 +126,20 @@ _ROLE_WORD = re.compile(
     rf"(?P<negative>(?:^|[_-])(?:(?:{'|'.join(_NEGATIVE_STEMS)})\w*|{'|'.join(_NEGATIVE_WHOLE)})"
     rf"(?=$|[_-]))|(?P<positive>{'|'.join(_POSITIVE_WORDS)})"
 )
-# Class tokens that name a script's hook, not the element's role.
-_JS_HOOK = ("js-", "js_")
-# Class tokens that describe the layout around an element ("has-sidebar", "no-sidebars",
-# "sidebar-first-only" on the content column), not the element's own role.
-_LAYOUT_PREFIXES = ("has-", "with-", "without-", "no-", "one-", "two-")
+# Class tokens that say nothing of the element's role: hooks for scripts ("js-share-area")
+# and descriptions of the layout around it ("has-sidebar", "no-sidebars",
+# "sidebar-first-only" on the content column).
+_NEUTRAL_PREFIXES = ("js-", "js_", "has-", "with-", "without-", "no-", "one-", "two-")
 _LAYOUT_SUFFIX = "-only"
-# Sections that are boilerplate even inside a content-named wrapper's class list.
-_STRONG_NEGATIVE = re.compile(r"comment|disqus|cookie|consent|gdpr|newsletter|related|shar|social")
+# Sections that are boilerplate even inside a content-named wrapper's class list, named
+# anywhere in a token.
+_STRONG_NEGATIVE_WORDS = (
+    "comment", "disqus", "cookie", "consent", "gdpr", "newsletter", "related", "shar", "social",
+)  # fmt: skip
+_STRONG_NEGATIVE = re.compile("|".join(_STRONG_NEGATIVE_WORDS))
 # "Skip to content" links for keyboard and screen-reader users: every page of a site has
-# one, worded by the site, before everything else.
-_SKIP_LINK = re.compile(r"skip-?link|skip-to-(?:main|content)")
+# one, worded by the site, before everything else. Tokens starting so are strong.
+_SKIP_LINK_PREFIXES = ("skiplink", "skip-link", "skip-to-main", "skip-to-content")
 
 
 def _class_role(names: str) -> int:
@@ -146,8 +149,13 @@ def _class_role(names: str) -> int:
     first: "sidebar-content" is boilerplate, "content-with-sidebar-wrp" and "article-body"
     are content. One content token outweighs boilerplate tokens ("entry-content
     has-sidebar", "article-body pagination-first"), except for comment, cookie, share and
-    related sections. ``names`` is lower case.
+    related sections. ``names`` is lower case. Compiled when the package was built with its
+    C extension: on a crawl of many sites most names are new, and judging them was the
+    largest part of the walk left in Python.
     """
+    extension: Extension | None = _compiled().extension
+    if extension is not None:
+        return extension.class_role(names)
     negative = positive = False
     for token in names.split():
         role = _TOKEN_ROLES.get(token)
@@ -168,18 +176,17 @@ _STRONG = -2  # a token naming a section that is boilerplate even beside content
 
 
 def _token_role(token: str) -> int:
-    """_STRONG, -1, +1 or 0 for one class token.
+    """_STRONG, -1, +1 or 0 for one class token (interpreted; ``_compiled.pyx`` has the
+    same).
 
     Skip-link tokens are strong: the link is no part of any section. Tokens prefixed
     "js-"/"js_" are hooks for scripts and say nothing about the role ("js-share-area"),
     nor do layout descriptions ("has-sidebar"), and BEM modifiers (after "--") describe a
     variant of the block named before them ("node--type-newsletter").
     """
-    if _SKIP_LINK.match(token):
+    if token.startswith(_SKIP_LINK_PREFIXES):
         return _STRONG
-    if token.startswith(_JS_HOOK) or token.startswith(_LAYOUT_PREFIXES):
-        return 0
-    if token.endswith(_LAYOUT_SUFFIX):
+    if token.startswith(_NEUTRAL_PREFIXES) or token.endswith(_LAYOUT_SUFFIX):
         return 0
     token = token.split("--", 1)[0]
     role = _role_word(token)
@@ -189,12 +196,7 @@ def _token_role(token: str) -> int:
 
 
 def _role_word(token: str) -> int:
-    """-1 or +1 by the token's first role word (see _ROLE_WORD), 0 for none: compiled when
-    the package was built with its C extension (a regular expression of 90 words tried at
-    each place of each new token is most of the time spent judging a page's class names)."""
-    extension: Extension | None = _compiled().extension
-    if extension is not None:
-        return extension.role_word(token)
+    """-1 or +1 by the token's first role word (see _ROLE_WORD), 0 for none."""
     match = _ROLE_WORD.search(token)
     if match is None:
         return 0
@@ -204,7 +206,7 @@ def _role_word(token: str) -> int:
 @functools.cache
 def _compiled() -> ModuleType:
     """:mod:`scrapy_simhash.text.compiled`, which imports this module (so not at the top),
-    imported once: an import statement in ``_role_word`` cost as much as the search."""
+    imported once: an import statement in ``_class_role`` would cost as much as a token."""
     from scrapy_simhash.text import compiled
 
     return compiled

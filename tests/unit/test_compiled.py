@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -401,3 +402,52 @@ def test_every_role_word_is_found_at_every_edge() -> None:
     assert found == [_role_as_written(token) for token in tokens]
     assert found.count(-1) > 1000  # both kinds are reached
     assert found.count(1) > 1000
+
+
+# Class and id names: role words, and what makes a token strong, neutral or cut short.
+_NAME_PIECES = [
+    *_ROLE_PIECES, *rules._STRONG_NEGATIVE_WORDS, *rules._NEUTRAL_PREFIXES,
+    *rules._SKIP_LINK_PREFIXES, "skip", "skip-to-", "-only", "only", "--", "\t", "  ",
+    "\u3000", "\xa0",
+]  # fmt: skip
+
+
+def _judged_afresh(class_role: Callable[[str], int], names: str) -> int:
+    """``class_role(names)`` with both role caches empty, so nothing judged by the other
+    path is read back."""
+    for cache in (rules._ROLES, rules._TOKEN_ROLES):
+        cache.clear()
+        cache.chars = 0
+    return class_role(names)
+
+
+@settings(max_examples=3000, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(_NAME_PIECES), max_size=10).map("".join) | st.text(max_size=30))
+def test_class_names_are_judged_alike_on_both_paths(names: str) -> None:
+    extension = compiled.extension
+    assert extension is not None, compiled.MISSING
+    found = _judged_afresh(extension.class_role, names)
+    with compiled.interpreted():
+        assert found == _judged_afresh(rules._class_role, names)
+    assert _judged_afresh(rules._class_role, names) == found  # dispatched to the extension
+
+
+def test_class_names_reach_every_role_on_the_compiled_path() -> None:
+    extension = compiled.extension
+    assert extension is not None, compiled.MISSING
+    cases = {
+        "entry-content has-sidebar": 1,
+        "article-body pagination-first": 1,
+        "article-body related-posts": -1,  # strong beside content
+        "skip-link": -1,
+        "skip-to-content main": -1,
+        "js-share-area": 0,
+        "sidebar-first-only": 0,
+        "node--type-newsletter": 0,
+        "sidebar": -1,
+        "": 0,
+    }
+    assert {names: _judged_afresh(extension.class_role, names) for names in cases} == cases
+    extension.class_role("sidebar content")
+    assert rules._TOKEN_ROLES == {"sidebar": -1, "content": 1}  # remembered in the cache
+    assert rules._TOKEN_ROLES.chars == len("sidebarcontent")
