@@ -330,14 +330,26 @@ cdef list _attribute_names(tree.xmlNode* node, _Document doc, _Names names):
 
 
 cdef inline Py_ssize_t _characters(const unsigned char* byte) noexcept:
-    """The characters of NUL-terminated UTF-8: its bytes that are not continuation bytes."""
-    cdef Py_ssize_t count = 0
+    """The characters of NUL-terminated UTF-8: its bytes that are not continuation bytes,
+    counted eight at a time (a page's text is most of its bytes)."""
     if byte is NULL:
         return 0
-    while byte[0] != 0:
-        if byte[0] & 0xC0 != 0x80:
-            count += 1
-        byte += 1
+    cdef Py_ssize_t size = strlen(<const char*>byte)
+    cdef Py_ssize_t count = size
+    cdef Py_ssize_t at = 0
+    cdef uint64_t word
+    while at + 8 <= size:
+        memcpy(&word, byte + at, 8)
+        # A continuation byte is 10xxxxxx: its high bit set and the next one clear. Each
+        # byte's flag moved to its low bit, the multiplication sums them in the top byte.
+        word = (word & ~(word << 1) & 0x8080808080808080ULL) >> 7
+        if word:
+            count -= <Py_ssize_t>((word * 0x0101010101010101ULL) >> 56)
+        at += 8
+    while at < size:
+        if byte[at] & 0xC0 == 0x80:
+            count -= 1
+        at += 1
     return count
 
 
