@@ -266,17 +266,47 @@ cdef enum:
     _NAME_SLOTS = 256
 
 
+# What the walk and the read-out ask of a name, answered once per distinct name: the sets
+# of rules.py it is in.
+cdef enum:
+    _BOILERPLATE_TAG = 1
+    _INLINE_TAG = 2
+    _MARK_TAG = 4
+    _JUDGED_NAME = 8
+    _HIDING_NAME = 16
+    _MARK_NAME = 32
+
+
+cdef int _flags_of(name) except -1:
+    """The sets of rules.py that hold ``name`` (a tag or an attribute name), as bits."""
+    cdef int flags = 0
+    if name in _BOILERPLATE_TAGS:
+        flags |= _BOILERPLATE_TAG
+    if name in _INLINE_TAGS:
+        flags |= _INLINE_TAG
+    if name in _MARK_TAGS:
+        flags |= _MARK_TAG
+    if name in _JUDGED_ATTRIBUTES:
+        flags |= _JUDGED_NAME
+    if name in _HIDING_ATTRIBUTES:
+        flags |= _HIDING_NAME
+    if name in _MARK_ATTRIBUTES:
+        flags |= _MARK_NAME
+    return flags
+
+
 cdef struct _NameSlot:
     const tree.xmlChar* name
     PyObject* text
+    int flags
 
 
 cdef class _Names:
     """The Python strings of one tree's element and attribute names, by the address of
     the name: libxml2 keeps one copy of each name in its document's dictionary, and nothing
     is freed while a walk or a read-out runs, so one address is one name. Each distinct
-    name is decoded once, and the sets it is looked up in hash it once, not once per
-    element (a page has a thousand elements and a few dozen names)."""
+    name is decoded and looked up in the sets once, not once per element (a page has a
+    thousand elements and a few dozen names)."""
 
     # An extension type's C fields start zeroed: every slot empty, none used.
     cdef _NameSlot slots[_NAME_SLOTS]
@@ -286,47 +316,74 @@ cdef class _Names:
     def __cinit__(self):
         self.kept = []
 
-    cdef object decoded(self, const tree.xmlChar* name):
+    cdef object decoded(self, const tree.xmlChar* name, int* flags):
+        """The name as a string; its bits (_flags_of) in ``flags``."""
         cdef size_t slot = (<size_t>name >> 3) % _NAME_SLOTS
         while self.slots[slot].name is not NULL:
             if self.slots[slot].name == name:
+                flags[0] = self.slots[slot].flags
                 return <object>self.slots[slot].text
             slot = (slot + 1) % _NAME_SLOTS
         text = PyUnicode_DecodeUTF8(<const char*>name, strlen(<const char*>name), NULL)
+        flags[0] = _flags_of(text)
         if 2 * self.used < _NAME_SLOTS:  # a table half full stays quick to probe
             self.kept.append(text)
             self.slots[slot].name = name
             self.slots[slot].text = <PyObject*>text
+            self.slots[slot].flags = flags[0]
             self.used += 1
         return text
 
 
-cdef object _name(const tree.xmlChar* name, tree.xmlNs* ns, _Names names):
-    """An element's tag or an attribute's name as lxml gives it; None when namespaced (the
-    proxy is asked then)."""
+cdef object _name(const tree.xmlChar* name, tree.xmlNs* ns, _Names names, int* flags):
+    """An element's tag or an attribute's name as lxml gives it, its bits in ``flags``;
+    None when namespaced (the proxy is asked then)."""
     if ns is not NULL and ns.href is not NULL:
         return None
-    return names.decoded(name)
+    return names.decoded(name, flags)
 
 
-cdef inline object _tag(tree.xmlNode* node, _Document doc, _Names names):
-    """``el.tag`` of an element, its element object made only when it is namespaced."""
-    tag = _name(node.name, node.ns, names)
-    return elementFactory(doc, node).tag if tag is None else tag
+cdef inline object _tag(tree.xmlNode* node, _Document doc, _Names names, int* flags):
+    """``el.tag`` of an element, its bits in ``flags``; its element object made only when
+    it is namespaced."""
+    tag = _name(node.name, node.ns, names, flags)
+    if tag is None:
+        tag = elementFactory(doc, node).tag
+        flags[0] = _flags_of(tag)
+    return tag
 
 
 cdef list _attribute_names(tree.xmlNode* node, _Document doc, _Names names):
     """``el.keys()``: the names of the element's attributes, in document order."""
     cdef tree.xmlAttr* attribute = node.properties
+    cdef int flags
     result = []
     while attribute is not NULL:
         if attribute.type == tree.XML_ATTRIBUTE_NODE:
-            name = _name(attribute.name, attribute.ns, names)
+            name = _name(attribute.name, attribute.ns, names, &flags)
             if name is None:
                 return elementFactory(doc, node).keys()
             result.append(name)
         attribute = attribute.next
     return result
+
+
+cdef int _attribute_flags(tree.xmlNode* node, _Document doc, _Names names) except -1:
+    """The bits (_flags_of) of the element's attribute names together, without making
+    the list of them."""
+    cdef tree.xmlAttr* attribute = node.properties
+    cdef int flags
+    cdef int together = 0
+    while attribute is not NULL:
+        if attribute.type == tree.XML_ATTRIBUTE_NODE:
+            if _name(attribute.name, attribute.ns, names, &flags) is None:
+                together = 0
+                for name in elementFactory(doc, node).keys():
+                    together |= _flags_of(name)
+                return together
+            together |= flags
+        attribute = attribute.next
+    return together
 
 
 cdef inline Py_ssize_t _characters(const unsigned char* byte) noexcept:
@@ -529,12 +586,8 @@ def run(walk):
     cdef list candidates = walk.candidates
     cdef list dropped = walk.dropped
     cdef list marks = walk.marks
-    cdef object inline_tags = _INLINE_TAGS
-    cdef object boilerplate_tags = _BOILERPLATE_TAGS
-    cdef object judged = _JUDGED_ATTRIBUTES
-    cdef object hiding = _HIDING_ATTRIBUTES
-    cdef object mark_tags = _MARK_TAGS
-    cdef object mark_attributes = _MARK_ATTRIBUTES
+    cdef int tag_flags
+    cdef int attribute_flags
     cdef Py_ssize_t min_paragraph = _MIN_PARAGRAPH_BYTES
     cdef _Names names = _Names()
     is_boilerplate = walk.is_boilerplate
@@ -575,11 +628,16 @@ def run(walk):
         if node.type != tree.XML_ELEMENT_NODE:
             verdict = True  # an entity or other non-element node: passed over
         else:
-            tag = _tag(node, doc, names)
-            attributes = _attribute_names(node, doc, names) if node.properties is not NULL else []
-            if tag in boilerplate_tags or (attributes and not judged.isdisjoint(attributes)):
+            tag = _tag(node, doc, names, &tag_flags)
+            attribute_flags = (
+                0 if node.properties is NULL else _attribute_flags(node, doc, names)
+            )
+            if tag_flags & _BOILERPLATE_TAG or attribute_flags & _JUDGED_NAME:
                 el = elementFactory(doc, node)
-                if tag in boilerplate_tags or not hiding.isdisjoint(attributes):
+                if tag_flags & _BOILERPLATE_TAG or attribute_flags & _HIDING_NAME:
+                    attributes = (
+                        _attribute_names(node, doc, names) if node.properties is not NULL else []
+                    )
                     verdict = is_boilerplate(el, tag, attributes, guarded)
                 elif not guarded and _role(node, el) < 0:
                     verdict = named_boilerplate(el)
@@ -595,7 +653,7 @@ def run(walk):
         key = <size_t>node
         text = _stripped(node.children)
         chars = len(text)
-        if tag in inline_tags:
+        if tag_flags & _INLINE_TAG:
             block = top[5]
             frame = [chars, 0, 0.0, 0.0, None, block, guarded, key, tag]
         else:
@@ -607,7 +665,7 @@ def run(walk):
         top = frame
         top_node = node
         stats[key] = frame
-        if tag in mark_tags or (attributes and not mark_attributes.isdisjoint(attributes)):
+        if tag_flags & _MARK_TAG or attribute_flags & _MARK_NAME:
             marks.append(elementFactory(doc, node) if el is None else el)
         node = _next(node, body)
     # The body's end: its tail is not part of it.
@@ -668,8 +726,7 @@ def read(
     cdef list lines = []
     cdef list current = []
     cdef set skipped = {<size_t>(<_Element>el)._c_node for el in skip}
-    cdef object inline_tags = _INLINE_TAGS
-    cdef object boilerplate_tags = _BOILERPLATE_TAGS
+    cdef int flags
     cdef bint any_size = dense_max_chars is None
     cdef Py_ssize_t dense_max = 0 if any_size else dense_max_chars
     cdef _Element container_proxy
@@ -691,17 +748,17 @@ def read(
                 # The start of node: read into it, or pass its subtree over (its end
                 # still comes).
                 frame = stats.get(<size_t>node)
-                tag = _tag(node, doc, names)
+                tag = _tag(node, doc, names, &flags)
                 child = NULL
                 if frame is None or <size_t>node in skipped:
                     pass
                 elif links_only and (
-                    tag in boilerplate_tags or names_role(elementFactory(doc, node)) < 0
+                    flags & _BOILERPLATE_TAG or names_role(elementFactory(doc, node)) < 0
                 ):
                     pass
                 else:
                     enter = True
-                    if tag not in inline_tags:
+                    if not flags & _INLINE_TAG:
                         if current:
                             _flush(current, lines)
                         chars = frame[0]
@@ -717,8 +774,8 @@ def read(
                     node = child
                     continue
             # The end of node.
-            tag = _tag(node, doc, names)
-            if current and (tag not in inline_tags or tag == "br"):
+            tag = _tag(node, doc, names, &flags)
+            if current and (not flags & _INLINE_TAG or tag == "br"):
                 _flush(current, lines)
             if node is container:
                 break

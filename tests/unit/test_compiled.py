@@ -227,6 +227,34 @@ def test_text_is_counted_as_lxml_serialises_it(html: str) -> None:
             assert compiled.extension.subtree_chars(el, counted) == len(_text_content(el))
 
 
+def test_namespaced_names_are_read_through_the_element_alike() -> None:
+    """The HTML parser makes no namespaces, but a tree built otherwise can have them: the
+    compiled walk then reads the tag or the attribute names from the element object, and
+    judges the element by them as the interpreted walk does."""
+    paragraph = "The council met on Tuesday, and the budget passed after a long debate. " * 4
+    root = etree.Element("html")
+    body = etree.SubElement(root, "body")
+    for tag, attributes in [
+        ("div", {"class": "sidebar", "{urn:x}data": "1"}),  # judged by its plain class
+        ("div", {"{urn:x}class": "sidebar"}),  # no plain class: not judged
+        ("{urn:x}nav", {"class": "menu"}),
+        ("div", {"{urn:x}role": "main", "hidden": ""}),  # hidden all the same
+        ("div", {"itemprop": "x", "{urn:x}y": "z"}),  # may mark the article
+    ]:
+        block = etree.SubElement(body, tag, attributes)
+        etree.SubElement(block, "p").text = paragraph
+    etree.SubElement(body, "p").text = paragraph * 3
+    fast = _Walk(body)
+    fast.run()
+    assert fast.extension is not None
+    slow = _Walk(body)
+    with compiled.interpreted():
+        slow.run()
+    assert _measured(fast) == _measured(slow)
+    assert len(fast.dropped) == 3  # judged, by class and as hidden
+    assert len(fast.marks) == 1
+
+
 def test_a_page_of_more_names_than_the_name_table_holds_reads_alike() -> None:
     """Each distinct tag and attribute name is decoded once per walk into a table of 256
     slots, filled to half: a page of hundreds of custom elements overflows it, and the
