@@ -19,7 +19,7 @@ from cpython.unicode cimport (
     PyUnicode_KIND,
     PyUnicode_READ,
 )
-from libc.stdlib cimport free, malloc, realloc
+from libc.stdlib cimport calloc, free, malloc, realloc
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_GetItem
 from cpython.ref cimport PyObject
@@ -410,7 +410,74 @@ cdef inline Py_ssize_t _characters(const unsigned char* byte) noexcept:
     return count
 
 
-def subtree_chars(_Element el, dict counted):
+cdef class Counts:
+    """The text lengths of one tree's elements by node address, for :func:`subtree_chars`:
+    a table of C integers (open addressing), as a page's hundreds of entries cost a dict
+    of Python integers more than the counting itself."""
+
+    cdef size_t* keys  # node addresses; 0 marks an empty slot
+    cdef Py_ssize_t* values
+    cdef size_t mask  # slots - 1, a power of two less one
+    cdef Py_ssize_t used
+
+    def __cinit__(self):
+        self._allocate(64)
+
+    def __dealloc__(self):
+        free(self.keys)
+        free(self.values)
+
+    def __len__(self):
+        return self.used
+
+    cdef int _allocate(self, size_t slots) except -1:
+        """Empty tables of ``slots`` slots in place of the current ones (kept if it fails)."""
+        cdef size_t* keys = <size_t*>calloc(slots, sizeof(size_t))
+        cdef Py_ssize_t* values = <Py_ssize_t*>malloc(slots * sizeof(Py_ssize_t))
+        if keys is NULL or values is NULL:
+            free(keys)
+            free(values)
+            raise MemoryError()
+        self.keys = keys
+        self.values = values
+        self.mask = slots - 1
+        return 0
+
+    cdef inline size_t _slot(self, size_t key) noexcept:
+        cdef size_t slot = ((key >> 4) * 0x9E3779B97F4A7C15ULL) & self.mask
+        while self.keys[slot] != 0 and self.keys[slot] != key:
+            slot = (slot + 1) & self.mask
+        return slot
+
+    cdef Py_ssize_t get(self, size_t key) noexcept:
+        """The count under ``key``; -1 when there is none."""
+        cdef size_t slot = self._slot(key)
+        return self.values[slot] if self.keys[slot] == key else -1
+
+    cdef int put(self, size_t key, Py_ssize_t value) except -1:
+        cdef size_t* keys = self.keys
+        cdef Py_ssize_t* values = self.values
+        cdef size_t slots = self.mask + 1
+        cdef size_t at
+        cdef size_t slot
+        if 2 * (self.used + 1) > slots:  # half full at most: probes stay short
+            self._allocate(2 * slots)
+            for at in range(slots):
+                if keys[at] != 0:
+                    slot = self._slot(keys[at])
+                    self.keys[slot] = keys[at]
+                    self.values[slot] = values[at]
+            free(keys)
+            free(values)
+        slot = self._slot(key)
+        if self.keys[slot] == 0:
+            self.used += 1
+        self.keys[slot] = key
+        self.values[slot] = value
+        return 0
+
+
+def subtree_chars(_Element el, Counts counted):
     """``len(_text_content(el))``: the characters of every text node under ``el`` (what
     lxml's text serialisation concatenates), counted in their UTF-8 without making the text.
 
@@ -420,8 +487,8 @@ def subtree_chars(_Element el, dict counted):
     about them are answered from there: the counting stays linear in the page.
     """
     cdef tree.xmlNode* top = el._c_node
-    found = counted.get(<size_t>top)
-    if found is not None:
+    cdef Py_ssize_t found = counted.get(<size_t>top)
+    if found >= 0:
         return found
     cdef Py_ssize_t depth = 0
     cdef Py_ssize_t capacity = 64
@@ -438,7 +505,7 @@ def subtree_chars(_Element el, dict counted):
             if node is NULL:  # the end of current: its sum is complete
                 total = sums[depth]
                 if current.properties is not NULL or current is top:
-                    counted[<size_t>current] = total
+                    counted.put(<size_t>current, total)
                 if depth == 0:
                     return total
                 depth -= 1

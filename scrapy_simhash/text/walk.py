@@ -59,8 +59,9 @@ class _Walk:
         #: The extension that ran the walk (its read-out reads what it keyed), or None.
         self.extension: compiled.Extension | None = None
         self._body_text: str | None = None
-        # Text lengths of elements by node address (compiled: see subtree_chars).
-        self._counted: dict[int, int] = {}
+        # Text lengths of elements by node address, made by the extension that runs the
+        # walk (see subtree_chars).
+        self._counted: Any = None
 
     def measured(self, el: etree._Element) -> _Frame | None:
         """The frame of ``el``; None when it was dropped, is inside a dropped element, is
@@ -129,6 +130,7 @@ class _Walk:
         extension = compiled.extension
         if extension is not None:
             self.extension = extension
+            self._counted = extension.Counts()
             extension.run(self)
         else:
             self.run_interpreted()

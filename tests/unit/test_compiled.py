@@ -221,7 +221,7 @@ def test_utf8_is_checked_as_the_decoder_checks_it(data: bytes) -> None:
 def test_text_is_counted_as_lxml_serialises_it(html: str) -> None:
     assert compiled.extension is not None
     body = _prepared_body(html)
-    counted: dict[int, int] = {}  # one walk's: every question in document order
+    counted = compiled.extension.Counts()  # one walk's: every question in document order
     for el in body.iter():
         if isinstance(el.tag, str):
             assert compiled.extension.subtree_chars(el, counted) == len(_text_content(el))
@@ -253,6 +253,20 @@ def test_namespaced_names_are_read_through_the_element_alike() -> None:
     assert _measured(fast) == _measured(slow)
     assert len(fast.dropped) == 3  # judged, by class and as hidden
     assert len(fast.marks) == 1
+
+
+def test_the_counts_of_a_page_s_elements_are_each_kept_once() -> None:
+    """The table of counts grows from 64 slots as a page's elements are counted: every
+    element with attributes is kept once, and each count is read back as it was made."""
+    assert compiled.extension is not None
+    nested = "".join(f'<div class="c{n}">{"é" * (n % 7)}<b>x</b>' for n in range(1500))
+    body = _prepared_body(f"<html><body>{nested}{'</div>' * 1500}</body></html>")
+    counted = compiled.extension.Counts()
+    assert compiled.extension.subtree_chars(body, counted) == len(_text_content(body))
+    assert len(counted) == 1501  # the divs and the body
+    for el in body.iter("div"):
+        assert compiled.extension.subtree_chars(el, counted) == len(_text_content(el))
+    assert len(counted) == 1501
 
 
 def test_a_page_of_more_names_than_the_name_table_holds_reads_alike() -> None:
