@@ -14,6 +14,7 @@ identical fingerprints (``tests/unit/test_compiled.py`` holds them to it).
 
 from cpython.unicode cimport (
     Py_UNICODE_ISALNUM,
+    Py_UNICODE_ISSPACE,
     PyUnicode_DATA,
     PyUnicode_DecodeUTF8,
     PyUnicode_KIND,
@@ -741,21 +742,65 @@ def run(walk):
         candidates.append(body_proxy)
 
 
-cdef object _raw_text(tree.xmlNode* node):
-    """lxml's ``text`` or ``tail`` unstripped (None when there is none), except that a
-    piece of only ASCII whitespace is one space: the read-out joins its pieces and splits
-    them on whitespace, which gives the same line either way."""
-    cdef tree.xmlNode* first = _text_node(node)
-    if first is NULL:
-        return None
-    cdef const char* content = _content(first)
-    if _text_node(first.next) is NULL:
-        if content[0] == 0:
-            return ""
-        if _blank(content):
-            return " "
-        return PyUnicode_DecodeUTF8(content, strlen(content), NULL)
-    return _joined(first).decode("utf-8")
+cdef class _Line:
+    """The line being read out, as UTF-8 with its whitespace runs already single spaces
+    and none at its ends: what ``" ".join("".join(pieces).split())`` makes of its text
+    pieces, made without a Python string for each piece."""
+
+    cdef char* data
+    cdef Py_ssize_t size
+    cdef Py_ssize_t capacity
+    cdef bint space  # whitespace read since the last character kept
+
+    def __dealloc__(self):
+        free(self.data)
+
+    cdef int add(self, const unsigned char* text) except -1:
+        """Read NUL-terminated UTF-8 into the line. Whitespace is what ``str.split`` splits
+        on (``Py_UNICODE_ISSPACE``), decoded from the bytes where they are not ASCII."""
+        cdef Py_ssize_t n = strlen(<const char*>text)
+        cdef Py_ssize_t at = 0
+        cdef Py_ssize_t width
+        cdef unsigned char lead
+        cdef Py_UCS4 code
+        cdef char* grown
+        if self.size + n + 1 > self.capacity:  # a space and the text at most
+            self.capacity = max(2 * self.capacity, self.size + n + 1, 256)
+            grown = <char*>realloc(self.data, self.capacity)
+            if grown is NULL:
+                raise MemoryError()
+            self.data = grown
+        while at < n:
+            lead = text[at]
+            if lead < 0x80:
+                if lead == 32 or 9 <= lead <= 13 or 28 <= lead <= 31:
+                    self.space = True
+                    at += 1
+                    continue
+                width = 1
+            else:
+                width = 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+                if at + width > n:  # cut short: kept as it is, for the decoder to refuse
+                    width = n - at
+                    code = 0
+                elif width == 2:
+                    code = (lead & 0x1F) << 6 | (text[at + 1] & 0x3F)
+                elif width == 3:
+                    code = (lead & 0x0F) << 12 | (text[at + 1] & 0x3F) << 6 | (text[at + 2] & 0x3F)
+                else:
+                    code = 0  # no character above U+FFFF is whitespace
+                if width >= 2 and Py_UNICODE_ISSPACE(code):
+                    self.space = True
+                    at += width
+                    continue
+            if self.space and self.size:
+                self.data[self.size] = 32
+                self.size += 1
+            self.space = False
+            memcpy(self.data + self.size, text + at, width)
+            self.size += width
+            at += width
+        return 0
 
 
 cdef inline tree.xmlNode* _element_after(tree.xmlNode* node) noexcept:
@@ -764,20 +809,22 @@ cdef inline tree.xmlNode* _element_after(tree.xmlNode* node) noexcept:
     return node
 
 
-cdef tree.xmlNode* _read_run(tree.xmlNode* first, list current) except? NULL:
-    """Read the text nodes from ``first`` on (an element's text, or its tail) into
+cdef tree.xmlNode* _read_run(tree.xmlNode* first, _Line current) except? NULL:
+    """Read the text nodes from ``first`` on (lxml's text of an element, or its tail) into
     ``current``; the element after them (NULL: none)."""
-    text = _raw_text(first)
-    if text:
-        current.append(text)
+    cdef tree.xmlNode* text = _text_node(first)
+    while text is not NULL:
+        current.add(<const unsigned char*>_content(text))
+        text = _text_node(text.next)
     return _element_after(first)
 
 
-cdef void _flush(list current, list lines) except *:
-    line = " ".join("".join(current).split())
-    if line:
-        lines.append(line)
-    del current[:]
+cdef void _flush(_Line current, list lines) except *:
+    """End the current line (nothing when it holds no character)."""
+    if current.size:
+        lines.append(PyUnicode_DecodeUTF8(current.data, current.size, NULL))
+    current.size = 0
+    current.space = False
 
 
 def read(
@@ -791,7 +838,7 @@ def read(
     """The lines of ``containers`` (see ``readout._lines``), in document order; ``stats``
     are a compiled walk's (keyed by node address)."""
     cdef list lines = []
-    cdef list current = []
+    cdef _Line current = _Line()
     cdef set skipped = {<size_t>(<_Element>el)._c_node for el in skip}
     cdef int flags
     cdef bint any_size = dense_max_chars is None
@@ -826,8 +873,7 @@ def read(
                 else:
                     enter = True
                     if not flags & _INLINE_TAG:
-                        if current:
-                            _flush(current, lines)
+                        _flush(current, lines)
                         chars = frame[0]
                         if tag == "h1" or (
                             chars
@@ -842,7 +888,7 @@ def read(
                     continue
             # The end of node.
             tag = _tag(node, doc, names, &flags)
-            if current and (not flags & _INLINE_TAG or tag == "br"):
+            if not flags & _INLINE_TAG or tag == "br":
                 _flush(current, lines)
             if node is container:
                 break
@@ -853,8 +899,7 @@ def read(
             else:
                 node = node.parent
                 ending = True
-        if current:
-            _flush(current, lines)
+        _flush(current, lines)
     return "\n".join(lines)
 
 

@@ -12,6 +12,7 @@ by both.
 
 from __future__ import annotations
 
+import html
 import logging
 import os
 import re
@@ -29,7 +30,7 @@ from lxml import etree
 
 from scrapy_simhash.confirm import Signer
 from scrapy_simhash.fingerprint import Fingerprinter
-from scrapy_simhash.text import compiled, extract_main_text, rules
+from scrapy_simhash.text import compiled, extract_main_text, readout, rules
 from scrapy_simhash.text.parse import (
     _CLOSING_ROOT,
     _parse,
@@ -267,6 +268,37 @@ def test_the_counts_of_a_page_s_elements_are_each_kept_once() -> None:
     for el in body.iter("div"):
         assert compiled.extension.subtree_chars(el, counted) == len(_text_content(el))
     assert len(counted) == 1501
+
+
+# Every character str.split splits on, and text of any other character beside them.
+_WHITESPACE = [chr(code) for code in range(0x110000) if chr(code).isspace()]
+_ANY_TEXT = st.lists(
+    st.sampled_from(_WHITESPACE)
+    | st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")
+    | st.sampled_from(["word", "新闻", "é", "&amp;"]),
+    max_size=40,
+).map("".join)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_ANY_TEXT, min_size=1, max_size=6))
+def test_lines_are_read_alike_whatever_their_whitespace(texts: list[str]) -> None:
+    """The compiled read-out makes each line from the UTF-8 of the tree's text nodes,
+    whitespace runs single spaces: the lines are the interpreted read-out's, for text of
+    any character."""
+    assert compiled.extension is not None
+    paragraphs = "".join(
+        f"<p>{html.escape(text)}<b>{html.escape(text[::-1])}</b>{html.escape(text)}<br>x</p>"
+        for text in texts
+    )
+    body = _prepared_body(f"<html><body><div>{paragraphs}</div></body></html>")
+    fast = _Walk(body)
+    fast.run()
+    slow = _Walk(body)
+    with compiled.interpreted():
+        slow.run()
+    read = compiled.extension.read([body], fast.stats, 1.0, False, None, ())
+    assert read == readout._read_interpreted([body], slow.stats, 1.0, False, None, ())
 
 
 def test_a_page_of_more_names_than_the_name_table_holds_reads_alike() -> None:
