@@ -15,6 +15,7 @@ identical fingerprints (``tests/unit/test_compiled.py`` holds them to it).
 from cpython.unicode cimport (
     Py_UNICODE_ISALNUM,
     Py_UNICODE_ISSPACE,
+    PyUnicode_1BYTE_KIND,
     PyUnicode_DATA,
     PyUnicode_DecodeUTF8,
     PyUnicode_KIND,
@@ -1057,3 +1058,26 @@ def class_role(str names):
     if positive:
         return 1
     return -1 if negative else 0
+
+
+def has_c1_or_mark(str text):
+    """``readout._C1_OR_MARK.search(text) is not None``: whether ``text`` holds a C1
+    character or a character of a byte-order mark (a page's text is thousands of
+    characters, and the regular expression engine tests a class at each)."""
+    cdef int kind = PyUnicode_KIND(text)
+    cdef void* data = PyUnicode_DATA(text)
+    cdef const unsigned char* narrow = <const unsigned char*>data
+    cdef Py_ssize_t n = len(text)
+    cdef Py_ssize_t at
+    cdef uint32_t c
+    if kind == PyUnicode_1BYTE_KIND:
+        for at in range(n):
+            c = narrow[at]
+            if c >= 0x80 and (c <= 0x9F or c == 0xEF or c == 0xFE or c == 0xFF):
+                return True
+        return False
+    for at in range(n):
+        c = PyUnicode_READ(kind, data, at)
+        if (0x80 <= c <= 0x9F) or c == 0xEF or c == 0xFE or c == 0xFF or c == 0xFEFF:
+            return True
+    return False

@@ -50,6 +50,8 @@ class Extension(Protocol):
 
     def class_role(self, names: str) -> int: ...
 
+    def has_c1_or_mark(self, text: str) -> bool: ...
+
 
 def _load() -> tuple[Extension | None, str]:
     """The extension, or None and what a crawl says of its absence (or of the hashing's)."""

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 
 from lxml import etree
 
+from scrapy_simhash.text import compiled
 from scrapy_simhash.text.rules import (
     _BOILERPLATE_TAGS,
     _CREDIT_ANYWHERE,
@@ -218,7 +219,12 @@ _C1_OR_MARK = re.compile("[\x80-\x9f\ufeff\u00ef\u00ff\u00fe]")
 
 def _needs_cleaning(text: str) -> bool:
     """Whether :func:`_without_c1` could change ``text`` (False: it returns it as is)."""
-    return not text.isascii() and _C1_OR_MARK.search(text) is not None
+    if text.isascii():
+        return False
+    extension = compiled.extension
+    if extension is not None:
+        return extension.has_c1_or_mark(text)
+    return _C1_OR_MARK.search(text) is not None
 
 
 def _without_c1(text: str) -> str:

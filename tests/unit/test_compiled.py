@@ -301,6 +301,24 @@ def test_lines_are_read_alike_whatever_their_whitespace(texts: list[str]) -> Non
     assert read == readout._read_interpreted([body], slow.stats, 1.0, False, None, ())
 
 
+@settings(max_examples=2000)
+@given(
+    st.lists(
+        st.sampled_from(["\x7f", "\x80", "\x9f", "\xa0", "\xee", "\xef", "\xfd", "\xfe"])
+        | st.sampled_from(["\xff", "\u0100", "\ufeff", "\ufefe", "\uff00", "a", "新"])
+        | st.characters(blacklist_categories=("Cs",)),
+        max_size=12,
+    ).map("".join)
+)
+def test_c1_characters_and_marks_are_found_alike_on_both_paths(text: str) -> None:
+    assert compiled.extension is not None
+    expected = readout._C1_OR_MARK.search(text) is not None
+    assert compiled.extension.has_c1_or_mark(text) == expected
+    assert readout._needs_cleaning(text) == expected
+    with compiled.interpreted():
+        assert readout._needs_cleaning(text) == expected
+
+
 def test_a_page_of_more_names_than_the_name_table_holds_reads_alike() -> None:
     """Each distinct tag and attribute name is decoded once per walk into a table of 256
     slots, filled to half: a page of hundreds of custom elements overflows it, and the
