@@ -32,11 +32,13 @@ from lxml.includes.etreepublic cimport _Document, _Element, elementFactory, impo
 
 from scrapy_simhash.text.rules import (
     _BOILERPLATE_TAGS,
+    _HIDDEN_ROLES,
     _HIDING_ATTRIBUTES,
     _INLINE_TAGS,
     _JUDGED_ATTRIBUTES,
     _MARK_ATTRIBUTES,
     _MARK_TAGS,
+    _LARGE_SHARE,
     _LAYOUT_SUFFIX,
     _MAX_CACHED,
     _MAX_CACHED_CHARS,
@@ -51,6 +53,7 @@ from scrapy_simhash.text.rules import (
     _STRONG,
     _STRONG_NEGATIVE_WORDS,
     _TOKEN_ROLES,
+    _is_hidden,
     _names_role,
 )
 
@@ -488,7 +491,10 @@ def subtree_chars(_Element el, Counts counted):
     attributes in ``counted`` (by node address, for this tree only) and later questions
     about them are answered from there: the counting stays linear in the page.
     """
-    cdef tree.xmlNode* top = el._c_node
+    return _subtree_chars(el._c_node, counted)
+
+
+cdef Py_ssize_t _subtree_chars(tree.xmlNode* top, Counts counted) except -1:
     cdef Py_ssize_t found = counted.get(<size_t>top)
     if found >= 0:
         return found
@@ -556,12 +562,12 @@ cdef object _attribute(tree.xmlNode* node, const char* name):
     return None
 
 
-cdef int _role(tree.xmlNode* node, el) except? -9:
+cdef int _role(tree.xmlNode* node, _Document doc) except? -9:
     """``_names_role(el)``, the attributes read from the node."""
     cls = _attribute(node, "class")
     ident = _attribute(node, "id")
     if cls is _NOT_PLAIN or ident is _NOT_PLAIN:
-        return _names_role(el)
+        return _names_role(elementFactory(doc, node))
     if ident is None:
         if cls is None:
             return 0
@@ -572,6 +578,53 @@ cdef int _role(tree.xmlNode* node, el) except? -9:
     if cached is not NULL:
         return <object>cached
     return _remember(_ROLES, names, class_role(names.lower()))
+
+
+cdef bint _hidden(tree.xmlNode* node, _Document doc, _Names names) except -1:
+    """``rules._is_hidden`` of an element that has a hiding attribute, read from the node."""
+    hidden = _attribute(node, "hidden")
+    aria = _attribute(node, "aria-hidden")
+    style = _attribute(node, "style")
+    role = _attribute(node, "role")
+    if hidden is _NOT_PLAIN or aria is _NOT_PLAIN or style is _NOT_PLAIN or role is _NOT_PLAIN:
+        return _is_hidden(elementFactory(doc, node), _attribute_names(node, doc, names))
+    if hidden is not None or aria == "true":
+        return True
+    if style:
+        compact = style.replace(" ", "").lower()
+        if "display:none" in compact or "visibility:hidden" in compact:
+            return True
+    return role is not None and role.lower() in _HIDDEN_ROLES
+
+
+cdef inline bint _small(Py_ssize_t chars, tree.xmlNode* body, Counts counted) except -1:
+    """``_Walk._small``: whether ``chars`` characters are a share of the body's text small
+    enough to drop."""
+    return chars < _subtree_chars(body, counted) * _SMALL_SHARE
+
+
+cdef double _SMALL_SHARE = _LARGE_SHARE
+# walk.py's, bound when the first walk runs (walk.py imports this module).
+cdef object _holds_article = None
+cdef Py_ssize_t _PARAGRAPH_CHARS = 0
+
+
+cdef object _named_boilerplate(
+    tree.xmlNode* node, _Document doc, tree.xmlNode* body, Counts counted
+):
+    """``_Walk.named_boilerplate``, read from the node; its element object made only to
+    count its paragraphs."""
+    itemprop = _attribute(node, "itemprop")
+    if itemprop is _NOT_PLAIN:
+        itemprop = elementFactory(doc, node).get("itemprop")
+    if itemprop == "articleBody":
+        return False
+    cdef Py_ssize_t chars = _subtree_chars(node, counted)
+    if not _small(chars, body, counted):
+        return None
+    if chars < _PARAGRAPH_CHARS:
+        return True
+    return (not _holds_article(elementFactory(doc, node))) or None
 
 
 def address(_Element el):
@@ -659,8 +712,11 @@ def run(walk):
     cdef int attribute_flags
     cdef Py_ssize_t min_paragraph = _MIN_PARAGRAPH_BYTES
     cdef _Names names = _Names()
-    is_boilerplate = walk.is_boilerplate
-    named_boilerplate = walk.named_boilerplate
+    cdef Counts counted = walk._counted
+    global _holds_article, _PARAGRAPH_CHARS
+    if _holds_article is None:  # walk.py imports this module: its names are read here
+        from scrapy_simhash.text.walk import _ARTICLE_PARAGRAPH_CHARS, _holds_article
+        _PARAGRAPH_CHARS = _ARTICLE_PARAGRAPH_CHARS
 
     own = []
     root = [0, 0, 0.0, 0.0, own, own, False, <size_t>body, body_proxy.tag]
@@ -702,15 +758,15 @@ def run(walk):
                 0 if node.properties is NULL else _attribute_flags(node, doc, names)
             )
             if tag_flags & _BOILERPLATE_TAG or attribute_flags & _JUDGED_NAME:
-                el = elementFactory(doc, node)
-                if tag_flags & _BOILERPLATE_TAG or attribute_flags & _HIDING_NAME:
-                    attributes = (
-                        _attribute_names(node, doc, names) if node.properties is not NULL else []
-                    )
-                    verdict = is_boilerplate(el, tag, attributes, guarded)
-                elif not guarded and _role(node, el) < 0:
-                    verdict = named_boilerplate(el)
+                # _Walk.is_boilerplate, read from the node.
+                if tag_flags & _BOILERPLATE_TAG or (
+                    attribute_flags & _HIDING_NAME and _hidden(node, doc, names)
+                ):
+                    verdict = _small(_subtree_chars(node, counted), body, counted) or None
+                elif not guarded and _role(node, doc) < 0:
+                    verdict = _named_boilerplate(node, doc, body, counted)
                 if verdict:
+                    el = elementFactory(doc, node)
                     dropped.append(el)
                 elif verdict is None:
                     guarded = True

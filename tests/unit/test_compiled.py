@@ -319,6 +319,32 @@ def test_c1_characters_and_marks_are_found_alike_on_both_paths(text: str) -> Non
         assert readout._needs_cleaning(text) == expected
 
 
+def test_a_widget_named_wrapper_of_long_paragraphs_is_kept_on_both_paths() -> None:
+    """A block named like boilerplate that holds a small share of the page is dropped,
+    unless it holds several article paragraphs ("share-wrap" around the story); comment
+    sections are dropped whatever they hold."""
+    long = "The council met on Tuesday, and the budget passed after a long debate. " * 3
+    short = "Share this story with a friend."
+    article = "".join(f"<p>{long} {n}</p>" for n in range(12))
+    wrapped = "".join(f"<p>{long}</p>" for _ in range(3))
+    body = _prepared_body(
+        f'<html><body><div class="story">{article}</div>'
+        f'<div class="share-wrap" id="kept">{wrapped}</div>'
+        f'<div class="share-wrap" id="short"><p>{short}</p><p>{short}</p></div>'
+        f'<div class="comments" id="comments">{wrapped}</div></body></html>'
+    )
+    fast = _Walk(body)
+    fast.run()
+    assert fast.extension is not None
+    slow = _Walk(body)
+    with compiled.interpreted():
+        slow.run()
+    assert _measured(fast) == _measured(slow)
+    assert sorted(el.get("id") for el in fast.dropped) == ["comments", "short"]
+    kept = body.find(".//div[@id='kept']")
+    assert fast.frame(kept)[6] is True  # kept for what it holds: its inside is not judged
+
+
 def test_a_page_of_more_names_than_the_name_table_holds_reads_alike() -> None:
     """Each distinct tag and attribute name is decoded once per walk into a table of 256
     slots, filled to half: a page of hundreds of custom elements overflows it, and the
