@@ -282,21 +282,23 @@ cdef enum:
     _MARK_NAME = 32
 
 
+# Each set of rules.py a name can be in, with its bit.
+cdef tuple _FLAG_SETS = (
+    (_BOILERPLATE_TAGS, _BOILERPLATE_TAG),
+    (_INLINE_TAGS, _INLINE_TAG),
+    (_MARK_TAGS, _MARK_TAG),
+    (_JUDGED_ATTRIBUTES, _JUDGED_NAME),
+    (_HIDING_ATTRIBUTES, _HIDING_NAME),
+    (_MARK_ATTRIBUTES, _MARK_NAME),
+)
+
+
 cdef int _flags_of(name) except -1:
     """The sets of rules.py that hold ``name`` (a tag or an attribute name), as bits."""
     cdef int flags = 0
-    if name in _BOILERPLATE_TAGS:
-        flags |= _BOILERPLATE_TAG
-    if name in _INLINE_TAGS:
-        flags |= _INLINE_TAG
-    if name in _MARK_TAGS:
-        flags |= _MARK_TAG
-    if name in _JUDGED_ATTRIBUTES:
-        flags |= _JUDGED_NAME
-    if name in _HIDING_ATTRIBUTES:
-        flags |= _HIDING_NAME
-    if name in _MARK_ATTRIBUTES:
-        flags |= _MARK_NAME
+    for names, bit in _FLAG_SETS:
+        if name in names:
+            flags |= bit
     return flags
 
 

@@ -142,6 +142,17 @@ def _measured(walk: _Walk) -> Any:
     )
 
 
+def _walks(body: etree._Element) -> tuple[_Walk, _Walk]:
+    """The compiled and the interpreted walk of ``body``."""
+    fast = _Walk(body)
+    fast.run()
+    assert fast.extension is not None, compiled.MISSING
+    slow = _Walk(body)
+    with compiled.interpreted():
+        slow.run()
+    return fast, slow
+
+
 def test_the_extension_is_built_on_this_machine() -> None:
     """The test machines have a C compiler: an install there that did not build the
     extension is a broken build, not the slow path."""
@@ -155,11 +166,7 @@ def test_the_extension_is_built_on_this_machine() -> None:
 @given(_PAGES)
 def test_the_compiled_walk_measures_every_tree_as_the_interpreted_one(html: str) -> None:
     body = _prepared_body(html)
-    fast = _Walk(body)
-    fast.run()
-    slow = _Walk(body)
-    with compiled.interpreted():
-        slow.run()
+    fast, slow = _walks(body)
     assert _measured(fast) == _measured(slow)
 
 
@@ -245,12 +252,7 @@ def test_namespaced_names_are_read_through_the_element_alike() -> None:
         block = etree.SubElement(body, tag, attributes)
         etree.SubElement(block, "p").text = paragraph
     etree.SubElement(body, "p").text = paragraph * 3
-    fast = _Walk(body)
-    fast.run()
-    assert fast.extension is not None
-    slow = _Walk(body)
-    with compiled.interpreted():
-        slow.run()
+    fast, slow = _walks(body)
     assert _measured(fast) == _measured(slow)
     assert len(fast.dropped) == 3  # judged, by class and as hidden
     assert len(fast.marks) == 1
@@ -292,11 +294,7 @@ def test_lines_are_read_alike_whatever_their_whitespace(texts: list[str]) -> Non
         for text in texts
     )
     body = _prepared_body(f"<html><body><div>{paragraphs}</div></body></html>")
-    fast = _Walk(body)
-    fast.run()
-    slow = _Walk(body)
-    with compiled.interpreted():
-        slow.run()
+    fast, slow = _walks(body)
     read = compiled.extension.read([body], fast.stats, 1.0, False, None, ())
     assert read == readout._read_interpreted([body], slow.stats, 1.0, False, None, ())
 
@@ -333,12 +331,7 @@ def test_a_widget_named_wrapper_of_long_paragraphs_is_kept_on_both_paths() -> No
         f'<div class="share-wrap" id="short"><p>{short}</p><p>{short}</p></div>'
         f'<div class="comments" id="comments">{wrapped}</div></body></html>'
     )
-    fast = _Walk(body)
-    fast.run()
-    assert fast.extension is not None
-    slow = _Walk(body)
-    with compiled.interpreted():
-        slow.run()
+    fast, slow = _walks(body)
     assert _measured(fast) == _measured(slow)
     assert sorted(el.get("id") for el in fast.dropped) == ["comments", "short"]
     kept = body.find(".//div[@id='kept']")
