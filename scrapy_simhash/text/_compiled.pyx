@@ -40,9 +40,6 @@ from scrapy_simhash.text.rules import (
     _MARK_TAGS,
     _LARGE_SHARE,
     _LAYOUT_SUFFIX,
-    _MAX_CACHED,
-    _MAX_CACHED_CHARS,
-    _MAX_CACHED_KEY,
     _MIN_PARAGRAPH_BYTES,
     _NEGATIVE_STEMS,
     _NEGATIVE_WHOLE,
@@ -55,6 +52,7 @@ from scrapy_simhash.text.rules import (
     _TOKEN_ROLES,
     _is_hidden,
     _names_role,
+    _remember,
 )
 
 import_lxml__etree()
@@ -1059,22 +1057,7 @@ cdef int _role_word(str token) except? -9:
 
 # -- class and id names (``rules._class_role``) --------------------------------------------
 
-cdef Py_ssize_t _MAX_KEY = _MAX_CACHED_KEY
-cdef Py_ssize_t _MAX_KEYS = _MAX_CACHED
-cdef Py_ssize_t _MAX_CHARS = _MAX_CACHED_CHARS
 cdef int _STRONG_ROLE = _STRONG
-
-
-cdef int _remember(cache, str key, int value) except? -9:
-    """``rules._remember``: the same caches, bounded alike."""
-    if len(key) > _MAX_KEY:
-        return value
-    if len(cache) >= _MAX_KEYS or cache.chars + len(key) > _MAX_CHARS:
-        cache.clear()
-        cache.chars = 0
-    cache[key] = value
-    cache.chars += len(key)
-    return value
 
 
 cdef int _token_role(str token) except? -9:
