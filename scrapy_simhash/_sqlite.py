@@ -340,7 +340,6 @@ class SharedConnection:
         self.lock = _file_lock(self.path)
         self._timeout_secs = timeout_secs
         self._executor: ThreadPoolExecutor | None = None
-        self._queued = 0  # calls handed to the thread, not finished
         self._writes = 0  # transactions since the last checkpoint
         self._checkpointing = False
         self._closed = False
@@ -391,24 +390,23 @@ class SharedConnection:
     async def run(self, func: Callable[..., T], *args: Any) -> T:
         """``func(*args)`` in the loop's thread when it needs no wait, else in the worker
         thread. ``func`` may read, then write in at most one transaction, and change nothing
-        before it: a call that would wait is run again, whole, in the thread. Calls queued for the
-        thread keep their order: while any waits there, later ones queue behind it. Each
-        call first checks the files (:meth:`check`)."""
+        before it: a call that would wait is run again, whole, in the thread. Each call is
+        tried inline first, even while earlier ones wait in the thread: calls of concurrent
+        pages have no order to keep (one page's calls are awaited one after another), and
+        queueing behind a waiting call kept a busy crawl in the thread for good, at a thread
+        hop and a handover of the GIL a call. Each call first checks the files
+        (:meth:`check`)."""
         if self._closed:
             raise sqlite3.ProgrammingError(f"the SQLite file {self.path} is closed")
-        if self.inline and not self._queued:
+        if self.inline:
             self.check()
             try:
                 with self._without_waiting():
                     return func(*args)
             except WouldWait:
                 pass
-        self._queued += 1
-        try:
-            loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(self._thread(), self._checked, func, *args)
-        finally:
-            self._queued -= 1
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._thread(), self._checked, func, *args)
 
     def _checked(self, func: Callable[..., T], *args: Any) -> T:
         self.check()

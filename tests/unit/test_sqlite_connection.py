@@ -1,5 +1,6 @@
 """The embedded SQLite file: calls run in the event loop's thread while nothing stands in
-the way, and in the connection's worker thread, in order, when they would wait."""
+the way, and in the connection's worker thread, in order, when they would wait; a call
+waiting there holds up no other."""
 
 from __future__ import annotations
 
@@ -47,9 +48,7 @@ def test_a_call_on_a_free_file_runs_in_the_loops_thread(tmp_path: Path) -> None:
     assert _rows(tmp_path / "db.sqlite3") == [1]
 
 
-def test_calls_that_would_wait_for_another_writer_queue_in_the_thread_in_order(
-    tmp_path: Path,
-) -> None:
+def test_calls_that_would_wait_for_another_writer_run_in_the_thread(tmp_path: Path) -> None:
     connection = _shared(tmp_path)
     other = sqlite3.connect(tmp_path / "db.sqlite3", isolation_level=None)
     threads: list[tuple[int, int]] = []
@@ -59,24 +58,65 @@ def test_calls_that_would_wait_for_another_writer_queue_in_the_thread_in_order(
         first = asyncio.ensure_future(connection.run(_insert, connection, 1, threads))
         await asyncio.sleep(0)
         # The loop runs on: the call went to the worker thread instead of waiting here.
-        assert connection._queued == 1
         assert not first.done()
         second = asyncio.ensure_future(connection.run(_insert, connection, 2, threads))
         await asyncio.sleep(0)
-        assert connection._queued == 2  # behind the first, although it found nothing to wait for
+        assert not second.done()  # tried here too, then sent to the thread
         other.execute("COMMIT")
         await asyncio.gather(first, second)
-        assert connection._queued == 0
         await connection.run(_insert, connection, 3, threads)  # the file is free again
 
     asyncio.run(scenario())
     connection.close()
     other.close()
     main = threading.get_ident()
-    assert [n for n, _ in threads] == [1, 1, 2, 3]  # the first tried inline, then in the thread
-    assert threads[1][1] == threads[2][1] != main
-    assert threads[3][1] == main
-    assert _rows(tmp_path / "db.sqlite3") == [1, 2, 3]
+    attempts = {n: [thread for m, thread in threads if m == n] for n in (1, 2, 3)}
+    worker = attempts[1][1]
+    # Tried in the loop's thread first, the two that met the lock ran in the worker (the
+    # second found the file held by the worker, or the write lock taken, before it began).
+    assert attempts[1] == [main, worker]
+    assert attempts[2] in ([worker], [main, worker])
+    assert attempts[3] == [main]
+    assert worker != main
+    assert _rows(tmp_path / "db.sqlite3") == [1, 2, 3]  # the thread ran them in order
+
+
+def test_a_call_runs_inline_while_an_earlier_one_waits_in_the_thread(tmp_path: Path) -> None:
+    """No queueing behind a waiting call: in a busy crawl new calls came faster than the
+    thread finished the queued ones, and every call went through the thread for good."""
+    connection = _shared(tmp_path)
+    threads: list[tuple[int, int]] = []
+    busy, free = threading.Event(), threading.Event()
+    held, release = threading.Event(), threading.Event()
+
+    def hold_the_file() -> None:
+        with _sqlite._file_lock(connection.path):
+            held.set()
+            release.wait(10)
+
+    async def scenario() -> None:
+        # The connection's thread is busy, so a call sent there stays queued.
+        connection._thread().submit(lambda: (busy.set(), free.wait(10)))
+        busy.wait(10)
+        holder = threading.Thread(target=hold_the_file)
+        holder.start()
+        held.wait(10)
+        first = asyncio.ensure_future(connection.run(_insert, connection, 1, threads))
+        await asyncio.sleep(0)  # met the file held: sent to the thread
+        release.set()
+        holder.join(10)
+        await asyncio.wait_for(connection.run(_insert, connection, 2, threads), 5)
+        assert not first.done()
+        assert _rows(tmp_path / "db.sqlite3") == [2]
+        free.set()
+        await asyncio.wait_for(first, 10)
+
+    asyncio.run(scenario())
+    connection.close()
+    main = threading.get_ident()
+    assert [n for n, thread in threads if thread == main] == [2]  # 1 met the file held
+    assert [n for n, thread in threads if thread != main] == [1]
+    assert _rows(tmp_path / "db.sqlite3") == [2, 1]
 
 
 def test_an_error_that_is_not_a_lock_is_raised_not_retried(tmp_path: Path) -> None:
