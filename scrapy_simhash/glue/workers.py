@@ -12,6 +12,11 @@ keyed by a 128-bit body digest returns the earlier result.
 A worker is a fresh interpreter: it takes 0.1 s or more to start. Pages that arrive before
 one has started are fingerprinted inline: held for a worker, they would keep their download
 slots and stall the crawl's first seconds.
+
+Each worker is spoken to over a socket pair that the crawl's event loop reads and writes
+itself, not through ``concurrent.futures``' process pool: that pool's two threads in the crawl
+process (one feeding the pipe, one reading results) took the GIL from the reactor a dozen
+times a page and cost more CPU than the page's own verdict.
 """
 
 from __future__ import annotations
@@ -20,17 +25,18 @@ import asyncio
 import logging
 import multiprocessing
 import os
+import pickle
+import socket
+import struct
 import sys
 import threading
 import time
 import types
-from collections import OrderedDict
-from collections.abc import Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import xxhash
 
@@ -48,9 +54,10 @@ PARENT_CHECK_SECS = 1.0
 def _exit_with_parent(parent: int, interval: float) -> None:
     """End this worker once its parent is gone (SIGKILL of the crawl, an OOM kill).
 
-    A pool only stops its workers when the parent shuts it down; a parent killed outright
-    never does, and each worker (a tokenizer dictionary, ~100 MB) would live on. The
-    orphan is re-parented, so a changed parent pid means the crawl is gone.
+    A worker waiting for a page finds its socket closed when the crawl is killed, but one
+    inside a page (a huge one, a tokenizer that loops) would not look until it is done, and
+    each worker (a tokenizer dictionary, ~100 MB) would live on. The orphan is re-parented,
+    so a changed parent pid means the crawl is gone.
     """
     while True:
         time.sleep(interval)
@@ -93,8 +100,185 @@ def _fingerprint_in_worker(
     return page, time.thread_time() - started
 
 
-def _noop() -> None:
-    return None
+#: A request: the body's length and the header's (the pickled content type and signing
+#: key), then the header, then the body's bytes as they are (never pickled: no copy of them).
+_REQUEST = struct.Struct("!QI")
+#: A reply: the length of what follows, a pickled ``(True, (page, cpu_secs))`` or
+#: ``(False, exception)``; the first reply of a worker, a pickled None, says it is ready.
+_REPLY = struct.Struct("!Q")
+#: The most the crawl process reads of a worker's socket at once.
+_READ_BYTES = 256 * 1024
+#: How long :meth:`FingerprintRunner.close` waits for a worker to finish its page.
+CLOSE_WAIT_SECS = 30.0
+
+
+def _received(sock: socket.socket, size: int) -> bytes | None:
+    """Exactly ``size`` bytes from ``sock``; None once the other end is closed."""
+    data = sock.recv(size, socket.MSG_WAITALL) if size else b""
+    while len(data) < size:
+        more = sock.recv(size - len(data), socket.MSG_WAITALL)
+        if not more:
+            return None
+        data += more
+    return data
+
+
+def _reply(sock: socket.socket, reply: object) -> None:
+    try:
+        data = pickle.dumps(reply, pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:  # noqa: BLE001 - an exception that does not pickle
+        data = pickle.dumps((False, RuntimeError(f"in the fingerprint worker: {reply!r}: {exc}")))
+    sock.sendall(_REPLY.pack(len(data)) + data)
+
+
+def _serve(sock: socket.socket, config: FingerprintConfig, check_secs: float) -> None:
+    """A worker's life: fingerprint each request in turn until the crawl closes its end
+    (or is gone: the kernel closes it then)."""
+    _init_worker(config, check_secs)
+    with sock:
+        _reply(sock, None)
+        while True:
+            head = _received(sock, _REQUEST.size)
+            if head is None:
+                return
+            body_size, header_size = _REQUEST.unpack(head)
+            header = _received(sock, header_size)
+            body = _received(sock, body_size)
+            if header is None or body is None:
+                return
+            content_type, sign_key = pickle.loads(header)
+            try:
+                reply: object = (True, _fingerprint_in_worker(body, content_type, sign_key))
+            except Exception as exc:  # noqa: BLE001 - the crawl process logs it
+                reply = (False, exc)
+            _reply(sock, reply)
+
+
+class WorkerLost(RuntimeError):
+    """A fingerprint worker exited (killed, out of memory) or its socket broke."""
+
+
+class _Worker:
+    """One worker process and the crawl's end of its socket, read and written by the event
+    loop: a request is sent as soon as the socket takes it, and replies come back in the
+    order of the requests."""
+
+    def __init__(
+        self,
+        process: Any,
+        sock: socket.socket,
+        loop: asyncio.AbstractEventLoop,
+        on_ready: Callable[[], None],
+        on_lost: Callable[[_Worker], None],
+    ) -> None:
+        self.process = process
+        self.sock = sock
+        self.loop = loop
+        self.ready = False
+        self.lost = False
+        #: Futures of the requests sent, in order; replies answer them in that order.
+        self.pending: deque[asyncio.Future[Any]] = deque()
+        self._on_ready = on_ready
+        self._on_lost = on_lost
+        self._outgoing: deque[memoryview] = deque()
+        self._incoming = bytearray()
+        # Read into one buffer, kept: a fresh one at each read would be mapped and unmapped.
+        self._buffer = bytearray(_READ_BYTES)
+        self._view = memoryview(self._buffer)
+        sock.setblocking(False)
+        loop.add_reader(sock.fileno(), self._readable)
+
+    def submit(
+        self, body: bytes, content_type: str | None, sign_key: int | None
+    ) -> asyncio.Future[Any]:
+        if self.lost:
+            raise WorkerLost("the fingerprint worker is gone")
+        header = pickle.dumps((content_type, sign_key))
+        future = self.loop.create_future()
+        self.pending.append(future)
+        self._outgoing.append(memoryview(_REQUEST.pack(len(body), len(header)) + header))
+        self._outgoing.append(memoryview(body))
+        if len(self._outgoing) == 2:  # nothing else was waiting to be written
+            self._writable()
+        return future
+
+    def _writable(self) -> None:
+        while self._outgoing:
+            part = self._outgoing[0]
+            try:
+                sent = self.sock.send(part)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError as exc:
+                self._lose(exc)
+                return
+            if sent < len(part):
+                self._outgoing[0] = part[sent:]
+                break
+            self._outgoing.popleft()
+        if self._outgoing:
+            self.loop.add_writer(self.sock.fileno(), self._writable)
+        else:
+            self.loop.remove_writer(self.sock.fileno())
+
+    def _readable(self) -> None:
+        try:
+            received = self.sock.recv_into(self._buffer)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self._lose(exc)
+            return
+        if not received:
+            self._lose(None)
+            return
+        incoming = self._incoming
+        incoming += self._view[:received]
+        while len(incoming) >= _REPLY.size:
+            (size,) = _REPLY.unpack_from(incoming)
+            end = _REPLY.size + size
+            if len(incoming) < end:
+                break
+            with memoryview(incoming) as view:
+                reply = pickle.loads(view[_REPLY.size : end])
+            del incoming[:end]
+            self._answer(reply)
+
+    def _answer(self, reply: Any) -> None:
+        if not self.ready:
+            self.ready = True
+            self._on_ready()
+            return
+        future = self.pending.popleft()
+        if future.done():  # cancelled: its page was given up
+            return
+        ok, value = reply
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+    def _lose(self, exc: BaseException | None) -> None:
+        """The worker is gone: every page sent to it is answered with :class:`WorkerLost`."""
+        if self.lost:
+            return
+        self.detach()
+        why = f": {exc}" if exc is not None else ""
+        for future in self.pending:
+            if not future.done():
+                future.set_exception(WorkerLost(f"the fingerprint worker is gone{why}"))
+        self.pending.clear()
+        self._on_lost(self)
+
+    def detach(self) -> None:
+        """Stop reading and writing, and close the crawl's end: the worker, finding it
+        closed, exits once its page is done."""
+        self.lost = True
+        if not self.loop.is_closed():
+            self.loop.remove_reader(self.sock.fileno())
+            self.loop.remove_writer(self.sock.fileno())
+        self.sock.close()
+        self._outgoing.clear()
 
 
 @contextmanager
@@ -141,45 +325,76 @@ class FingerprintRunner:
         self._cache: OrderedDict[tuple[bytes, str | None], asyncio.Future[PageFingerprint]] = (
             OrderedDict()
         )
-        self._pool: ProcessPoolExecutor | None = None
-        #: Answered once a worker runs; None when no start was asked for (then pages wait
-        #: for the pool to start one on demand).
-        self._started: list[Future[None]] | None = None
-        if workers > 0:
-            # "spawn" rather than fork: forking a process that runs a reactor, Redis
-            # connections and threads is how deadlocks are made.
-            self._pool = ProcessPoolExecutor(
-                max_workers=workers,
-                mp_context=multiprocessing.get_context("spawn"),
-                initializer=_init_worker,
-                initargs=(config,),
-            )
+        #: The workers running or starting; None until started (by :meth:`start` or the
+        #: first page sent), then empty once every one is lost or closed.
+        self._workers: list[_Worker] | None = None
+        #: Set by :meth:`start`: pages go inline until a worker says it is ready (else they
+        #: wait for the one started on demand).
+        self._started_ahead = False
+        #: Done once a worker is ready, or none is left to become ready.
+        self._ready: asyncio.Future[None] | None = None
 
     def start(self) -> None:
-        """Start the workers now so their start-up overlaps the first downloads."""
-        if self._pool is not None:
-            # An extractor of the main script's own is found there, so the workers need it.
-            own_extractor = self.fingerprinter.config.extractor.startswith("__main__.")
-            with nullcontext() if own_extractor else _main_script_hidden():
-                self._started = [self._pool.submit(_noop) for _ in range(self.workers)]
+        """Start the workers now so their start-up overlaps the first downloads. Called in
+        the event loop that will fingerprint the pages."""
+        if self.workers > 0 and self._workers is None:
+            self._started_ahead = True
+            self._spawn(asyncio.get_running_loop())
+
+    def _spawn(self, loop: asyncio.AbstractEventLoop) -> None:
+        # "spawn" rather than fork: forking a process that runs a reactor, Redis
+        # connections and threads is how deadlocks are made.
+        context = multiprocessing.get_context("spawn")
+        self._ready = loop.create_future()
+        self._workers = []
+        # An extractor of the main script's own is found there, so the workers need it.
+        own_extractor = self.fingerprinter.config.extractor.startswith("__main__.")
+        with nullcontext() if own_extractor else _main_script_hidden():
+            for _ in range(self.workers):
+                ours, theirs = socket.socketpair()
+                process = context.Process(
+                    target=_serve,
+                    args=(theirs, self.fingerprinter.config, PARENT_CHECK_SECS),
+                    name="simhash-fingerprint",
+                    daemon=True,
+                )
+                try:
+                    process.start()
+                finally:
+                    theirs.close()  # the worker's end lives in the worker alone
+                self._workers.append(_Worker(process, ours, loop, self._one_ready, self._lost))
+
+    def _one_ready(self) -> None:
+        if self._ready is not None and not self._ready.done():
+            self._ready.set_result(None)
+
+    def _lost(self, worker: _Worker) -> None:
+        if self._workers is not None and worker in self._workers:
+            self._workers.remove(worker)
+        left = len(self._workers or ())
+        logger.warning(
+            "a SimHash fingerprint worker exited (killed or out of memory?); %s",
+            f"{left} left" if left else "fingerprinting inline from now on",
+        )
+        if not left:
+            self._one_ready()  # no worker will be: nothing waits for one
+
+    @property
+    def pids(self) -> list[int]:
+        """The process ids of the workers running or starting."""
+        return [worker.process.pid for worker in self._workers or ()]
 
     @property
     def started(self) -> bool:
-        """Whether pages go to the workers (one has started, or none was started ahead)."""
-        if self._started is None:
+        """Whether pages go to the workers (one is ready, or none was started ahead)."""
+        if not self._started_ahead:
             return True
-        if any(future.done() for future in self._started):
-            self._started = None
-            return True
-        return False
+        return any(worker.ready for worker in self._workers or ())
 
     async def wait_started(self) -> None:
-        """Until a worker runs (or has failed to start, which the next page finds out)."""
-        if self._started is not None:
-            await asyncio.wait(
-                [asyncio.wrap_future(future) for future in self._started],
-                return_when=asyncio.FIRST_COMPLETED,
-            )
+        """Until a worker runs (or none is left to)."""
+        if self._ready is not None:
+            await asyncio.shield(self._ready)
 
     async def fingerprint(
         self, body: bytes, content_type: str | None, sign_key: int | None = None
@@ -248,27 +463,30 @@ class FingerprintRunner:
     async def _compute(
         self, body: bytes, content_type: str | None, sign_key: int | None
     ) -> PageFingerprint:
-        if self._pool is None or len(body) < self.inline_max_bytes or not self.started:
+        if self.workers <= 0 or len(body) < self.inline_max_bytes or not self.started:
             return self._inline(body, content_type)
-        loop = asyncio.get_running_loop()
+        if self._workers is None:
+            self._spawn(asyncio.get_running_loop())
+        if not self._workers:  # every worker was lost
+            return self._inline(body, content_type)
+        worker = min(self._workers, key=lambda w: (not w.ready, len(w.pending)))
         try:
-            page, cpu_secs = await loop.run_in_executor(
-                self._pool, _fingerprint_in_worker, body, content_type, sign_key
-            )
-        except BrokenProcessPool:
-            logger.warning(
-                "the SimHash worker pool died (killed or out of memory?); "
-                "fingerprinting inline from now on"
-            )
-            pool, self._pool = self._pool, None
-            if pool is not None:
-                pool.shutdown(wait=False, cancel_futures=True)
+            page: PageFingerprint
+            page, cpu_secs = await worker.submit(body, content_type, sign_key)
+        except WorkerLost:
             return self._inline(body, content_type)
         self._count(cpu_secs)
         return page
 
     def close(self) -> None:
         """Stop the workers; pending pages are cancelled, a running one finishes first."""
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+        workers, self._workers = self._workers or [], []
+        for worker in workers:
+            for future in worker.pending:
+                future.cancel()
+            worker.detach()  # the worker reads the end of its socket once its page is done
+        for worker in workers:
+            worker.process.join(CLOSE_WAIT_SECS)
+            if worker.process.is_alive():
+                worker.process.kill()
+                worker.process.join()

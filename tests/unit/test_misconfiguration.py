@@ -465,7 +465,7 @@ if __name__ == "__main__":
                                inline_max_bytes=0)
     page = b"<html><body><p>" + b"words of a page " * 200 + b"</p></body></html>"
     asyncio.run(runner.fingerprint(page, "text/html"))
-    print(*runner._pool._processes, flush=True)
+    print(*runner.pids, flush=True)
     sys.stdin.read()
 """
 

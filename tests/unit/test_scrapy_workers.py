@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import re
+import signal
 import subprocess
 import sys
 from dataclasses import replace
@@ -28,6 +30,13 @@ def body_size_extractor(body: Any, **kwargs: Any) -> MainText:
     (SIMHASH_EXTRACTOR: it runs in the worker process)."""
     main = extract_main_text(body, **kwargs)
     return replace(main, notes=(*main.notes, f"handed {len(body)} bytes in process {os.getpid()}"))
+
+
+def failing_extractor(body: Any, **kwargs: Any) -> MainText:
+    """An extractor that fails on a page that says so (SIMHASH_EXTRACTOR, in the worker)."""
+    if b"fail here" in body:
+        raise ValueError(f"cannot read a page of {len(body)} bytes")
+    return extract_main_text(body, **kwargs)
 
 
 def _huge(size: int) -> bytes:
@@ -249,3 +258,108 @@ def test_a_page_s_evidence_is_made_in_the_worker_and_comes_back_with_it() -> Non
         inline.main_line_hashes,
     )
     assert len(page.line_hashes) >= len(page.main_line_hashes) > 0
+
+
+def test_pages_larger_than_the_socket_takes_at_once_arrive_whole_and_in_order() -> None:
+    """Several pages of megabytes sent at once: each is written as the worker reads, and
+    each reply answers its own page."""
+    config = replace(CONFIG, max_body_bytes=8_000_000)
+    names = ("harbour.html", "school-gbk.html", "orchard.html", "library.html")
+    bodies = [
+        (SITE / name).read_bytes() + b"<!--" + bytes([65 + n]) * (1_000_000 * (n + 1)) + b"-->"
+        for n, name in enumerate(names)
+    ]
+
+    async def scenario() -> tuple[list[Any], int]:
+        runner = FingerprintRunner(config, workers=2, inline_max_bytes=0)
+        runner.start()
+        try:
+            await runner.wait_started()
+            sent = asyncio.gather(*(runner.fingerprint(b, "text/html") for b in bodies))
+            pages = await asyncio.wait_for(sent, 60)
+            return list(pages), runner.computed_inline
+        finally:
+            runner.close()
+
+    pages, inline_count = asyncio.run(scenario())
+    assert inline_count == 0
+    inline = Fingerprinter(config)
+    assert pages == [inline.fingerprint_page(b, content_type="text/html") for b in bodies]
+    assert len({page.fingerprint for page in pages}) == len(bodies)
+
+
+def test_a_page_given_up_leaves_the_next_reply_to_its_own_page() -> None:
+    first, second = ((SITE / name).read_bytes() for name in ("harbour.html", "library.html"))
+
+    async def scenario() -> Any:
+        runner = FingerprintRunner(CONFIG, workers=1, inline_max_bytes=0)
+        runner.start()
+        try:
+            await runner.wait_started()
+            given_up = asyncio.ensure_future(runner.fingerprint(first, "text/html"))
+            kept = asyncio.ensure_future(runner.fingerprint(second, "text/html"))
+            await asyncio.sleep(0)  # both sent
+            given_up.cancel()
+            return await kept
+        finally:
+            runner.close()
+
+    page = asyncio.run(scenario())
+    assert page == Fingerprinter(CONFIG).fingerprint_page(second, content_type="text/html")
+
+
+def test_an_error_in_the_worker_is_raised_for_its_page_alone() -> None:
+    config = replace(CONFIG, extractor="tests.unit.test_scrapy_workers.failing_extractor")
+    good = (SITE / "harbour.html").read_bytes()
+    bad = b"<html><body><p>fail here</p></body></html>"
+
+    async def scenario() -> tuple[list[Any], int]:
+        runner = FingerprintRunner(config, workers=1, inline_max_bytes=0)
+        try:
+            pages = await asyncio.gather(
+                *(runner.fingerprint(b, "text/html") for b in (good, bad, good)),
+                return_exceptions=True,
+            )
+            return list(pages), runner.computed_inline
+        finally:
+            runner.close()
+
+    (before, error, after), inline_count = asyncio.run(scenario())
+    assert isinstance(error, ValueError)
+    assert str(error) == f"cannot read a page of {len(bad)} bytes"
+    assert before == after == Fingerprinter(config).fingerprint_page(good, content_type="text/html")
+    assert inline_count == 0  # the worker read all three, and lives on
+
+
+def test_a_worker_killed_mid_crawl_leaves_its_pages_to_the_crawl_process(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Killed (out of memory, by hand), the worker's pages are read inline: none is lost,
+    and the crawl says so once."""
+    bodies = [(SITE / name).read_bytes() for name in ("harbour.html", "library.html")]
+
+    async def scenario() -> tuple[Any, list[Any], int, list[int]]:
+        runner = FingerprintRunner(CONFIG, workers=1, inline_max_bytes=0)
+        runner.start()
+        try:
+            await runner.wait_started()
+            first = await runner.fingerprint(bodies[0], "text/html")
+            (pid,) = runner.pids
+            os.kill(pid, signal.SIGKILL)
+            later = await asyncio.gather(*(runner.fingerprint(b, "text/html") for b in bodies))
+            return first, list(later), runner.computed_inline, runner.pids
+        finally:
+            runner.close()
+
+    with caplog.at_level(logging.WARNING, logger="scrapy_simhash.glue.workers"):
+        first, later, inline_count, pids = asyncio.run(scenario())
+    inline = Fingerprinter(CONFIG)
+    assert first == inline.fingerprint_page(bodies[0], content_type="text/html")
+    assert later == [inline.fingerprint_page(b, content_type="text/html") for b in bodies]
+    assert inline_count == 2
+    assert pids == []
+    warnings = [r.getMessage() for r in caplog.records if "worker exited" in r.getMessage()]
+    assert warnings == [
+        "a SimHash fingerprint worker exited (killed or out of memory?); fingerprinting "
+        + "inline from now on"
+    ]
