@@ -73,6 +73,13 @@ def crawl(
         "responses": responses,
         "crawl_cpu_ms": (result.cpu["crawl"] - result.cpu["startup"]) * 1000 / responses,
         "worker_cpu_ms": result.cpu["workers"] * 1000 / responses,
+        # Of the crawl CPU, the kernel's; and how often the crawl process's threads gave up
+        # a core (waiting for the GIL, a lock, a thread) or were made to.
+        "crawl_sys_ms": result.cpu["crawl_sys"] * 1000 / responses,
+        "switches": (
+            result.cpu["crawl_voluntary_switches"] + result.cpu["crawl_involuntary_switches"]
+        )
+        / responses,
         "wall": wall,
         "items": result.items,
         "stats": result.simhash_stats(),
@@ -126,7 +133,7 @@ def print_round(
     off = results.get("off")
     print(
         f"\n{'mode':<15}{'pages/s':>9}{'ratio':>7}{'CPU ratio':>10}{'crawl CPU':>11}"
-        f"{'worker CPU':>12}"
+        f"{'of it sys':>11}{'switches':>10}{'worker CPU':>12}"
         f"{'kept once':>11}{'kept 2+':>9}{'never':>7}{'cache hits':>12}"
     )
     for mode, r in results.items():
@@ -149,7 +156,7 @@ def print_round(
                 ratios[mode] = (r["pages_per_sec"] / off["pages_per_sec"], cpu)
         print(
             f"{mode:<15}{r['pages_per_sec']:>9.1f}{ratio:>7}{cpu_ratio:>10}"
-            f"{r['crawl_cpu_ms']:>8.1f} ms"
+            f"{r['crawl_cpu_ms']:>8.1f} ms{r['crawl_sys_ms']:>8.2f} ms{r['switches']:>10.1f}"
             f"{r['worker_cpu_ms']:>9.1f} ms{once!s:>11}{more!s:>9}{never!s:>7}{hits!s:>12}"
         )
     return ratios
@@ -280,7 +287,9 @@ def main() -> int:
         ">= 0.98 at 100 ms latency), measured on this machine as loaded now. crawl/worker CPU "
         "= CPU time "
         "per response of the crawl process (reactor, from spider_opened on) and of its "
-        "fingerprint workers (start-up included). CPU ratio = the ratio those CPU costs give when each process has a core "
+        "fingerprint workers (start-up included); 'of it sys' = the crawl CPU spent in the "
+        "kernel, 'switches' = the crawl process's context switches per response (a thread "
+        "waiting for the GIL, a lock or another thread, or preempted). CPU ratio = the ratio those CPU costs give when each process has a core "
         "(off crawl CPU / the larger of crawl CPU and worker CPU per worker). Of the pages "
         "with text: "
         "'kept once' = exactly one of its URLs reached the spider, 'kept 2+' = a missed "

@@ -251,7 +251,7 @@ def main(spec_path: str, out_path: str) -> int:
 
     def spider_opened(**_: Any) -> None:
         usage = resource.getrusage(resource.RUSAGE_SELF)
-        opened_cpu.append(usage.ru_utime + usage.ru_stime)
+        opened_cpu.extend((usage.ru_utime, usage.ru_stime, usage.ru_nvcsw, usage.ru_nivcsw))
 
     # The signal dispatcher holds receivers weakly: keep named references.
     crawler.signals.connect(spider_opened, signals.spider_opened)
@@ -271,7 +271,12 @@ def main(spec_path: str, out_path: str) -> int:
     )
     cpu = {
         "crawl": own.ru_utime + own.ru_stime,
-        "startup": opened_cpu[0] if opened_cpu else 0.0,
+        "startup": sum(opened_cpu[:2]),
+        # From spider_opened on: the crawl process's system CPU and its context switches
+        # (voluntary: waits for a lock or I/O; involuntary: preempted).
+        "crawl_sys": own.ru_stime - (opened_cpu[1] if opened_cpu else 0.0),
+        "crawl_voluntary_switches": own.ru_nvcsw - (opened_cpu[2] if opened_cpu else 0),
+        "crawl_involuntary_switches": own.ru_nivcsw - (opened_cpu[3] if opened_cpu else 0),
         "workers": children.ru_utime + children.ru_stime,
         # Peak resident memory (MB) of the crawl process and of its largest worker.
         "crawl_maxrss_mb": own.ru_maxrss / 1024,
