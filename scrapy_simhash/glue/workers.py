@@ -106,6 +106,8 @@ _REQUEST = struct.Struct("!QI")
 #: A reply: the length of what follows, a pickled ``(True, (page, cpu_secs))`` or
 #: ``(False, exception)``; the first reply of a worker, a pickled None, says it is ready.
 _REPLY = struct.Struct("!Q")
+#: The socket buffers asked for, each way (the kernel's ``wmem_max``/``rmem_max`` cap them).
+_SOCKET_BUFFER_BYTES = 4 * 1024 * 1024
 #: The most the crawl process reads of a worker's socket at once.
 _READ_BYTES = 256 * 1024
 #: How long :meth:`FingerprintRunner.close` waits for a worker to finish its page.
@@ -352,6 +354,10 @@ class FingerprintRunner:
         with nullcontext() if own_extractor else _main_script_hidden():
             for _ in range(self.workers):
                 ours, theirs = socket.socketpair()
+                # Room for a few pages in flight: a page is written in one call, and the
+                # worker is not woken for each piece of it (the kernel caps the size asked).
+                ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _SOCKET_BUFFER_BYTES)
+                theirs.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _SOCKET_BUFFER_BYTES)
                 process = context.Process(
                     target=_serve,
                     args=(theirs, self.fingerprinter.config, PARENT_CHECK_SECS),

@@ -17,6 +17,7 @@ import pytest
 
 from scrapy_simhash.confirm import Signer
 from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
+from scrapy_simhash.glue import workers
 from scrapy_simhash.glue.workers import FingerprintRunner
 from scrapy_simhash.text import MainText, extract_main_text
 
@@ -260,9 +261,12 @@ def test_a_page_s_evidence_is_made_in_the_worker_and_comes_back_with_it() -> Non
     assert len(page.line_hashes) >= len(page.main_line_hashes) > 0
 
 
-def test_pages_larger_than_the_socket_takes_at_once_arrive_whole_and_in_order() -> None:
-    """Several pages of megabytes sent at once: each is written as the worker reads, and
-    each reply answers its own page."""
+def test_pages_larger_than_the_socket_takes_at_once_arrive_whole_and_in_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Several pages of megabytes sent at once through small socket buffers: each is
+    written as the worker reads, and each reply answers its own page."""
+    monkeypatch.setattr(workers, "_SOCKET_BUFFER_BYTES", 64 * 1024)
     config = replace(CONFIG, max_body_bytes=8_000_000)
     names = ("harbour.html", "school-gbk.html", "orchard.html", "library.html")
     bodies = [
