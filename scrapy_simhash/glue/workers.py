@@ -241,8 +241,14 @@ class _Worker:
             end = _REPLY.size + size
             if len(incoming) < end:
                 break
-            with memoryview(incoming) as view:
-                reply = pickle.loads(view[_REPLY.size : end])
+            try:
+                with memoryview(incoming) as view:
+                    reply = pickle.loads(view[_REPLY.size : end])
+            except Exception as exc:  # noqa: BLE001 - what the worker sent cannot be made here
+                reply = (
+                    False,
+                    RuntimeError(f"the fingerprint worker's reply is unreadable: {exc!r}"),
+                )
             del incoming[:end]
             self._answer(reply)
 

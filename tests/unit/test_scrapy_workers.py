@@ -33,10 +33,23 @@ def body_size_extractor(body: Any, **kwargs: Any) -> MainText:
     return replace(main, notes=(*main.notes, f"handed {len(body)} bytes in process {os.getpid()}"))
 
 
+def _refuse_to_load() -> None:
+    raise TypeError("this error cannot be loaded here")
+
+
+class UnloadableError(Exception):
+    """An error that pickles in the worker but fails to unpickle in the crawl process."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_refuse_to_load, ())
+
+
 def failing_extractor(body: Any, **kwargs: Any) -> MainText:
     """An extractor that fails on a page that says so (SIMHASH_EXTRACTOR, in the worker)."""
     if b"fail here" in body:
         raise ValueError(f"cannot read a page of {len(body)} bytes")
+    if b"fail oddly" in body:
+        raise UnloadableError
     return extract_main_text(body, **kwargs)
 
 
@@ -316,23 +329,28 @@ def test_an_error_in_the_worker_is_raised_for_its_page_alone() -> None:
     config = replace(CONFIG, extractor="tests.unit.test_scrapy_workers.failing_extractor")
     good = (SITE / "harbour.html").read_bytes()
     bad = b"<html><body><p>fail here</p></body></html>"
+    odd = b"<html><body><p>fail oddly</p></body></html>"
 
-    async def scenario() -> tuple[list[Any], int]:
+    async def scenario() -> tuple[list[Any], int, int]:
         runner = FingerprintRunner(config, workers=1, inline_max_bytes=0)
         try:
             pages = await asyncio.gather(
-                *(runner.fingerprint(b, "text/html") for b in (good, bad, good)),
+                *(runner.fingerprint(b, "text/html") for b in (good, bad, odd, good)),
                 return_exceptions=True,
             )
-            return list(pages), runner.computed_inline
+            return list(pages), runner.computed_inline, len(runner.pids)
         finally:
             runner.close()
 
-    (before, error, after), inline_count = asyncio.run(scenario())
+    (before, error, unreadable, after), inline_count, workers_left = asyncio.run(scenario())
     assert isinstance(error, ValueError)
     assert str(error) == f"cannot read a page of {len(bad)} bytes"
+    # An error that cannot be loaded in the crawl process is still that page's alone.
+    assert isinstance(unreadable, RuntimeError)
+    assert "reply is unreadable" in str(unreadable)
+    assert "this error cannot be loaded here" in str(unreadable)
     assert before == after == Fingerprinter(config).fingerprint_page(good, content_type="text/html")
-    assert inline_count == 0  # the worker read all three, and lives on
+    assert (inline_count, workers_left) == (0, 1)  # the worker read all four, and lives on
 
 
 def test_a_worker_killed_mid_crawl_leaves_its_pages_to_the_crawl_process(
