@@ -26,6 +26,7 @@ import logging
 import multiprocessing
 import os
 import pickle
+import signal
 import socket
 import struct
 import sys
@@ -135,7 +136,12 @@ def _reply(sock: socket.socket, reply: object) -> None:
 
 def _serve(sock: socket.socket, config: FingerprintConfig, check_secs: float) -> None:
     """A worker's life: fingerprint each request in turn until the crawl closes its end
-    (or is gone: the kernel closes it then)."""
+    (or is gone: the kernel closes it then).
+
+    Ctrl-C reaches every process of the terminal's group. Scrapy's first one is a graceful
+    stop that still fingerprints the pages in flight, so the worker leaves it to the crawl,
+    which closes its socket when it is done."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _init_worker(config, check_secs)
     with sock:
         _reply(sock, None)

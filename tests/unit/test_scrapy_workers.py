@@ -385,3 +385,32 @@ def test_a_worker_killed_mid_crawl_leaves_its_pages_to_the_crawl_process(
         "a SimHash fingerprint worker exited (killed or out of memory?); fingerprinting "
         + "inline from now on"
     ]
+
+
+def _ignored_signals(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(re.search(r"^SigIgn:\s*([0-9a-f]+)$", status, re.MULTILINE)[1], 16)  # type: ignore[index]
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_a_worker_leaves_ctrl_c_to_the_crawl() -> None:
+    """Scrapy's first Ctrl-C stops the crawl gracefully, its pages in flight still
+    fingerprinted: the terminal's SIGINT must not kill the workers under it."""
+
+    async def scenario() -> tuple[int, Any, int]:
+        runner = FingerprintRunner(CONFIG, workers=1, inline_max_bytes=0)
+        runner.start()
+        try:
+            await runner.wait_started()
+            (pid,) = runner.pids
+            ignored = _ignored_signals(pid)
+            os.kill(pid, signal.SIGINT)
+            page = await runner.fingerprint((SITE / "harbour.html").read_bytes(), "text/html")
+            return ignored, page, runner.computed_inline
+        finally:
+            runner.close()
+
+    ignored, page, inline_count = asyncio.run(scenario())
+    assert ignored & (1 << (signal.SIGINT - 1))
+    assert page.fingerprint is not None
+    assert inline_count == 0  # read in the worker, which lived on
