@@ -32,7 +32,6 @@ from lxml.includes.etreepublic cimport _Document, _Element, elementFactory, impo
 
 from scrapy_simhash.text.rules import (
     _BOILERPLATE_TAGS,
-    _HIDDEN_ROLES,
     _HIDING_ATTRIBUTES,
     _INLINE_TAGS,
     _JUDGED_ATTRIBUTES,
@@ -50,6 +49,7 @@ from scrapy_simhash.text.rules import (
     _STRONG,
     _STRONG_NEGATIVE_WORDS,
     _TOKEN_ROLES,
+    _hides,
     _is_hidden,
     _names_role,
     _remember,
@@ -588,13 +588,7 @@ cdef bint _hidden(tree.xmlNode* node, _Document doc, _Names names) except -1:
     role = _attribute(node, "role")
     if hidden is _NOT_PLAIN or aria is _NOT_PLAIN or style is _NOT_PLAIN or role is _NOT_PLAIN:
         return _is_hidden(elementFactory(doc, node), _attribute_names(node, doc, names))
-    if hidden is not None or aria == "true":
-        return True
-    if style:
-        compact = style.replace(" ", "").lower()
-        if "display:none" in compact or "visibility:hidden" in compact:
-            return True
-    return role is not None and role.lower() in _HIDDEN_ROLES
+    return _hides(hidden, aria, style, role)
 
 
 cdef inline bint _small(Py_ssize_t chars, tree.xmlNode* body, Counts counted) except -1:

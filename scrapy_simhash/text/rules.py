@@ -387,12 +387,17 @@ def _is_hidden(el: etree._Element, attributes: Sequence[str | bytes]) -> bool:
     """Whether ``el`` (with these attribute names) is hidden or has a boilerplate role."""
     if _HIDING_ATTRIBUTES.isdisjoint(attributes):
         return False
-    if el.get("hidden") is not None or el.get("aria-hidden") == "true":
+    return _hides(el.get("hidden"), el.get("aria-hidden"), el.get("style"), el.get("role"))
+
+
+def _hides(hidden: str | None, aria: str | None, style: str | None, role: str | None) -> bool:
+    """Whether an element with these ``hidden``, ``aria-hidden``, ``style`` and ``role``
+    values (None: absent) is hidden or has a boilerplate role; the compiled walk reads them
+    from the node."""
+    if hidden is not None or aria == "true":
         return True
-    style = el.get("style")
     if style:
         compact = style.replace(" ", "").lower()
         if "display:none" in compact or "visibility:hidden" in compact:
             return True
-    role = el.get("role")
     return role is not None and role.lower() in _HIDDEN_ROLES
