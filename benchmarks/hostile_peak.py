@@ -12,15 +12,25 @@ and path: the process's peak resident memory (``ru_maxrss``) above what it held 
 page, and the CPU seconds of the page. The pages are those the reliability tests feed the
 extractor, made larger: wrappers nested 3,000 deep, one text node of 11 MB, 200,000 short
 paragraphs, 100,000 elements with class names never seen before.
+
+With ``--crawl``, each page is crawled instead, alone, from a local server, by Scrapy alone
+and with the add-on at its defaults and one fingerprint worker: printed are the crawl
+process's and the worker's peak resident memory (``ru_maxrss``; the page is cut to
+``SIMHASH_MAX_BODY_BYTES`` in the crawl process, as in any crawl):
+
+    python3 benchmarks/hostile_peak.py --crawl [--runs N]
 """
 
 from __future__ import annotations
 
+import argparse
 import random
 import resource
+import statistics
 import string
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -79,11 +89,67 @@ def child(kind: str, interpreted: bool) -> None:
     print(f"{(peak - before) / 1024:.1f} {cpu:.2f}")
 
 
+#: Long enough for the worker to start before the page arrives.
+WORKER_START_SECS = 3.0
+KINDS = ("nested", "text node", "paragraphs", "class names")
+
+
+def crawled(kind: str, runs: int) -> None:
+    """Print one row: peak RSS of the crawl process (Scrapy alone, with the add-on) and of
+    the add-on's worker, medians of ``runs`` crawls of the page alone."""
+    from tests.http_site import SiteServer
+    from tests.scrapy_runner import run_crawl
+
+    server = SiteServer().start()
+    server.pages["/hostile.html"] = ("text/html; charset=utf-8", page(kind))
+    figures: dict[str, list[float]] = {"alone": [], "crawl": [], "worker": []}
+    try:
+        with tempfile.TemporaryDirectory(prefix="hostile-") as tmp:
+            for run in range(runs):
+                for addon in (False, True):
+                    settings: dict[str, object] = {"LOG_LEVEL": "WARNING"}
+                    if addon:
+                        settings["ADDONS"] = {"scrapy_simhash.Addon": 0}
+                        settings["SIMHASH_WORKERS"] = 1
+                        # A page that comes before the worker is ready is read inline.
+                        server.hooks["/hostile.html"] = lambda: time.sleep(WORKER_START_SECS)
+                    spec = {
+                        "requests": [{"url": server.url("/hostile.html")}],
+                        "settings": settings,
+                    }
+                    result = run_crawl(Path(tmp) / f"{run}-{addon}", spec)
+                    assert result.errors == [], result.errors
+                    if addon:
+                        inline = result.simhash_stats().get("simhash/fingerprinted_inline")
+                        assert not inline, "the page was read in the crawl process"
+                        figures["crawl"].append(result.cpu["crawl_maxrss_mb"])
+                        figures["worker"].append(result.cpu["workers_maxrss_mb"])
+                    else:
+                        figures["alone"].append(result.cpu["crawl_maxrss_mb"])
+    finally:
+        server.stop()
+    alone, crawl, worker = (statistics.median(figures[k]) for k in ("alone", "crawl", "worker"))
+    size = len(page(kind)) / 1e6
+    print(
+        f"  {kind:<14}{size:>8.1f}{alone:>12.0f}{crawl:>12.0f}{crawl - alone:>+10.0f}{worker:>12.0f}"
+    )
+
+
 def main() -> None:
     if len(sys.argv) == 4 and sys.argv[1] == "--child":
         child(sys.argv[2], sys.argv[3] == "interpreted")
         return
-    kinds = ["nested", "text node", "paragraphs", "class names"]
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--crawl", action="store_true", help="crawl each page (see above)")
+    parser.add_argument("--runs", type=int, default=3, help="crawls of each page (--crawl)")
+    args = parser.parse_args()
+    if args.crawl:
+        print(f"peak RSS (MB) of one crawl of the page alone, median of {args.runs}")
+        print(f"  {'page':<14}{'MB':>8}{'scrapy':>12}{'add-on':>12}{'added':>10}{'worker':>12}")
+        for kind in KINDS:
+            crawled(kind, args.runs)
+        return
+    kinds = KINDS
     print("peak RSS above the process's before the page (MB) / CPU s, one page per process")
     print(f"  {'page':<14}{'MB':>8}{'compiled':>10}{'interpreted':>14}")
     for kind in kinds:
