@@ -1,0 +1,152 @@
+"""Our extraction on the trees an HTML5 parser builds: the quality figures when lexbor
+(through selectolax) parses each page instead of libxml2, before anything is built on it.
+
+The way to resiliparse's speed goes through lexbor's parse (0.57 ms a dev page against
+libxml2's 1.2, ``speed.py``); it builds the tree by the HTML5 rules, which differ from
+libxml2's where markup is broken (misnested tags, tables, stray end tags). This measures
+whether the walk, the read-out, the template memory and both tests still decide as well on
+such trees. Here lexbor parses, its tree is serialised and read back by the product's own
+parse: libxml2 keeps a tree that HTML5 rules built as it is, so everything after the parse
+is the product's code, unchanged. Nothing is timed.
+
+    python3 benchmarks/lexbor_trees.py [--seeds 1]
+
+Printed, libxml2's trees beside lexbor's: the dev pages' fingerprints (equal, or how many
+bits apart) and their main text against the true main text (token F1); the pair benchmark
+as the index decides; ``large/`` with the template memory on (articles lost, copies dropped).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _pages import data_dir, load_pages, overlap
+from large_offline import run as run_large
+from lxml import etree
+from pairs_quality import Scorer, fingerprint_files, load_pairs
+from selectolax.lexbor import LexborHTMLParser
+
+from scrapy_simhash.fingerprint import FingerprintConfig, Fingerprinter
+from scrapy_simhash.index.defaults import default_distances
+from scrapy_simhash.index.layout import choose_layout
+from scrapy_simhash.settings import index_options
+from scrapy_simhash.text import extract, extract_main_text
+
+_LIBXML2_PARSE = extract._parse
+
+
+def _lexbor_parse(data: bytes, notes: list[str] | None = None) -> etree._Element | None:
+    """lexbor's tree of ``data``, serialised and read back by the product's parse."""
+    data = data.replace(b"\x00", b"")
+    if data.isspace() or not data:
+        return None
+    html = LexborHTMLParser(data.decode("utf-8", "replace")).html or ""
+    return _LIBXML2_PARSE(html.encode("utf-8"), notes)
+
+
+PARSERS: dict[str, Callable[..., etree._Element | None]] = {
+    "libxml2": _LIBXML2_PARSE,
+    "lexbor": _lexbor_parse,
+}
+
+
+@contextmanager
+def parsed_by(name: str) -> Iterator[None]:
+    extract._parse = PARSERS[name]
+    try:
+        yield
+    finally:
+        extract._parse = _LIBXML2_PARSE
+
+
+def dev_pages() -> None:
+    pages = load_pages()
+    fingerprinter = Fingerprinter(FingerprintConfig())
+    fingerprints: dict[str, dict[str, int | None]] = {}
+    print(f"dev pages ({len(pages)}): main text against the true main text, token F1")
+    for name in PARSERS:
+        with parsed_by(name):
+            fingerprints[name] = {}
+            scores = []
+            for page in pages:
+                body = page.body()
+                fingerprints[name][page.id] = fingerprinter.fingerprint_page(body).fingerprint
+                truth = page.main_text()
+                if truth is not None:
+                    scores.append(overlap(extract_main_text(body).text, truth)[2])
+        print(
+            f"  {name:<8} {len(scores)} pages with a truth: mean {statistics.fmean(scores):.4f}, "
+            f"median {statistics.median(scores):.4f}"
+        )
+    ours, theirs = fingerprints["libxml2"], fingerprints["lexbor"]
+    apart: Counter[int | str] = Counter()
+    for page_id, mine in ours.items():
+        other = theirs[page_id]
+        if mine is None or other is None:
+            apart["none on both" if mine is other else "none on one"] += 1
+        else:
+            apart[(mine ^ other).bit_count()] += 1
+    both, one = apart.pop("none on both", 0), apart.pop("none on one", 0)
+    print(
+        f"  fingerprints: {apart.pop(0, 0)} equal; bits apart where not: "
+        + ", ".join(f"{bits}: {n}" for bits, n in sorted(apart.items()))  # type: ignore[type-var]
+        + f"; no fingerprint on either tree {both}, on one tree only {one}"
+    )
+
+
+def pairs() -> None:
+    root = data_dir() / "pairs"
+    labelled = load_pairs(root)
+    files = sorted({root / p.a for p in labelled} | {root / p.b for p in labelled})
+    options = index_options({})
+    k = options["max_distance"]
+    masks = choose_layout(64, min(options["exact_distance"], k)).masks
+    print(f"pairs/ ({len(labelled)} labelled pairs), as the index decides at k={k}")
+    for name in PARSERS:
+        with parsed_by(name):
+            results = fingerprint_files(files, {}, jobs=1)
+        scores = Scorer({n: fp for n, (fp, _) in results.items()}, masks).scores(labelled, k)
+        print(
+            f"  {name:<8} P {scores['P']:.3f}  R {scores['R']:.3f}  F1 {scores['F1']:.3f}  "
+            f"same-template FP {scores['same']}"
+        )
+
+
+def large(seeds: list[int]) -> None:
+    data = data_dir()
+    site = json.loads((data / "large" / "site.json").read_text())
+    fingerprinter = Fingerprinter(FingerprintConfig())
+    k = default_distances(64)[0]
+    print("large/, template memory on: articles lost, copies dropped")
+    for name in PARSERS:
+        with parsed_by(name):
+            cache: dict = {}
+            for seed in seeds:
+                r = run_large(site, data, fingerprinter, k, seed, True, cache)
+                print(
+                    f"  {name:<8} seed {seed}: {r['lost']} of {r['articles']} lost, "
+                    f"copies dropped {r['copies_dropped']:.4f}, wrong cluster {r['wrong_cluster']}"
+                )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1], help="large/ orders")
+    args = parser.parse_args()
+    dev_pages()
+    pairs()
+    large(args.seeds)
+
+
+if __name__ == "__main__":
+    main()
