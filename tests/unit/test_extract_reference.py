@@ -38,13 +38,13 @@ from scrapy_simhash.text.rules import (
     _BOILERPLATE_TAGS,
     _CREDIT_ANYWHERE,
     _DATE_IN_LINE,
-    _DIGIT,
     _HIDING_ATTRIBUTES,
     _INLINE_TAGS,
     _JUDGED_ATTRIBUTES,
     _MARK_ATTRIBUTES,
     _MARK_TAGS,
     _MAX_LINK_DENSITY,
+    _YEAR_DIGITS,
     _names_role,
 )
 from scrapy_simhash.text.walk import _score_paragraph, _Walk
@@ -325,6 +325,22 @@ _LINE_PIECES = [
     "2024-03-01",
     "March 4, 2025",
     "x",
+    # The forms of a date, whole and in pieces, in other scripts' digits too.
+    "1er février 2024",
+    "12 de marzo de 2024",
+    "3. Februar 2022",
+    "4 Mar 2025",
+    "03/04/2024",
+    "3.1.24",
+    "\u0662\u0660\u0662\u0664-\u0660\u0663-\u0660\u0661",
+    "\uff12\uff10\uff12\uff14/\uff13/\uff11",
+    "7",
+    "12",
+    "202",
+    "-",
+    "/",
+    ".",
+    "mar",
 ]
 
 
@@ -334,7 +350,7 @@ def test_credit_shortcuts_never_pass_a_line_the_patterns_match(line: str) -> Non
     if _CREDIT_ANYWHERE.search(line):
         assert _may_be_credit_anywhere(line)
     if _DATE_IN_LINE.search(line):
-        assert _DIGIT.search(line)
+        assert _YEAR_DIGITS.search(line)
 
 
 @settings(max_examples=1000, deadline=None)
