@@ -7,9 +7,15 @@ libxml2's where markup is broken (misnested tags, tables, stray end tags). This 
 whether the walk, the read-out, the template memory and both tests still decide as well on
 such trees. Here lexbor parses, its tree is serialised and read back by the product's own
 parse: libxml2 keeps a tree that HTML5 rules built as it is, so everything after the parse
-is the product's code, unchanged. Nothing is timed.
+is the product's code, unchanged.
 
     python3 benchmarks/lexbor_trees.py [--seeds 1]
+    python3 benchmarks/lexbor_trees.py --costs [--pages 300]
+
+``--costs`` times instead what each route would keep or save, CPU ms a dev page (the fastest
+of three passes): libxml2's parse and the freeing of its tree, a copy of that tree and its
+freeing (the building of a libxml2 tree without the reading of the HTML: what a tree made
+from lexbor's would still cost), and lexbor's parse and freeing.
 
 Printed, libxml2's trees beside lexbor's: the dev pages' fingerprints (equal, or how many
 bits apart) and their main text against the true main text (token F1); the pair benchmark
@@ -19,9 +25,11 @@ as the index decides; ``large/`` with the template memory on (articles lost, cop
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import statistics
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -139,10 +147,52 @@ def large(seeds: list[int]) -> None:
                 )
 
 
+def costs(count: int) -> None:
+    from scrapy_simhash.text.decode import decode_html
+    from scrapy_simhash.text.parse import _PARSER
+
+    utf8 = []
+    for page in load_pages()[:count]:
+        decoded = decode_html(page.body(), None)
+        utf8.append(decoded.utf8 or decoded.text.encode("utf-8", "replace"))
+    trees = [etree.fromstring(data, _PARSER) for data in utf8]
+
+    def libxml2() -> None:
+        for data in utf8:
+            etree.fromstring(data, _PARSER)  # each tree freed before the next is made
+
+    def tree_copy() -> None:
+        for tree in trees:
+            copy.deepcopy(tree)
+
+    def lexbor() -> None:
+        for data in utf8:
+            LexborHTMLParser(data)
+
+    steps = {
+        "libxml2 parse and free": libxml2,
+        "a copy of its tree and free": tree_copy,
+        "lexbor parse and free": lexbor,
+    }
+    print(f"CPU ms a dev page, fastest of 3 passes over {len(utf8)} pages")
+    for label, step in steps.items():
+        best = float("inf")
+        for _ in range(3):
+            started = time.process_time()
+            step()
+            best = min(best, time.process_time() - started)
+        print(f"  {label:<30}{best / len(utf8) * 1000:8.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[1], help="large/ orders")
+    parser.add_argument("--costs", action="store_true", help="time the routes' parts instead")
+    parser.add_argument("--pages", type=int, default=300, help="dev pages timed (--costs)")
     args = parser.parse_args()
+    if args.costs:
+        costs(args.pages)
+        return
     dev_pages()
     pairs()
     large(args.seeds)
