@@ -149,10 +149,9 @@ def main() -> None:
         for kind in KINDS:
             crawled(kind, args.runs)
         return
-    kinds = KINDS
     print("peak RSS above the process's before the page (MB) / CPU s, one page per process")
     print(f"  {'page':<14}{'MB':>8}{'compiled':>10}{'interpreted':>14}")
-    for kind in kinds:
+    for kind in KINDS:
         size = len(page(kind)) / 1e6
         figures = {}
         for path in ("compiled", "interpreted"):
