@@ -18,7 +18,10 @@ and with the add-on at its defaults and one fingerprint worker: printed are the 
 process's and the worker's peak resident memory (``ru_maxrss``; the page is cut to
 ``SIMHASH_MAX_BODY_BYTES`` in the crawl process, as in any crawl):
 
-    python3 benchmarks/hostile_peak.py --crawl [--runs N]
+    python3 benchmarks/hostile_peak.py --crawl [--runs N] [--no-hold]
+
+The server holds each page until the worker is ready; with ``--no-hold`` it answers at once,
+as a crawl's first pages come, and the last column says which process read the page.
 """
 
 from __future__ import annotations
@@ -94,7 +97,7 @@ WORKER_START_SECS = 3.0
 KINDS = ("nested", "text node", "paragraphs", "class names")
 
 
-def crawled(kind: str, runs: int) -> None:
+def crawled(kind: str, runs: int, hold: bool) -> None:
     """Print one row: peak RSS of the crawl process (Scrapy alone, with the add-on) and of
     the add-on's worker, medians of ``runs`` crawls of the page alone."""
     from tests.http_site import SiteServer
@@ -103,6 +106,7 @@ def crawled(kind: str, runs: int) -> None:
     server = SiteServer().start()
     server.pages["/hostile.html"] = ("text/html; charset=utf-8", page(kind))
     figures: dict[str, list[float]] = {"alone": [], "crawl": [], "worker": []}
+    readers: set[str] = set()
     try:
         with tempfile.TemporaryDirectory(prefix="hostile-") as tmp:
             for run in range(runs):
@@ -111,8 +115,10 @@ def crawled(kind: str, runs: int) -> None:
                     if addon:
                         settings["ADDONS"] = {"scrapy_simhash.Addon": 0}
                         settings["SIMHASH_WORKERS"] = 1
-                        # A page that comes before the worker is ready is read inline.
-                        server.hooks["/hostile.html"] = lambda: time.sleep(WORKER_START_SECS)
+                        if (
+                            hold
+                        ):  # a small page that comes before the worker is ready is read inline
+                            server.hooks["/hostile.html"] = lambda: time.sleep(WORKER_START_SECS)
                     spec = {
                         "requests": [{"url": server.url("/hostile.html")}],
                         "settings": settings,
@@ -121,7 +127,8 @@ def crawled(kind: str, runs: int) -> None:
                     assert result.errors == [], result.errors
                     if addon:
                         inline = result.simhash_stats().get("simhash/fingerprinted_inline")
-                        assert not inline, "the page was read in the crawl process"
+                        assert not (hold and inline), "the page was read in the crawl process"
+                        readers.add("crawl" if inline else "worker")
                         figures["crawl"].append(result.cpu["crawl_maxrss_mb"])
                         figures["worker"].append(result.cpu["workers_maxrss_mb"])
                     else:
@@ -132,6 +139,7 @@ def crawled(kind: str, runs: int) -> None:
     size = len(page(kind)) / 1e6
     print(
         f"  {kind:<14}{size:>8.1f}{alone:>12.0f}{crawl:>12.0f}{crawl - alone:>+10.0f}{worker:>12.0f}"
+        f"  {'/'.join(sorted(readers))}"
     )
 
 
@@ -142,12 +150,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--crawl", action="store_true", help="crawl each page (see above)")
     parser.add_argument("--runs", type=int, default=3, help="crawls of each page (--crawl)")
+    parser.add_argument("--no-hold", action="store_true", help="serve each page at once (--crawl)")
     args = parser.parse_args()
     if args.crawl:
         print(f"peak RSS (MB) of one crawl of the page alone, median of {args.runs}")
-        print(f"  {'page':<14}{'MB':>8}{'scrapy':>12}{'add-on':>12}{'added':>10}{'worker':>12}")
+        print(
+            f"  {'page':<14}{'MB':>8}{'scrapy':>12}{'add-on':>12}{'added':>10}{'worker':>12}"
+            "  read by"
+        )
         for kind in KINDS:
-            crawled(kind, args.runs)
+            crawled(kind, args.runs, hold=not args.no_hold)
         return
     print("peak RSS above the process's before the page (MB) / CPU s, one page per process")
     print(f"  {'page':<14}{'MB':>8}{'compiled':>10}{'interpreted':>14}")

@@ -35,7 +35,7 @@ import time
 import types
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -113,6 +113,12 @@ _SOCKET_BUFFER_BYTES = 4 * 1024 * 1024
 _READ_BYTES = 256 * 1024
 #: How long :meth:`FingerprintRunner.close` waits for a worker to finish its page.
 CLOSE_WAIT_SECS = 30.0
+#: While the workers start, a page this large or larger waits for one rather than being read
+#: in the crawl process: a page of 5 MB held the reactor for a second or more there and took
+#: 70-100 MB of its memory, where a page of the usual few hundred KB takes milliseconds.
+STARTUP_INLINE_MAX_BYTES = 1_000_000
+#: How long such a page waits for a worker to start; then it is read in the crawl process.
+WORKER_START_WAIT_SECS = 10.0
 
 
 def _received(sock: socket.socket, size: int) -> bytes | None:
@@ -342,8 +348,9 @@ class FingerprintRunner:
         #: The workers running or starting; None until started (by :meth:`start` or the
         #: first page sent), then empty once every one is lost or closed.
         self._workers: list[_Worker] | None = None
-        #: Set by :meth:`start`: pages go inline until a worker says it is ready (else they
-        #: wait for the one started on demand).
+        #: Set by :meth:`start`: pages go inline until a worker says it is ready, but for
+        #: pages of STARTUP_INLINE_MAX_BYTES or more (else they wait for the one started on
+        #: demand).
         self._started_ahead = False
         #: Done once a worker is ready, or none is left to become ready.
         self._ready: asyncio.Future[None] | None = None
@@ -481,8 +488,16 @@ class FingerprintRunner:
     async def _compute(
         self, body: bytes, content_type: str | None, sign_key: int | None
     ) -> PageFingerprint:
-        if self.workers <= 0 or len(body) < self.inline_max_bytes or not self.started:
+        if self.workers <= 0 or len(body) < self.inline_max_bytes:
             return self._inline(body, content_type)
+        if not self.started:
+            if len(body) < STARTUP_INLINE_MAX_BYTES:
+                return self._inline(body, content_type)
+            # A worker slow to start, or stuck: the page is read here after all.
+            with suppress(TimeoutError):
+                await asyncio.wait_for(self.wait_started(), WORKER_START_WAIT_SECS)
+            if not self.started:
+                return self._inline(body, content_type)
         if self._workers is None:
             self._spawn(asyncio.get_running_loop())
         if not self._workers:  # every worker was lost

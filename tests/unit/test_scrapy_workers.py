@@ -158,6 +158,48 @@ def test_pages_that_come_before_a_worker_has_started_are_fingerprinted_inline(
     assert late.fingerprint == early.fingerprint is not None
 
 
+def test_a_large_page_that_comes_before_a_worker_has_started_waits_for_it(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """While the worker starts, a small page is read inline and a large one (a huge page
+    would hold the reactor and its memory) waits for the worker; one that waits longer
+    than WORKER_START_WAIT_SECS is read inline after all."""
+    fifo = tmp_path / "start"
+    os.mkfifo(fifo)
+    monkeypatch.setenv("SIMHASH_TEST_HOLD_FIFO", str(fifo))
+    monkeypatch.setenv("SIMHASH_TEST_HOLD_OWNER", str(os.getpid()))
+    config = replace(CONFIG, extractor="tests.unit.held_worker_start.extractor")
+    small = (SITE / "harbour.html").read_bytes()
+    large = _huge(2 * len(small))
+    monkeypatch.setattr(workers, "STARTUP_INLINE_MAX_BYTES", len(large))
+
+    async def scenario() -> tuple[Any, bool, Any, Any, dict[str, int]]:
+        runner = FingerprintRunner(config, workers=1, inline_max_bytes=0)
+        runner.start()
+        try:
+            early_small = await runner.fingerprint(small, "text/html")
+            waiting = asyncio.ensure_future(runner.fingerprint(large, "text/html"))
+            for _ in range(20):  # the page cannot be answered while the worker is held
+                await asyncio.sleep(0)
+            held = waiting.done()
+            monkeypatch.setattr(workers, "WORKER_START_WAIT_SECS", 0)
+            given_up = await runner.fingerprint(large + b" ", "text/html")
+            await asyncio.to_thread(fifo.write_bytes, b"")  # the worker's start-up goes on
+            waited = await waiting
+            return early_small, held, given_up, waited, runner.stats()
+        finally:
+            runner.close()
+
+    early_small, held, given_up, waited, stats = asyncio.run(scenario())
+    here = f"read in process {os.getpid()}"
+    assert early_small.notes[-1] == here
+    assert not held
+    assert given_up.notes[-1] == here
+    assert re.fullmatch(r"read in process \d+", waited.notes[-1])
+    assert waited.notes[-1] != here
+    assert stats["fingerprinted_inline"] == 2
+
+
 # A crawl's main script: it notes each process that runs it, then fingerprints one page in
 # a worker and prints where the page was read ({guard}: the script's last lines, indented).
 MAIN_SCRIPT = """
