@@ -514,6 +514,7 @@ class FingerprintRunner:
     def close(self) -> None:
         """Stop the workers; pending pages are cancelled, a running one finishes first."""
         workers, self._workers = self._workers or [], []
+        self._one_ready()  # a page waiting for a worker to start is read inline
         for worker in workers:
             for future in worker.pending:
                 future.cancel()

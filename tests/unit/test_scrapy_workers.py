@@ -200,6 +200,33 @@ def test_a_large_page_that_comes_before_a_worker_has_started_waits_for_it(
     assert stats["fingerprinted_inline"] == 2
 
 
+def test_a_large_page_waiting_for_a_worker_is_read_inline_once_the_workers_close(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Closing the workers (the crawl's end) lets a page that waits for one go on, read
+    inline, rather than leave it to wait out WORKER_START_WAIT_SECS."""
+    fifo = tmp_path / "start"
+    os.mkfifo(fifo)
+    monkeypatch.setenv("SIMHASH_TEST_HOLD_FIFO", str(fifo))
+    monkeypatch.setenv("SIMHASH_TEST_HOLD_OWNER", str(os.getpid()))
+    monkeypatch.setattr(workers, "STARTUP_INLINE_MAX_BYTES", 0)
+    monkeypatch.setattr(workers, "WORKER_START_WAIT_SECS", 3600)
+    monkeypatch.setattr(workers, "CLOSE_WAIT_SECS", 0)  # the held worker is killed at once
+    config = replace(CONFIG, extractor="tests.unit.held_worker_start.extractor")
+    body = (SITE / "harbour.html").read_bytes()
+
+    async def scenario() -> Any:
+        runner = FingerprintRunner(config, workers=1, inline_max_bytes=0)
+        runner.start()
+        waiting = asyncio.ensure_future(runner.fingerprint(body, "text/html"))
+        await asyncio.sleep(0)  # the page is now waiting for the worker
+        runner.close()
+        return await waiting
+
+    page = asyncio.run(scenario())
+    assert page.notes[-1] == f"read in process {os.getpid()}"
+
+
 # A crawl's main script: it notes each process that runs it, then fingerprints one page in
 # a worker and prints where the page was read ({guard}: the script's last lines, indented).
 MAIN_SCRIPT = """
