@@ -60,6 +60,18 @@ def _huge(size: int) -> bytes:
     return head + b" " * (size - len(head))
 
 
+@pytest.fixture
+def held_start(tmp_path: Path, monkeypatch: Any) -> tuple[Path, FingerprintConfig]:
+    """A FIFO and a configuration whose workers' start-up waits until the test writes to
+    that FIFO (``tests/unit/held_worker_start.py``): the test decides when a worker is
+    ready, without timing anything."""
+    fifo = tmp_path / "start"
+    os.mkfifo(fifo)
+    monkeypatch.setenv("SIMHASH_TEST_HOLD_FIFO", str(fifo))
+    monkeypatch.setenv("SIMHASH_TEST_HOLD_OWNER", str(os.getpid()))
+    return fifo, replace(CONFIG, extractor="tests.unit.held_worker_start.extractor")
+
+
 def test_a_huge_body_is_cut_before_it_leaves_the_crawl_process() -> None:
     limit = 50_000
     config = replace(CONFIG, max_body_bytes=limit)
@@ -125,15 +137,11 @@ def test_worker_process_gives_the_inline_fingerprints() -> None:
 
 
 def test_pages_that_come_before_a_worker_has_started_are_fingerprinted_inline(
-    tmp_path: Path, monkeypatch: Any
+    held_start: tuple[Path, FingerprintConfig],
 ) -> None:
     """A crawl's first pages do not wait for a worker's start-up (a fresh interpreter) while
     holding their download slots; once one runs, pages go to it."""
-    fifo = tmp_path / "start"
-    os.mkfifo(fifo)
-    monkeypatch.setenv("SIMHASH_TEST_HOLD_FIFO", str(fifo))
-    monkeypatch.setenv("SIMHASH_TEST_HOLD_OWNER", str(os.getpid()))
-    config = replace(CONFIG, extractor="tests.unit.held_worker_start.extractor")
+    fifo, config = held_start
     body = (SITE / "harbour.html").read_bytes()
 
     async def scenario() -> tuple[Any, bool, Any, bool, dict[str, int]]:
@@ -159,16 +167,12 @@ def test_pages_that_come_before_a_worker_has_started_are_fingerprinted_inline(
 
 
 def test_a_large_page_that_comes_before_a_worker_has_started_waits_for_it(
-    tmp_path: Path, monkeypatch: Any
+    held_start: tuple[Path, FingerprintConfig], monkeypatch: Any
 ) -> None:
     """While the worker starts, a small page is read inline and a large one (a huge page
     would hold the reactor and its memory) waits for the worker; one that waits longer
     than WORKER_START_WAIT_SECS is read inline after all."""
-    fifo = tmp_path / "start"
-    os.mkfifo(fifo)
-    monkeypatch.setenv("SIMHASH_TEST_HOLD_FIFO", str(fifo))
-    monkeypatch.setenv("SIMHASH_TEST_HOLD_OWNER", str(os.getpid()))
-    config = replace(CONFIG, extractor="tests.unit.held_worker_start.extractor")
+    fifo, config = held_start
     small = (SITE / "harbour.html").read_bytes()
     large = _huge(2 * len(small))
     monkeypatch.setattr(workers, "STARTUP_INLINE_MAX_BYTES", len(large))
@@ -201,18 +205,14 @@ def test_a_large_page_that_comes_before_a_worker_has_started_waits_for_it(
 
 
 def test_a_large_page_waiting_for_a_worker_is_read_inline_once_the_workers_close(
-    tmp_path: Path, monkeypatch: Any
+    held_start: tuple[Path, FingerprintConfig], monkeypatch: Any
 ) -> None:
     """Closing the workers (the crawl's end) lets a page that waits for one go on, read
     inline, rather than leave it to wait out WORKER_START_WAIT_SECS."""
-    fifo = tmp_path / "start"
-    os.mkfifo(fifo)
-    monkeypatch.setenv("SIMHASH_TEST_HOLD_FIFO", str(fifo))
-    monkeypatch.setenv("SIMHASH_TEST_HOLD_OWNER", str(os.getpid()))
+    _, config = held_start  # the FIFO is never written: the worker never starts
     monkeypatch.setattr(workers, "STARTUP_INLINE_MAX_BYTES", 0)
     monkeypatch.setattr(workers, "WORKER_START_WAIT_SECS", 3600)
     monkeypatch.setattr(workers, "CLOSE_WAIT_SECS", 0)  # the held worker is killed at once
-    config = replace(CONFIG, extractor="tests.unit.held_worker_start.extractor")
     body = (SITE / "harbour.html").read_bytes()
 
     async def scenario() -> Any:
