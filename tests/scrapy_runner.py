@@ -247,11 +247,11 @@ def main(spec_path: str, out_path: str) -> int:
     def known_copy(request: Any, kept_url: str, **_: Any) -> None:
         sent["known_copy"].append(f"{request.url} {kept_url}")
 
-    opened_cpu: list[float] = []
+    #: The crawl process's usage when the spider opened (zeros if it never did).
+    opened = [resource.struct_rusage((0,) * 16)]
 
     def spider_opened(**_: Any) -> None:
-        usage = resource.getrusage(resource.RUSAGE_SELF)
-        opened_cpu.extend((usage.ru_utime, usage.ru_stime, usage.ru_nvcsw, usage.ru_nivcsw))
+        opened[0] = resource.getrusage(resource.RUSAGE_SELF)
 
     # The signal dispatcher holds receivers weakly: keep named references.
     crawler.signals.connect(spider_opened, signals.spider_opened)
@@ -269,14 +269,15 @@ def main(spec_path: str, out_path: str) -> int:
         resource.getrusage(resource.RUSAGE_SELF),
         resource.getrusage(resource.RUSAGE_CHILDREN),
     )
+    (start,) = opened
     cpu = {
         "crawl": own.ru_utime + own.ru_stime,
-        "startup": sum(opened_cpu[:2]),
+        "startup": start.ru_utime + start.ru_stime,
         # From spider_opened on: the crawl process's system CPU and its context switches
         # (voluntary: waits for a lock or I/O; involuntary: preempted).
-        "crawl_sys": own.ru_stime - (opened_cpu[1] if opened_cpu else 0.0),
-        "crawl_voluntary_switches": own.ru_nvcsw - (opened_cpu[2] if opened_cpu else 0),
-        "crawl_involuntary_switches": own.ru_nivcsw - (opened_cpu[3] if opened_cpu else 0),
+        "crawl_sys": own.ru_stime - start.ru_stime,
+        "crawl_voluntary_switches": own.ru_nvcsw - start.ru_nvcsw,
+        "crawl_involuntary_switches": own.ru_nivcsw - start.ru_nivcsw,
         "workers": children.ru_utime + children.ru_stime,
         # Peak resident memory (MB) of the crawl process and of its largest worker.
         "crawl_maxrss_mb": own.ru_maxrss / 1024,

@@ -11,7 +11,9 @@ keyed by a 128-bit body digest returns the earlier result.
 
 A worker is a fresh interpreter: it takes 0.1 s or more to start. Pages that arrive before
 one has started are fingerprinted inline: held for a worker, they would keep their download
-slots and stall the crawl's first seconds.
+slots and stall the crawl's first seconds. Pages of ``STARTUP_INLINE_MAX_BYTES`` or more wait
+for it all the same (``WORKER_START_WAIT_SECS`` at most): read inline, one would hold the
+reactor for a second and its memory.
 
 Each worker is spoken to over a socket pair that the crawl's event loop reads and writes
 itself, not through ``concurrent.futures``' process pool: that pool's two threads in the crawl
@@ -348,9 +350,8 @@ class FingerprintRunner:
         #: The workers running or starting; None until started (by :meth:`start` or the
         #: first page sent), then empty once every one is lost or closed.
         self._workers: list[_Worker] | None = None
-        #: Set by :meth:`start`: pages go inline until a worker says it is ready, but for
-        #: pages of STARTUP_INLINE_MAX_BYTES or more (else they wait for the one started on
-        #: demand).
+        #: Set by :meth:`start`: until a worker says it is ready, pages go inline (see the
+        #: module's docstring). Unset, the first page starts the workers and waits for one.
         self._started_ahead = False
         #: Done once a worker is ready, or none is left to become ready.
         self._ready: asyncio.Future[None] | None = None
