@@ -19,12 +19,14 @@ the crawl figures can be read against the CPU work they must hide.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
 import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -34,10 +36,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tests.http_site import SiteServer
-from tests.scrapy_runner import run_crawl
+from tests.scrapy_runner import finish_crawl, start_crawl
 
 DATA = REPO.parent / "shared" / "data"
 MANIFEST = DATA / "pages" / "manifest.jsonl"
+#: Modes that crawl without the add-on, with a reference library in its place.
+REFERENCES = ("resiliparse",)
 
 
 def load_pages(limit: int) -> list[tuple[str, bytes]]:
@@ -52,16 +56,46 @@ def load_pages(limit: int) -> list[tuple[str, bytes]]:
     return pages
 
 
+def pin_apart(pid: int, stop: threading.Event) -> None:
+    """Keep the crawl process on core 0 and every process it starts (its fingerprint
+    workers) on core 1, where this process serves the pages: the crawl process's CPU is then
+    its own, not inflated by sharing a core with the workers."""
+    os.sched_setaffinity(pid, {0})
+    pinned: set[int] = set()
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    while not stop.wait(0.005):
+        try:
+            found = {int(p) for p in children.read_text().split()}
+        except OSError:
+            return
+        for child in found - pinned:
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(child, {1})
+            pinned.add(child)
+
+
 def crawl(
-    site: SiteServer, urls: list[str], settings: dict[str, Any], workdir: Path
+    site: SiteServer, urls: list[str], settings: dict[str, Any], workdir: Path, pin: bool = False
 ) -> dict[str, Any]:
     started = time.perf_counter()
-    result = run_crawl(
-        workdir,
-        {"requests": [{"url": u} for u in urls], "settings": settings},
-        name="crawl",
+    # This process only waits for the child while its thread serves the pages: its CPU
+    # during the crawl is the server's.
+    served = time.process_time()
+    proc, out, log = start_crawl(
+        workdir, {"requests": [{"url": u} for u in urls], "settings": settings}, name="crawl"
     )
+    stop = threading.Event()
+    pinning = threading.Thread(target=pin_apart, args=(proc.pid, stop), daemon=True)
+    if pin:
+        pinning.start()
+    try:
+        result = finish_crawl(proc, out, log)
+    finally:
+        stop.set()
+        if pin:
+            pinning.join()
     wall = time.perf_counter() - started
+    server_cpu = time.process_time() - served
     if result.errors:
         raise SystemExit(f"crawl failed: {result.errors}")
     stats = result.stats
@@ -73,6 +107,7 @@ def crawl(
         "responses": responses,
         "crawl_cpu_ms": (result.cpu["crawl"] - result.cpu["startup"]) * 1000 / responses,
         "worker_cpu_ms": result.cpu["workers"] * 1000 / responses,
+        "server_cpu_ms": server_cpu * 1000 / responses,
         # Of the crawl CPU, the kernel's; and how often the crawl process's threads gave up
         # a core (waiting for the GIL, a lock, a thread) or were made to.
         "crawl_sys_ms": result.cpu["crawl_sys"] * 1000 / responses,
@@ -133,7 +168,7 @@ def print_round(
     off = results.get("off")
     print(
         f"\n{'mode':<15}{'pages/s':>9}{'ratio':>7}{'CPU ratio':>10}{'crawl CPU':>11}"
-        f"{'of it sys':>11}{'switches':>10}{'worker CPU':>12}"
+        f"{'of it sys':>11}{'switches':>10}{'worker CPU':>12}{'server CPU':>12}"
         f"{'kept once':>11}{'kept 2+':>9}{'never':>7}{'cache hits':>12}"
     )
     for mode, r in results.items():
@@ -141,7 +176,7 @@ def print_round(
         once: Any = "-"
         more: Any = "-"
         never: Any = "-"
-        if mode != "off":
+        if mode != "off" and mode not in REFERENCES:
             once, more, never = kept_check(r["items"], with_text)
         hits = r["stats"].get("simhash/body_cache_hits", "-")
         cpu_ratio = "-"
@@ -157,7 +192,7 @@ def print_round(
         print(
             f"{mode:<15}{r['pages_per_sec']:>9.1f}{ratio:>7}{cpu_ratio:>10}"
             f"{r['crawl_cpu_ms']:>8.1f} ms{r['crawl_sys_ms']:>8.2f} ms{r['switches']:>10.1f}"
-            f"{r['worker_cpu_ms']:>9.1f} ms{once!s:>11}{more!s:>9}{never!s:>7}{hits!s:>12}"
+            f"{r['worker_cpu_ms']:>9.1f} ms{r['server_cpu_ms']:>9.1f} ms{once!s:>11}{more!s:>9}{never!s:>7}{hits!s:>12}"
         )
     return ratios
 
@@ -192,14 +227,23 @@ def main() -> int:
     parser.add_argument(
         "--modes",
         default="off,rjieba,jieba,rjieba-inline",
-        help="comma-separated crawls: off, default, memory, templates, notemplates, nolease, rjieba, jieba, rjieba-inline, "
-        "jieba-inline, rjieba-nocache, jieba-nocache, rjieba-w2, jieba-w2",
+        help="comma-separated crawls: off, default, memory, templates, notemplates, nolease, bare, rjieba, jieba, rjieba-inline, "
+        "jieba-inline, rjieba-nocache, jieba-nocache, rjieba-w2, jieba-w2; resiliparse (no add-on: "
+        "resiliparse's main text of each response, in the crawl process)",
+    )
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="the crawl process alone on core 0; its fingerprint workers and the server on "
+        "core 1 (Linux): what the crawl process costs when no other process shares its core",
     )
     args = parser.parse_args()
     if not MANIFEST.is_file():
         print(f"no page corpus at {MANIFEST}: this benchmark needs ../shared/data/pages")
         return 1
     pages = load_pages(args.pages)
+    if args.pin:
+        os.sched_setaffinity(0, {1})  # the server's thread, and the fingerprint pass below
     site = SiteServer().start()
     site.latency = args.latency
     urls = []
@@ -216,6 +260,7 @@ def main() -> int:
         f"CONCURRENT_REQUESTS={args.concurrency}, "
         f"CONCURRENT_REQUESTS_PER_DOMAIN={args.per_domain or args.concurrency}, latency {args.latency * 1000:.0f} ms, "
         f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+        + (", crawl process pinned to core 0, workers and server to core 1" if args.pin else "")
     )
     costs = {tok: fingerprint_pass(pages, tok) for tok in ("rjieba", "jieba")}
     print(
@@ -246,6 +291,14 @@ def main() -> int:
         "notemplates": {"SIMHASH_TEMPLATES_ENABLED": False},
         # The add-on without holding kept pages in flight until delivered.
         "nolease": {"SIMHASH_FILING_LEASE_SECS": 0},
+        # The least the add-on does to a page: the in-process memory index, no template
+        # memory, no filing lease, no spider middleware, no recrawl schedule.
+        "bare": {
+            "SIMHASH_INDEX_URL": "memory://",
+            "SIMHASH_TEMPLATES_ENABLED": False,
+            "SIMHASH_FILING_LEASE_SECS": 0,
+            "SIMHASH_FOLLOW_DUPLICATE_LINKS": False,
+        },
         "rjieba": {"SIMHASH_TOKENIZER": "rjieba"},
         "jieba": {"SIMHASH_TOKENIZER": "jieba"},
         "rjieba-inline": {"SIMHASH_TOKENIZER": "rjieba", "SIMHASH_WORKERS": 0},
@@ -254,6 +307,11 @@ def main() -> int:
         "jieba-inline": {"SIMHASH_TOKENIZER": "jieba", "SIMHASH_WORKERS": 0},
         "rjieba-w2": {"SIMHASH_TOKENIZER": "rjieba", "SIMHASH_WORKERS": 2},
         "jieba-w2": {"SIMHASH_TOKENIZER": "jieba", "SIMHASH_WORKERS": 2},
+        # The reference without the add-on: resiliparse's main text of every response,
+        # extracted in the crawl process (benchmarks/_reference_middleware.py).
+        "resiliparse": {
+            "DOWNLOADER_MIDDLEWARES": {"benchmarks._reference_middleware.ResiliparseMainText": 950}
+        },
     }
     rounds: list[dict[str, dict[str, Any]]] = []
     try:
@@ -261,10 +319,12 @@ def main() -> int:
             results: dict[str, dict[str, Any]] = {}
             for mode in args.modes.split(","):
                 settings = dict(base)
-                if mode != "off":
+                if mode in REFERENCES:
+                    settings.update(modes[mode])
+                elif mode != "off":
                     settings.update(modes[mode], ADDONS={"scrapy_simhash.Addon": 0})
                 with tempfile.TemporaryDirectory() as tmp:
-                    results[mode] = crawl(site, urls, settings, Path(tmp))
+                    results[mode] = crawl(site, urls, settings, Path(tmp), args.pin)
             rounds.append(results)
     finally:
         site.stop()
@@ -289,7 +349,8 @@ def main() -> int:
         "per response of the crawl process (reactor, from spider_opened on) and of its "
         "fingerprint workers (start-up included); 'of it sys' = the crawl CPU spent in the "
         "kernel, 'switches' = the crawl process's context switches per response (a thread "
-        "waiting for the GIL, a lock or another thread, or preempted). CPU ratio = the ratio those CPU costs give when each process has a core "
+        "waiting for the GIL, a lock or another thread, or preempted); server CPU = the local "
+        "HTTP server's, which shares the machine's cores with the crawl. CPU ratio = the ratio those CPU costs give when each process has a core "
         "(off crawl CPU / the larger of crawl CPU and worker CPU per worker). Of the pages "
         "with text: "
         "'kept once' = exactly one of its URLs reached the spider, 'kept 2+' = a missed "
