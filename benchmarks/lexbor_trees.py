@@ -11,6 +11,7 @@ is the product's code, unchanged.
 
     python3 benchmarks/lexbor_trees.py [--seeds 1]
     python3 benchmarks/lexbor_trees.py --costs [--pages 300]
+    python3 benchmarks/lexbor_trees.py --nesting
 
 ``--costs`` times instead what each route would keep or save, CPU ms a dev page (the fastest
 of three passes): libxml2's parse and the freeing of its tree, a copy of that tree and its
@@ -222,12 +223,38 @@ def costs(count: int) -> None:
         print(f"  {label:<40}{best / len(utf8) * 1000:8.3f}")
 
 
+def nesting() -> None:
+    """CPU ms to parse one page of nested elements, lexbor against the product's parse
+    (libxml2, which stops at 2,048 levels, and the product's reading without wrapper tags
+    then), by depth: a hazard for a parse with no limit of its own."""
+    from scrapy_simhash.text.parse import _parse
+
+    print("CPU ms to parse <body> + <tag> x depth + text (no end tags), one parse each")
+    print(f"  {'tag':<6}{'depth':>8}{'lexbor':>10}{'ours (libxml2)':>16}")
+    for tag in ("div", "span"):
+        for depth in (2_000, 5_000, 10_000, 20_000, 40_000):
+            html = b"<html><body>" + f"<{tag}>".encode() * depth + b"deep text " * 5
+            started = time.process_time()
+            LexborHTMLParser(html)
+            lexbor = time.process_time() - started
+            started = time.process_time()
+            _parse(html, [])
+            ours = time.process_time() - started
+            print(f"  {tag:<6}{depth:>8,}{lexbor * 1000:>10.1f}{ours * 1000:>16.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[1], help="large/ orders")
     parser.add_argument("--costs", action="store_true", help="time the routes' parts instead")
     parser.add_argument("--pages", type=int, default=300, help="dev pages timed (--costs)")
+    parser.add_argument(
+        "--nesting", action="store_true", help="time the parse of deeply nested pages instead"
+    )
     args = parser.parse_args()
+    if args.nesting:
+        nesting()
+        return
     if args.costs:
         costs(args.pages)
         return
