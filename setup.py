@@ -48,16 +48,11 @@ def _not_built(reason: BaseException) -> None:
 
 def extensions() -> list[Extension]:
     try:
-        import lxml
         from Cython.Build import cythonize
     except ImportError as exc:  # a build without its build requirements
         _not_built(exc)
         return []
-    walk = Extension(
-        "scrapy_simhash.text._compiled",
-        ["scrapy_simhash/text/_compiled.pyx"],
-        include_dirs=lxml.get_include(),
-    )
+    walk = Extension("scrapy_simhash.text._compiled", ["scrapy_simhash/text/_compiled.pyx"])
     hashes = Extension(
         "scrapy_simhash._hashes",
         ["scrapy_simhash/_hashes.pyx"],

@@ -51,8 +51,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-# Bump when the feature pipeline or the hashing changes, so indexes refuse old fingerprints.
-FORMAT_VERSION = 7
+# Bump when extraction, the feature pipeline or the hashing changes, so indexes refuse old
+# fingerprints (8: pages parsed by lexbor, the HTML5 rules, instead of libxml2).
+FORMAT_VERSION = 8
 #: Main text beyond this many characters is not tokenized (a long book chapter is ~100k).
 MAX_FEATURE_CHARS = 300_000
 _WIDTHS = (64, 128)

@@ -1,15 +1,20 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""The scoring walk's loop and the read-out over libxml2's nodes: the same steps, in the
-same order, as :meth:`scrapy_simhash.text.walk._Walk.run_interpreted` and
-:func:`scrapy_simhash.text.readout._read_interpreted`.
+"""The scoring walk's loop, the read-out and the tree's questions over lexbor's nodes,
+read where selectolax's parser left them: the same steps, in the same order, as
+:meth:`scrapy_simhash.text.walk._Walk.run_interpreted`, :func:`scrapy_simhash.text.readout.
+_read_interpreted` and :class:`scrapy_simhash.text.tree.PureTree`, which ask selectolax's
+nodes.
 
 Why it exists: the loop runs for every element of every page, and in Python most of its
-time goes to asking lxml's proxies for an element's text, tail, parent and attribute names,
-each a call that builds objects. Here those are reads of the C tree; an element object is
-made only for the few elements looked at again (candidates, marks, the judged), and the
-judgements of elements with class, id or hiding attributes are the interpreted ones. Every sum is made in
-the order the interpreted loop makes it, so both give identical frames and lines, and so
-identical fingerprints (``tests/unit/test_compiled.py`` holds them to it).
+time goes to asking for an element's text, parent and attribute names, each a call that
+builds objects. Here those are reads of lexbor's structures. selectolax's ``Node.mem_id``
+is the address of lexbor's node; the layout of the few structures read is declared below
+(lexbor 3.1's ``dom/interfaces/node.h``, ``element.h``, ``attr.h``, ``character_data.h``
+and ``core/hash.h``), and lexbor's numbering of standard names is ``_lexbor_names``: no
+lexbor headers or library are needed to build this. :func:`check_layout` holds the reading
+to selectolax's own before the extension is used. Every sum is made in the order the
+interpreted loop makes it, so both give identical frames and lines, and so identical
+fingerprints (``tests/unit/test_compiled.py`` holds them to it).
 """
 
 from cpython.unicode cimport (
@@ -25,22 +30,23 @@ from libc.stdlib cimport calloc, free, malloc, realloc
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_GetItem
 from cpython.ref cimport PyObject
-from libc.stdint cimport uint32_t, uint64_t
-from libc.string cimport memchr, memcpy, strcmp, strlen
-from lxml.includes cimport tree
-from lxml.includes.etreepublic cimport _Document, _Element, elementFactory, import_lxml__etree
+from libc.stdint cimport uint32_t, uint64_t, uintptr_t
+from libc.string cimport memchr, memcmp, memcpy
 
+from scrapy_simhash.text._lexbor_names import ATTRIBUTE_NAMES, TAG_NAMES
 from scrapy_simhash.text.rules import (
     _BOILERPLATE_TAGS,
     _HIDING_ATTRIBUTES,
     _INLINE_TAGS,
     _JUDGED_ATTRIBUTES,
+    _JUNK_TAGS,
     _MARK_ATTRIBUTES,
     _MARK_TAGS,
     _LARGE_SHARE,
     _LAYOUT_SUFFIX,
     _MIN_PARAGRAPH_BYTES,
     _NEGATIVE_STEMS,
+    _NOT_NESTING,
     _NEGATIVE_WHOLE,
     _NEUTRAL_PREFIXES,
     _POSITIVE_WORDS,
@@ -50,39 +56,70 @@ from scrapy_simhash.text.rules import (
     _STRONG_NEGATIVE_WORDS,
     _TOKEN_ROLES,
     _hides,
-    _is_hidden,
     _names_role,
     _remember,
 )
 
-import_lxml__etree()
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <stddef.h>
+    typedef struct { unsigned char *data; size_t length; } lexbor_str_t;
+    typedef struct lxb_dom_node lxb_dom_node_t;
+    struct lxb_dom_node {
+        void *events; uintptr_t local_name; uintptr_t prefix; uintptr_t ns;
+        void *owner_document; lxb_dom_node_t *next; lxb_dom_node_t *prev;
+        lxb_dom_node_t *parent; lxb_dom_node_t *first_child; lxb_dom_node_t *last_child;
+        void *user; int type;
+    };
+    typedef struct lxb_dom_attr lxb_dom_attr_t;
+    typedef struct {
+        lxb_dom_node_t node; uintptr_t upper_name; uintptr_t qualified_name;
+        lexbor_str_t *is_value; lxb_dom_attr_t *first_attr;
+    } lxb_dom_element_t;
+    struct lxb_dom_attr {
+        lxb_dom_node_t node; uintptr_t upper_name; uintptr_t qualified_name;
+        lexbor_str_t *value; void *owner; lxb_dom_attr_t *next; lxb_dom_attr_t *prev;
+    };
+    typedef struct { lxb_dom_node_t node; lexbor_str_t data; } lxb_dom_character_data_t;
+    typedef struct {
+        union { unsigned char *long_str; unsigned char short_str[17]; } u;
+        size_t length;
+        void *next;
+    } lexbor_hash_entry_t;
+    static const unsigned char *lexbor_entry_name(const lexbor_hash_entry_t *entry) {
+        return entry->length <= 16 ? entry->u.short_str : entry->u.long_str;
+    }
+    """
+    ctypedef struct lexbor_str_t:
+        unsigned char* data
+        size_t length
+    ctypedef struct lxb_dom_node_t:
+        uintptr_t local_name
+        lxb_dom_node_t* next
+        lxb_dom_node_t* prev
+        lxb_dom_node_t* parent
+        lxb_dom_node_t* first_child
+        lxb_dom_node_t* last_child
+        int type
+    ctypedef struct lxb_dom_attr_t:
+        lxb_dom_node_t node
+        lexbor_str_t* value
+        lxb_dom_attr_t* next
+    ctypedef struct lxb_dom_element_t:
+        lxb_dom_node_t node
+        lxb_dom_attr_t* first_attr
+    ctypedef struct lxb_dom_character_data_t:
+        lxb_dom_node_t node
+        lexbor_str_t data
+    ctypedef struct lexbor_hash_entry_t:
+        size_t length
+    const unsigned char* lexbor_entry_name(const lexbor_hash_entry_t* entry)
 
-
-cdef inline bint _letter(unsigned char c, char lower) noexcept:
-    """Whether ``c`` is the ASCII letter ``lower`` in either case."""
-    return c | 0x20 == lower
-
-
-cdef Py_ssize_t _closing_root_end(const unsigned char* data, Py_ssize_t at, Py_ssize_t size) noexcept:
-    """Where a closing body or html tag that starts at ``at`` (a '<') ends; -1 when none
-    starts there (``parse._CLOSING_ROOT``: any case, whitespace before its '>')."""
-    if size - at < 7 or data[at + 1] != b'/':
-        return -1
-    cdef const unsigned char* name = data + at + 2
-    if not (
-        _letter(name[0], b'b') and _letter(name[1], b'o') and _letter(name[2], b'd')
-        and _letter(name[3], b'y')
-    ) and not (
-        _letter(name[0], b'h') and _letter(name[1], b't') and _letter(name[2], b'm')
-        and _letter(name[3], b'l')
-    ):
-        return -1
-    at += 6
-    while at < size and (data[at] == 32 or 9 <= data[at] <= 13):  # re's \s in bytes
-        at += 1
-    if at < size and data[at] == b'>':
-        return at + 1
-    return -1
+# lexbor's node types (LXB_DOM_NODE_TYPE_*).
+cdef enum:
+    _ELEMENT = 1
+    _TEXT = 3
 
 
 def valid_utf8(bytes data):
@@ -132,65 +169,110 @@ def valid_utf8(bytes data):
     return True
 
 
-def without_closing_roots(bytes data):
-    """``parse._CLOSING_ROOT.sub(b"", data)``: every closing body and html tag taken out
-    (see ``parse._parse``), found by memchr rather than by a regular expression trying a
-    match at each '<', and the rest copied once (a page is hundreds of kilobytes: each
-    copy costs fresh pages); ``data`` itself when it has none."""
-    cdef const unsigned char* start = data
-    cdef Py_ssize_t size = len(data)
+
+
+cdef inline bint _is_name_byte(unsigned char c) noexcept:
+    """A byte of a tag name (HTML's tag name state: up to whitespace, '/' or '>')."""
+    return not (c == 9 or c == 10 or c == 12 or c == 13 or c == 32 or c == 47 or c == 62)
+
+
+cdef inline bint _is_letter(unsigned char c) noexcept:
+    return 65 <= c <= 90 or 97 <= c <= 122
+
+
+# The names of _NOT_NESTING, for nests_deeper to compare bytes with, without objects; and
+# which first letters and lengths they have, so that most names are passed by one look.
+cdef bytes _NOT_NESTING_JOINED = b" ".join(sorted(_NOT_NESTING)) + b" "
+cdef bint _NOT_NESTING_SHAPE[26][17]
+for _name in _NOT_NESTING:
+    _NOT_NESTING_SHAPE[_name[0] - 97][len(_name)] = True
+
+
+cdef bint _not_nesting(const unsigned char* name, Py_ssize_t size) noexcept:
+    """Whether the lowercased tag name of ``size`` bytes (1 to 16) is in _NOT_NESTING."""
+    if not (97 <= name[0] <= 122 and _NOT_NESTING_SHAPE[name[0] - 97][size]):
+        return False
+    cdef const unsigned char* names = <const unsigned char*>PyBytes_AS_STRING(_NOT_NESTING_JOINED)
+    cdef Py_ssize_t total = PyBytes_GET_SIZE(_NOT_NESTING_JOINED)
     cdef Py_ssize_t at = 0
     cdef Py_ssize_t end
-    cdef Py_ssize_t removed = 0
+    while at < total:
+        end = at
+        while names[end] != 32:
+            end += 1
+        if end - at == size and memcmp(names + at, name, size) == 0:
+            return True
+        at = end + 1
+    return False
+
+
+def nests_deeper(bytes data, Py_ssize_t limit):
+    """``parse._nests_deeper_interpreted``: start tags of nesting elements less end tags,
+    counted along the page, beyond ``limit`` somewhere."""
+    cdef const unsigned char* start = data
+    cdef Py_ssize_t size = len(data)
+    cdef Py_ssize_t depth = 0
+    cdef Py_ssize_t at
+    cdef Py_ssize_t name_start
+    cdef Py_ssize_t end
+    cdef Py_ssize_t k
+    cdef Py_ssize_t length
+    cdef bint closing
+    cdef bint nesting
+    cdef unsigned char c
     cdef const void* found
-    spans = []  # start and end of each tag taken out
-    while at < size:
-        found = memchr(start + at, b'<', <size_t>(size - at))
-        if found is NULL:
-            break
+    cdef unsigned char lowered[16]
+    found = memchr(start, b'<', <size_t>size)
+    while found is not NULL:
         at = <const unsigned char*>found - start
-        end = _closing_root_end(start, at, size)
-        if end < 0:
-            at += 1
-            continue
-        spans += (at, end)
-        removed += end - at
-        at = end
-    if not spans:
-        return data
-    result = PyBytes_FromStringAndSize(NULL, size - removed)
-    cdef char* out = PyBytes_AS_STRING(result)
-    cdef Py_ssize_t kept = 0
-    cdef Py_ssize_t index
-    for index in range(0, len(spans), 2):
-        at = spans[index]
-        memcpy(out, start + kept, at - kept)
-        out += at - kept
-        kept = spans[index + 1]
-    memcpy(out, start + kept, size - kept)
-    return result
+        name_start = at + 1
+        closing = name_start < size and start[name_start] == 47
+        if closing:
+            name_start += 1
+        end = name_start
+        while end < size and _is_name_byte(start[end]):
+            end += 1
+        if end > name_start and _is_letter(start[name_start]):
+            length = end - name_start
+            nesting = True
+            if length <= 16:
+                for k in range(length):
+                    c = start[name_start + k]
+                    lowered[k] = c | 0x20 if 65 <= c <= 90 else c
+                nesting = not _not_nesting(lowered, length)
+            if closing:
+                if nesting and depth > 0:
+                    depth -= 1
+            else:
+                found = memchr(start + end, b'>', <size_t>(size - end))
+                if found is NULL:
+                    return False
+                at = <const unsigned char*>found - start
+                if start[at - 1] != 47 and nesting:
+                    depth += 1
+                    if depth > limit:
+                        return True
+        if at + 1 >= size:
+            break
+        found = memchr(start + at + 1, b'<', <size_t>(size - at - 1))
+    return False
 
 
-cdef inline bint _element_like(tree.xmlNode* node) noexcept:
-    """What lxml's iterators yield: elements, comments, entity references, PIs."""
-    return (
-        node.type == tree.XML_ELEMENT_NODE
-        or node.type == tree.XML_COMMENT_NODE
-        or node.type == tree.XML_ENTITY_REF_NODE
-        or node.type == tree.XML_PI_NODE
-    )
+cdef inline lxb_dom_node_t* _node(uintptr_t address) noexcept:
+    return <lxb_dom_node_t*>address
 
 
-cdef inline tree.xmlNode* _element_from(tree.xmlNode* node) noexcept:
-    while node is not NULL and not _element_like(node):
+cdef inline lxb_dom_node_t* _element_from(lxb_dom_node_t* node) noexcept:
+    """``node`` or the first element after it among its siblings; NULL when none."""
+    while node is not NULL and node.type != _ELEMENT:
         node = node.next
     return node
 
 
-cdef tree.xmlNode* _after(tree.xmlNode* node, tree.xmlNode* body) noexcept:
-    """The node after ``node``'s subtree in document order within ``body``; NULL at the
-    body's end (``walk._following``)."""
-    cdef tree.xmlNode* after
+cdef lxb_dom_node_t* _after(lxb_dom_node_t* node, lxb_dom_node_t* body) noexcept:
+    """The element after ``node``'s subtree in document order within ``body``; NULL at the
+    body's end (``walk._after``)."""
+    cdef lxb_dom_node_t* after
     while node is not body:
         after = _element_from(node.next)
         if after is not NULL:
@@ -201,67 +283,60 @@ cdef tree.xmlNode* _after(tree.xmlNode* node, tree.xmlNode* body) noexcept:
     return NULL
 
 
-cdef inline tree.xmlNode* _next(tree.xmlNode* node, tree.xmlNode* body) noexcept:
-    """The next node of ``body.iter()`` (lxml does not enter entity references)."""
-    cdef tree.xmlNode* child = NULL
-    if node.type != tree.XML_ENTITY_REF_NODE:
-        child = _element_from(node.children)
+cdef inline lxb_dom_node_t* _next(lxb_dom_node_t* node, lxb_dom_node_t* body) noexcept:
+    """The element after ``node``'s start in document order within ``body``."""
+    cdef lxb_dom_node_t* child = _element_from(node.first_child)
     if child is not NULL:
         return child
     return _after(node, body)
 
 
-cdef inline tree.xmlNode* _text_node(tree.xmlNode* node) noexcept:
-    """``node`` when it is text, passing XInclude marks; NULL otherwise (lxml's rule)."""
-    while node is not NULL:
-        if node.type == tree.XML_TEXT_NODE or node.type == tree.XML_CDATA_SECTION_NODE:
-            return node
-        if node.type != tree.XML_XINCLUDE_START and node.type != tree.XML_XINCLUDE_END:
-            return NULL
-        node = node.next
-    return NULL
-
-
-cdef inline const char* _content(tree.xmlNode* node) noexcept:
-    """A text node's content ('' for none)."""
-    if node.content is NULL:
-        return b""
-    return <const char*>node.content
-
-
-cdef bytes _joined(tree.xmlNode* first):
-    """The content of ``first`` and the text nodes that follow it, as lxml joins them."""
-    pieces = []
-    while first is not NULL:
-        pieces.append(<bytes>_content(first))
-        first = _text_node(first.next)
-    return b"".join(pieces)
-
-
-cdef inline bint _blank(const char* text) noexcept:
+cdef inline bint _blank(const unsigned char* text, size_t size) noexcept:
     """Whether ``text`` is only the ASCII characters that ``str.strip`` removes."""
+    cdef size_t at
     cdef unsigned char c
-    while True:
-        c = <unsigned char>text[0]
-        if c == 0:
-            return True
+    for at in range(size):
+        c = text[at]
         if not (c == 32 or 9 <= c <= 13 or 28 <= c <= 31):
             return False
-        text += 1
+    return True
 
 
-cdef str _stripped(tree.xmlNode* node):
-    """lxml's ``text`` (``node``: the first child) or ``tail`` (``node``: the next sibling)
-    stripped of whitespace; '' when there is none."""
-    cdef tree.xmlNode* first = _text_node(node)
+cdef str _stripped(lxb_dom_node_t* node):
+    """The text nodes from ``node`` on, up to the first element (passing comments), joined
+    and stripped of whitespace (``walk._stripped`` of ``tree.run_after``)."""
+    cdef lxb_dom_node_t* first = NULL
+    cdef lxb_dom_node_t* other = NULL
+    cdef lxb_dom_character_data_t* text
+    cdef lxb_dom_node_t* at = node
+    while at is not NULL and at.type != _ELEMENT:
+        if at.type == _TEXT:
+            if first is NULL:
+                first = at
+            else:
+                other = at
+                break
+        at = at.next
     if first is NULL:
         return ""
-    cdef const char* content = _content(first)
-    if _text_node(first.next) is NULL:
-        if _blank(content):
+    if other is NULL:
+        text = <lxb_dom_character_data_t*>first
+        if _blank(text.data.data, text.data.length):
             return ""
-        return PyUnicode_DecodeUTF8(content, strlen(content), NULL).strip()
-    return _joined(first).decode("utf-8").strip()
+        return _decoded(text).strip()
+    pieces = []
+    at = first
+    while at is not NULL and at.type != _ELEMENT:
+        if at.type == _TEXT:
+            pieces.append(_decoded(<lxb_dom_character_data_t*>at))
+        at = at.next
+    return "".join(pieces).strip()
+
+
+cdef inline str _decoded(lxb_dom_character_data_t* text):
+    """A text node's text, any byte lexbor passed through that is not UTF-8 read as U+FFFD
+    (as selectolax reads it)."""
+    return PyUnicode_DecodeUTF8(<const char*>text.data.data, text.data.length, "replace")
 
 
 #: Slots of a _Names table: a page has a few dozen distinct tag and attribute names.
@@ -300,36 +375,53 @@ cdef int _flags_of(name) except -1:
     return flags
 
 
+# lexbor's standard names with their bits, by number: one tuple for tags, one for attributes.
+cdef tuple _STANDARD_TAGS = tuple((name, _flags_of(name)) for name in TAG_NAMES)
+cdef tuple _STANDARD_ATTRIBUTES = tuple((name, _flags_of(name)) for name in ATTRIBUTE_NAMES)
+
+
 cdef struct _NameSlot:
-    const tree.xmlChar* name
+    uintptr_t name
     PyObject* text
     int flags
 
 
 cdef class _Names:
-    """The Python strings of one tree's element and attribute names, by the address of
-    the name: libxml2 keeps one copy of each name in its document's dictionary, and nothing
-    is freed while a walk or a read-out runs, so one address is one name. Each distinct
-    name is decoded and looked up in the sets once, not once per element (a page has a
-    thousand elements and a few dozen names)."""
+    """The Python strings of one tree's element or attribute names, by lexbor's number for
+    the name: a standard name's from ``_lexbor_names``, any other's read once from the
+    entry that number points at (one entry per name and document, and nothing is freed
+    while a walk or a read-out runs). Each distinct name is decoded and looked up in the
+    sets once, not once per element (a page has a thousand elements and a few dozen
+    names)."""
 
     # An extension type's C fields start zeroed: every slot empty, none used.
     cdef _NameSlot slots[_NAME_SLOTS]
     cdef Py_ssize_t used
     cdef list kept  # the strings the slots point to
+    cdef tuple standard
 
-    def __cinit__(self):
+    def __cinit__(self, tuple standard):
         self.kept = []
+        self.standard = standard
 
-    cdef object decoded(self, const tree.xmlChar* name, int* flags):
+    cdef object decoded(self, uintptr_t name, int* flags):
         """The name as a string; its bits (_flags_of) in ``flags``."""
-        cdef size_t slot = (<size_t>name >> 3) % _NAME_SLOTS
-        while self.slots[slot].name is not NULL:
+        cdef size_t slot
+        cdef const lexbor_hash_entry_t* entry
+        cdef const unsigned char* data
+        if name < <uintptr_t>len(self.standard):
+            pair = <tuple>self.standard[name]
+            flags[0] = pair[1]
+            return pair[0]
+        slot = (name >> 3) % _NAME_SLOTS
+        while self.slots[slot].name != 0:
             if self.slots[slot].name == name:
                 flags[0] = self.slots[slot].flags
                 return <object>self.slots[slot].text
             slot = (slot + 1) % _NAME_SLOTS
-        text = PyUnicode_DecodeUTF8(<const char*>name, strlen(<const char*>name), NULL)
+        entry = <const lexbor_hash_entry_t*>name
+        data = lexbor_entry_name(entry)
+        text = PyUnicode_DecodeUTF8(<const char*>data, entry.length, "replace")
         flags[0] = _flags_of(text)
         if 2 * self.used < _NAME_SLOTS:  # a table half full stays quick to probe
             self.kept.append(text)
@@ -340,63 +432,54 @@ cdef class _Names:
         return text
 
 
-cdef object _name(const tree.xmlChar* name, tree.xmlNs* ns, _Names names, int* flags):
-    """An element's tag or an attribute's name as lxml gives it, its bits in ``flags``;
-    None when namespaced (the proxy is asked then)."""
-    if ns is not NULL and ns.href is not NULL:
-        return None
-    return names.decoded(name, flags)
+cdef inline object _tag(lxb_dom_node_t* node, _Names names, int* flags):
+    """An element's tag, its bits in ``flags``."""
+    return names.decoded(node.local_name, flags)
 
 
-cdef inline object _tag(tree.xmlNode* node, _Document doc, _Names names, int* flags):
-    """``el.tag`` of an element, its bits in ``flags``; its element object made only when
-    it is namespaced."""
-    tag = _name(node.name, node.ns, names, flags)
-    if tag is None:
-        tag = elementFactory(doc, node).tag
-        flags[0] = _flags_of(tag)
-    return tag
-
-
-cdef list _attribute_names(tree.xmlNode* node, _Document doc, _Names names):
-    """``el.keys()``: the names of the element's attributes, in document order."""
-    cdef tree.xmlAttr* attribute = node.properties
+cdef list _attribute_names(lxb_dom_node_t* node, _Names names):
+    """The names of the element's attributes, in document order."""
+    cdef lxb_dom_attr_t* attribute = (<lxb_dom_element_t*>node).first_attr
     cdef int flags
     result = []
     while attribute is not NULL:
-        if attribute.type == tree.XML_ATTRIBUTE_NODE:
-            name = _name(attribute.name, attribute.ns, names, &flags)
-            if name is None:
-                return elementFactory(doc, node).keys()
-            result.append(name)
+        result.append(names.decoded(attribute.node.local_name, &flags))
         attribute = attribute.next
     return result
 
 
-cdef int _attribute_flags(tree.xmlNode* node, _Document doc, _Names names) except -1:
+cdef int _attribute_flags(lxb_dom_node_t* node, _Names names) except -1:
     """The bits (_flags_of) of the element's attribute names together, without making
     the list of them."""
-    cdef tree.xmlAttr* attribute = node.properties
+    cdef lxb_dom_attr_t* attribute = (<lxb_dom_element_t*>node).first_attr
     cdef int flags
     cdef int together = 0
     while attribute is not NULL:
-        if attribute.type == tree.XML_ATTRIBUTE_NODE:
-            if _name(attribute.name, attribute.ns, names, &flags) is None:
-                together = 0
-                for name in elementFactory(doc, node).keys():
-                    together |= _flags_of(name)
-                return together
-            together |= flags
+        names.decoded(attribute.node.local_name, &flags)
+        together |= flags
         attribute = attribute.next
     return together
 
 
-cdef inline Py_ssize_t _characters(const unsigned char* byte) noexcept:
-    """The characters of NUL-terminated UTF-8: its bytes that are not continuation bytes,
-    counted eight at a time (a page's text is most of its bytes)."""
-    if byte is NULL:
-        return 0
-    cdef Py_ssize_t size = strlen(<const char*>byte)
+cdef object _attribute(lxb_dom_node_t* node, str name, _Names names):
+    """The value of the element's attribute ``name`` ('' for one without a value), None
+    when it has none of that name."""
+    cdef lxb_dom_attr_t* attribute = (<lxb_dom_element_t*>node).first_attr
+    cdef int flags
+    while attribute is not NULL:
+        if names.decoded(attribute.node.local_name, &flags) == name:
+            if attribute.value is NULL:
+                return ""
+            return PyUnicode_DecodeUTF8(
+                <const char*>attribute.value.data, attribute.value.length, "replace"
+            )
+        attribute = attribute.next
+    return None
+
+
+cdef inline Py_ssize_t _characters(const unsigned char* byte, Py_ssize_t size) noexcept:
+    """The characters of ``size`` bytes of UTF-8: its bytes that are not continuation
+    bytes, counted eight at a time (a page's text is most of its bytes)."""
     cdef Py_ssize_t count = size
     cdef Py_ssize_t at = 0
     cdef uint64_t word
@@ -482,19 +565,20 @@ cdef class Counts:
         return 0
 
 
-def subtree_chars(_Element el, Counts counted):
-    """``len(_text_content(el))``: the characters of every text node under ``el`` (what
-    lxml's text serialisation concatenates), counted in their UTF-8 without making the text.
+
+def subtree_chars(uintptr_t el, Counts counted):
+    """``len(tree.text_content(el))``: the characters of every text node under ``el``,
+    counted in their UTF-8 without making the text.
 
     The walk asks this of elements nested in one another (a wrapper, then a menu inside
     it), so one count of a subtree keeps the count of each of its elements that has
     attributes in ``counted`` (by node address, for this tree only) and later questions
     about them are answered from there: the counting stays linear in the page.
     """
-    return _subtree_chars(el._c_node, counted)
+    return _subtree_chars(_node(el), counted)
 
 
-cdef Py_ssize_t _subtree_chars(tree.xmlNode* top, Counts counted) except -1:
+cdef Py_ssize_t _subtree_chars(lxb_dom_node_t* top, Counts counted) except -1:
     cdef Py_ssize_t found = counted.get(<size_t>top)
     if found >= 0:
         return found
@@ -503,8 +587,9 @@ cdef Py_ssize_t _subtree_chars(tree.xmlNode* top, Counts counted) except -1:
     cdef Py_ssize_t* sums = <Py_ssize_t*>malloc(capacity * sizeof(Py_ssize_t))
     cdef Py_ssize_t* grown
     cdef Py_ssize_t total
-    cdef tree.xmlNode* current = top
-    cdef tree.xmlNode* node = top.children
+    cdef lxb_dom_node_t* current = top
+    cdef lxb_dom_node_t* node = top.first_child
+    cdef lxb_dom_character_data_t* text
     if sums is NULL:
         raise MemoryError()
     sums[0] = 0
@@ -512,7 +597,7 @@ cdef Py_ssize_t _subtree_chars(tree.xmlNode* top, Counts counted) except -1:
         while True:
             if node is NULL:  # the end of current: its sum is complete
                 total = sums[depth]
-                if current.properties is not NULL or current is top:
+                if (<lxb_dom_element_t*>current).first_attr is not NULL or current is top:
                     counted.put(<size_t>current, total)
                 if depth == 0:
                     return total
@@ -520,10 +605,11 @@ cdef Py_ssize_t _subtree_chars(tree.xmlNode* top, Counts counted) except -1:
                 sums[depth] += total
                 node = current.next
                 current = current.parent
-            elif node.type == tree.XML_TEXT_NODE or node.type == tree.XML_CDATA_SECTION_NODE:
-                sums[depth] += _characters(<const unsigned char*>node.content)
+            elif node.type == _TEXT:
+                text = <lxb_dom_character_data_t*>node
+                sums[depth] += _characters(text.data.data, text.data.length)
                 node = node.next
-            elif node.type == tree.XML_ELEMENT_NODE and node.children is not NULL:
+            elif node.type == _ELEMENT and node.first_child is not NULL:
                 depth += 1
                 if depth == capacity:
                     capacity *= 2
@@ -533,65 +619,127 @@ cdef Py_ssize_t _subtree_chars(tree.xmlNode* top, Counts counted) except -1:
                     sums = grown
                 sums[depth] = 0
                 current = node
-                node = node.children
+                node = node.first_child
             else:
                 node = node.next
     finally:
         free(sums)
 
 
-cdef object _NOT_PLAIN = object()
+cdef str _text_content(lxb_dom_node_t* top):
+    """Every text node's text under ``top``, in document order (``PureTree.text_content``)."""
+    cdef lxb_dom_node_t* node = top.first_child
+    cdef lxb_dom_character_data_t* text
+    pieces = []
+    while node is not NULL:
+        if node.type == _TEXT:
+            pieces.append(_decoded(<lxb_dom_character_data_t*>node))
+        elif node.type == _ELEMENT and node.first_child is not NULL:
+            node = node.first_child
+            continue
+        while node.next is NULL:
+            node = node.parent
+            if node is NULL or node is top:
+                return "".join(pieces)
+        node = node.next
+    return "".join(pieces)
 
 
-cdef object _attribute(tree.xmlNode* node, const char* name):
-    """``el.get(name)`` for an attribute without namespace; _NOT_PLAIN when its value is
-    not one text node (the proxy is asked then)."""
-    cdef tree.xmlAttr* attribute = node.properties
-    cdef tree.xmlNode* value
-    while attribute is not NULL:
-        if attribute.ns is NULL and strcmp(<const char*>attribute.name, name) == 0:
-            value = attribute.children
-            if value is NULL:
-                return ""
-            if value.next is NULL and (
-                value.type == tree.XML_TEXT_NODE or value.type == tree.XML_CDATA_SECTION_NODE
-            ):
-                return PyUnicode_DecodeUTF8(_content(value), strlen(_content(value)), NULL)
-            return _NOT_PLAIN
-        attribute = attribute.next
-    return None
+cdef class LexborTree:
+    """A page's tree read in place (see :class:`scrapy_simhash.text.tree.Tree`): each
+    element is its node's address, which selectolax calls ``mem_id``."""
+
+    cdef readonly object parser  # holds the document the addresses point into
+    cdef readonly uintptr_t root
+    cdef readonly uintptr_t body
+    cdef _Names tags
+    cdef _Names attributes
+
+    def __cinit__(self, parser):
+        self.parser = parser
+        self.root = parser.root.mem_id
+        body = parser.body or parser.root
+        self.body = body.mem_id
+        self.tags = _Names(_STANDARD_TAGS)
+        self.attributes = _Names(_STANDARD_ATTRIBUTES)
+
+    def tag(self, uintptr_t n):
+        cdef int flags
+        return _tag(_node(n), self.tags, &flags)
+
+    def get(self, uintptr_t n, str name):
+        return _attribute(_node(n), name, self.attributes)
+
+    def parent(self, uintptr_t n):
+        cdef lxb_dom_node_t* parent = _node(n).parent
+        if parent is NULL or parent.type != _ELEMENT:
+            return None
+        return <uintptr_t>parent
+
+    def children(self, uintptr_t n):
+        cdef lxb_dom_node_t* child = _element_from(_node(n).first_child)
+        found = []
+        while child is not NULL:
+            found.append(<uintptr_t>child)
+            child = _element_from(child.next)
+        return found
+
+    def text_content(self, uintptr_t n):
+        return _text_content(_node(n))
+
+    def descendants(self, uintptr_t n, str tag):
+        cdef lxb_dom_node_t* top = _node(n)
+        cdef lxb_dom_node_t* node = _element_from(top.first_child)
+        cdef int flags
+        found = []
+        while node is not NULL:
+            if _tag(node, self.tags, &flags) == tag:
+                found.append(<uintptr_t>node)
+            node = _next(node, top)
+        return found
 
 
-cdef int _role(tree.xmlNode* node, _Document doc) except? -9:
-    """``_names_role(el)``, the attributes read from the node."""
-    cls = _attribute(node, "class")
-    ident = _attribute(node, "id")
-    if cls is _NOT_PLAIN or ident is _NOT_PLAIN:
-        return _names_role(elementFactory(doc, node))
-    if ident is None:
-        if cls is None:
-            return 0
-        names = cls
-    else:
-        names = ident if cls is None else f"{cls} {ident}"
-    cdef PyObject* cached = PyDict_GetItem(_ROLES, names)
-    if cached is not NULL:
-        return <object>cached
-    return _remember(_ROLES, names, class_role(names.lower()))
+cdef void _unlink(lxb_dom_node_t* node) noexcept:
+    """Take ``node`` out of the tree, as lexbor's ``lxb_dom_node_remove_wo_events`` does
+    (the node stays in the document's memory, which lexbor frees with the document)."""
+    if node.parent is not NULL:
+        if node.parent.first_child is node:
+            node.parent.first_child = node.next
+        if node.parent.last_child is node:
+            node.parent.last_child = node.prev
+    if node.next is not NULL:
+        node.next.prev = node.prev
+    if node.prev is not NULL:
+        node.prev.next = node.next
+    node.parent = NULL
+    node.next = NULL
+    node.prev = NULL
 
 
-cdef bint _hidden(tree.xmlNode* node, _Document doc, _Names names) except -1:
-    """``rules._is_hidden`` of an element that has a hiding attribute, read from the node."""
-    hidden = _attribute(node, "hidden")
-    aria = _attribute(node, "aria-hidden")
-    style = _attribute(node, "style")
-    role = _attribute(node, "role")
-    if hidden is _NOT_PLAIN or aria is _NOT_PLAIN or style is _NOT_PLAIN or role is _NOT_PLAIN:
-        return _is_hidden(elementFactory(doc, node), _attribute_names(node, doc, names))
-    return _hides(hidden, aria, style, role)
+def strip_junk(parser):
+    """``parse._strip_junk``: every element of _JUNK_TAGS taken out, with what it holds."""
+    root = parser.root
+    if root is None:
+        return
+    cdef lxb_dom_node_t* top = _node(root.mem_id)
+    cdef lxb_dom_node_t* node = top
+    cdef lxb_dom_node_t* after
+    cdef _Names names = _Names(_STANDARD_TAGS)
+    cdef int flags
+    junk = frozenset(_JUNK_TAGS)
+    if _tag(top, names, &flags) in junk:
+        return
+    node = _next(top, top)
+    while node is not NULL:
+        if _tag(node, names, &flags) in junk:
+            after = _after(node, top)
+            _unlink(node)
+            node = after
+        else:
+            node = _next(node, top)
 
 
-cdef inline bint _small(Py_ssize_t chars, tree.xmlNode* body, Counts counted) except -1:
+cdef inline bint _small(Py_ssize_t chars, lxb_dom_node_t* body, Counts counted) except -1:
     """``_Walk._small``: whether ``chars`` characters are a share of the body's text small
     enough to drop."""
     return chars < _subtree_chars(body, counted) * _SMALL_SHARE
@@ -603,30 +751,47 @@ cdef object _holds_article = None
 cdef Py_ssize_t _PARAGRAPH_CHARS = 0
 
 
+cdef int _role(lxb_dom_node_t* node, _Names names) except? -9:
+    """``_names_role`` of the element, its attributes read from the node."""
+    cls = _attribute(node, "class", names)
+    ident = _attribute(node, "id", names)
+    if ident is None:
+        if cls is None:
+            return 0
+        text = cls
+    else:
+        text = ident if cls is None else f"{cls} {ident}"
+    cdef PyObject* cached = PyDict_GetItem(_ROLES, text)
+    if cached is not NULL:
+        return <object>cached
+    return _remember(_ROLES, text, class_role(text.lower()))
+
+
+cdef bint _hidden(lxb_dom_node_t* node, _Names names) except -1:
+    """``rules._hides`` of an element that has a hiding attribute, read from the node."""
+    return _hides(
+        _attribute(node, "hidden", names),
+        _attribute(node, "aria-hidden", names),
+        _attribute(node, "style", names),
+        _attribute(node, "role", names),
+    )
+
+
 cdef object _named_boilerplate(
-    tree.xmlNode* node, _Document doc, tree.xmlNode* body, Counts counted
+    lxb_dom_node_t* node, object tree, _Names names, lxb_dom_node_t* body, Counts counted
 ):
-    """``_Walk.named_boilerplate``, read from the node; its element object made only to
-    count its paragraphs."""
-    itemprop = _attribute(node, "itemprop")
-    if itemprop is _NOT_PLAIN:
-        itemprop = elementFactory(doc, node).get("itemprop")
-    if itemprop == "articleBody":
+    """``_Walk.named_boilerplate``, read from the node."""
+    if _attribute(node, "itemprop", names) == "articleBody":
         return False
     cdef Py_ssize_t chars = _subtree_chars(node, counted)
     if not _small(chars, body, counted):
         return None
     if chars < _PARAGRAPH_CHARS:
         return True
-    return (not _holds_article(elementFactory(doc, node))) or None
+    return (not _holds_article(tree, <uintptr_t>node)) or None
 
 
-def address(_Element el):
-    """The key of ``el``'s frame in a compiled walk's stats: its node's address."""
-    return <size_t>el._c_node
-
-
-cdef void _count_tail(tree.xmlNode* node, list top) except *:
+cdef void _count_tail(lxb_dom_node_t* node, list top) except *:
     """The text after ``node`` (its tail) is its parent's: counted and kept in ``top``."""
     tail = _stripped(node.next)
     if tail:
@@ -681,19 +846,14 @@ cdef void _score_paragraph(list own, list frame, list stack) except *:
 
 
 def run(walk):
-    """Fill ``walk``'s stats, candidates, dropped elements and marks (see ``_Walk.run``).
-
-    The stats are keyed by node address, and a frame's element is that address: the
-    elements looked at later (candidates, marks, the judged) get element objects, the
-    others (most of a page) never do.
-    """
-    cdef _Element body_proxy = walk.body
-    cdef _Document doc = body_proxy._doc
-    cdef tree.xmlNode* body = body_proxy._c_node
-    cdef tree.xmlNode* node
-    cdef tree.xmlNode* top_node = body
-    cdef tree.xmlNode* parent
-    cdef tree.xmlNode* ended
+    """Fill ``walk``'s stats, candidates, dropped elements and marks (see ``_Walk.run``),
+    each element by its node's address."""
+    cdef LexborTree tree = walk.tree
+    cdef lxb_dom_node_t* body = _node(tree.body)
+    cdef lxb_dom_node_t* node
+    cdef lxb_dom_node_t* top_node = body
+    cdef lxb_dom_node_t* parent
+    cdef lxb_dom_node_t* ended
     cdef list frame
     cdef list top
     cdef list block
@@ -705,7 +865,8 @@ def run(walk):
     cdef int tag_flags
     cdef int attribute_flags
     cdef Py_ssize_t min_paragraph = _MIN_PARAGRAPH_BYTES
-    cdef _Names names = _Names()
+    cdef _Names tags = tree.tags
+    cdef _Names attributes = tree.attributes
     cdef Counts counted = walk._counted
     global _holds_article, _PARAGRAPH_CHARS
     if _holds_article is None:  # walk.py imports this module: its names are read here
@@ -713,10 +874,10 @@ def run(walk):
         _PARAGRAPH_CHARS = _ARTICLE_PARAGRAPH_CHARS
 
     own = []
-    root = [0, 0, 0.0, 0.0, own, own, False, <size_t>body, body_proxy.tag]
+    root = [0, 0, 0.0, 0.0, own, own, False, <uintptr_t>body, _tag(body, tags, &tag_flags)]
     cdef list stack = [root]
     top = root
-    text = _stripped(body.children)
+    text = _stripped(body.first_child)
     if text:
         root[0] += len(text)
         own.append(text)
@@ -727,13 +888,13 @@ def run(walk):
             # The end of the top element: its subtree is over.
             frame = stack.pop()
             top = stack[len(stack) - 1]
-            top_node = <tree.xmlNode*><size_t>top[7]
+            top_node = _node(top[7])
             own = frame[4]
             if own and 4 * frame[0] + len(own) >= min_paragraph:
                 _score_paragraph(own, frame, stack)
-            ended = <tree.xmlNode*><size_t>frame[7]
+            ended = _node(frame[7])
             if frame[2]:
-                candidates.append(elementFactory(doc, ended))
+                candidates.append(frame[7])
             chars = frame[0]
             top[0] += chars
             top[1] += chars if frame[8] == "a" else frame[1]
@@ -742,35 +903,28 @@ def run(walk):
         if node is NULL:
             break
         guarded = top[6]
-        el = None
         verdict = False
-        if node.type != tree.XML_ELEMENT_NODE:
-            verdict = True  # an entity or other non-element node: passed over
-        else:
-            tag = _tag(node, doc, names, &tag_flags)
-            attribute_flags = (
-                0 if node.properties is NULL else _attribute_flags(node, doc, names)
-            )
-            if tag_flags & _BOILERPLATE_TAG or attribute_flags & _JUDGED_NAME:
-                # _Walk.is_boilerplate, read from the node.
-                if tag_flags & _BOILERPLATE_TAG or (
-                    attribute_flags & _HIDING_NAME and _hidden(node, doc, names)
-                ):
-                    verdict = _small(_subtree_chars(node, counted), body, counted) or None
-                elif not guarded and _role(node, doc) < 0:
-                    verdict = _named_boilerplate(node, doc, body, counted)
-                if verdict:
-                    el = elementFactory(doc, node)
-                    dropped.append(el)
-                elif verdict is None:
-                    guarded = True
+        key = <uintptr_t>node
+        tag = _tag(node, tags, &tag_flags)
+        attribute_flags = _attribute_flags(node, attributes)
+        if tag_flags & _BOILERPLATE_TAG or attribute_flags & _JUDGED_NAME:
+            # _Walk.is_boilerplate, read from the node.
+            if tag_flags & _BOILERPLATE_TAG or (
+                attribute_flags & _HIDING_NAME and _hidden(node, attributes)
+            ):
+                verdict = _small(_subtree_chars(node, counted), body, counted) or None
+            elif not guarded and _role(node, attributes) < 0:
+                verdict = _named_boilerplate(node, tree, attributes, body, counted)
+            if verdict:
+                dropped.append(key)
+            elif verdict is None:
+                guarded = True
         if verdict:
             # Its subtree is passed over; it ends at once, and its tail counts.
             _count_tail(node, top)
             node = _after(node, body)
             continue
-        key = <size_t>node
-        text = _stripped(node.children)
+        text = _stripped(node.first_child)
         chars = len(text)
         if tag_flags & _INLINE_TAG:
             block = top[5]
@@ -785,12 +939,12 @@ def run(walk):
         top_node = node
         stats[key] = frame
         if tag_flags & _MARK_TAG or attribute_flags & _MARK_NAME:
-            marks.append(elementFactory(doc, node) if el is None else el)
+            marks.append(key)
         node = _next(node, body)
     # The body's end: its tail is not part of it.
-    stats[<size_t>body] = root
+    stats[<uintptr_t>body] = root
     if root[2]:
-        candidates.append(body_proxy)
+        candidates.append(<uintptr_t>body)
 
 
 cdef class _Line:
@@ -806,10 +960,9 @@ cdef class _Line:
     def __dealloc__(self):
         free(self.data)
 
-    cdef int add(self, const unsigned char* text) except -1:
-        """Read NUL-terminated UTF-8 into the line. Whitespace is what ``str.split`` splits
+    cdef int add(self, const unsigned char* text, Py_ssize_t n) except -1:
+        """Read ``n`` bytes of UTF-8 into the line. Whitespace is what ``str.split`` splits
         on (``Py_UNICODE_ISSPACE``), decoded from the bytes where they are not ASCII."""
-        cdef Py_ssize_t n = strlen(<const char*>text)
         cdef Py_ssize_t at = 0
         cdef Py_ssize_t width
         cdef unsigned char lead
@@ -854,20 +1007,16 @@ cdef class _Line:
         return 0
 
 
-cdef inline tree.xmlNode* _element_after(tree.xmlNode* node) noexcept:
-    while node is not NULL and node.type != tree.XML_ELEMENT_NODE:
-        node = node.next
-    return node
-
-
-cdef tree.xmlNode* _read_run(tree.xmlNode* first, _Line current) except? NULL:
-    """Read the text nodes from ``first`` on (lxml's text of an element, or its tail) into
-    ``current``; the element after them (NULL: none)."""
-    cdef tree.xmlNode* text = _text_node(first)
-    while text is not NULL:
-        current.add(<const unsigned char*>_content(text))
-        text = _text_node(text.next)
-    return _element_after(first)
+cdef lxb_dom_node_t* _read_run(lxb_dom_node_t* first, _Line current) except? NULL:
+    """Read the text nodes from ``first`` on, up to the first element (passing comments),
+    into ``current``; that element (NULL: none)."""
+    cdef lxb_dom_character_data_t* text
+    while first is not NULL and first.type != _ELEMENT:
+        if first.type == _TEXT:
+            text = <lxb_dom_character_data_t*>first
+            current.add(text.data.data, text.data.length)
+        first = first.next
+    return first
 
 
 cdef void _flush(_Line current, list lines) except *:
@@ -879,6 +1028,7 @@ cdef void _flush(_Line current, list lines) except *:
 
 
 def read(
+    LexborTree tree,
     containers,
     dict stats,
     double link_density,
@@ -890,35 +1040,31 @@ def read(
     are a compiled walk's (keyed by node address)."""
     cdef list lines = []
     cdef _Line current = _Line()
-    cdef set skipped = {<size_t>(<_Element>el)._c_node for el in skip}
+    cdef set skipped = set(skip)
     cdef int flags
     cdef bint any_size = dense_max_chars is None
     cdef Py_ssize_t dense_max = 0 if any_size else dense_max_chars
-    cdef _Element container_proxy
-    cdef _Document doc
-    cdef tree.xmlNode* container
-    cdef tree.xmlNode* node
-    cdef tree.xmlNode* child
+    cdef lxb_dom_node_t* container
+    cdef lxb_dom_node_t* node
+    cdef lxb_dom_node_t* child
     cdef bint ending
     cdef Py_ssize_t chars
-    cdef _Names names = _Names()
-    names_role = _names_role
-    for container_proxy in containers:
-        doc = container_proxy._doc
-        container = container_proxy._c_node
+    cdef _Names names = tree.tags
+    for address in containers:
+        container = _node(address)
         node = container
         ending = False
         while True:
+            tag = _tag(node, names, &flags)
             if not ending:
                 # The start of node: read into it, or pass its subtree over (its end
                 # still comes).
-                frame = stats.get(<size_t>node)
-                tag = _tag(node, doc, names, &flags)
+                frame = stats.get(<uintptr_t>node)
                 child = NULL
-                if frame is None or <size_t>node in skipped:
+                if frame is None or <uintptr_t>node in skipped:
                     pass
                 elif links_only and (
-                    flags & _BOILERPLATE_TAG or names_role(elementFactory(doc, node)) < 0
+                    flags & _BOILERPLATE_TAG or _role(node, tree.attributes) < 0
                 ):
                     pass
                 else:
@@ -933,12 +1079,11 @@ def read(
                         ):
                             enter = False
                     if enter:
-                        child = _read_run(node.children, current)
+                        child = _read_run(node.first_child, current)
                 if child is not NULL:
                     node = child
                     continue
             # The end of node.
-            tag = _tag(node, doc, names, &flags)
             if not flags & _INLINE_TAG or tag == "br":
                 _flush(current, lines)
             if node is container:
@@ -952,6 +1097,71 @@ def read(
                 ending = True
         _flush(current, lines)
     return "\n".join(lines)
+
+
+_LAYOUT_SAMPLE = (
+    "<!doctype html><html><head><title>t</title><meta name=x content=y></head><body>"
+    "lead <!-- c --> text<div class='a b' id=main hidden data-x='1' aria-hidden=true"
+    " role=main itemprop=articleBody style='display:none'>h\u00e9llo<p>one</p>two"
+    "<my-widget-with-a-long-name>w</my-widget-with-a-long-name><x-y>s</x-y></div>"
+    + "".join(
+        f"<{name}>{name}</{name}>" for name in TAG_NAMES if name.isalpha() and name != "plaintext"
+    )
+    + "<span "
+    + " ".join(f"{name}=v{index}" for index, name in enumerate(ATTRIBUTE_NAMES) if name.isalpha())
+    + ">end</span></body></html>"
+)
+
+
+def check_layout():
+    """None when this module reads selectolax's trees as selectolax does (each element's
+    tag and attributes, each text, in document order, over a page that uses every standard
+    name); else what differs. A lexbor with another layout or numbering is refused here
+    rather than misread."""
+    try:
+        from selectolax.lexbor import LexborHTMLParser
+    except ImportError as exc:
+        return f"selectolax cannot be imported: {exc}"
+    parser = LexborHTMLParser(_LAYOUT_SAMPLE.encode())
+    tree = LexborTree(parser)
+    cdef lxb_dom_node_t* top = _node(parser.root.mem_id)
+    cdef lxb_dom_node_t* node = top
+    seen = []
+    for found in parser.root.traverse(include_text=True):
+        if found.is_text_node:
+            seen.append(("#text", found.text_content))
+        elif found.is_element_node:
+            seen.append((found.tag, sorted((k, v or "") for k, v in found.attributes.items())))
+    read_here = []
+    cdef lxb_dom_character_data_t* text
+    while node is not NULL:
+        if node.type == _TEXT:
+            text = <lxb_dom_character_data_t*>node
+            read_here.append(("#text", _decoded(text)))
+        elif node.type == _ELEMENT:
+            address = <uintptr_t>node
+            read_here.append(
+                (tree.tag(address), sorted(
+                    (name, tree.get(address, name))
+                    for name in _attribute_names(node, tree.attributes)
+                ))
+            )
+        if node.first_child is not NULL:
+            node = node.first_child
+            continue
+        while node is not top and node.next is NULL:
+            node = node.parent
+        if node is top:
+            break
+        node = node.next
+    if read_here != seen:
+        import selectolax
+
+        for index, (mine, theirs) in enumerate(zip(read_here, seen)):
+            if mine != theirs:
+                return f"selectolax {selectolax.__version__}: node {index} read {mine!r}, is {theirs!r}"
+        return f"selectolax {selectolax.__version__}: {len(read_here)} nodes read, {len(seen)} there"
+    return None
 
 
 # The role words of class tokens by their first letter (``rules._ROLE_WORD``): at each place

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from scrapy_simhash import _native
 
 if TYPE_CHECKING:
-    from lxml import etree
+    from scrapy_simhash.text.tree import Tree
 
 #: What a crawl says when the installation has no compiled parts.
 NOT_BUILT = _native.NOT_BUILT
@@ -24,25 +24,30 @@ NOT_BUILT = _native.NOT_BUILT
 class Extension(Protocol):
     """What ``_compiled.pyx`` offers (it has no stub: this is its type)."""
 
-    def run(self, walk: Any) -> None: ...
+    def LexborTree(self, parser: Any) -> Tree: ...  # a class: lexbor's nodes read in place
 
-    def address(self, el: etree._Element) -> int: ...
+    def run(self, walk: Any) -> None: ...
 
     def read(
         self,
-        containers: Iterable[etree._Element],
-        stats: dict[Any, list[Any]],
+        tree: Tree,
+        containers: Iterable[int],
+        stats: dict[int, list[Any]],
         link_density: float,
         links_only: bool,
         dense_max_chars: int | None,
-        skip: Iterable[etree._Element],
+        skip: Iterable[int],
     ) -> str: ...
 
     def Counts(self) -> Any: ...  # a class: the table subtree_chars fills
 
-    def subtree_chars(self, el: etree._Element, counted: Any) -> int: ...
+    def subtree_chars(self, el: int, counted: Any) -> int: ...
 
-    def without_closing_roots(self, data: bytes) -> bytes: ...
+    def strip_junk(self, parser: Any) -> None: ...
+
+    def nests_deeper(self, data: bytes, limit: int) -> bool: ...
+
+    def check_layout(self) -> str | None: ...
 
     def valid_utf8(self, data: bytes) -> bool: ...
 
@@ -54,8 +59,20 @@ class Extension(Protocol):
 
 
 def _load() -> tuple[Extension | None, str]:
-    """The extension, or None and what a crawl says of its absence (or of the hashing's)."""
+    """The extension, or None and what a crawl says of its absence (or of the hashing's).
+
+    The extension reads lexbor's nodes where selectolax's parser left them, with their
+    layout and lexbor's numbering of names built in: it is used only once its reading of a
+    page agrees with selectolax's own (``check_layout``)."""
     module, missing = _native.load("scrapy_simhash.text._compiled")
+    if module is not None:
+        refused = module.check_layout() if hasattr(module, "check_layout") else "built for libxml2"
+        if refused:
+            return None, (
+                f"the compiled walk does not read this selectolax's trees ({refused}); "
+                "main text is read by the interpreted code, slower: reinstall scrapy-simhash "
+                "to build it again"
+            )
     return cast(Extension | None, module), missing or _native.HASHES_MISSING
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from scrapy_simhash.text.choose import _choose
 from scrapy_simhash.text.decode import decode_html
-from scrapy_simhash.text.parse import _parse, _place_streamed_segments, _strip_junk
+from scrapy_simhash.text.parse import _parse, _place_streamed_segments, _strip_junk, _tree
 from scrapy_simhash.text.readout import (
     _drop_credits,
     _lines,
@@ -58,17 +58,16 @@ VISIBLE_TEXT_BELOW = 1000
 
 
 def _extract(data: bytes, encoding: str, notes: list[str]) -> MainText:
-    root = _parse(data, notes)
-    if root is None:
+    parser = _parse(data, notes)
+    if parser is None:
         notes.append("no HTML content")
         return MainText("", "", encoding, tuple(notes))
-    title = _title(root)
-    _place_streamed_segments(root)
-    _strip_junk(root)
-    body = root.find("body")
-    if body is None:
-        body = root
-    walk = _Walk(body)
+    tree = _tree(parser)
+    title = _title(tree)
+    _place_streamed_segments(tree)
+    _strip_junk(tree)
+    walk = _Walk(tree)
+    body = walk.body
     walk.run()
     containers, marked = _choose(walk)
     main = _drop_credits(_lines(containers, walk))

@@ -11,8 +11,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from lxml import etree
-
 from scrapy_simhash.text import compiled
 from scrapy_simhash.text.rules import (
     _BOILERPLATE_TAGS,
@@ -31,7 +29,8 @@ from scrapy_simhash.text.rules import (
     _YEAR_DIGITS,
     _names_role,
 )
-from scrapy_simhash.text.walk import _Frame, _text_content, _Walk
+from scrapy_simhash.text.tree import PureTree, Tree, run_after
+from scrapy_simhash.text.walk import _Frame, _Walk
 
 # C1 control characters never occur in real text: they are windows-1252 bytes that some
 # earlier step decoded as Latin-1 (a UTF-8 "’" read that way is "â\x80\x99"). HTML maps
@@ -46,13 +45,13 @@ _C1_AS_CP1252 = {
 
 
 def _lines(
-    containers: Iterable[etree._Element],
+    containers: Iterable[int],
     walk: _Walk,
     *,
     link_density: float = _MAX_LINK_DENSITY,
     links_only: bool = False,
     dense_max_chars: int | None = None,
-    skip: Iterable[etree._Element] = (),
+    skip: Iterable[int] = (),
 ) -> str:
     """Read containers out as text, one line per block, skipping h1 and blocks whose link
     text exceeds ``link_density`` of their text (link lists). ``links_only`` reads link
@@ -62,62 +61,82 @@ def _lines(
     ``skip``: elements not read (read already). The walk's measurements say what is a
     link list; the extension that ran it, if any, reads them."""
     read = _read_interpreted if walk.extension is None else walk.extension.read
-    return read(containers, walk.stats, link_density, links_only, dense_max_chars, skip)
+    return read(walk.tree, containers, walk.stats, link_density, links_only, dense_max_chars, skip)
 
 
 def _read_interpreted(
-    containers: Iterable[etree._Element],
-    stats: dict[etree._Element, _Frame],
+    tree: Tree,
+    containers: Iterable[int],
+    stats: dict[int, _Frame],
     link_density: float,
     links_only: bool,
     dense_max_chars: int | None,
-    skip: Iterable[etree._Element],
+    skip: Iterable[int],
 ) -> str:
-    """_lines in Python (and the reference of the compiled read-out)."""
+    """_lines in Python, over selectolax's nodes (the same steps, in the same order, as
+    the compiled ``read`` over lexbor's)."""
+    assert isinstance(tree, PureTree)
     lines: list[str] = []
     current: list[str] = []
     inline_tags = _INLINE_TAGS
     skipped = set(skip)
-
-    for container in containers:
-        walker = etree.iterwalk(container, events=("start", "end"))
-        for event, el in walker:
-            tag = el.tag
-            if event == "start":
-                frame = stats.get(el)
-                if frame is None or el in skipped:
-                    walker.skip_subtree()  # dropped as boilerplate, not an element, or read
-                    continue
-                if links_only and (tag in _BOILERPLATE_TAGS or _names_role(el) < 0):
-                    walker.skip_subtree()
-                    continue
-                if tag not in inline_tags:
-                    if current:
+    for container_id in containers:
+        container = tree.node(container_id)
+        node = container
+        ending = False
+        while True:
+            tag = node.tag
+            if not ending:
+                # The start of node: read into it, or pass its subtree over (its end
+                # still comes).
+                address = node.mem_id
+                frame = stats.get(address)
+                child = None
+                if frame is not None and not (
+                    address in skipped
+                    or (
+                        links_only
+                        and (tag in _BOILERPLATE_TAGS or _names_role(tree, tree.known(node)) < 0)
+                    )
+                ):
+                    enter = True
+                    if tag not in inline_tags:
                         _flush(current, lines)
-                    chars = frame[0]
-                    if tag == "h1" or (
-                        chars
-                        and frame[1] > chars * link_density
-                        and (dense_max_chars is None or chars <= dense_max_chars)
-                    ):
-                        walker.skip_subtree()
-                        continue
-                text = el.text
-                if text:
-                    current.append(text)
-                continue
-            if current and (tag not in inline_tags or tag == "br"):
+                        chars = frame[0]
+                        if tag == "h1" or (
+                            chars
+                            and frame[1] > chars * link_density
+                            and (dense_max_chars is None or chars <= dense_max_chars)
+                        ):
+                            enter = False
+                    if enter:
+                        pieces, child = run_after(node.first_child)
+                        current.extend(pieces)
+                if child is not None:
+                    node = child
+                    continue
+            # The end of node.
+            if tag not in inline_tags or tag == "br":
                 _flush(current, lines)
-            tail = el.tail
-            if tail and el is not container:
-                current.append(tail)
-        if current:
-            _flush(current, lines)
+            if node.mem_id == container_id:
+                break
+            pieces, child = run_after(node.next)
+            current.extend(pieces)
+            if child is not None:
+                node = child
+                ending = False
+            else:
+                node = node.parent
+                ending = True
+        _flush(current, lines)
     return "\n".join(lines)
 
 
 def _flush(current: list[str], lines: list[str]) -> None:
-    """End the current line: its pieces joined with whitespace runs made single spaces."""
+    """End the current line: its pieces joined with whitespace runs made single spaces
+    (nothing when it holds no character)."""
+    if not current:
+        return
     line = " ".join("".join(current).split())
     if line:
         lines.append(line)
@@ -186,20 +205,23 @@ def _clean_title(title: str, headline: str) -> str:
     return max(parts, key=lambda part: len(part.encode("utf-8")))
 
 
-def _title(root: etree._Element) -> str:
-    for meta in root.iter("meta"):
-        key = meta.get("property") or meta.get("name") or ""
+def _title(tree: Tree) -> str:
+    """The page's title: og:title or twitter:title, else <title> without its site's name,
+    else the first h1 with text."""
+    root = tree.root
+    for meta in tree.descendants(root, "meta"):
+        key = tree.get(meta, "property") or tree.get(meta, "name") or ""
         if key.lower() in ("og:title", "twitter:title"):
-            content = " ".join((meta.get("content") or "").split())
+            content = " ".join((tree.get(meta, "content") or "").split())
             if content:
                 return _clean_title(content, "")
     title = ""
-    for el in root.iter("title"):
-        title = _text_content(el)
+    for el in tree.descendants(root, "title"):
+        title = tree.text_content(el)
         break
     headline = ""
-    for el in root.iter("h1"):
-        headline = _text_content(el)
+    for el in tree.descendants(root, "h1"):
+        headline = tree.text_content(el)
         if headline.strip():
             break
     if not title.strip():

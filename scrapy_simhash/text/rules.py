@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from lxml import etree
-
 if TYPE_CHECKING:
     from scrapy_simhash.text.compiled import Extension
+    from scrapy_simhash.text.tree import Tree
 
-# Elements whose content is never main text; removed by lxml in C before the walk.
+# Elements whose content is never main text; removed before the walk.
 _JUNK_TAGS = (
     "script",
     "style",
@@ -39,6 +37,13 @@ _JUNK_TAGS = (
     "textarea",
     "input",
     "head",
+)
+# Elements that never hold open what follows them (``parse._nests_deeper``): void ones, and
+# those a parser closes at the next of their kind (or their parent's end) when their end
+# tag is missing.
+_NOT_NESTING = frozenset(
+    b"area base br col embed hr img input link meta source track wbr param keygen frame "
+    b"p li dt dd option optgroup tr td th tbody thead tfoot colgroup caption rb rt rp rtc".split()
 )
 # Elements that templates use for boilerplate; dropped during the walk unless they hold a
 # large share of the page (some sites wrap everything in <header>; Discourse forums serve
@@ -357,9 +362,9 @@ _MAX_BYLINE_WORDS = 4
 _MAX_BYLINE_CHARS = 80
 
 
-def _names_role(el: etree._Element) -> int:
+def _names_role(tree: Tree, el: int) -> int:
     """The role (see _class_role) of an element's class and id names together."""
-    return _role_of_names(el.get("class"), el.get("id"))
+    return _role_of_names(tree.get(el, "class"), tree.get(el, "id"))
 
 
 def _role_of_names(cls: str | None, ident: str | None) -> int:
@@ -383,13 +388,6 @@ _JUDGED_ATTRIBUTES = _HIDING_ATTRIBUTES | {"class", "id"}
 # Tags and attributes that can mark a page's article (see _marked_article).
 _MARK_TAGS = frozenset(["article", "main"])
 _MARK_ATTRIBUTES = frozenset(["itemprop", "role"])
-
-
-def _is_hidden(el: etree._Element, attributes: Sequence[str | bytes]) -> bool:
-    """Whether ``el`` (with these attribute names) is hidden or has a boilerplate role."""
-    if _HIDING_ATTRIBUTES.isdisjoint(attributes):
-        return False
-    return _hides(el.get("hidden"), el.get("aria-hidden"), el.get("style"), el.get("role"))
 
 
 def _hides(hidden: str | None, aria: str | None, style: str | None, role: str | None) -> bool:

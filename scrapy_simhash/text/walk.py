@@ -9,11 +9,7 @@ indexed by the constants defined here.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from itertools import chain
 from typing import Any
-
-from lxml import etree
 
 from scrapy_simhash.text import compiled
 from scrapy_simhash.text.rules import (
@@ -26,9 +22,11 @@ from scrapy_simhash.text.rules import (
     _MARK_TAGS,
     _MIN_PARAGRAPH_BYTES,
     _TAG_BONUS,
-    _is_hidden,
+    _hides,
     _names_role,
+    _role_of_names,
 )
+from scrapy_simhash.text.tree import PureTree, Tree, normalized_length, run_after
 
 # A frame holds the measurements of one element during the walk, as a list because the
 # walk creates one per element and list literals are the cheapest record Python has:
@@ -39,7 +37,7 @@ _MASS = 3  # paragraph scores of the whole subtree
 _OWN = 4  # block elements: the text pieces directly inside (through inline elements)
 _BLOCK = 5  # where this element's text pieces go: its own _OWN, or its block's
 _GUARDED = 6  # inside an element kept despite looking like boilerplate
-_ELEMENT = 7  # the element measured (compiled: its key, see _Walk.extension)
+_ELEMENT = 7  # the element measured (its node's address)
 _TAG = 8  # its tag
 _Frame = list[Any]  # [chars, link, score, mass, own, block's own, guarded, element, tag]
 
@@ -47,76 +45,71 @@ _Frame = list[Any]  # [chars, link, score, mass, own, block's own, guarded, elem
 class _Walk:
     """One pass over the body: drop boilerplate, measure elements, score containers."""
 
-    def __init__(self, body: etree._Element) -> None:
-        self.body = body
-        #: Every kept element's frame, by element; by node address when compiled (no
-        #: element object is made for most elements then): ask :meth:`frame`.
-        self.stats: dict[Any, _Frame] = {}
-        self.candidates: list[etree._Element] = []
-        self.dropped: list[etree._Element] = []
+    def __init__(self, tree: Tree) -> None:
+        self.tree = tree
+        self.body = tree.body
+        #: Every kept element's frame, by element (its node's address).
+        self.stats: dict[int, _Frame] = {}
+        self.candidates: list[int] = []
+        self.dropped: list[int] = []
         # Kept elements that may mark the page's article (see _marked_article).
-        self.marks: list[etree._Element] = []
-        #: The extension that ran the walk (its read-out reads what it keyed), or None.
+        self.marks: list[int] = []
+        #: The extension that ran the walk (its read-out reads the same tree), or None.
         self.extension: compiled.Extension | None = None
         self._body_text: str | None = None
         # Text lengths of elements by node address, made by the extension that runs the
         # walk (see subtree_chars).
         self._counted: Any = None
 
-    def measured(self, el: etree._Element) -> _Frame | None:
-        """The frame of ``el``; None when it was dropped, is inside a dropped element, is
-        outside the body or is no element."""
-        if self.extension is None:
-            return self.stats.get(el)
-        return self.stats.get(self.extension.address(el))
+    def measured(self, el: int) -> _Frame | None:
+        """The frame of ``el``; None when it was dropped, is inside a dropped element or is
+        outside the body."""
+        return self.stats.get(el)
 
-    def frame(self, el: etree._Element) -> _Frame:
+    def frame(self, el: int) -> _Frame:
         """The frame of ``el``, which the walk kept."""
-        found = self.measured(el)
-        if found is None:
-            raise KeyError(el)
-        return found
+        return self.stats[el]
 
     def body_text(self) -> str:
         """Every character of text in the body (the walk drops nothing from the tree)."""
         if self._body_text is None:
-            self._body_text = _text_content(self.body)
+            self._body_text = self.tree.text_content(self.body)
         return self._body_text
 
     def body_chars(self) -> int:
         return self.chars(self.body)
 
-    def chars(self, el: etree._Element) -> int:
-        """``len(_text_content(el))``; compiled, counted without making the text, each
+    def chars(self, el: int) -> int:
+        """``len(tree.text_content(el))``; compiled, counted without making the text, each
         subtree once."""
         extension = self.extension
         if extension is None:
-            if el is self.body:
+            if el == self.body:
                 return len(self.body_text())
-            return len(_text_content(el))
+            return len(self.tree.text_content(el))
         return extension.subtree_chars(el, self._counted)
 
     def is_boilerplate(
-        self, el: etree._Element, tag: str, attributes: Sequence[str | bytes], guarded: bool
+        self, el: int, tag: str, attributes: dict[str, str | None], guarded: bool
     ) -> bool | None:
         """True to drop ``el``; None when it looks like boilerplate but is kept for its size
         (its descendants are then not judged by class names); False otherwise."""
-        if tag in _BOILERPLATE_TAGS or _is_hidden(el, attributes):
+        if tag in _BOILERPLATE_TAGS or _hides_by(attributes):
             return self._small(self.chars(el)) or None
-        if guarded or _names_role(el) >= 0:
+        if guarded or _role_by(attributes) >= 0:
             return False
-        return self.named_boilerplate(el)
+        return self.named_boilerplate(el, attributes)
 
-    def named_boilerplate(self, el: etree._Element) -> bool | None:
+    def named_boilerplate(self, el: int, attributes: dict[str, str | None]) -> bool | None:
         """is_boilerplate for an element that is neither hidden nor of a boilerplate tag,
         unguarded, whose class/id names are boilerplate."""
-        if el.get("itemprop") == "articleBody":
+        if _value(attributes, "itemprop") == "articleBody":
             return False
         chars = self.chars(el)
         if not self._small(chars):
             return None
-        # Shorter than one article paragraph, it cannot hold several: no XPath needed.
-        return (chars < _ARTICLE_PARAGRAPH_CHARS or not _holds_article(el)) or None
+        # Shorter than one article paragraph, it cannot hold several: none are counted.
+        return (chars < _ARTICLE_PARAGRAPH_CHARS or not _holds_article(self.tree, el)) or None
 
     def _small(self, chars: int) -> bool:
         """Whether an element of ``chars`` characters of text holds a small enough share
@@ -136,25 +129,21 @@ class _Walk:
             self.run_interpreted()
 
     def run_interpreted(self) -> None:
-        """The walk in Python.
+        """The walk in Python, over selectolax's nodes: the same steps, in the same order,
+        as the compiled ``run`` over lexbor's (each sum made in the same order, so both give
+        the same frames).
 
-        This loop runs for every element of every page, so it is written for speed:
-        frames are lists indexed by literal numbers (the meanings are _CHARS to
-        _TAG), elements without class, id or hiding attributes are never judged, and
-        no frame refers to itself, so frames are freed without the cycle collector.
-
-        The elements come from lxml's plain iterator, in document order, which costs a
-        fifth of the start and end events of ``iterwalk``: an element's end is when the
-        next element's parent is no longer it, and a dropped element's subtree is passed
-        over up to the element that follows it. The ends are taken in the order
-        ``iterwalk`` would give them, so every sum is made in the same order.
+        Elements are visited in document order; an element's end is when the next element's
+        parent is no longer it, and a dropped element's subtree is passed over. Text before
+        an element's first child element is its own, text after its end (up to the next
+        element) its parent's; comments are passed over.
         """
-        body = self.body
+        tree = self.tree
+        assert isinstance(tree, PureTree)
+        body_id = self.body
+        body = tree.node(body_id)
         stats = self.stats
         candidates = self.candidates
-        is_boilerplate = self.is_boilerplate
-        named_boilerplate = self.named_boilerplate
-        names_role = _names_role
         inline_tags = _INLINE_TAGS
         boilerplate_tags = _BOILERPLATE_TAGS
         judged = _JUDGED_ATTRIBUTES
@@ -165,30 +154,22 @@ class _Walk:
         min_paragraph = _MIN_PARAGRAPH_BYTES
         own: list[str] = []
         block: list[str]
-        raw = body.text
-        root: _Frame = [0, 0, 0.0, 0.0, own, own, False, body, body.tag]
+        root: _Frame = [0, 0, 0.0, 0.0, own, own, False, body_id, body.tag]
         stack: list[_Frame] = [root]
         top = root
-        text = (raw or "").strip()
+        top_id = body_id
+        text = _stripped(run_after(body.first_child)[0])
         if text:
             root[0] += len(text)
             own.append(text)
-        # Passing over a dropped subtree up to this node (_PASSED: up to the body's end).
-        resume: object = None
-        elements = body.iter()
-        next(elements)  # the body itself is never judged
-        # None after the last element: every element still open ends, as the body's
-        # children do.
-        for el in chain(elements, (None,)):
-            if resume is not None:
-                if el is not resume and el is not None:
-                    continue
-                resume = None
-            parent_el = body if el is None else el.getparent()
-            while top[7] is not parent_el:
+        node = _next(body, body_id)  # the body itself is never judged
+        while True:
+            parent_id = body_id if node is None else node.parent.mem_id
+            while top_id != parent_id:
                 # The end of the top element: its subtree is over.
                 frame = stack.pop()
                 top = stack[-1]
+                top_id = top[7]
                 own = frame[4]
                 # _score_paragraph's cheap bound first (4 bytes a character at most): most
                 # blocks are too short to be a paragraph, and are not scored.
@@ -201,47 +182,33 @@ class _Walk:
                 top[0] += chars
                 top[1] += chars if frame[8] == "a" else frame[1]
                 top[3] += frame[3]
-                raw = ended.tail
-                if raw:
-                    tail = raw.strip()
-                    if tail:
-                        top[0] += len(tail)
-                        top[5].append(tail)
-            if el is None:
+                _count_tail(tree.node(ended), top)
+            if node is None:
                 break
-            tag = el.tag
+            el = tree.known(node)
+            tag = node.tag
             guarded = top[6]
-            attributes = el.keys()  # empty for most elements: no set test then
+            attributes = node.attributes  # empty for most elements: no set test then
             verdict: bool | None = False
-            if tag.__class__ is not str:
-                verdict = True  # an entity or other non-element node: passed over
-            elif tag in boilerplate_tags or (attributes and not judged.isdisjoint(attributes)):
+            if tag in boilerplate_tags or (attributes and not judged.isdisjoint(attributes)):
                 # is_boilerplate, with its usual case (only class/id names) inline.
-                if tag in boilerplate_tags or not hiding.isdisjoint(attributes):
-                    verdict = is_boilerplate(el, tag, attributes, guarded)
-                elif not guarded and names_role(el) < 0:
-                    verdict = named_boilerplate(el)
+                if tag in boilerplate_tags or (
+                    not hiding.isdisjoint(attributes) and _hides_by(attributes)
+                ):
+                    verdict = self._small(self.chars(el)) or None
+                elif not guarded and _role_by(attributes) < 0:
+                    verdict = self.named_boilerplate(el, attributes)
                 if verdict:
                     self.dropped.append(el)
                 elif verdict is None:
                     guarded = True
             if verdict:
                 # Its subtree is passed over; it ends at once, and its tail counts.
-                raw = el.tail
-                if raw:
-                    tail = raw.strip()
-                    if tail:
-                        top[0] += len(tail)
-                        top[5].append(tail)
-                resume = _following(el, body)
+                _count_tail(node, top)
+                node = _after(node, body_id)
                 continue
-            # The frame starts with the element's own text counted (no addition).
-            raw = el.text
-            chars = 0
-            if raw:
-                text = raw.strip()
-                if text:
-                    chars = len(text)
+            text = _stripped(run_after(node.first_child)[0])
+            chars = len(text)
             if tag in inline_tags:
                 block = top[5]
                 frame = [chars, 0, 0.0, 0.0, None, block, guarded, el, tag]
@@ -252,40 +219,86 @@ class _Walk:
                 block.append(text)
             stack.append(frame)
             top = frame
+            top_id = el
             stats[el] = frame
             if tag in mark_tags or (attributes and not mark_attributes.isdisjoint(attributes)):
                 marks.append(el)
+            node = _next(node, body_id)
         # The body's end: its tail is not part of it.
-        stats[body] = root
+        stats[body_id] = root
         if root[2]:
-            candidates.append(body)
+            candidates.append(body_id)
 
 
-# What _following gives for a subtree that reaches the body's end: no node is it.
-_PASSED = object()
+def _value(attributes: dict[str, str | None], name: str) -> str | None:
+    """An attribute's value from selectolax's attributes ('' for one without a value)."""
+    if name not in attributes:
+        return None
+    value = attributes[name]
+    return "" if value is None else value
 
 
-def _following(el: etree._Element, body: etree._Element) -> object:
-    """The node that comes after ``el``'s subtree in document order, within ``body``
-    (_PASSED: the subtree reaches the body's end)."""
-    while el is not body:
-        after = el.getnext()
-        if after is not None:
-            return after
-        parent = el.getparent()
-        if parent is None:
+def _hides_by(attributes: dict[str, str | None]) -> bool:
+    """rules._hides of an element with these attributes."""
+    if _HIDING_ATTRIBUTES.isdisjoint(attributes):
+        return False
+    return _hides(
+        _value(attributes, "hidden"),
+        _value(attributes, "aria-hidden"),
+        _value(attributes, "style"),
+        _value(attributes, "role"),
+    )
+
+
+def _role_by(attributes: dict[str, str | None]) -> int:
+    """rules._role_of_names of an element with these attributes."""
+    return _role_of_names(_value(attributes, "class"), _value(attributes, "id"))
+
+
+def _stripped(pieces: list[str]) -> str:
+    """A run of text pieces joined, stripped of whitespace."""
+    if not pieces:
+        return ""
+    return (pieces[0] if len(pieces) == 1 else "".join(pieces)).strip()
+
+
+def _count_tail(node: Any, top: _Frame) -> None:
+    """The text after ``node`` (its tail) is its parent's: counted and kept in ``top``."""
+    tail = _stripped(run_after(node.next)[0])
+    if tail:
+        top[0] += len(tail)
+        top[5].append(tail)
+
+
+def _next(node: Any, body_id: int) -> Any:
+    """The element after ``node``'s start in document order within the body (None: none)."""
+    child = node.first_child
+    while child is not None:
+        if child.is_element_node:
+            return child
+        child = child.next
+    return _after(node, body_id)
+
+
+def _after(node: Any, body_id: int) -> Any:
+    """The element after ``node``'s subtree in document order within the body (None: its
+    subtree reaches the body's end)."""
+    while node.mem_id != body_id:
+        after = node.next
+        while after is not None:
+            if after.is_element_node:
+                return after
+            after = after.next
+        node = node.parent
+        if node is None:
             break
-        el = parent
-    return _PASSED
+    return None
 
 
 # An element named like a widget ("socialicons-sticky", "share-wrap") that holds several
 # long paragraphs is a wrapper of the article that a theme named after something it also
 # shows. Comment sections hold long paragraphs too, and so do related posts (teasers with
 # excerpts as long as a paragraph): those are never the article, and stay boilerplate.
-_ARTICLE_PARAGRAPHS = etree.XPath(
-    "count(.//p[string-length(normalize-space()) >= $chars])", smart_strings=False
-)
 _MIN_ARTICLE_PARAGRAPHS = 3
 _ARTICLE_PARAGRAPH_CHARS = 150
 _NEVER_ARTICLE_NAMES = re.compile(
@@ -293,12 +306,19 @@ _NEVER_ARTICLE_NAMES = re.compile(
 )
 
 
-def _holds_article(el: etree._Element) -> bool:
-    names = f"{el.get('class') or ''} {el.get('id') or ''}"
+def _holds_article(tree: Tree, el: int) -> bool:
+    """Whether ``el`` holds _MIN_ARTICLE_PARAGRAPHS paragraphs of _ARTICLE_PARAGRAPH_CHARS
+    characters or more (their whitespace runs counted as one space)."""
+    names = f"{tree.get(el, 'class') or ''} {tree.get(el, 'id') or ''}"
     if _NEVER_ARTICLE_NAMES.search(names):
         return False
-    count = _ARTICLE_PARAGRAPHS(el, chars=_ARTICLE_PARAGRAPH_CHARS)
-    return isinstance(count, float) and count >= _MIN_ARTICLE_PARAGRAPHS
+    count = 0
+    for paragraph in tree.descendants(el, "p"):
+        if normalized_length(tree.text_content(paragraph)) >= _ARTICLE_PARAGRAPH_CHARS:
+            count += 1
+            if count >= _MIN_ARTICLE_PARAGRAPHS:
+                return True
+    return False
 
 
 def _score_paragraph(own: list[str], frame: _Frame, stack: list[_Frame]) -> None:
@@ -317,14 +337,10 @@ def _score_paragraph(own: list[str], frame: _Frame, stack: list[_Frame]) -> None
         stack[-2][2] += score / 2
 
 
-def _text_content(el: etree._Element) -> str:
-    return str(etree.tostring(el, method="text", encoding="unicode", with_tail=False))
-
-
-def _weight(el: etree._Element) -> float:
-    weight = _TAG_BONUS.get(str(el.tag), 0.0)
-    weight += 25 * _names_role(el)
-    if el.get("itemprop") == "articleBody" or el.get("role") == "main":
+def _weight(tree: Tree, el: int) -> float:
+    weight = _TAG_BONUS.get(tree.tag(el), 0.0)
+    weight += 25 * _names_role(tree, el)
+    if tree.get(el, "itemprop") == "articleBody" or tree.get(el, "role") == "main":
         weight += 25
     return weight
 
@@ -333,7 +349,7 @@ def _weight(el: etree._Element) -> float:
 _MAX_WEIGHT = 10.0 + 25 + 25
 
 
-def _final_score(el: etree._Element, frame: _Frame) -> float:
+def _final_score(tree: Tree, el: int, frame: _Frame) -> float:
     """Paragraph score plus the semantic hints, less the share of link text.
 
     A positive hint counts in full only for a container of at least _HINTED_SCORE of
@@ -343,7 +359,7 @@ def _final_score(el: etree._Element, frame: _Frame) -> float:
     chars: int = frame[_CHARS]
     density = frame[_LINK] / chars if chars else 0.0
     score: float = frame[_SCORE]
-    weight = _weight(el)
+    weight = _weight(tree, el)
     if weight > 0 and score < _HINTED_SCORE:
         weight *= score / _HINTED_SCORE
     return (score + weight) * (1.0 - density)

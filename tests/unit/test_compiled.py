@@ -26,18 +26,19 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from lxml import etree
 
 from scrapy_simhash.confirm import Signer
 from scrapy_simhash.fingerprint import Fingerprinter
 from scrapy_simhash.text import compiled, extract_main_text, readout, rules
 from scrapy_simhash.text.parse import (
-    _CLOSING_ROOT,
+    _nests_deeper_interpreted,
     _parse,
     _place_streamed_segments,
     _strip_junk,
 )
-from scrapy_simhash.text.walk import _text_content, _Walk
+from scrapy_simhash.text.parse import _tree as _tree_of
+from scrapy_simhash.text.tree import Tree
+from scrapy_simhash.text.walk import _Walk
 from tests.scrapy_inprocess import HARBOUR, harness, story
 
 REPO = Path(__file__).resolve().parents[2]
@@ -119,36 +120,56 @@ def _both(body: bytes) -> tuple[Any, Any]:
     return compiled_result, interpreted_result
 
 
-def _prepared_body(html: str) -> etree._Element:
-    root = _parse(html.encode())
-    assert root is not None
-    _place_streamed_segments(root)
-    _strip_junk(root)
-    body = root.find("body")
-    return root if body is None else body
+def _prepared(html: str) -> Tree:
+    """The page's tree as the walk gets it: the compiled reading of lexbor's nodes, or
+    selectolax's within ``compiled.interpreted()``."""
+    parser = _parse(html.encode())
+    assert parser is not None
+    tree = _tree_of(parser)
+    _place_streamed_segments(tree)
+    _strip_junk(tree)
+    return tree
+
+
+def _elements(tree: Tree, top: int) -> list[int]:
+    """``top`` and every element under it, in document order."""
+    found = [top]
+    for child in tree.children(top):
+        found += _elements(tree, child)
+    return found
+
+
+def _place(tree: Tree, el: int) -> tuple[tuple[str, int], ...]:
+    """Where ``el`` is: each ancestor's tag and place among its parent's elements."""
+    steps = []
+    parent = tree.parent(el)
+    while parent is not None:
+        steps.append((tree.tag(el), tree.children(parent).index(el)))
+        el, parent = parent, tree.parent(parent)
+    return tuple(reversed(steps))
 
 
 def _measured(walk: _Walk) -> Any:
-    """What the later steps read of a walk, with elements named by their place (a frame's
-    element is the element on one path and its key on the other)."""
-    place = walk.body.getroottree().getpath
-    frames = [(el, walk.measured(el)) for el in walk.body.iter()]
+    """What the later steps read of a walk, with elements named by their place (each path
+    parses its own tree: their addresses differ)."""
+    tree = walk.tree
+    frames = [(el, walk.measured(el)) for el in _elements(tree, walk.body)]
     return (
-        [(place(el), f[:4], f[4], f[5], f[6], f[8]) for el, f in frames if f is not None],
-        [place(el) for el in walk.candidates],
-        [place(el) for el in walk.dropped],
-        [place(el) for el in walk.marks],
+        [(_place(tree, el), f[:4], f[4], f[5], f[6], f[8]) for el, f in frames if f is not None],
+        [_place(tree, el) for el in walk.candidates],
+        [_place(tree, el) for el in walk.dropped],
+        [_place(tree, el) for el in walk.marks],
         len(walk.stats),
     )
 
 
-def _walks(body: etree._Element) -> tuple[_Walk, _Walk]:
-    """The compiled and the interpreted walk of ``body``."""
-    fast = _Walk(body)
+def _walks(html: str) -> tuple[_Walk, _Walk]:
+    """The compiled and the interpreted walk of the page."""
+    fast = _Walk(_prepared(html))
     fast.run()
     assert fast.extension is not None, compiled.MISSING
-    slow = _Walk(body)
     with compiled.interpreted():
+        slow = _Walk(_prepared(html))
         slow.run()
     return fast, slow
 
@@ -165,8 +186,7 @@ def test_the_extension_is_built_on_this_machine() -> None:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_PAGES)
 def test_the_compiled_walk_measures_every_tree_as_the_interpreted_one(html: str) -> None:
-    body = _prepared_body(html)
-    fast, slow = _walks(body)
+    fast, slow = _walks(html)
     assert _measured(fast) == _measured(slow)
 
 
@@ -177,19 +197,20 @@ def test_both_paths_extract_every_page_alike(html: str) -> None:
     assert fast == slow
 
 
-_CLOSING_PIECES = st.sampled_from(
-    [b"</body>", b"</BODY >", b"</bOdY\t\n>", b"</html>", b"</HTML\x0b>", b"</html", b"</body",
-     b"</bodyy>", b"</body\x1c>", b"</htm>", b"<", b"/", b">", b" ", b"\n", b"\r", b"\x0c", b"<p>",
-     b"x", b"</p>", b"</b>", b"\xe6\x96\xb0", b"<</html>>", b"</body\r>", b"</html \x0c>"]
+_TAG_PIECES = st.sampled_from(
+    [b"<div>", b"</div>", b"<DIV class=x>", b"<div/>", b"<p>", b"</p>", b"<li>", b"<br>",
+     b"<span>", b"</span >", b"<a href='>'>", b"<", b"/", b">", b" ", b"\n", b"<!-- c -->",
+     b"</", b"<1>", b"<x-very-long-custom-name>", b"</x-very-long-custom-name>", b"<Td>",
+     b"\xe6\x96\xb0", b"<<div>>", b"<div\t\n>", b"<img/>", b"</br>", b"<sPaN>"]
 )  # fmt: skip
 
 
-@settings(max_examples=400, deadline=None)
-@given(st.lists(_CLOSING_PIECES, max_size=40).map(b"".join))
-def test_closing_root_tags_are_taken_out_as_the_regular_expression_does(data: bytes) -> None:
+@settings(max_examples=600, deadline=None)
+@given(st.lists(_TAG_PIECES, max_size=60).map(b"".join), st.integers(0, 12))
+def test_nesting_is_counted_as_the_interpreted_scan_counts_it(data: bytes, limit: int) -> None:
     extension = compiled.extension
     assert extension is not None
-    assert extension.without_closing_roots(data) == _CLOSING_ROOT.sub(b"", data)
+    assert extension.nests_deeper(data, limit) == _nests_deeper_interpreted(data, limit)
 
 
 def _decodes(data: bytes) -> bool:
@@ -226,36 +247,49 @@ def test_utf8_is_checked_as_the_decoder_checks_it(data: bytes) -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(_PAGES)
-def test_text_is_counted_as_lxml_serialises_it(html: str) -> None:
+def test_text_and_names_are_read_as_selectolax_reads_them(html: str) -> None:
     assert compiled.extension is not None
-    body = _prepared_body(html)
+    fast = _prepared(html)
+    with compiled.interpreted():
+        slow = _prepared(html)
     counted = compiled.extension.Counts()  # one walk's: every question in document order
-    for el in body.iter():
-        if isinstance(el.tag, str):
-            assert compiled.extension.subtree_chars(el, counted) == len(_text_content(el))
+    pairs = list(zip(_elements(fast, fast.body), _elements(slow, slow.body), strict=True))
+    for mine, theirs in pairs:
+        text = slow.text_content(theirs)
+        assert fast.text_content(mine) == text
+        assert compiled.extension.subtree_chars(mine, counted) == len(text)
+        assert fast.tag(mine) == slow.tag(theirs)
+        for name in ("class", "id", "hidden", "role", "itemprop", "style"):
+            assert fast.get(mine, name) == slow.get(theirs, name)
+        assert len(fast.descendants(mine, "p")) == len(slow.descendants(theirs, "p"))
 
 
-def test_namespaced_names_are_read_through_the_element_alike() -> None:
-    """The HTML parser makes no namespaces, but a tree built otherwise can have them: the
-    compiled walk then reads the tag or the attribute names from the element object, and
-    judges the element by them as the interpreted walk does."""
+def test_names_lexbor_keeps_in_its_own_table_are_read_alike() -> None:
+    """Tags and attributes outside lexbor's standard names are numbered by the address of
+    their entry in the document's table, short names held in the entry and long ones
+    pointed to: the compiled walk reads both kinds, and judges elements by them as the
+    interpreted walk does."""
     paragraph = "The council met on Tuesday, and the budget passed after a long debate. " * 4
-    root = etree.Element("html")
-    body = etree.SubElement(root, "body")
-    for tag, attributes in [
-        ("div", {"class": "sidebar", "{urn:x}data": "1"}),  # judged by its plain class
-        ("div", {"{urn:x}class": "sidebar"}),  # no plain class: not judged
-        ("{urn:x}nav", {"class": "menu"}),
-        ("div", {"{urn:x}role": "main", "hidden": ""}),  # hidden all the same
-        ("div", {"itemprop": "x", "{urn:x}y": "z"}),  # may mark the article
-    ]:
-        block = etree.SubElement(body, tag, attributes)
-        etree.SubElement(block, "p").text = paragraph
-    etree.SubElement(body, "p").text = paragraph * 3
-    fast, slow = _walks(body)
+    blocks = [
+        ('<x-sidebar class="sidebar" data-x="1">', "</x-sidebar>"),  # judged by its class
+        ('<div data-a-very-long-attribute-name-here="1" class="sidebar">', "</div>"),
+        (
+            '<custom-element-with-a-long-name aria-hidden="true">',
+            "</custom-element-with-a-long-name>",
+        ),
+        ('<div role="navigation" hidden>', "</div>"),  # hidden
+        ('<section itemprop="x" data-y="z">', "</section>"),  # may mark the article
+    ]
+    body = "".join(f"{start}<p>{paragraph}</p>{end}" for start, end in blocks)
+    fast, slow = _walks(f"<html><body>{body}<p>{paragraph * 3}</p></body></html>")
     assert _measured(fast) == _measured(slow)
-    assert len(fast.dropped) == 3  # judged, by class and as hidden
-    assert len(fast.marks) == 1
+    assert [fast.tree.tag(el) for el in fast.dropped] == [
+        "x-sidebar",
+        "div",
+        "custom-element-with-a-long-name",
+        "div",
+    ]
+    assert [fast.tree.tag(el) for el in fast.marks] == ["section"]
 
 
 def test_the_counts_of_a_page_s_elements_are_each_kept_once() -> None:
@@ -263,12 +297,13 @@ def test_the_counts_of_a_page_s_elements_are_each_kept_once() -> None:
     element with attributes is kept once, and each count is read back as it was made."""
     assert compiled.extension is not None
     nested = "".join(f'<div class="c{n}">{"é" * (n % 7)}<b>x</b>' for n in range(1500))
-    body = _prepared_body(f"<html><body>{nested}{'</div>' * 1500}</body></html>")
+    tree = _prepared(f"<html><body>{nested}{'</div>' * 1500}</body></html>")
     counted = compiled.extension.Counts()
-    assert compiled.extension.subtree_chars(body, counted) == len(_text_content(body))
+    body = tree.body
+    assert compiled.extension.subtree_chars(body, counted) == len(tree.text_content(body))
     assert len(counted) == 1501  # the divs and the body
-    for el in body.iter("div"):
-        assert compiled.extension.subtree_chars(el, counted) == len(_text_content(el))
+    for el in tree.descendants(body, "div"):
+        assert compiled.extension.subtree_chars(el, counted) == len(tree.text_content(el))
     assert len(counted) == 1501
 
 
@@ -293,10 +328,10 @@ def test_lines_are_read_alike_whatever_their_whitespace(texts: list[str]) -> Non
         f"<p>{html.escape(text)}<b>{html.escape(text[::-1])}</b>{html.escape(text)}<br>x</p>"
         for text in texts
     )
-    body = _prepared_body(f"<html><body><div>{paragraphs}</div></body></html>")
-    fast, slow = _walks(body)
-    read = compiled.extension.read([body], fast.stats, 1.0, False, None, ())
-    assert read == readout._read_interpreted([body], slow.stats, 1.0, False, None, ())
+    fast, slow = _walks(f"<html><body><div>{paragraphs}</div></body></html>")
+    read = compiled.extension.read(fast.tree, [fast.body], fast.stats, 1.0, False, None, ())
+    expected = readout._read_interpreted(slow.tree, [slow.body], slow.stats, 1.0, False, None, ())
+    assert read == expected
 
 
 @settings(max_examples=2000)
@@ -325,16 +360,16 @@ def test_a_widget_named_wrapper_of_long_paragraphs_is_kept_on_both_paths() -> No
     short = "Share this story with a friend."
     article = "".join(f"<p>{long} {n}</p>" for n in range(12))
     wrapped = "".join(f"<p>{long}</p>" for _ in range(3))
-    body = _prepared_body(
+    fast, slow = _walks(
         f'<html><body><div class="story">{article}</div>'
         f'<div class="share-wrap" id="kept">{wrapped}</div>'
         f'<div class="share-wrap" id="short"><p>{short}</p><p>{short}</p></div>'
         f'<div class="comments" id="comments">{wrapped}</div></body></html>'
     )
-    fast, slow = _walks(body)
     assert _measured(fast) == _measured(slow)
-    assert sorted(el.get("id") for el in fast.dropped) == ["comments", "short"]
-    kept = body.find(".//div[@id='kept']")
+    tree = fast.tree
+    assert sorted(tree.get(el, "id") for el in fast.dropped) == ["comments", "short"]
+    (kept,) = [el for el in tree.descendants(tree.body, "div") if tree.get(el, "id") == "kept"]
     assert fast.frame(kept)[6] is True  # kept for what it holds: its inside is not judged
 
 
@@ -356,15 +391,16 @@ def test_a_page_of_more_names_than_the_name_table_holds_reads_alike() -> None:
 
 def test_text_pieces_next_to_each_other_are_read_as_one() -> None:
     """A script or style removed from inside a paragraph leaves the text before it and
-    its tail as two text nodes in a row, which lxml reads as one text."""
+    after it as two text nodes in a row, and a comment stands between two: each is read as
+    one text."""
     html = (
         "<html><body><div><p>The council met, one <script>var x = 1;</script> two "
-        "<style>p {}</style>three, and a long sentence to make it a paragraph of its own."
-        "</p></div></body></html>"
+        "<style>p {}</style>three<!-- c --> four, and a long sentence to make it a paragraph "
+        "of its own.</p></div></body></html>"
     )
     fast, slow = _both(html.encode())
     assert fast == slow
-    assert "one two three" in fast.text
+    assert "one two three four" in fast.text
 
 
 def _without_extension(error: str) -> str:
@@ -408,11 +444,40 @@ def test_without_the_extension_the_package_imports_and_extracts_the_same() -> No
     assert said[2] == f"{found.fingerprint} {Signer(7).sign(found.evidence)}"
 
 
-def test_an_extension_built_against_another_lxml_is_passed_over_and_named() -> None:
-    said = _without_extension("ImportError('undefined symbol: xmlFreeDoc')").splitlines()
+def test_an_extension_that_cannot_be_loaded_is_passed_over_and_named() -> None:
+    said = _without_extension("ImportError('undefined symbol: PyFoo')").splitlines()
     assert said[0] == f"False {extract_main_text(story(HARBOUR)).text!r}"
-    assert "cannot be loaded (undefined symbol: xmlFreeDoc)" in said[1]
+    assert "cannot be loaded (undefined symbol: PyFoo)" in said[1]
     assert "Install scrapy-simhash again" in said[1]
+
+
+def test_the_compiled_reading_agrees_with_selectolax_s_on_this_install() -> None:
+    extension = compiled.extension
+    assert extension is not None, compiled.MISSING
+    assert extension.check_layout() is None
+
+
+def test_a_lexbor_read_otherwise_than_selectolax_reads_it_is_refused_and_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Another selectolax may bundle a lexbor with another layout or numbering of names:
+    the extension's check against selectolax's reading refuses it when it is loaded, and
+    says why and what to do."""
+    built = compiled.extension
+    assert built is not None
+
+    class Misread:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(built, name)
+
+        def check_layout(self) -> str:
+            return "selectolax 9.9: node 3 read ('p', []), is ('div', [])"
+
+    monkeypatch.setattr(compiled._native, "load", lambda name: (Misread(), ""))
+    extension, missing = compiled._load()
+    assert extension is None
+    assert "does not read this selectolax's trees (selectolax 9.9: node 3" in missing
+    assert "reinstall scrapy-simhash" in missing
 
 
 def test_a_crawl_without_the_extension_says_so_once(

@@ -1,30 +1,30 @@
-"""Extraction's fast paths against the code they replaced, kept here as the reference.
+"""Extraction's walk and read-out against a reference written the plain way, kept here.
 
-The walk used to take lxml's ``iterwalk`` start and end events; it now takes lxml's
-plain iterator (ends found from each element's parent, dropped subtrees passed over).
-It must give exactly what the reference gives: the same
-frames (every sum made in the same order, so the same floats), the same candidates,
-dropped elements and marks, in the same order, and the same lines. Random trees of
-nested blocks, inline elements, boilerplate tags, hiding attributes and role names reach
-the cases a fixture corpus may miss (a dropped element last in its parent, at the end of
-the body, inside inline elements, with tails).
+The walk visits elements in one loop (ends found from each element's parent, dropped
+subtrees passed over) on both paths; the reference below takes start and end events of a
+recursive descent over selectolax's nodes, and reads an element's text and the text after
+it as the runs of text nodes they are (comments passed over). The walk must give exactly
+what the reference gives: the same frames (every sum made in the same order, so the same
+floats), the same candidates, dropped elements and marks, in the same order, and the same
+lines. Random trees of nested blocks, inline elements, boilerplate tags, hiding attributes
+and role names reach the cases a fixture corpus may miss (a dropped element last in its
+parent, at the end of the body, inside inline elements, with tails).
 
 The credit-line and cleaning shortcuts are checked as the necessary conditions they are.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from contextlib import nullcontext
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lxml import etree
 
 from scrapy_simhash.text import compiled
 from scrapy_simhash.text.choose import _choose
-from scrapy_simhash.text.parse import _parse, _place_streamed_segments, _strip_junk
+from scrapy_simhash.text.parse import _parse, _place_streamed_segments, _strip_junk, _tree
 from scrapy_simhash.text.readout import (
     _BYTE_ORDER_MARKS,
     _C1,
@@ -47,39 +47,71 @@ from scrapy_simhash.text.rules import (
     _YEAR_DIGITS,
     _names_role,
 )
+from scrapy_simhash.text.tree import PureTree
 from scrapy_simhash.text.walk import _score_paragraph, _Walk
 
 
+def _text_run(node: Any) -> str:
+    """The text nodes from ``node`` on among its siblings, up to the first element."""
+    text = ""
+    while node is not None and not node.is_element_node:
+        if node.is_text_node:
+            text += node.text_content or ""
+        node = node.next
+    return text
+
+
+def _events(top: Any) -> Iterator[tuple[str, Any]]:
+    """("start", element) and ("end", element) for ``top`` and every element under it; a
+    start sent ``True`` back skips that element's subtree (its end still comes)."""
+    skip = yield "start", top
+    if not skip:
+        child = top.first_child
+        while child is not None:
+            if child.is_element_node:
+                yield from _events(child)
+            child = child.next
+    yield "end", top
+
+
 def reference_run(walk: _Walk) -> None:
-    """The walk as it was (one pass of ``iterwalk`` events), filling ``walk``'s records."""
+    """The walk by start and end events, filling ``walk``'s records (by node address)."""
+    tree = walk.tree
+    assert isinstance(tree, PureTree)
     stats, candidates, marks = walk.stats, walk.candidates, walk.marks
+    body = tree.node(walk.body)
     own: list[str] = []
-    root: list[Any] = [0, 0, 0.0, 0.0, own, own, False, walk.body, walk.body.tag]
+    root: list[Any] = [0, 0, 0.0, 0.0, own, own, False, walk.body, body.tag]
     stack = [root]
-    walker = etree.iterwalk(walk.body, events=("start", "end"))
-    next(walker)
-    text = (walk.body.text or "").strip()
+    text = _text_run(body.first_child).strip()
     if text:
         root[0] += len(text)
         own.append(text)
-    for event, el in walker:
+    events = _events(body)
+    next(events)
+    sent = None
+    while True:
+        try:
+            event, node = events.send(sent)
+        except StopIteration:
+            break
+        sent = None
+        el = tree.known(node)
         if event == "start":
-            tag = el.tag
-            if tag.__class__ is not str:
-                walker.skip_subtree()
-                continue
+            tag = node.tag
             parent = stack[-1]
             guarded = parent[6]
-            attributes = el.keys()
+            attributes = node.attributes
             if tag in _BOILERPLATE_TAGS or not _JUDGED_ATTRIBUTES.isdisjoint(attributes):
                 verdict: bool | None = False
                 if tag in _BOILERPLATE_TAGS or not _HIDING_ATTRIBUTES.isdisjoint(attributes):
                     verdict = walk.is_boilerplate(el, tag, attributes, guarded)
-                elif not guarded and _names_role(el) < 0:
-                    verdict = walk.named_boilerplate(el)
+                elif not guarded and _names_role(tree, el) < 0:
+                    verdict = walk.named_boilerplate(el, attributes)
                 if verdict:
                     walk.dropped.append(el)
-                    walker.skip_subtree()
+                    sent = True  # its subtree is skipped; its end gives its tail
+                    stack.append(["dropped", el])
                     continue
                 if verdict is None:
                     guarded = True
@@ -92,18 +124,15 @@ def reference_run(walk: _Walk) -> None:
             stats[el] = frame
             if tag in _MARK_TAGS or (attributes and not _MARK_ATTRIBUTES.isdisjoint(attributes)):
                 marks.append(el)
-            text = el.text
+            text = _text_run(node.first_child).strip()
             if text:
-                text = text.strip()
-                if text:
-                    frame[0] += len(text)
-                    frame[5].append(text)
+                frame[0] += len(text)
+                frame[5].append(text)
             continue
-        frame = stack[-1]
-        if frame[7] is el:
-            if frame is root:
-                break
-            stack.pop()
+        frame = stack.pop()
+        if frame is root:
+            break
+        if frame[0] != "dropped":
             parent = stack[-1]
             own = frame[4]
             if own:
@@ -114,42 +143,48 @@ def reference_run(walk: _Walk) -> None:
             parent[0] += chars
             parent[1] += chars if frame[8] == "a" else frame[1]
             parent[3] += frame[3]
-        tail = el.tail
+        tail = _text_run(node.next).strip()
         if tail:
-            tail = tail.strip()
-            if tail:
-                top = stack[-1]
-                top[0] += len(tail)
-                top[5].append(tail)
+            top = stack[-1]
+            top[0] += len(tail)
+            top[5].append(tail)
     stats[walk.body] = root
     if root[2]:
         candidates.append(walk.body)
 
 
 def reference_lines(
-    containers: Iterable[etree._Element],
-    stats: dict[etree._Element, list[Any]],
+    tree: PureTree,
+    containers: Iterable[int],
+    stats: dict[int, list[Any]],
     *,
     link_density: float = _MAX_LINK_DENSITY,
     links_only: bool = False,
     dense_max_chars: int | None = None,
-    skip: Iterable[etree._Element] = (),
+    skip: Iterable[int] = (),
 ) -> str:
-    """The read-out as it was (it still is: the reference of the walk's frames' use)."""
+    """The read-out by start and end events."""
     lines: list[str] = []
     current: list[str] = []
     skipped = set(skip)
     for container in containers:
-        walker = etree.iterwalk(container, events=("start", "end"))
-        for event, el in walker:
-            tag = el.tag
+        events = _events(tree.node(container))
+        sent = None
+        while True:
+            try:
+                event, node = events.send(sent)
+            except StopIteration:
+                break
+            sent = None
+            tag = node.tag
+            el = tree.known(node)
             if event == "start":
                 frame = stats.get(el)
                 if frame is None or el in skipped:
-                    walker.skip_subtree()
+                    sent = True
                     continue
-                if links_only and (tag in _BOILERPLATE_TAGS or _names_role(el) < 0):
-                    walker.skip_subtree()
+                if links_only and (tag in _BOILERPLATE_TAGS or _names_role(tree, el) < 0):
+                    sent = True
                     continue
                 if tag not in _INLINE_TAGS:
                     if current:
@@ -160,17 +195,18 @@ def reference_lines(
                         and frame[1] > chars * link_density
                         and (dense_max_chars is None or chars <= dense_max_chars)
                     ):
-                        walker.skip_subtree()
+                        sent = True
                         continue
-                text = el.text
+                text = _text_run(node.first_child)
                 if text:
                     current.append(text)
                 continue
             if current and (tag not in _INLINE_TAGS or tag == "br"):
                 _flush(current, lines)
-            tail = el.tail
-            if tail and el is not container:
-                current.append(tail)
+            if el != container:
+                tail = _text_run(node.next)
+                if tail:
+                    current.append(tail)
         if current:
             _flush(current, lines)
     return "\n".join(lines)
@@ -229,6 +265,8 @@ _WORDS = [
     "word " * 12,
     "long sentence with commas, and more, and more words here " * 3,
     "x",
+    "one <!-- a note --> two",
+    "<!-- c -->",
 ]
 
 
@@ -247,18 +285,16 @@ def html_trees(draw: st.DrawFn, depth: int = 0) -> str:
     return "".join(parts)
 
 
-def _prepared(fragment: str) -> etree._Element:
-    root = _parse(f"<html><head><title>t</title></head><body>{fragment}</body></html>".encode())
-    assert root is not None
-    _place_streamed_segments(root)
-    _strip_junk(root)
-    body = root.find("body")
-    return root if body is None else body
-
-
-def _same_frame(frame: list[Any], reference: list[Any]) -> bool:
-    """Equal but for the element slot, which a compiled walk fills with the key."""
-    return frame[:7] == reference[:7] and frame[8:] == reference[8:]
+def _prepared(fragment: str) -> Any:
+    """The page's parser, its streamed segments placed and its junk removed."""
+    html = f"<html><head><title>t</title></head><body>{fragment}</body></html>"
+    parser = _parse(html.encode())
+    assert parser is not None
+    with compiled.interpreted():
+        tree = PureTree(parser)
+        _place_streamed_segments(tree)
+        _strip_junk(tree)
+    return parser
 
 
 @settings(max_examples=250, deadline=None)
@@ -274,26 +310,29 @@ def test_the_interpreted_walk_and_read_out_give_what_the_reference_gives(fragmen
 
 
 def _against_the_reference(fragment: str, *, interpreted: bool) -> None:
-    body = _prepared(fragment)
-    walk, reference = _Walk(body), _Walk(body)
+    parser = _prepared(fragment)  # one tree: both walks name its elements by address
     with compiled.interpreted() if interpreted else nullcontext():
+        walk = _Walk(_tree(parser))
         walk.run()
-    reference_run(reference)
-    key = walk.extension.address if walk.extension is not None else (lambda el: el)
-    assert list(walk.stats) == [key(el) for el in reference.stats]
-    for el, frame in reference.stats.items():
-        assert _same_frame(walk.frame(el), frame)
+    reference = _Walk(PureTree(parser))
+    with compiled.interpreted():
+        reference_run(reference)
+    assert list(walk.stats) == list(reference.stats)
+    assert walk.stats == reference.stats
     assert walk.candidates == reference.candidates
     assert walk.dropped == reference.dropped
     assert walk.marks == reference.marks
     containers, _ = _choose(walk)
+    body = walk.body
+    tree = reference.tree
+    assert isinstance(tree, PureTree)
     for options in (
         {},
         {"dense_max_chars": 1000, "skip": containers},
         {"link_density": 1.0, "links_only": True},
     ):
         for chosen in (containers, [body], [*containers, body]):
-            expected = reference_lines(chosen, reference.stats, **options)  # type: ignore[arg-type]
+            expected = reference_lines(tree, chosen, reference.stats, **options)  # type: ignore[arg-type]
             assert _lines(chosen, walk, **options) == expected  # type: ignore[arg-type]
 
 

@@ -316,7 +316,7 @@ def test_scheme_ignores_limits_and_is_short() -> None:
     default = FingerprintConfig()
     changed = FingerprintConfig(min_text_chars=10, max_body_bytes=1000)
     assert changed.scheme == default.scheme
-    assert default.scheme.startswith("sh7-64-")
+    assert default.scheme.startswith("sh8-64-")
     assert len(default.scheme) <= 20
 
 

@@ -97,7 +97,7 @@ PAGES = {
     ),
 }
 
-PINNED_SCHEME = "sh7-64-a78bcba7"
+PINNED_SCHEME = "sh8-64-a78bcba7"
 PINNED = {
     "en": "33302c08259419c9",
     "zh": "0b1f430891156b3b",
