@@ -72,7 +72,7 @@ def _stage_runners(settings: dict[str, str]) -> dict[str, Callable[[bytes], obje
     from scrapy_simhash.text import extract_main_text
     from scrapy_simhash.text.choose import _choose
     from scrapy_simhash.text.decode import decode_html
-    from scrapy_simhash.text.parse import _parse, _place_streamed_segments, _strip_junk
+    from scrapy_simhash.text.parse import _parse, _place_streamed_segments, _strip_junk, _tree
     from scrapy_simhash.text.readout import _title
     from scrapy_simhash.text.walk import _Walk
 
@@ -87,16 +87,16 @@ def _stage_runners(settings: dict[str, str]) -> dict[str, Callable[[bytes], obje
             if stage == "decode":
                 return decoded
             data = decoded.utf8 or decoded.text.encode("utf-8", errors="replace")
-            root = _parse(data)
-            if stage == "parse" or root is None:
-                return root
-            _title(root)
-            _place_streamed_segments(root)
-            _strip_junk(root)
+            parser = _parse(data)
+            if stage == "parse" or parser is None:
+                return parser
+            tree = _tree(parser)
+            _title(tree)
+            _place_streamed_segments(tree)
+            _strip_junk(tree)
             if stage == "prepare":
-                return root
-            found = root.find("body")
-            walk = _Walk(root if found is None else found)
+                return tree
+            walk = _Walk(tree)
             walk.run()
             return walk if stage == "walk" else _choose(walk)
 

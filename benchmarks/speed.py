@@ -160,6 +160,7 @@ def reference_ratios(settings: dict[str, str], corpora: dict[str, list[bytes]]) 
 _STAGES = (
     (extract, "decode_html", "decode"),
     (extract, "_parse", "parse"),
+    (extract, "_tree", "parse"),
     (extract, "_title", "prepare"),
     (extract, "_place_streamed_segments", "prepare"),
     (extract, "_strip_junk", "prepare"),

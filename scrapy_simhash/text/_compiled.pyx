@@ -47,6 +47,7 @@ from scrapy_simhash.text.rules import (
     _MIN_PARAGRAPH_BYTES,
     _NEGATIVE_STEMS,
     _NOT_NESTING,
+    _FORMATTING,
     _NEGATIVE_WHOLE,
     _NEUTRAL_PREFIXES,
     _POSITIVE_WORDS,
@@ -180,45 +181,65 @@ cdef inline bint _is_letter(unsigned char c) noexcept:
     return 65 <= c <= 90 or 97 <= c <= 122
 
 
-# The names of _NOT_NESTING, for nests_deeper to compare bytes with, without objects; and
-# which first letters and lengths they have, so that most names are passed by one look.
-cdef bytes _NOT_NESTING_JOINED = b" ".join(sorted(_NOT_NESTING)) + b" "
-cdef bint _NOT_NESTING_SHAPE[26][17]
-for _name in _NOT_NESTING:
-    _NOT_NESTING_SHAPE[_name[0] - 97][len(_name)] = True
+# The names too_costly tells apart, to compare bytes with, without objects (each name with
+# its kind after a colon, the first entry of a name deciding); and which first letters and
+# lengths they have, so that most names are passed by one look.
+cdef enum:
+    _NESTING = 0
+    _NOT_NESTING_KIND = 1
+    _FORMATTING_KIND = 2
+    _SELECT_KIND = 3
+    _OPTION_KIND = 4
+
+cdef bytes _KINDS_JOINED = b"".join(
+    [b"select:3 ", b"option:4 "]
+    + [name + b":1 " for name in sorted(_NOT_NESTING)]
+    + [name + b":2 " for name in sorted(_FORMATTING)]
+)
+cdef bint _KIND_SHAPE[26][17]
+for _name in _NOT_NESTING | _FORMATTING | {b"select", b"option"}:
+    _KIND_SHAPE[_name[0] - 97][len(_name)] = True
 
 
-cdef bint _not_nesting(const unsigned char* name, Py_ssize_t size) noexcept:
-    """Whether the lowercased tag name of ``size`` bytes (1 to 16) is in _NOT_NESTING."""
-    if not (97 <= name[0] <= 122 and _NOT_NESTING_SHAPE[name[0] - 97][size]):
-        return False
-    cdef const unsigned char* names = <const unsigned char*>PyBytes_AS_STRING(_NOT_NESTING_JOINED)
-    cdef Py_ssize_t total = PyBytes_GET_SIZE(_NOT_NESTING_JOINED)
+cdef int _kind(const unsigned char* name, Py_ssize_t size) noexcept:
+    """The kind of a lowercased tag name of ``size`` bytes (1 to 16): _NESTING for any
+    name not listed."""
+    if not (97 <= name[0] <= 122 and _KIND_SHAPE[name[0] - 97][size]):
+        return _NESTING
+    cdef const unsigned char* names = <const unsigned char*>PyBytes_AS_STRING(_KINDS_JOINED)
+    cdef Py_ssize_t total = PyBytes_GET_SIZE(_KINDS_JOINED)
     cdef Py_ssize_t at = 0
     cdef Py_ssize_t end
     while at < total:
         end = at
-        while names[end] != 32:
+        while names[end] != 58:  # :
             end += 1
         if end - at == size and memcmp(names + at, name, size) == 0:
-            return True
-        at = end + 1
-    return False
+            return names[end + 1] - 48
+        at = end + 3
+    return _NESTING
 
 
-def nests_deeper(bytes data, Py_ssize_t limit):
-    """``parse._nests_deeper_interpreted``: start tags of nesting elements less end tags,
-    counted along the page, beyond ``limit`` somewhere."""
+def too_costly(
+    bytes data, Py_ssize_t max_scanned, Py_ssize_t max_reopened, Py_ssize_t max_compared
+):
+    """``parse._too_costly_interpreted``: 0, or which limit the page passes (1: open
+    elements looked through, 2: formatting elements opened again, 3: options compared)."""
     cdef const unsigned char* start = data
     cdef Py_ssize_t size = len(data)
     cdef Py_ssize_t depth = 0
+    cdef Py_ssize_t scanned = 0
+    cdef Py_ssize_t formatting = 0
+    cdef Py_ssize_t reopened = 0
+    cdef Py_ssize_t options = -1
+    cdef Py_ssize_t compared = 0
     cdef Py_ssize_t at
     cdef Py_ssize_t name_start
     cdef Py_ssize_t end
     cdef Py_ssize_t k
     cdef Py_ssize_t length
     cdef bint closing
-    cdef bint nesting
+    cdef int kind
     cdef unsigned char c
     cdef const void* found
     cdef unsigned char lowered[16]
@@ -234,28 +255,47 @@ def nests_deeper(bytes data, Py_ssize_t limit):
             end += 1
         if end > name_start and _is_letter(start[name_start]):
             length = end - name_start
-            nesting = True
+            kind = _NESTING
             if length <= 16:
                 for k in range(length):
                     c = start[name_start + k]
                     lowered[k] = c | 0x20 if 65 <= c <= 90 else c
-                nesting = not _not_nesting(lowered, length)
+                kind = _kind(lowered, length)
+            scanned += depth
+            if scanned > max_scanned:
+                return 1
             if closing:
-                if nesting and depth > 0:
+                if kind != _NOT_NESTING_KIND and kind != _OPTION_KIND and depth > 0:
                     depth -= 1
+                if kind == _FORMATTING_KIND and formatting > 0:
+                    formatting -= 1
+                if kind == _SELECT_KIND:
+                    options = -1
             else:
                 found = memchr(start + end, b'>', <size_t>(size - end))
                 if found is NULL:
-                    return False
+                    return 0
                 at = <const unsigned char*>found - start
-                if start[at - 1] != 47 and nesting:
-                    depth += 1
-                    if depth > limit:
-                        return True
+                if start[at - 1] != 47:
+                    if kind == _FORMATTING_KIND:
+                        formatting += 1
+                    else:
+                        reopened += formatting
+                        if reopened > max_reopened:
+                            return 2
+                    if kind != _NOT_NESTING_KIND and kind != _OPTION_KIND:
+                        depth += 1
+                if kind == _SELECT_KIND:
+                    options = 0
+                elif kind == _OPTION_KIND and options >= 0:
+                    compared += options
+                    options += 1
+                    if compared > max_compared:
+                        return 3
         if at + 1 >= size:
             break
         found = memchr(start + at + 1, b'<', <size_t>(size - at - 1))
-    return False
+    return 0
 
 
 cdef inline lxb_dom_node_t* _node(uintptr_t address) noexcept:

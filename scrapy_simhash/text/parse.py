@@ -13,7 +13,7 @@ from typing import Any
 from selectolax.lexbor import LexborHTMLParser
 
 from scrapy_simhash.text import compiled
-from scrapy_simhash.text.rules import _JUNK_TAGS, _NOT_NESTING
+from scrapy_simhash.text.rules import _FORMATTING, _JUNK_TAGS, _NOT_NESTING
 from scrapy_simhash.text.tree import PureTree, Tree
 
 # React streaming server rendering sends late parts of a page as <div hidden id="S:n">
@@ -21,58 +21,79 @@ from scrapy_simhash.text.tree import PureTree, Tree
 # id="B:n"> (a Suspense boundary) or <template id="P:n"> (a placeholder).
 _STREAMED_TARGET = re.compile(r"[BP]:(\d+)")
 
-#: The nesting from which a page is read without its wrapper tags. An HTML5 parse has no
-#: limit of its own, and lexbor's time grows with the square of the depth (each block
-#: element's start looks down the stack of open elements): 40,000 nested <div>s take it
-#: 1.3 s, 2,000 take it 3 ms. Pages that deep are nearly always unclosed wrappers; parsed
-#: again without these tags, their text is all there.
-MAX_NESTING = 2048
+# An HTML5 parse has no limits of its own, and lexbor's time and memory grow faster than
+# the page in three ways. A page past any of these limits, counted along its bytes from
+# above, is read without its wrapper tags (pages like that are nearly always unclosed
+# wrappers: their text is all there), and is not read at all when that does not bring it
+# under them. The real pages measured stay below a tenth of each.
+#: Open elements the page's tags look through: each start or end tag of a block looks
+#: down the stack of open elements (40,000 nested <div>s take lexbor 1.3 s; 50,000 <li>s
+#: inside 2,000 <div>s 0.16 s). Real pages reach 1.5 million at most.
+MAX_SCANNED = 20_000_000
+#: Formatting elements opened again: each block that closes them has the parse open them
+#: again in the next, so 1,500 unclosed <b>s of distinct ids, each before a <p>, make 1.1
+#: million elements (420 MB). Real pages reach 115,000 at most (half of them 45).
+MAX_REOPENED = 200_000
+#: Options of one menu that each new option is compared with (20,000 options in one
+#: <select> take lexbor 1 s). Real pages reach 150,000 at most (a menu of 549).
+MAX_COMPARED = 2_000_000
 _NESTING_TAGS = re.compile(
     rb"</?(?:div|span|font|section|article|center|small|big|b|i|u|em|strong|blockquote"
-    rb"|table|tbody|tr|td|ul|ol|dl|dd|a)(?:\s[^>]*)?/?>",
-    re.IGNORECASE,
+    rb"|table|tbody|tr|td|ul|ol|dl|dd|a)(?:\s[^>]*)?/?>"
+    rb"|<select\b.*?(?:</select\s*>|$)",
+    re.IGNORECASE | re.DOTALL,
 )
-#: The longest tag name the nesting scan compares (longer ones are nesting elements).
+#: What _too_costly finds: nothing, or which limit the page passes.
+_CHEAP, _SCANNED, _REOPENED, _COMPARED = 0, 1, 2, 3
+_PASSED = {
+    _SCANNED: f"its tags would look through more than {MAX_SCANNED} open elements",
+    _REOPENED: f"it would have formatting elements opened again more than {MAX_REOPENED} times",
+    _COMPARED: f"its menus would compare options more than {MAX_COMPARED} times",
+}
+#: The longest tag name the scan compares (longer ones are nesting elements).
 _NAME_BYTES = 16
 
 
 def _parse(data: bytes, notes: list[str] | None = None) -> Any:
     """Parse UTF-8 bytes (selectolax's parser, holding lexbor's tree); None when there is
-    nothing to parse, or when nesting too deep to parse even without wrapper tags would
-    take more time than a page may (said in ``notes``)."""
+    nothing to parse, or when a page would cost its parse more than any page may even
+    without its wrapper tags and menus (said in ``notes``)."""
     if b"\x00" in data:
         data = data.replace(b"\x00", b"")
     if data.isspace() or not data:
         return None
-    if _nests_deeper(data):
+    costly = _too_costly(data)
+    if costly != _CHEAP:
         data = _NESTING_TAGS.sub(b" ", data)
-        if _nests_deeper(data):
+        if _too_costly(data) != _CHEAP:
             if notes is not None:
-                notes.append(
-                    f"nested deeper than {MAX_NESTING} elements: text would be lost, "
-                    "not fingerprinted"
-                )
+                notes.append(f"{_PASSED[costly]}: the page is not read, not fingerprinted")
             return None
         if notes is not None:
-            notes.append(f"nested deeper than {MAX_NESTING} elements; parsed without wrapper tags")
+            notes.append(f"{_PASSED[costly]}; read without its wrapper tags and menus")
     return LexborHTMLParser(data)
 
 
-def _nests_deeper(data: bytes) -> bool:
-    """Whether the page may nest more than MAX_NESTING elements: start tags of elements
-    that hold what follows them, less end tags, counted along the page (an estimate from
-    above: an end tag that closes several elements counts as one)."""
+def _too_costly(data: bytes) -> int:
+    """_CHEAP, or the first of the limits above the page passes (see _PASSED), counted
+    along its bytes: an element holds what follows it from its start tag to its end tag
+    (an estimate from above: an end tag that closes several elements counts as one)."""
     extension = compiled.extension
     if extension is not None:
-        return bool(extension.nests_deeper(data, MAX_NESTING))
-    if data.count(b"<") <= MAX_NESTING:  # each '<' adds one level at most
-        return False
-    return _nests_deeper_interpreted(data, MAX_NESTING)
+        return int(extension.too_costly(data, MAX_SCANNED, MAX_REOPENED, MAX_COMPARED))
+    return _too_costly_interpreted(data, MAX_SCANNED, MAX_REOPENED, MAX_COMPARED)
 
 
-def _nests_deeper_interpreted(data: bytes, limit: int) -> bool:
-    """_nests_deeper in Python (and the reference of the compiled scan)."""
-    depth = 0
+def _too_costly_interpreted(
+    data: bytes, max_scanned: int, max_reopened: int, max_compared: int
+) -> int:
+    """_too_costly in Python (and the reference of the compiled scan)."""
+    depth = 0  # elements open
+    scanned = 0
+    formatting = 0  # formatting elements open
+    reopened = 0
+    options = -1  # options of the open menu (-1: none open)
+    compared = 0
     size = len(data)
     at = data.find(b"<")
     while at >= 0:
@@ -85,20 +106,39 @@ def _nests_deeper_interpreted(data: bytes, limit: int) -> bool:
             end += 1
         if end > start and _is_letter(data[start]):
             name = data[start:end].lower() if end - start <= _NAME_BYTES else b""
+            scanned += depth
+            if scanned > max_scanned:
+                return _SCANNED
             if closing:
                 if name not in _NOT_NESTING and depth > 0:
                     depth -= 1
+                if name in _FORMATTING and formatting > 0:
+                    formatting -= 1
+                if name == b"select":
+                    options = -1
             else:
                 close = data.find(b">", end)
                 if close < 0:
-                    return False
-                if data[close - 1] != 0x2F and name not in _NOT_NESTING:
-                    depth += 1
-                    if depth > limit:
-                        return True
+                    return _CHEAP
+                if data[close - 1] != 0x2F:  # not <.../>
+                    if name in _FORMATTING:
+                        formatting += 1
+                    else:
+                        reopened += formatting
+                        if reopened > max_reopened:
+                            return _REOPENED
+                    if name not in _NOT_NESTING:
+                        depth += 1
+                if name == b"select":
+                    options = 0
+                elif name == b"option" and options >= 0:
+                    compared += options
+                    options += 1
+                    if compared > max_compared:
+                        return _COMPARED
                 at = close
         at = data.find(b"<", at + 1)
-    return False
+    return _CHEAP
 
 
 def _is_letter(byte: int) -> bool:

@@ -38,13 +38,16 @@ _JUNK_TAGS = (
     "input",
     "head",
 )
-# Elements that never hold open what follows them (``parse._nests_deeper``): void ones, and
+# Elements that never hold open what follows them (``parse._too_costly``): void ones, and
 # those a parser closes at the next of their kind (or their parent's end) when their end
 # tag is missing.
 _NOT_NESTING = frozenset(
     b"area base br col embed hr img input link meta source track wbr param keygen frame "
     b"p li dt dd option optgroup tr td th tbody thead tfoot colgroup caption rb rt rp rtc".split()
 )
+# Formatting elements: an HTML5 parser opens again, at each new block, every one of them
+# still open (``parse._too_costly``).
+_FORMATTING = frozenset(b"a b big code em font i nobr s small strike strong tt u".split())
 # Elements that templates use for boilerplate; dropped during the walk unless they hold a
 # large share of the page (some sites wrap everything in <header>; Discourse forums serve
 # their posts inside <noscript>).

@@ -31,10 +31,10 @@ from scrapy_simhash.confirm import Signer
 from scrapy_simhash.fingerprint import Fingerprinter
 from scrapy_simhash.text import compiled, extract_main_text, readout, rules
 from scrapy_simhash.text.parse import (
-    _nests_deeper_interpreted,
     _parse,
     _place_streamed_segments,
     _strip_junk,
+    _too_costly_interpreted,
 )
 from scrapy_simhash.text.parse import _tree as _tree_of
 from scrapy_simhash.text.tree import Tree
@@ -201,16 +201,26 @@ _TAG_PIECES = st.sampled_from(
     [b"<div>", b"</div>", b"<DIV class=x>", b"<div/>", b"<p>", b"</p>", b"<li>", b"<br>",
      b"<span>", b"</span >", b"<a href='>'>", b"<", b"/", b">", b" ", b"\n", b"<!-- c -->",
      b"</", b"<1>", b"<x-very-long-custom-name>", b"</x-very-long-custom-name>", b"<Td>",
-     b"\xe6\x96\xb0", b"<<div>>", b"<div\t\n>", b"<img/>", b"</br>", b"<sPaN>"]
+     b"\xe6\x96\xb0", b"<<div>>", b"<div\t\n>", b"<img/>", b"</br>", b"<sPaN>", b"<b id=1>",
+     b"</b>", b"<Code>", b"</code>", b"<nobr>", b"<i/>", b"<font color=red>", b"<select>",
+     b"</select>", b"<option>", b"<OPTION value=1>", b"</option>", b"<option/>"]
 )  # fmt: skip
 
 
-@settings(max_examples=600, deadline=None)
-@given(st.lists(_TAG_PIECES, max_size=60).map(b"".join), st.integers(0, 12))
-def test_nesting_is_counted_as_the_interpreted_scan_counts_it(data: bytes, limit: int) -> None:
+@settings(max_examples=1000, deadline=None)
+@given(
+    st.lists(_TAG_PIECES, max_size=60).map(b"".join),
+    st.integers(0, 60),
+    st.integers(0, 30),
+    st.integers(0, 20),
+)
+def test_a_page_s_cost_is_counted_as_the_interpreted_scan_counts_it(
+    data: bytes, max_scanned: int, max_reopened: int, max_compared: int
+) -> None:
     extension = compiled.extension
     assert extension is not None
-    assert extension.nests_deeper(data, limit) == _nests_deeper_interpreted(data, limit)
+    found = extension.too_costly(data, max_scanned, max_reopened, max_compared)
+    assert found == _too_costly_interpreted(data, max_scanned, max_reopened, max_compared)
 
 
 def _decodes(data: bytes) -> bool:

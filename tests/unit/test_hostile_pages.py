@@ -51,13 +51,50 @@ def test_deeply_nested_stories_stay_distinct(fingerprinter: Fingerprinter, depth
     assert (one.fingerprint ^ shallow.fingerprint).bit_count() <= 3
 
 
-def test_nesting_that_cannot_be_parsed_gives_no_fingerprint_and_says_why(
+def test_deep_nesting_no_wrapper_explains_is_read_whole(fingerprinter: Fingerprinter) -> None:
+    # <q> is no wrapper tag; 3000 nested of them are parsed and the story under them read.
+    deep = fingerprinter.fingerprint_page(_story(1, 3000, tag="<q>"))
+    shallow = fingerprinter.fingerprint_page(_story(1, 5, tag="<q>"))
+    assert deep.fingerprint is not None
+    assert shallow.fingerprint is not None
+    assert (deep.fingerprint ^ shallow.fingerprint).bit_count() <= 3
+    assert deep.notes == shallow.notes
+
+
+def test_a_page_too_costly_to_parse_even_without_wrappers_is_not_read_and_says_why(
     fingerprinter: Fingerprinter,
 ) -> None:
-    # <q> is no wrapper the parser may drop; 3000 of them exceed libxml2's 2048 levels.
-    page = fingerprinter.fingerprint_page(_story(1, 3000, tag="<q>"))
+    # 40,000 nested <q>s: each tag would look through all the open ones before it.
+    page = fingerprinter.fingerprint_page(_story(1, 40_000, tag="<q>"))
     assert page.fingerprint is None
-    assert any("nested deeper than 2048 elements" in note for note in page.notes)
+    assert any(
+        "would look through more than 20000000 open elements: the page is not read" in note
+        for note in page.notes
+    )
+
+
+# Pages an HTML5 parse spends time or memory on out of all proportion to their size, each
+# with the story after it: blocks that each look through 2,000 open <div>s, unclosed <b>s
+# of distinct ids that every new paragraph opens again (1.1 million elements for 1,500),
+# and one menu of 20,000 options that each new option is compared with.
+_COSTLY = {
+    "looked through": "<div>" * 2000 + "<li>" * 20_000 + "</div>" * 2000,
+    "opened again": "".join(f"<b id=b{n}> <p>" for n in range(1500)) + "</b>" * 1500,
+    "compared": "<select>" + "<option>x" * 20_000 + "</select>",
+}
+
+
+@pytest.mark.parametrize("name", sorted(_COSTLY))
+def test_a_page_built_to_make_its_parse_costly_is_read_without_its_wrappers(
+    fingerprinter: Fingerprinter, name: str
+) -> None:
+    costly = fingerprinter.fingerprint_page(_story(1, 1, tag=_COSTLY[name]))
+    plain = fingerprinter.fingerprint_page(_story(1, 5))
+    assert costly.fingerprint is not None
+    assert plain.fingerprint is not None
+    assert (costly.fingerprint ^ plain.fingerprint).bit_count() <= 3  # the story is read
+    assert any("read without its wrapper tags and menus" in note for note in costly.notes)
+    assert not any("read without" in note for note in plain.notes)
 
 
 def test_a_text_node_over_10_mb_is_read() -> None:
