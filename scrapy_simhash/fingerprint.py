@@ -128,7 +128,7 @@ class FingerprintConfig:
             raise ConfigurationError("`seed` must be between 0 and 2**64-1")
         if self.min_text_chars < 0 or self.max_body_bytes < 0:
             raise ConfigurationError("`min_text_chars` and `max_body_bytes` must be >= 0")
-        if self.extractor:  # the built-in one needs no check, nor lxml imported for it
+        if self.extractor:  # the built-in one needs no check, nor its parser imported for it
             self.main_text  # noqa: B018 - an extractor that cannot be loaded refuses here
 
     @cached_property

@@ -17,11 +17,13 @@ reduced to its main text before anything is hashed:
 3. the best container and its qualifying siblings are read out line by line, skipping
    link lists and the headline (the title is returned on its own).
 
-Everything is a single pass of cheap per-element work over lxml's C tree; no step looks at
+Everything is a single pass of cheap per-element work over the tree lexbor parses by the
+HTML5 rules (through selectolax), read in place by the compiled walk; no step looks at
 individual characters in Python.
 
 Each step is a module of its own: ``rules`` (the vocabularies and thresholds), ``decode``
-(bytes to text), ``parse`` (text to a repaired tree), ``walk`` (measuring and scoring),
+(bytes to text), ``parse`` (text to a repaired tree, its cost bounded), ``tree`` (what is
+asked of it), ``walk`` (measuring and scoring),
 ``choose`` (the containers of the content), ``readout`` (their text and the title), and
 ``extract`` (the steps in order).
 """

@@ -1,9 +1,11 @@
 """Whether the walk and the read-out run compiled, in one place.
 
 The extension (``_compiled.pyx``) is built at install when the machine has a C compiler;
-it gives the same frames and lines as the interpreted code, faster. Without it, the
-interpreted code runs, and the crawl says so once when it starts (of the compiled hashing
-too, :mod:`scrapy_simhash._native`).
+it reads the tree selectolax's lexbor built where it lies, and gives the same frames and
+lines as the interpreted code, which asks selectolax's nodes, faster. Without it, or when
+it does not read this selectolax's trees as selectolax does, the interpreted code runs,
+and the crawl says so once when it starts (of the compiled hashing too,
+:mod:`scrapy_simhash._native`).
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ def _load() -> tuple[Extension | None, str]:
     page agrees with selectolax's own (``check_layout``)."""
     module, missing = _native.load("scrapy_simhash.text._compiled")
     if module is not None:
-        refused = module.check_layout() if hasattr(module, "check_layout") else "built for libxml2"
+        refused = module.check_layout() if hasattr(module, "check_layout") else "an older build"
         if refused:
             return None, (
                 f"the compiled walk does not read this selectolax's trees ({refused}); "
