@@ -7,9 +7,9 @@ the parses and the freeing of their trees, and the parse of deeply nested pages.
 The first times, CPU ms a dev page (the fastest of three passes): libxml2's parse and the
 freeing of its tree (with the options the product used), a copy of that tree and its
 freeing (the building of a libxml2 tree without the reading of any HTML), lexbor's parse
-and freeing, and lexbor's parse with one compiled pass over its nodes where they lie
-(``_lexbor_pass.pyx``, built by Cython's pyximport: each element, its class and id, each
-text's characters), the floor of a walk that reads lexbor's tree without a copy.
+and freeing, and lexbor's parse with one compiled pass over its nodes where they lie (the
+product's count of the page's text, ``_compiled.subtree_chars``), the floor of a walk that
+reads lexbor's tree without a copy.
 ``--nesting`` times one parse of a page of nested start tags, by depth: lexbor alone, the
 product's parse, and libxml2.
 
@@ -46,31 +46,15 @@ _LIBXML2 = etree.HTMLParser(
 )
 
 
-def _compiled_pass() -> Callable[[int], tuple[int, int, int]]:
-    """``_lexbor_pass.walk``, built here by Cython, once checked against selectolax's own
-    reading of the same trees (a layout that does not match lexbor's is refused)."""
-    import pyximport
+def _compiled_pass() -> Callable[[int], int]:
+    """One compiled pass over every node under an address, reading lexbor's nodes in place:
+    the product's count of a subtree's text (``_compiled.subtree_chars``)."""
+    from scrapy_simhash.text import compiled
 
-    pyximport.install(language_level=3, build_dir=str(Path(__file__).parent / ".pyxbld"))
-    from _lexbor_pass import walk
-
-    samples = [
-        b'<p class="a b" id=x>h\xc3\xa9llo<my-widget>z</my-widget></p><!-- c -->text',
-        *(page.body() for page in load_pages()[:50]),
-    ]
-    for html in samples:
-        tree = LexborHTMLParser(html)
-        root = tree.root
-        elements = named = 0
-        for node in root.traverse():
-            if node.tag and node.tag[0] not in "-_!":
-                elements += 1
-                names = node.attributes
-                for key in ("class", "id"):
-                    named += len((names.get(key) or "").encode("utf-8", "surrogateescape"))
-        if walk(root.mem_id)[:2] != (elements, named):
-            raise SystemExit("lexbor's node layout is not the one _lexbor_pass.pyx reads")
-    return walk
+    extension = compiled.extension
+    if extension is None:
+        raise SystemExit(f"the compiled walk is not available: {compiled.MISSING}")
+    return lambda root: int(extension.subtree_chars(root, extension.Counts()))
 
 
 def costs(count: int) -> None:
