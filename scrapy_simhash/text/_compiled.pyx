@@ -181,9 +181,7 @@ cdef inline bint _is_letter(unsigned char c) noexcept:
     return 65 <= c <= 90 or 97 <= c <= 122
 
 
-# The names too_costly tells apart, to compare bytes with, without objects (each name with
-# its kind after a colon, the first entry of a name deciding); and which first letters and
-# lengths they have, so that most names are passed by one look.
+# The names too_costly tells apart, compared as bytes, without objects.
 cdef enum:
     _NESTING = 0
     _NOT_NESTING_KIND = 1
@@ -191,32 +189,44 @@ cdef enum:
     _SELECT_KIND = 3
     _OPTION_KIND = 4
 
-cdef bytes _KINDS_JOINED = b"".join(
-    [b"select:3 ", b"option:4 "]
-    + [name + b":1 " for name in sorted(_NOT_NESTING)]
-    + [name + b":2 " for name in sorted(_FORMATTING)]
-)
-cdef bint _KIND_SHAPE[26][17]
-for _name in _NOT_NESTING | _FORMATTING | {b"select", b"option"}:
-    _KIND_SHAPE[_name[0] - 97][len(_name)] = True
+# Each listed name with its kind, grouped by first letter and length: the names of one
+# shape lie together in _KIND_NAMES (each _KIND_WIDTH bytes, NUL-padded), from
+# _KIND_FIRST[letter][length], _KIND_COUNT[letter][length] of them. "select" and "option"
+# come first, so that their own kind decides over option's place in _NOT_NESTING.
+cdef enum:
+    _KIND_WIDTH = 16
+
+cdef dict _KIND_OF = {}
+for _name in sorted(_NOT_NESTING):
+    _KIND_OF[_name] = _NOT_NESTING_KIND
+for _name in sorted(_FORMATTING):
+    _KIND_OF[_name] = _FORMATTING_KIND
+_KIND_OF[b"select"] = _SELECT_KIND
+_KIND_OF[b"option"] = _OPTION_KIND
+cdef list _KIND_SORTED = sorted(_KIND_OF, key=lambda name: (name[0], len(name), name))
+cdef bytes _KIND_NAMES = b"".join(name.ljust(_KIND_WIDTH, b"\0") for name in _KIND_SORTED)
+cdef bytes _KIND_KINDS = bytes(_KIND_OF[name] for name in _KIND_SORTED)
+cdef int _KIND_FIRST[26][17]
+cdef int _KIND_COUNT[26][17]
+for _index, _name in enumerate(_KIND_SORTED):
+    if _KIND_COUNT[_name[0] - 97][len(_name)] == 0:
+        _KIND_FIRST[_name[0] - 97][len(_name)] = _index
+    _KIND_COUNT[_name[0] - 97][len(_name)] += 1
 
 
 cdef int _kind(const unsigned char* name, Py_ssize_t size) noexcept:
     """The kind of a lowercased tag name of ``size`` bytes (1 to 16): _NESTING for any
     name not listed."""
-    if not (97 <= name[0] <= 122 and _KIND_SHAPE[name[0] - 97][size]):
+    if not 97 <= name[0] <= 122:
         return _NESTING
-    cdef const unsigned char* names = <const unsigned char*>PyBytes_AS_STRING(_KINDS_JOINED)
-    cdef Py_ssize_t total = PyBytes_GET_SIZE(_KINDS_JOINED)
-    cdef Py_ssize_t at = 0
-    cdef Py_ssize_t end
-    while at < total:
-        end = at
-        while names[end] != 58:  # :
-            end += 1
-        if end - at == size and memcmp(names + at, name, size) == 0:
-            return names[end + 1] - 48
-        at = end + 3
+    cdef int first = _KIND_FIRST[name[0] - 97][size]
+    cdef int count = _KIND_COUNT[name[0] - 97][size]
+    cdef const unsigned char* names = <const unsigned char*>PyBytes_AS_STRING(_KIND_NAMES)
+    cdef const unsigned char* kinds = <const unsigned char*>PyBytes_AS_STRING(_KIND_KINDS)
+    cdef int index
+    for index in range(first, first + count):
+        if memcmp(names + index * _KIND_WIDTH, name, size) == 0:
+            return kinds[index]
     return _NESTING
 
 
