@@ -737,13 +737,13 @@ cdef class LexborTree:
     def text_content(self, uintptr_t n):
         return _text_content(_node(n))
 
-    def descendants(self, uintptr_t n, str tag):
+    def descendants(self, uintptr_t n, frozenset tags):
         cdef lxb_dom_node_t* top = _node(n)
         cdef lxb_dom_node_t* node = _element_from(top.first_child)
         cdef int flags
         found = []
         while node is not NULL:
-            if _tag(node, self.tags, &flags) == tag:
+            if _tag(node, self.tags, &flags) in tags:
                 found.append(<uintptr_t>node)
             node = _next(node, top)
         return found

@@ -20,6 +20,7 @@ from scrapy_simhash.text.tree import PureTree, Tree
 # at the end of the body and a script moves each into the place of its <template
 # id="B:n"> (a Suspense boundary) or <template id="P:n"> (a placeholder).
 _STREAMED_TARGET = re.compile(r"[BP]:(\d+)")
+_TEMPLATE = frozenset(["template"])
 
 # An HTML5 parse has no limits of its own, and lexbor's time and memory grow faster than
 # the page in three ways. A page past any of these limits, counted along its bytes from
@@ -166,7 +167,7 @@ def _place_streamed_segments(tree: Tree) -> None:
     Left hidden at the end of the body, the bulk of a streamed article would be dropped
     as hidden, and the page would be reduced to the part rendered before the stream.
     """
-    if not tree.descendants(tree.root, "template"):
+    if not tree.descendants(tree.root, _TEMPLATE):
         return
     parser = tree.parser
     targets: dict[str, Any] = {}

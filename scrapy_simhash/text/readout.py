@@ -205,22 +205,27 @@ def _clean_title(title: str, headline: str) -> str:
     return max(parts, key=lambda part: len(part.encode("utf-8")))
 
 
+#: The elements the title is read from.
+_TITLE_TAGS = frozenset(["meta", "title", "h1"])
+
+
 def _title(tree: Tree) -> str:
     """The page's title: og:title or twitter:title, else <title> without its site's name,
     else the first h1 with text."""
-    root = tree.root
-    for meta in tree.descendants(root, "meta"):
+    found = tree.descendants(tree.root, _TITLE_TAGS)
+    tags = [tree.tag(el) for el in found]
+    for meta in (el for el, tag in zip(found, tags, strict=True) if tag == "meta"):
         key = tree.get(meta, "property") or tree.get(meta, "name") or ""
         if key.lower() in ("og:title", "twitter:title"):
             content = " ".join((tree.get(meta, "content") or "").split())
             if content:
                 return _clean_title(content, "")
     title = ""
-    for el in tree.descendants(root, "title"):
+    for el in (el for el, tag in zip(found, tags, strict=True) if tag == "title"):
         title = tree.text_content(el)
         break
     headline = ""
-    for el in tree.descendants(root, "h1"):
+    for el in (el for el, tag in zip(found, tags, strict=True) if tag == "h1"):
         headline = tree.text_content(el)
         if headline.strip():
             break

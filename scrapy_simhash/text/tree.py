@@ -37,7 +37,7 @@ class Tree(Protocol):
 
     def text_content(self, n: int) -> str: ...
 
-    def descendants(self, n: int, tag: str) -> list[int]: ...
+    def descendants(self, n: int, tags: frozenset[str]) -> list[int]: ...
 
 
 class PureTree:
@@ -88,8 +88,9 @@ class PureTree:
     def text_content(self, n: int) -> str:
         return "".join(_texts(self._nodes[n]))
 
-    def descendants(self, n: int, tag: str) -> list[int]:
-        return [self.known(node) for node in _elements_under(self._nodes[n]) if node.tag == tag]
+    def descendants(self, n: int, tags: frozenset[str]) -> list[int]:
+        """The elements under ``n`` whose tag is one of ``tags``, in document order."""
+        return [self.known(node) for node in _elements_under(self._nodes[n]) if node.tag in tags]
 
 
 def _texts(top: Any) -> Iterator[str]:

@@ -300,6 +300,7 @@ def _after(node: Any, body_id: int) -> Any:
 # shows. Comment sections hold long paragraphs too, and so do related posts (teasers with
 # excerpts as long as a paragraph): those are never the article, and stay boilerplate.
 _MIN_ARTICLE_PARAGRAPHS = 3
+_PARAGRAPH = frozenset(["p"])
 _ARTICLE_PARAGRAPH_CHARS = 150
 _NEVER_ARTICLE_NAMES = re.compile(
     r"comment|disqus|repl(?:y|ies)|respond|discussion|related", re.IGNORECASE
@@ -313,7 +314,7 @@ def _holds_article(tree: Tree, el: int) -> bool:
     if _NEVER_ARTICLE_NAMES.search(names):
         return False
     count = 0
-    for paragraph in tree.descendants(el, "p"):
+    for paragraph in tree.descendants(el, _PARAGRAPH):
         if normalized_length(tree.text_content(paragraph)) >= _ARTICLE_PARAGRAPH_CHARS:
             count += 1
             if count >= _MIN_ARTICLE_PARAGRAPHS:
