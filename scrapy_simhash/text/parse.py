@@ -1,5 +1,5 @@
 """From UTF-8 bytes to a tree ready for the walk: parsing by the HTML5 rules (lexbor, through
-selectolax), with a bound on nesting; streamed segments put in place; junk tags removed.
+selectolax), its cost bounded first; streamed segments put in place; junk tags removed.
 
 Everything here repairs what a browser would have repaired or run, so that the walk sees
 the page a reader sees.
@@ -38,7 +38,8 @@ MAX_REOPENED = 200_000
 #: Options of one menu that each new option is compared with (20,000 options in one
 #: <select> take lexbor 1 s). Real pages reach 150,000 at most (a menu of 549).
 MAX_COMPARED = 2_000_000
-_NESTING_TAGS = re.compile(
+# Wrapper tags, and menus with their options (whose content is never main text).
+_WRAPPERS_AND_MENUS = re.compile(
     rb"</?(?:div|span|font|section|article|center|small|big|b|i|u|em|strong|blockquote"
     rb"|table|tbody|tr|td|ul|ol|dl|dd|a)(?:\s[^>]*)?/?>"
     rb"|<select\b.*?(?:</select\s*>|$)",
@@ -65,7 +66,7 @@ def _parse(data: bytes, notes: list[str] | None = None) -> Any:
         return None
     costly = _too_costly(data)
     if costly != _CHEAP:
-        data = _NESTING_TAGS.sub(b" ", data)
+        data = _WRAPPERS_AND_MENUS.sub(b" ", data)
         if _too_costly(data) != _CHEAP:
             if notes is not None:
                 notes.append(f"{_PASSED[costly]}: the page is not read, not fingerprinted")

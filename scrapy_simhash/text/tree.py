@@ -93,13 +93,12 @@ class PureTree:
         return [self.known(node) for node in _elements_under(self._nodes[n]) if node.tag in tags]
 
 
-def _texts(top: Any) -> Iterator[str]:
-    """The text of every text node under ``top``, in document order."""
+def _nodes_under(top: Any) -> Iterator[Any]:
+    """Every node under ``top``, in document order."""
     node = top.first_child
     while node is not None:
-        if node.is_text_node:
-            yield node.text_content or ""
-        elif node.is_element_node and node.first_child is not None:
+        yield node
+        if node.is_element_node and node.first_child is not None:
             node = node.first_child
             continue
         while node.next is None:
@@ -109,20 +108,14 @@ def _texts(top: Any) -> Iterator[str]:
         node = node.next
 
 
+def _texts(top: Any) -> Iterator[str]:
+    """The text of every text node under ``top``, in document order."""
+    return (node.text_content or "" for node in _nodes_under(top) if node.is_text_node)
+
+
 def _elements_under(top: Any) -> Iterator[Any]:
     """Every element under ``top``, in document order."""
-    node = top.first_child
-    while node is not None:
-        if node.is_element_node:
-            yield node
-            if node.first_child is not None:
-                node = node.first_child
-                continue
-        while node.next is None:
-            node = node.parent
-            if node is None or node.mem_id == top.mem_id:
-                return
-        node = node.next
+    return (node for node in _nodes_under(top) if node.is_element_node)
 
 
 def run_after(node: Any) -> tuple[list[str], Any]:
