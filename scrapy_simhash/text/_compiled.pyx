@@ -403,10 +403,12 @@ cdef enum:
     _JUDGED_NAME = 8
     _HIDING_NAME = 16
     _MARK_NAME = 32
+    _JUNK_TAG = 64
 
 
 # Each set of rules.py a name can be in, with its bit.
 cdef tuple _FLAG_SETS = (
+    (frozenset(_JUNK_TAGS), _JUNK_TAG),
     (_BOILERPLATE_TAGS, _BOILERPLATE_TAG),
     (_INLINE_TAGS, _INLINE_TAG),
     (_MARK_TAGS, _MARK_TAG),
@@ -766,22 +768,19 @@ cdef void _unlink(lxb_dom_node_t* node) noexcept:
     node.prev = NULL
 
 
-def strip_junk(parser):
+def strip_junk(LexborTree tree):
     """``parse._strip_junk``: every element of _JUNK_TAGS taken out, with what it holds."""
-    root = parser.root
-    if root is None:
-        return
-    cdef lxb_dom_node_t* top = _node(root.mem_id)
-    cdef lxb_dom_node_t* node = top
+    cdef lxb_dom_node_t* top = _node(tree.root)
+    cdef lxb_dom_node_t* node
     cdef lxb_dom_node_t* after
-    cdef _Names names = _Names(_STANDARD_TAGS)
     cdef int flags
-    junk = frozenset(_JUNK_TAGS)
-    if _tag(top, names, &flags) in junk:
+    _tag(top, tree.tags, &flags)
+    if flags & _JUNK_TAG:
         return
     node = _next(top, top)
     while node is not NULL:
-        if _tag(node, names, &flags) in junk:
+        _tag(node, tree.tags, &flags)
+        if flags & _JUNK_TAG:
             after = _after(node, top)
             _unlink(node)
             node = after
@@ -958,7 +957,8 @@ def run(walk):
         tag = _tag(node, tags, &tag_flags)
         attribute_flags = _attribute_flags(node, attributes)
         if tag_flags & _BOILERPLATE_TAG or attribute_flags & _JUDGED_NAME:
-            # _Walk.is_boilerplate, read from the node.
+            # Boilerplate by tag, by a hiding attribute or by class/id names, read from the
+            # node (``_Walk.run_interpreted``).
             if tag_flags & _BOILERPLATE_TAG or (
                 attribute_flags & _HIDING_NAME and _hidden(node, attributes)
             ):

@@ -207,6 +207,6 @@ def _strip_junk(tree: Tree) -> None:
     """Remove the elements whose content is never main text (_JUNK_TAGS), in C."""
     extension = compiled.extension
     if extension is not None:
-        extension.strip_junk(tree.parser)
+        extension.strip_junk(tree)
     else:
         tree.parser.strip_tags(list(_JUNK_TAGS), recursive=True)

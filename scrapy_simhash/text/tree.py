@@ -10,11 +10,12 @@ either side of one reads as one run, as a reader sees it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any, Protocol
 
 # XPath's normalize-space: runs of these four characters are one space.
-_XML_SPACE = " \t\r\n"
+_XML_SPACE_RUN = re.compile("[ \t\r\n]+")
 
 
 class Tree(Protocol):
@@ -64,11 +65,7 @@ class PureTree:
         return str(self._nodes[n].tag)
 
     def get(self, n: int, name: str) -> str | None:
-        attributes = self._nodes[n].attributes
-        if name not in attributes:
-            return None
-        value = attributes[name]
-        return "" if value is None else str(value)
+        return attribute(self._nodes[n].attributes, name)
 
     def parent(self, n: int) -> int | None:
         parent = self._nodes[n].parent
@@ -131,12 +128,15 @@ def run_after(node: Any) -> tuple[list[str], Any]:
     return pieces, None
 
 
+def attribute(attributes: dict[str, str | None], name: str) -> str | None:
+    """An attribute's value from selectolax's ``Node.attributes`` (None: absent; '' for an
+    attribute without a value, which selectolax gives as None)."""
+    if name not in attributes:
+        return None
+    value = attributes[name]
+    return "" if value is None else value
+
+
 def normalized_length(text: str) -> int:
     """XPath's ``string-length(normalize-space(text))``."""
-    return len(" ".join(_split_xml_space(text)))
-
-
-def _split_xml_space(text: str) -> list[str]:
-    for space in _XML_SPACE[1:]:
-        text = text.replace(space, " ")
-    return [piece for piece in text.split(" ") if piece]
+    return len(_XML_SPACE_RUN.sub(" ", text).strip(" "))

@@ -26,7 +26,7 @@ from scrapy_simhash.text.rules import (
     _names_role,
     _role_of_names,
 )
-from scrapy_simhash.text.tree import PureTree, Tree, normalized_length, run_after
+from scrapy_simhash.text.tree import PureTree, Tree, attribute, normalized_length, run_after
 
 # A frame holds the measurements of one element during the walk, as a list because the
 # walk creates one per element and list literals are the cheapest record Python has:
@@ -89,21 +89,11 @@ class _Walk:
             return len(self.tree.text_content(el))
         return extension.subtree_chars(el, self._counted)
 
-    def is_boilerplate(
-        self, el: int, tag: str, attributes: dict[str, str | None], guarded: bool
-    ) -> bool | None:
-        """True to drop ``el``; None when it looks like boilerplate but is kept for its size
-        (its descendants are then not judged by class names); False otherwise."""
-        if tag in _BOILERPLATE_TAGS or _hides_by(attributes):
-            return self._small(self.chars(el)) or None
-        if guarded or _role_by(attributes) >= 0:
-            return False
-        return self.named_boilerplate(el, attributes)
-
     def named_boilerplate(self, el: int, attributes: dict[str, str | None]) -> bool | None:
-        """is_boilerplate for an element that is neither hidden nor of a boilerplate tag,
-        unguarded, whose class/id names are boilerplate."""
-        if _value(attributes, "itemprop") == "articleBody":
+        """Whether to drop an element that is neither hidden nor of a boilerplate tag,
+        unguarded, whose class/id names are boilerplate: True to drop it, None when it is
+        kept for its size (its descendants are then not judged by class names)."""
+        if attribute(attributes, "itemprop") == "articleBody":
             return False
         chars = self.chars(el)
         if not self._small(chars):
@@ -147,7 +137,6 @@ class _Walk:
         inline_tags = _INLINE_TAGS
         boilerplate_tags = _BOILERPLATE_TAGS
         judged = _JUDGED_ATTRIBUTES
-        hiding = _HIDING_ATTRIBUTES
         marks = self.marks
         mark_tags = _MARK_TAGS
         mark_attributes = _MARK_ATTRIBUTES
@@ -191,10 +180,9 @@ class _Walk:
             attributes = node.attributes  # empty for most elements: no set test then
             verdict: bool | None = False
             if tag in boilerplate_tags or (attributes and not judged.isdisjoint(attributes)):
-                # is_boilerplate, with its usual case (only class/id names) inline.
-                if tag in boilerplate_tags or (
-                    not hiding.isdisjoint(attributes) and _hides_by(attributes)
-                ):
+                # Boilerplate by tag, by a hiding attribute (then kept when large), or by its
+                # class/id names.
+                if tag in boilerplate_tags or _hides_by(attributes):
                     verdict = self._small(self.chars(el)) or None
                 elif not guarded and _role_by(attributes) < 0:
                     verdict = self.named_boilerplate(el, attributes)
@@ -230,29 +218,21 @@ class _Walk:
             candidates.append(body_id)
 
 
-def _value(attributes: dict[str, str | None], name: str) -> str | None:
-    """An attribute's value from selectolax's attributes ('' for one without a value)."""
-    if name not in attributes:
-        return None
-    value = attributes[name]
-    return "" if value is None else value
-
-
 def _hides_by(attributes: dict[str, str | None]) -> bool:
     """rules._hides of an element with these attributes."""
     if _HIDING_ATTRIBUTES.isdisjoint(attributes):
         return False
     return _hides(
-        _value(attributes, "hidden"),
-        _value(attributes, "aria-hidden"),
-        _value(attributes, "style"),
-        _value(attributes, "role"),
+        attribute(attributes, "hidden"),
+        attribute(attributes, "aria-hidden"),
+        attribute(attributes, "style"),
+        attribute(attributes, "role"),
     )
 
 
 def _role_by(attributes: dict[str, str | None]) -> int:
     """rules._role_of_names of an element with these attributes."""
-    return _role_of_names(_value(attributes, "class"), _value(attributes, "id"))
+    return _role_of_names(attribute(attributes, "class"), attribute(attributes, "id"))
 
 
 def _stripped(pieces: list[str]) -> str:

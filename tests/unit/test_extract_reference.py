@@ -38,13 +38,13 @@ from scrapy_simhash.text.rules import (
     _BOILERPLATE_TAGS,
     _CREDIT_ANYWHERE,
     _DATE_IN_LINE,
-    _HIDING_ATTRIBUTES,
     _INLINE_TAGS,
     _JUDGED_ATTRIBUTES,
     _MARK_ATTRIBUTES,
     _MARK_TAGS,
     _MAX_LINK_DENSITY,
     _YEAR_DIGITS,
+    _hides,
     _names_role,
 )
 from scrapy_simhash.text.tree import PureTree
@@ -61,17 +61,47 @@ def _text_run(node: Any) -> str:
     return text
 
 
-def _events(top: Any) -> Iterator[tuple[str, Any]]:
-    """("start", element) and ("end", element) for ``top`` and every element under it; a
-    start sent ``True`` back skips that element's subtree (its end still comes)."""
-    skip = yield "start", top
-    if not skip:
-        child = top.first_child
-        while child is not None:
-            if child.is_element_node:
-                yield from _events(child)
-            child = child.next
-    yield "end", top
+class _Events:
+    """("start", element) and ("end", element) for ``top`` and every element under it, as
+    lxml's ``iterwalk`` gives them: ``skip()`` after a start passes over that element's
+    subtree (its end still comes)."""
+
+    def __init__(self, top: Any) -> None:
+        self._top = top
+        self._skipped = False
+
+    def skip(self) -> None:
+        self._skipped = True
+
+    def __iter__(self) -> Iterator[tuple[str, Any]]:
+        return self._events(self._top)
+
+    def _events(self, node: Any) -> Iterator[tuple[str, Any]]:
+        self._skipped = False
+        yield "start", node
+        if not self._skipped:
+            child = node.first_child
+            while child is not None:
+                if child.is_element_node:
+                    yield from self._events(child)
+                child = child.next
+        yield "end", node
+
+
+def _boilerplate(walk: _Walk, el: int, tag: str, guarded: bool) -> bool | None:
+    """Whether the walk drops an element it judges: by its tag or a hiding attribute
+    unless it is large (None: kept for its size), else by its class and id names."""
+    tree = walk.tree
+    hidden = _hides(
+        tree.get(el, "hidden"), tree.get(el, "aria-hidden"), tree.get(el, "style"),
+        tree.get(el, "role"),
+    )  # fmt: skip
+    if tag in _BOILERPLATE_TAGS or hidden:
+        return walk._small(walk.chars(el)) or None
+    if guarded or _names_role(tree, el) >= 0:
+        return False
+    assert isinstance(tree, PureTree)
+    return walk.named_boilerplate(el, tree.node(el).attributes)
 
 
 def reference_run(walk: _Walk) -> None:
@@ -87,15 +117,10 @@ def reference_run(walk: _Walk) -> None:
     if text:
         root[0] += len(text)
         own.append(text)
-    events = _events(body)
-    next(events)
-    sent = None
-    while True:
-        try:
-            event, node = events.send(sent)
-        except StopIteration:
-            break
-        sent = None
+    events = _Events(body)
+    walker = iter(events)
+    next(walker)  # the body's start: its frame is the root's
+    for event, node in walker:
         el = tree.known(node)
         if event == "start":
             tag = node.tag
@@ -103,14 +128,10 @@ def reference_run(walk: _Walk) -> None:
             guarded = parent[6]
             attributes = node.attributes
             if tag in _BOILERPLATE_TAGS or not _JUDGED_ATTRIBUTES.isdisjoint(attributes):
-                verdict: bool | None = False
-                if tag in _BOILERPLATE_TAGS or not _HIDING_ATTRIBUTES.isdisjoint(attributes):
-                    verdict = walk.is_boilerplate(el, tag, attributes, guarded)
-                elif not guarded and _names_role(tree, el) < 0:
-                    verdict = walk.named_boilerplate(el, attributes)
+                verdict = _boilerplate(walk, el, tag, guarded)
                 if verdict:
                     walk.dropped.append(el)
-                    sent = True  # its subtree is skipped; its end gives its tail
+                    events.skip()  # its end gives its tail
                     stack.append(["dropped", el])
                     continue
                 if verdict is None:
@@ -168,23 +189,17 @@ def reference_lines(
     current: list[str] = []
     skipped = set(skip)
     for container in containers:
-        events = _events(tree.node(container))
-        sent = None
-        while True:
-            try:
-                event, node = events.send(sent)
-            except StopIteration:
-                break
-            sent = None
+        events = _Events(tree.node(container))
+        for event, node in events:
             tag = node.tag
             el = tree.known(node)
             if event == "start":
                 frame = stats.get(el)
                 if frame is None or el in skipped:
-                    sent = True
+                    events.skip()
                     continue
                 if links_only and (tag in _BOILERPLATE_TAGS or _names_role(tree, el) < 0):
-                    sent = True
+                    events.skip()
                     continue
                 if tag not in _INLINE_TAGS:
                     if current:
@@ -195,7 +210,7 @@ def reference_lines(
                         and frame[1] > chars * link_density
                         and (dense_max_chars is None or chars <= dense_max_chars)
                     ):
-                        sent = True
+                        events.skip()
                         continue
                 text = _text_run(node.first_child)
                 if text:
