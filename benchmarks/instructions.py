@@ -72,6 +72,7 @@ def _stage_runners(settings: dict[str, str]) -> dict[str, Callable[[bytes], obje
     from scrapy_simhash.text import extract_main_text
     from scrapy_simhash.text.choose import _choose
     from scrapy_simhash.text.decode import decode_html
+    from scrapy_simhash.text.extract import _looked_at
     from scrapy_simhash.text.parse import _parse, _place_streamed_segments, _strip_junk, _tree
     from scrapy_simhash.text.readout import _title
     from scrapy_simhash.text.walk import _Walk
@@ -91,8 +92,9 @@ def _stage_runners(settings: dict[str, str]) -> dict[str, Callable[[bytes], obje
             if stage == "parse" or parser is None:
                 return parser
             tree = _tree(parser)
-            _title(tree)
-            _place_streamed_segments(tree)
+            found = _looked_at(tree)
+            _title(tree, found)
+            _place_streamed_segments(tree, found)
             _strip_junk(tree)
             if stage == "prepare":
                 return tree

@@ -161,6 +161,7 @@ _STAGES = (
     (extract, "decode_html", "decode"),
     (extract, "_parse", "parse"),
     (extract, "_tree", "parse"),
+    (extract, "_looked_at", "prepare"),
     (extract, "_title", "prepare"),
     (extract, "_place_streamed_segments", "prepare"),
     (extract, "_strip_junk", "prepare"),

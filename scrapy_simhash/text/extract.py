@@ -11,8 +11,15 @@ from dataclasses import dataclass
 
 from scrapy_simhash.text.choose import _choose
 from scrapy_simhash.text.decode import decode_html
-from scrapy_simhash.text.parse import _parse, _place_streamed_segments, _strip_junk, _tree
+from scrapy_simhash.text.parse import (
+    _TEMPLATE,
+    _parse,
+    _place_streamed_segments,
+    _strip_junk,
+    _tree,
+)
 from scrapy_simhash.text.readout import (
+    _TITLE_TAGS,
     _drop_credits,
     _lines,
     _needs_cleaning,
@@ -20,9 +27,13 @@ from scrapy_simhash.text.readout import (
     _without_c1,
 )
 from scrapy_simhash.text.rules import _FALLBACK_BYTES
+from scrapy_simhash.text.tree import Tree
 from scrapy_simhash.text.walk import _Walk
 
 logger = logging.getLogger("scrapy_simhash.extract")
+#: The elements looked at before the walk, found in one pass: the title's and the templates
+#: of streamed segments.
+_LOOKED_AT = _TITLE_TAGS | _TEMPLATE
 #: Link-dense blocks larger than this are read into for the page's lines (see _extract).
 _PAGE_DENSE_CHARS = 1000  # the name log settings know
 
@@ -57,14 +68,20 @@ class MainText:
 VISIBLE_TEXT_BELOW = 1000
 
 
+def _looked_at(tree: Tree) -> list[int]:
+    """The page's elements of _LOOKED_AT, in document order."""
+    return tree.descendants(tree.root, _LOOKED_AT)
+
+
 def _extract(data: bytes, encoding: str, notes: list[str]) -> MainText:
     parser = _parse(data, notes)
     if parser is None:
         notes.append("no HTML content")
         return MainText("", "", encoding, tuple(notes))
     tree = _tree(parser)
-    title = _title(tree)
-    _place_streamed_segments(tree)
+    found = _looked_at(tree)
+    title = _title(tree, found)
+    _place_streamed_segments(tree, found)
     _strip_junk(tree)
     walk = _Walk(tree)
     body = walk.body

@@ -160,15 +160,17 @@ def _tree(parser: Any) -> Tree:
     return PureTree(parser)
 
 
-def _place_streamed_segments(tree: Tree) -> None:
+def _place_streamed_segments(tree: Tree, found: list[int]) -> None:
     """Do what the page's script does with streamed segments: show each one in the place
     of its template. The boundary's fallback (a spinner or skeleton, marked only by
     comments) stays.
 
     Left hidden at the end of the body, the bulk of a streamed article would be dropped
     as hidden, and the page would be reduced to the part rendered before the stream.
+    ``found``: the page's <template> elements, among others (one search serves the title
+    and this); none, and there is nothing to do.
     """
-    if not tree.descendants(tree.root, _TEMPLATE):
+    if not any(tree.tag(el) in _TEMPLATE for el in found):
         return
     parser = tree.parser
     targets: dict[str, Any] = {}

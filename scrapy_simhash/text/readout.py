@@ -209,10 +209,10 @@ def _clean_title(title: str, headline: str) -> str:
 _TITLE_TAGS = frozenset(["meta", "title", "h1"])
 
 
-def _title(tree: Tree) -> str:
+def _title(tree: Tree, found: list[int]) -> str:
     """The page's title: og:title or twitter:title, else <title> without its site's name,
-    else the first h1 with text."""
-    found = tree.descendants(tree.root, _TITLE_TAGS)
+    else the first h1 with text. ``found``: the page's elements of _TITLE_TAGS in document
+    order, among others (one search serves the title and the streamed segments)."""
     tags = [tree.tag(el) for el in found]
     for meta in (el for el, tag in zip(found, tags, strict=True) if tag == "meta"):
         key = tree.get(meta, "property") or tree.get(meta, "name") or ""

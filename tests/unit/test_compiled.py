@@ -127,7 +127,7 @@ def _prepared(html: str) -> Tree:
     parser = _parse(html.encode())
     assert parser is not None
     tree = _tree_of(parser)
-    _place_streamed_segments(tree)
+    _place_streamed_segments(tree, tree.descendants(tree.root, frozenset(["template"])))
     _strip_junk(tree)
     return tree
 

@@ -307,7 +307,7 @@ def _prepared(fragment: str) -> Any:
     assert parser is not None
     with compiled.interpreted():
         tree = PureTree(parser)
-        _place_streamed_segments(tree)
+        _place_streamed_segments(tree, tree.descendants(tree.root, frozenset(["template"])))
         _strip_junk(tree)
     return parser
 
