@@ -125,7 +125,9 @@ def is_binary(body: bytes) -> bool:
 def _utf16_without_bom(body: bytes) -> str | None:
     """Recognise BOM-less UTF-16 (ASCII markup with a NUL beside every byte)."""
     sample = body[:_BINARY_SAMPLE] if len(body) % 2 == 0 else body[: _BINARY_SAMPLE - 1]
-    if len(sample) < 8:
+    # Nine NULs in ten bytes of one half are about nine in twenty of the whole (a half
+    # holds at least (n - 1) / 2 bytes): most bodies have none, counted without splitting.
+    if len(sample) < 8 or sample.count(0) * 20 < (len(sample) - 1) * 9:
         return None
     even, odd = sample[0::2], sample[1::2]
     if odd.count(0) * 10 >= len(odd) * 9 and even.count(0) == 0:
@@ -135,12 +137,15 @@ def _utf16_without_bom(body: bytes) -> str | None:
     return None
 
 
-def _decode(body: bytes, encoding: str) -> tuple[str | None, int, bool]:
+def _decode(body: bytes, encoding: str, *, counted: bool = True) -> tuple[str | None, int, bool]:
     """Decode with replacement; count the replacement characters it needed and say
     whether the decode was exact (every byte decoded, nothing replaced or dropped).
     A body valid as UTF-8, the ``encoding`` asked, is only checked (in C when the package
     is built with it): no text (None: the caller's ``DecodedHtml.utf8``, the body, stands
-    for it), no replacements, exact.
+    for it), no replacements, exact. ``counted=False`` is for a caller that asks only
+    whether nothing needs replacing: at the first byte that does (before the very end)
+    the answer is 1 and no text, not a decode of the whole body with replacement (a page
+    declaring GBK is tried as UTF-8 first, and most are not UTF-8 early on).
 
     An incomplete character at the very end (a body cut at a byte limit) is dropped
     instead of counted. Replacement characters that UTF-8 bodies already contain (the
@@ -152,8 +157,11 @@ def _decode(body: bytes, encoding: str) -> tuple[str | None, int, bool]:
         return None, 0, True
     try:
         return body.decode(encoding), 0, True
-    except UnicodeDecodeError:
-        pass
+    except UnicodeDecodeError as error:
+        # A character takes at most four bytes: the incremental decode below may keep
+        # the last three undecided (dropped, not replaced), nothing before them.
+        if not counted and error.start + 4 <= len(body):
+            return None, 1, False
     text = codecs.getincrementaldecoder(encoding)(errors="replace").decode(body, False)
     errors = text.count("\ufffd")
     if errors and encoding == "utf-8":
@@ -256,7 +264,7 @@ def decode_html(body: bytes, content_type: str | None = None) -> DecodedHtml:
             # A UTF-16 declaration inside bytes we could read as ASCII is impossible.
             continue
         if encoding != "utf-8":
-            text, errors, exact = _decode(body, "utf-8")
+            text, errors, exact = _decode(body, "utf-8", counted=False)
             if errors == 0:
                 notes.append(f"charset declared {encoding} but decoded as utf-8")
                 return DecodedHtml("utf-8", "detected", tuple(notes), body if exact else None, text)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_simhash.text.decode import decode_html, is_binary
+from scrapy_simhash.text.decode import _decode, _utf16_without_bom, decode_html, is_binary
 
 ZH = "网易新闻：今年以来已有八部委为互联网发声，地方政府拥抱互联网的热情不止于会议内容。"
 DE = "Grüße aus Köln: schöne Straße, für alle Bürger. Ça va très bien, déjà vu à côté."
@@ -194,3 +194,52 @@ def test_a_body_cut_inside_a_character_is_not_given_to_the_parser_as_it_is() -> 
     assert decoded.encoding == "utf-8"
     assert decoded.utf8 is None
     assert decoded.text == body[:-2].decode("utf-8")
+
+
+# Bytes that are UTF-8, or nearly: valid text with a stray byte or a character cut off.
+_NEARLY_UTF8 = st.builds(
+    lambda text, cut, stray: (
+        (text.encode("utf-8") + stray)[: len(text.encode("utf-8")) - cut]
+        if cut
+        else text.encode("utf-8") + stray
+    ),
+    st.text(max_size=30),
+    st.integers(min_value=0, max_value=3),
+    st.sampled_from([b"", b"\xe4", b"\xe4\xbd", b"\xed\xa0", b"\xf4\x90", b"\xff", b"a\x80b"]),
+)
+
+
+@given(st.one_of(_NEARLY_UTF8, st.binary(max_size=64)))
+def test_asking_only_whether_a_body_is_clean_utf8_answers_as_counting_does(body: bytes) -> None:
+    """A page declaring another charset is tried as UTF-8 without counting replacements:
+    the answer (none, and the text) is the one the full count gives."""
+    counted = _decode(body, "utf-8")
+    asked = _decode(body, "utf-8", counted=False)
+    assert (asked[1] == 0) == (counted[1] == 0)
+    if counted[1] == 0:
+        assert asked == counted
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "\ufeffbody".encode("utf-16-le")[2:] * 3,
+        "<html><body>ok</body></html>".encode("utf-16-le") + b"x",
+        "<html><body>ok</body></html>".encode("utf-16-be")[:-1],
+        b"a\x00b\x00c\x00d\x00e",  # the fewest NULs of one half of an odd length
+    ],
+)
+def test_utf16_without_bom_is_recognised_at_any_length(body: bytes) -> None:
+    """The NUL count that passes most bodies at once never passes one the halves'
+    counts recognise as UTF-16 (odd lengths included)."""
+    sample = body[:2048] if len(body) % 2 == 0 else body[:2047]
+    even, odd = sample[0::2], sample[1::2]
+    expected = (
+        "utf-16-le"
+        if odd.count(0) * 10 >= len(odd) * 9 and even.count(0) == 0
+        else "utf-16-be"
+        if even.count(0) * 10 >= len(even) * 9 and odd.count(0) == 0
+        else None
+    )
+    assert expected is not None
+    assert _utf16_without_bom(body) == expected
