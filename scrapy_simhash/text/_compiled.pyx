@@ -743,12 +743,34 @@ cdef class LexborTree:
         cdef lxb_dom_node_t* top = _node(n)
         cdef lxb_dom_node_t* node = _element_from(top.first_child)
         cdef int flags
+        cdef bytes wanted = _standard_tags_in(tags)
+        cdef const unsigned char* standard = wanted
+        cdef uintptr_t count = len(wanted)
         found = []
         while node is not NULL:
-            if _tag(node, self.tags, &flags) in tags:
+            if node.local_name < count:
+                if standard[node.local_name]:
+                    found.append(<uintptr_t>node)
+            elif _tag(node, self.tags, &flags) in tags:
                 found.append(<uintptr_t>node)
             node = _next(node, top)
         return found
+
+
+# For each set of tags asked for, which of lexbor's standard tag numbers it holds: a page's
+# elements are then matched by number, not by a string looked up in the set (the callers
+# ask for one or two sets, each a constant).
+cdef dict _STANDARD_TAGS_IN = {}
+
+
+cdef bytes _standard_tags_in(frozenset tags):
+    cdef PyObject* known = PyDict_GetItem(_STANDARD_TAGS_IN, tags)
+    if known is not NULL:
+        return <bytes>known
+    wanted = bytes(name in tags for name, _ in _STANDARD_TAGS)
+    if len(_STANDARD_TAGS_IN) < 64:
+        _STANDARD_TAGS_IN[tags] = wanted
+    return wanted
 
 
 cdef void _unlink(lxb_dom_node_t* node) noexcept:

@@ -301,6 +301,13 @@ def test_names_lexbor_keeps_in_its_own_table_are_read_alike() -> None:
         "div",
     ]
     assert [fast.tree.tag(el) for el in fast.marks] == ["section"]
+    # Elements asked for by tag, standard names (matched by number) and others together.
+    wanted = frozenset(["x-sidebar", "p", "custom-element-with-a-long-name", "section"])
+    found = [fast.tree.tag(el) for el in fast.tree.descendants(fast.tree.root, wanted)]
+    assert found == [slow.tree.tag(el) for el in slow.tree.descendants(slow.tree.root, wanted)]
+    assert found == [
+        "x-sidebar", "p", "p", "custom-element-with-a-long-name", "p", "p", "section", "p", "p"
+    ]  # fmt: skip
 
 
 def test_the_counts_of_a_page_s_elements_are_each_kept_once() -> None:
