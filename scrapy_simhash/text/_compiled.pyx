@@ -19,6 +19,7 @@ fingerprints (``tests/unit/test_compiled.py`` holds them to it).
 
 from cpython.unicode cimport (
     Py_UNICODE_ISALNUM,
+    Py_UNICODE_ISDECIMAL,
     Py_UNICODE_ISSPACE,
     PyUnicode_1BYTE_KIND,
     PyUnicode_DATA,
@@ -36,6 +37,13 @@ from libc.string cimport memchr, memcmp, memcpy
 from scrapy_simhash.text._lexbor_names import ATTRIBUTE_NAMES, TAG_NAMES
 from scrapy_simhash.text.rules import (
     _BOILERPLATE_TAGS,
+    _CREDIT_ANYWHERE_LETTERS,
+    _CREDIT_ANYWHERE_SEQUENCES,
+    _CREDIT_DATE_WORDS,
+    _CREDIT_START_CHARS,
+    _CREDIT_START_WORDS,
+    _MAX_BYLINE_CHARS,
+    _MAX_CREDIT_BYTES,
     _HIDING_ATTRIBUTES,
     _INLINE_TAGS,
     _JUDGED_ATTRIBUTES,
@@ -1398,3 +1406,204 @@ def has_c1_or_mark(str text):
         if (0x80 <= c <= 0x9F) or c == 0xEF or c == 0xFE or c == 0xFF or c == 0xFEFF:
             return True
     return False
+
+
+# The characters of _CREDIT_START_CHARS and _CREDIT_ANYWHERE_LETTERS in C arrays, each with
+# a 64-bit filter of their low bits: most characters are passed by one test of a bit.
+cdef Py_UCS4 _START_CHAR_CODES[64]
+cdef Py_UCS4 _ANYWHERE_CHAR_CODES[64]
+cdef int _START_CHAR_COUNT = len(_CREDIT_START_CHARS)
+cdef int _ANYWHERE_CHAR_COUNT = len(_CREDIT_ANYWHERE_LETTERS)
+cdef uint64_t _START_CHAR_FILTER = 0
+cdef uint64_t _ANYWHERE_CHAR_FILTER = 0
+for _n, _char in enumerate(_CREDIT_START_CHARS):
+    _START_CHAR_CODES[_n] = ord(_char)
+    _START_CHAR_FILTER |= (<uint64_t>1) << (ord(_char) & 63)
+for _n, _char in enumerate(_CREDIT_ANYWHERE_LETTERS):
+    _ANYWHERE_CHAR_CODES[_n] = ord(_char)
+    _ANYWHERE_CHAR_FILTER |= (<uint64_t>1) << (ord(_char) & 63)
+
+
+cdef uint64_t _code(str letters):
+    """ASCII letters as one number, a byte each, the last in the lowest byte."""
+    cdef uint64_t code = 0
+    for letter in letters:
+        code = (code << 8) | ord(letter)
+    return code
+
+
+# The three-letter starts of lines (the credit words', then the dates'), and the sequences
+# of _CREDIT_ANYWHERE_SEQUENCES (at most eight letters), each as one number.
+cdef list _STARTS = [_code(word) for word in _CREDIT_START_WORDS + _CREDIT_DATE_WORDS]
+cdef int _START_COUNT = len(_STARTS)
+cdef int _CREDIT_WORD_COUNT = len(_CREDIT_START_WORDS)
+cdef uint64_t _START_CODES[64]
+for _n, _number in enumerate(_STARTS):
+    _START_CODES[_n] = _number
+cdef int _SEQUENCE_COUNT = len(_CREDIT_ANYWHERE_SEQUENCES)
+cdef uint64_t _SEQUENCE_CODES[8]
+cdef uint64_t _SEQUENCE_MASKS[8]
+for _n, _sequence in enumerate(_CREDIT_ANYWHERE_SEQUENCES):
+    _SEQUENCE_CODES[_n] = _code(_sequence)
+    _SEQUENCE_MASKS[_n] = ~(<uint64_t>0) >> (64 - 8 * len(_sequence))
+cdef Py_ssize_t _CREDIT_CHARS = _MAX_CREDIT_BYTES  # a character is at least a byte
+cdef Py_ssize_t _BYLINE_CHARS = _MAX_BYLINE_CHARS
+
+
+cdef inline bint _one_of(Py_UCS4 c, uint64_t filter, Py_UCS4* codes, int count) noexcept:
+    cdef int n
+    if not (filter >> (<uint32_t>c & 63)) & 1:
+        return False
+    for n in range(count):
+        if codes[n] == c:
+            return True
+    return False
+
+
+cdef inline bint _ideograph(Py_UCS4 c) noexcept:
+    return 0x3400 <= c <= 0x9FFF or 0xF900 <= c <= 0xFAFF or 0x20000 <= c <= 0x3FFFF
+
+
+# What a line's start says of it (see _CREDIT_START_CHARS).
+cdef enum:
+    _NO_START = 0
+    _CREDIT_START = 1  # may match _CREDIT_START as it is
+    _DATE_START = 2  # may match it if the line holds four digits in a row
+
+
+cdef inline int _word_start(uint64_t word, int kept) noexcept:
+    """What a line whose first word starts with ``kept`` lower-case ASCII letters (at most
+    three, ``word``) may be."""
+    cdef int n
+    if kept >= 2 and word >> (8 * (kept - 2)) == 0x6279:  # "by"
+        return _CREDIT_START
+    if kept == 3:
+        for n in range(_START_COUNT):
+            if _START_CODES[n] == word:
+                return _CREDIT_START if n < _CREDIT_WORD_COUNT else _DATE_START
+    return _NO_START
+
+
+cdef enum:
+    _BEFORE_WORD = 0
+    _IN_WORD = 1
+    _DECIDED = 2
+
+
+def credit_lines(str text):
+    """The numbers of the lines of ``text`` (split at "\n") that ``readout._is_credit``
+    may take for credit lines, in one pass over the text: those of at most
+    _MAX_CREDIT_BYTES characters whose start may match _CREDIT_START (see
+    _CREDIT_START_CHARS), that hold what _CREDIT_ANYWHERE needs, or that hold four digits
+    in a row within _MAX_BYLINE_CHARS. Regular expressions tried on every line were a
+    tenth of a page's time, and most lines fail all three here."""
+    cdef list found = []
+    cdef int kind = PyUnicode_KIND(text)
+    cdef void* data = PyUnicode_DATA(text)
+    cdef Py_ssize_t size = len(text)
+    cdef Py_ssize_t at = 0
+    cdef Py_ssize_t line = 0
+    cdef Py_ssize_t chars = 0
+    cdef Py_ssize_t digits = 0
+    cdef int state = _BEFORE_WORD
+    cdef int kept = 0
+    cdef int start = _NO_START
+    cdef int n
+    cdef bint anywhere = False
+    cdef bint year = False
+    cdef bint decimal
+    cdef bint word_character
+    cdef uint64_t word = 0
+    cdef uint64_t recent = 0  # the line's last eight characters, a byte each (see below)
+    cdef Py_UCS4 c
+    cdef Py_UCS4 lowered
+    cdef const char* newline
+    while at <= size:
+        c = PyUnicode_READ(kind, data, at) if at < size else 10
+        at += 1
+        if c == 10:  # the line's end
+            if state == _IN_WORD:
+                start = _word_start(word, kept)
+            if chars <= _CREDIT_CHARS and (
+                start == _CREDIT_START
+                or (start == _DATE_START and year)
+                or anywhere
+                or (year and chars <= _BYLINE_CHARS)
+            ):
+                found.append(line)
+            line += 1
+            chars = digits = kept = 0
+            state = _BEFORE_WORD
+            start = _NO_START
+            anywhere = year = False
+            word = recent = 0
+            continue
+        chars += 1
+        if chars > _CREDIT_CHARS:  # too long to be a credit: on to the line's end
+            if kind == PyUnicode_1BYTE_KIND:
+                newline = <const char*>memchr(<const char*>data + at, 10, size - at)
+                at = size if newline is NULL else newline - <const char*>data
+            else:
+                while at < size and PyUnicode_READ(kind, data, at) != 10:
+                    at += 1
+            continue
+        if c < 0x80:
+            decimal = 48 <= c <= 57
+            lowered = <Py_UCS4>(<uint32_t>c + 32) if 65 <= c <= 90 else c
+            word_character = decimal or 97 <= lowered <= 122 or c == 95  # "_" is one
+        elif _ideograph(c):  # a letter, never a digit: the common case asks nothing
+            decimal = False
+            lowered = 0x80  # no ASCII letter
+            word_character = True
+            if _one_of(c, _ANYWHERE_CHAR_FILTER, _ANYWHERE_CHAR_CODES, _ANYWHERE_CHAR_COUNT):
+                anywhere = True
+        else:
+            decimal = Py_UNICODE_ISDECIMAL(c)
+            # "ſ" is an "s" to the pattern; no other character beyond ASCII is a letter
+            # of the sequences in any case.
+            lowered = 115 if c == 0x17F else 0x80
+            word_character = state != _DECIDED and Py_UNICODE_ISALNUM(c)
+            if _one_of(c, _ANYWHERE_CHAR_FILTER, _ANYWHERE_CHAR_CODES, _ANYWHERE_CHAR_COUNT):
+                anywhere = True
+        if decimal:
+            digits += 1
+            if digits >= 4:
+                year = True
+        else:
+            digits = 0
+        recent = (recent << 8) | <uint32_t>lowered
+        for n in range(_SEQUENCE_COUNT):
+            if recent & _SEQUENCE_MASKS[n] == _SEQUENCE_CODES[n]:
+                anywhere = True
+        if state == _DECIDED:
+            continue
+        if not word_character:
+            if state == _IN_WORD:
+                start = _word_start(word, kept)
+                state = _DECIDED
+            continue
+        if state == _BEFORE_WORD:
+            state = _DECIDED
+            if decimal:
+                start = _DATE_START
+            elif c >= 0x80:
+                start = _CREDIT_START if not _ideograph(c) or _one_of(
+                    c, _START_CHAR_FILTER, _START_CHAR_CODES, _START_CHAR_COUNT
+                ) else _NO_START
+            elif 97 <= lowered <= 122:
+                word = lowered
+                kept = 1
+                state = _IN_WORD
+        elif c >= 0x80:  # may match an ASCII letter in any case ("ſ", the Kelvin sign)
+            start = _CREDIT_START
+            state = _DECIDED
+        elif 97 <= lowered <= 122:
+            word = (word << 8) | <uint32_t>lowered
+            kept += 1
+            if kept == 3:
+                start = _word_start(word, kept)
+                state = _DECIDED
+        else:
+            start = _word_start(word, kept)
+            state = _DECIDED
+    return found

@@ -61,6 +61,8 @@ class Extension(Protocol):
 
     def has_c1_or_mark(self, text: str) -> bool: ...
 
+    def credit_lines(self, text: str) -> list[int]: ...
+
 
 def _load() -> tuple[Extension | None, str]:
     """The extension, or None and what a crawl says of its absence (or of the hashing's).

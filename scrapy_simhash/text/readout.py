@@ -16,7 +16,7 @@ from scrapy_simhash.text.rules import (
     _BOILERPLATE_TAGS,
     _CREDIT_ANYWHERE,
     _CREDIT_ANYWHERE_CHARS,
-    _CREDIT_ANYWHERE_PAIRS,
+    _CREDIT_ANYWHERE_SEQUENCES,
     _CREDIT_START,
     _DATE_IN_LINE,
     _INLINE_TAGS,
@@ -153,8 +153,14 @@ def _drop_credits(text: str) -> str:
     """
     if not text:
         return text
-    kept = [line for line in text.split("\n") if not _is_credit(line)]
-    return "\n".join(kept)
+    lines = text.split("\n")
+    extension = compiled.extension
+    # The compiled read-out names the few lines that may be credits (one pass in C).
+    maybe = range(len(lines)) if extension is None else extension.credit_lines(text)
+    credits = {number for number in maybe if _is_credit(lines[number])}
+    if not credits:
+        return text
+    return "\n".join(line for number, line in enumerate(lines) if number not in credits)
 
 
 def _is_credit(line: str) -> bool:
@@ -172,12 +178,11 @@ def _is_credit(line: str) -> bool:
 
 def _may_be_credit_anywhere(line: str) -> bool:
     """False when ``line`` certainly has no match of _CREDIT_ANYWHERE (see
-    _CREDIT_ANYWHERE_CHARS): a necessary condition, tested in C."""
+    _CREDIT_ANYWHERE_SEQUENCES): a necessary condition, tested in C."""
     if _CREDIT_ANYWHERE_CHARS.search(line) is not None:
         return True
-    lowered = line.lower()
-    first, second = _CREDIT_ANYWHERE_PAIRS
-    return first in lowered or second in lowered
+    lowered = line.lower().replace("ſ", "s")
+    return any(sequence in lowered for sequence in _CREDIT_ANYWHERE_SEQUENCES)
 
 
 def _is_dated_byline(line: str) -> bool:

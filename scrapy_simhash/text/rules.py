@@ -338,13 +338,29 @@ _CREDIT_ANYWHERE = re.compile(
     r"|版权所有|all rights reserved|copyright\s*(?:©|\(c\)|\d{4})|©\s*\d{4}|ICP[备证]",
     re.IGNORECASE,
 )
-# A line can match _CREDIT_ANYWHERE only if it holds one of these characters, or "py" or
-# "gh" in any case (every form of "copyright" and "all rights reserved": p, y, g and h
-# have no case-insensitive equivalents beyond their ASCII capitals). The pattern is
+# What a line's first word (after any non-word characters) starts with when it can match
+# _CREDIT_START: the first character of each Chinese form, or the first three letters, in
+# any case, of each English one ("by" whole); or, for a date, a digit or the first three
+# letters of a weekday or a month, and then the line holds a year (four digits in a row:
+# every date form of _CREDIT_START has one). The compiled read-out tests only the lines
+# that pass this or the tests of _CREDIT_ANYWHERE_LETTERS and _YEAR_DIGITS (and any line
+# whose first three word characters hold another character beyond ASCII: some match ASCII
+# letters in any case, "ſ" an "s").
+_CREDIT_START_CHARS = "来作责编原发更时日浏阅点本文出记通供摄图分收举不扫用地电联传邮主备"
+_CREDIT_START_WORDS = ["by", "pos", "pub", "upd", "las", "wri", "sha", "pri", "ema", "twe", "com"]
+_CREDIT_DATE_WORDS = [
+    "mon", "tue", "wed", "thu", "fri", "sat", "sun",
+    "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+]  # fmt: skip
+# A line can match _CREDIT_ANYWHERE only if it holds one of these characters, or one of
+# _CREDIT_ANYWHERE_SEQUENCES in lower case with "ſ" read as "s" ("copyright" and "all
+# rights reserved" in any case: of their letters only "s", and "i", which they do not
+# need, match a character beyond ASCII in any case, "ſ", "ı" and "İ"). The pattern is
 # case-insensitive and starts with letters, so the regex engine tries it at every
 # position of every line (44k instructions a line); this test passes most lines in C.
-_CREDIT_ANYWHERE_CHARS = re.compile("[责浏阅点版©备证]")
-_CREDIT_ANYWHERE_PAIRS = ("py", "gh")
+_CREDIT_ANYWHERE_LETTERS = "责浏阅点版©备证"
+_CREDIT_ANYWHERE_CHARS = re.compile(f"[{_CREDIT_ANYWHERE_LETTERS}]")
+_CREDIT_ANYWHERE_SEQUENCES = ("yr", "hts r")
 # A date inside a short line; with at most _MAX_BYLINE_WORDS other words around it the line is
 # a dated byline ("Jonah Reyes, 2026-03-08", "记者 张三 2026-03-08 10:31") or a date alone in
 # any of the languages whose stop words are shipped ("Donnerstag, 3. Februar 2022",

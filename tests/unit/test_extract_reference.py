@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import nullcontext
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from scrapy_simhash.text import compiled
@@ -29,7 +29,9 @@ from scrapy_simhash.text.readout import (
     _BYTE_ORDER_MARKS,
     _C1,
     _C1_AS_CP1252,
+    _drop_credits,
     _flush,
+    _is_credit,
     _lines,
     _may_be_credit_anywhere,
     _needs_cleaning,
@@ -356,6 +358,7 @@ _LINE_PIECES = [
     "COPYRIGHT 2024",
     "Co\u0131pyright",
     "all rights reserved",
+    "all rigHtſ reſerved",
     "ALL RIGHTS RESERVED",
     "all rigHts reſerved",
     "ICP备",
@@ -405,6 +408,80 @@ def test_credit_shortcuts_never_pass_a_line_the_patterns_match(line: str) -> Non
         assert _may_be_credit_anywhere(line)
     if _DATE_IN_LINE.search(line):
         assert _YEAR_DIGITS.search(line)
+
+
+# Pieces of credit lines and of lines that are not: every form _CREDIT_START, _CREDIT_ANYWHERE
+# and the dated bylines take, their starts, their letters in other cases, characters beyond
+# ASCII that match ASCII letters in any case, digits of other scripts, and line breaks.
+_CREDIT_PIECES = [
+    *_LINE_PIECES,
+    *[
+        "来源",
+        "作者",
+        "责任编辑",
+        "原标题",
+        "发布时间",
+        "本文来源",
+        "记者",
+        "分享到",
+        "扫一扫",
+        "地址",
+        "电话",
+        "备案号",
+    ],
+    *[
+        "by",
+        "posted",
+        "Published",
+        "UPDATED",
+        "last",
+        "updated",
+        "written",
+        "by",
+        "share",
+        "print",
+        "email",
+        "tweet",
+    ],
+    *["comments", "Tue", "Sunday", "march", "MAY", "4th", "3", "31", "2025", "＿", "_"],
+    "ſhare",
+    "poſted",
+    "\u212aelvin",
+    "\u0130",
+    "ſ",
+    "\n",
+    "\n",
+    ":",
+    "：",
+    "!",
+    ". ",
+    ", ",
+    "本报讯",
+    "The council met on Tuesday",
+    "x" * 90,
+    "-" * 85,  # a date after as many non-word characters is still a date alone
+    "中" * 70,
+]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(_CREDIT_PIECES), max_size=12).map("".join))
+@example("-" * 85 + "March 4, 2025")  # a date alone past the dated bylines' length
+@example("x\npoſted by staff\n" + "y" * 300 + "\n版权所有")  # "ſ" inside a first word
+@example("prİnt\nprınt")  # "İ" and "ı" are "i" in any case
+@example("Share:\nThe council met\n2025-03-04 记者 张三\nall rightS reserved")
+def test_the_compiled_scan_names_every_line_that_may_be_a_credit(text: str) -> None:
+    """The compiled read-out tests only the lines its scan names: it names every line
+    that the credit patterns take, and the text that is left is the interpreted one's."""
+    extension = compiled.extension
+    assert extension is not None
+    named = set(extension.credit_lines(text))
+    for number, line in enumerate(text.split("\n")):
+        if _is_credit(line):
+            assert number in named, line
+    with compiled.interpreted():
+        expected = _drop_credits(text)
+    assert _drop_credits(text) == expected
 
 
 @settings(max_examples=1000, deadline=None)
