@@ -69,6 +69,10 @@ from scrapy_simhash.text.rules import (
     _remember,
 )
 
+cdef extern from "Python.h":
+    void PyObject_GC_UnTrack(object)
+
+
 cdef extern from *:
     """
     #include <stdint.h>
@@ -1011,7 +1015,11 @@ def run(walk):
             frame = [chars, 0, 0.0, 0.0, None, block, guarded, key, tag]
         else:
             block = []
+            PyObject_GC_UnTrack(block)
             frame = [chars, 0, 0.0, 0.0, block, block, guarded, key, tag]
+        # Frames and blocks hold numbers, strings and blocks: they make no cycles, and the
+        # cyclic collector, which runs every 700 new containers, need not look at them.
+        PyObject_GC_UnTrack(frame)
         if chars:
             block.append(text)
         stack.append(frame)
