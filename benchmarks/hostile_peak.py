@@ -15,8 +15,10 @@ paragraphs, 100,000 elements with class names never seen before.
 
 With ``--crawl``, each page is crawled instead, alone, from a local server, by Scrapy alone
 and with the add-on at its defaults and one fingerprint worker: printed are the crawl
-process's and the worker's peak resident memory (``ru_maxrss``; the page is cut to
-``SIMHASH_MAX_BODY_BYTES`` in the crawl process, as in any crawl):
+process's peak resident memory (``ru_maxrss``) and the worker's own (``VmHWM``, read while
+it lives: a spawned process's ``ru_maxrss`` counts the image of the crawl process it was
+forked from before it started a fresh interpreter). The page is cut to
+``SIMHASH_MAX_BODY_BYTES`` in the crawl process, as in any crawl:
 
     python3 benchmarks/hostile_peak.py --crawl [--runs N] [--no-hold]
 
@@ -130,7 +132,7 @@ def crawled(kind: str, runs: int, hold: bool) -> None:
                         assert not (hold and inline), "the page was read in the crawl process"
                         readers.add("crawl" if inline else "worker")
                         figures["crawl"].append(result.cpu["crawl_maxrss_mb"])
-                        figures["worker"].append(result.cpu["workers_maxrss_mb"])
+                        figures["worker"].append(result.cpu["workers_own_peak_mb"])
                     else:
                         figures["alone"].append(result.cpu["crawl_maxrss_mb"])
     finally:
