@@ -1469,7 +1469,10 @@ cdef inline bint _one_of(Py_UCS4 c, uint64_t filter, Py_UCS4* codes, int count) 
 
 
 cdef inline bint _ideograph(Py_UCS4 c) noexcept:
-    return 0x3400 <= c <= 0x9FFF or 0xF900 <= c <= 0xFAFF or 0x20000 <= c <= 0x3FFFF
+    """Whether ``c`` is in the two blocks of CJK ideographs every character of which is a
+    letter (a word character, not a digit), as Python's Unicode tables say: the others
+    hold symbols or unassigned code points, which are not."""
+    return 0x4E00 <= c <= 0x9FFF or 0x3400 <= c <= 0x4DBF
 
 
 # What a line's start says of it (see _CREDIT_START_CHARS).
@@ -1522,7 +1525,9 @@ def credit_lines(str text):
     cdef bint decimal
     cdef bint word_character
     cdef uint64_t word = 0
-    cdef uint64_t recent = 0  # the line's last eight characters, a byte each (see below)
+    # The line's last eight characters, a byte each: ASCII in lower case, "ſ" as "s" and
+    # any other character beyond ASCII as 0x80 (see _CREDIT_ANYWHERE_SEQUENCES).
+    cdef uint64_t recent = 0
     cdef Py_UCS4 c
     cdef Py_UCS4 lowered
     cdef const char* newline

@@ -469,6 +469,7 @@ _CREDIT_PIECES = [
 @example("-" * 85 + "March 4, 2025")  # a date alone past the dated bylines' length
 @example("x\npoſted by staff\n" + "y" * 300 + "\n版权所有")  # "ſ" inside a first word
 @example("prİnt\nprınt")  # "İ" and "ı" are "i" in any case
+@example("\u4dc0来源：新华网\n\U0002ffff来源：新华网\n\ufa6e作者：王五")  # not word characters
 @example("Share:\nThe council met\n2025-03-04 记者 张三\nall rightS reserved")
 def test_the_compiled_scan_names_every_line_that_may_be_a_credit(text: str) -> None:
     """The compiled read-out tests only the lines its scan names: it names every line
