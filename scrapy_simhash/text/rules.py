@@ -311,6 +311,9 @@ _MONTHS = (
     r"november|novembre|noviembre|novembro|dezember|décembre|decembre|diciembre|dezembro|"
     r"dicembre|jan|feb|mär|mrz|apr|jun|jul|aug|sep|sept|okt|nov|dez|déc)"
 )
+# A form added here needs its start in _CREDIT_START_CHARS or _CREDIT_START_WORDS below,
+# and a form added to _CREDIT_ANYWHERE its characters in _CREDIT_ANYWHERE_LETTERS or
+# _CREDIT_ANYWHERE_SEQUENCES: the compiled read-out tries only the lines they name.
 # Split in two so that the anchored forms are tried at the line's start only and the
 # search for the others can skip ahead by their first characters: one pattern with both
 # tried every alternative at every position, the main cost of reading a page out.
@@ -354,8 +357,8 @@ _CREDIT_DATE_WORDS = [
 ]  # fmt: skip
 # A line can match _CREDIT_ANYWHERE only if it holds one of these characters, or one of
 # _CREDIT_ANYWHERE_SEQUENCES in lower case with "ſ" read as "s" ("copyright" and "all
-# rights reserved" in any case: of their letters only "s", and "i", which they do not
-# need, match a character beyond ASCII in any case, "ſ", "ı" and "İ"). The pattern is
+# rights reserved" in any case: of their letters only "s", and "i", which the sequences
+# do not hold, match a character beyond ASCII in any case, "ſ", "ı" and "İ"). The pattern is
 # case-insensitive and starts with letters, so the regex engine tries it at every
 # position of every line (44k instructions a line); this test passes most lines in C.
 _CREDIT_ANYWHERE_LETTERS = "责浏阅点版©备证"
