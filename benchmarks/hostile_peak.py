@@ -124,6 +124,7 @@ def crawled(kind: str, runs: int, hold: bool) -> None:
                     spec = {
                         "requests": [{"url": server.url("/hostile.html")}],
                         "settings": settings,
+                        "workers_peak": True,
                     }
                     result = run_crawl(Path(tmp) / f"{run}-{addon}", spec)
                     assert result.errors == [], result.errors
